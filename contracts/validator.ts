@@ -1,0 +1,56 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Ajv, { type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import { ContractViolation } from '../services/shared/errors';
+import type { NewEvent } from './envelope';
+
+const SCHEMA_FILE = /^([A-Za-z]+)\.v(\d+)\.schema\.json$/;
+export const EVENTS_SCHEMA_DIR = path.join(__dirname, 'events');
+
+export interface ContractValidator {
+  /** Throws ContractViolation when `data` does not match the schema of `type` at `schemaVersion`. */
+  check(event: { type: string; schemaVersion?: number; data: unknown }): void;
+  latestVersion(type: string): number;
+  knownTypes(): string[];
+}
+
+/** Loads every `contracts/events/<Type>.v<N>.schema.json` once and compiles it with ajv. */
+export function loadContracts(dir = EVENTS_SCHEMA_DIR): ContractValidator {
+  const ajv = new Ajv({ allErrors: true, strict: true });
+  addFormats(ajv);
+  const validators = new Map<string, ValidateFunction>();
+  const latest = new Map<string, number>();
+  for (const file of fs.readdirSync(dir)) {
+    const m = SCHEMA_FILE.exec(file);
+    if (!m) continue;
+    const [, type, v] = m;
+    const version = Number(v);
+    const schema = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
+    validators.set(`${type}.v${version}`, ajv.compile(schema));
+    latest.set(type, Math.max(version, latest.get(type) ?? 0));
+  }
+  return {
+    check(event) {
+      const version = event.schemaVersion ?? latest.get(event.type);
+      const validate = version === undefined ? undefined : validators.get(`${event.type}.v${version}`);
+      if (!validate) throw new ContractViolation(event.type, [{ message: `no schema for ${event.type} v${version}` }]);
+      if (!validate(event.data)) throw new ContractViolation(event.type, validate.errors);
+    },
+    latestVersion(type) {
+      const v = latest.get(type);
+      if (v === undefined) throw new ContractViolation(type, [{ message: 'unknown event type' }]);
+      return v;
+    },
+    knownTypes: () => [...latest.keys()].sort(),
+  };
+}
+
+/** Stamps the schema version and validates every event of an append. */
+export function checkAll(validator: ContractValidator, events: NewEvent[]): NewEvent[] {
+  return events.map((e) => {
+    const withVersion = { ...e, schemaVersion: e.schemaVersion ?? validator.latestVersion(e.type) };
+    validator.check(withVersion);
+    return withVersion;
+  });
+}

@@ -1,0 +1,245 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import type { EventEnvelope, EventMetadata, NewEvent } from '../../contracts/envelope';
+import { ConcurrencyError } from '../../services/shared/errors';
+import type {
+  AppendResult, EventStore, ExpectedRevision, ReadAllOptions, ReadStreamOptions, Subscription,
+} from '../../services/shared/eventStore';
+
+const SCHEMA_SQL = fs.readFileSync(path.join(__dirname, 'postgres.schema.sql'), 'utf8');
+const NOTIFY_CHANNEL = 'es_appended';
+const MAX_BATCH = 500;
+const PAGE = 1000;
+
+export interface AppendRequest {
+  streamId: string;
+  events: NewEvent[];
+  expectedRevision: ExpectedRevision;
+  metadata: EventMetadata;
+}
+
+interface Pending {
+  request: AppendRequest;
+  resolve: (r: AppendResult) => void;
+  reject: (e: unknown) => void;
+}
+
+type RequestOutcome = { ok: true; revision: string; position: string } | { ok: false; actual: string };
+
+interface EventRow {
+  position: string; id: string; stream_id: string; revision: string; type: string;
+  schema_version: number; data: unknown; metadata: EventMetadata; recorded_at: Date;
+}
+
+const COLUMNS = 'position, id, stream_id, revision, type, schema_version, data, metadata, recorded_at';
+
+function toEnvelope(r: EventRow): EventEnvelope {
+  return {
+    id: r.id, type: r.type, schemaVersion: r.schema_version, streamId: r.stream_id, revision: r.revision,
+    position: r.position, recordedAt: r.recorded_at.toISOString(), data: r.data, metadata: r.metadata,
+  };
+}
+
+function expectedText(e: ExpectedRevision): string {
+  return typeof e === 'bigint' ? e.toString() : e;
+}
+
+/** Creates the event store tables and the append function if they are missing. Idempotent. */
+export async function setupPostgresEventStore(pool: pg.Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    // Two processes starting together must not race on CREATE OR REPLACE FUNCTION.
+    await client.query('SELECT pg_advisory_lock(7362001)');
+    await client.query(SCHEMA_SQL);
+  } finally {
+    await client.query('SELECT pg_advisory_unlock(7362001)').catch(() => undefined);
+    client.release();
+  }
+}
+
+/**
+ * Event store on PostgreSQL tables (the default adapter).
+ *
+ * Appends issued concurrently in this process are written together, one transaction a batch
+ * (application-level group commit); each request keeps its own expected-revision check.
+ */
+export class PostgresEventStore implements EventStore {
+  readonly kind = 'postgres' as const;
+  private queue: Pending[] = [];
+  private flushing = false;
+  private readonly subscriptions = new Set<Subscription>();
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly connectionString: string,
+  ) {}
+
+  append(
+    streamId: string,
+    events: NewEvent[],
+    options: { expectedRevision: ExpectedRevision; metadata: EventMetadata },
+  ): Promise<AppendResult> {
+    if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ request: { streamId, events, ...options }, resolve, reject });
+      void this.flush();
+    });
+  }
+
+  /** Writes many requests in one transaction; each outcome is reported on its own. */
+  async appendMany(requests: AppendRequest[]): Promise<RequestOutcome[]> {
+    const payload = requests.map((r) => ({
+      streamId: r.streamId,
+      expected: expectedText(r.expectedRevision),
+      events: r.events.map((e) => ({
+        id: e.id ?? randomUUID(), type: e.type, schemaVersion: e.schemaVersion ?? 1, data: e.data, metadata: r.metadata,
+      })),
+    }));
+    const { rows } = await this.pool.query<{ es_append: RequestOutcome[] }>('SELECT es_append($1::jsonb)', [
+      JSON.stringify(payload),
+    ]);
+    return rows[0].es_append;
+  }
+
+  private async flush(): Promise<void> {
+    if (this.flushing) return;
+    this.flushing = true;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, MAX_BATCH);
+        try {
+          const outcomes = await this.appendMany(batch.map((p) => p.request));
+          batch.forEach((p, i) => this.settle(p, outcomes[i]));
+        } catch (error) {
+          if (batch.length === 1) batch[0].reject(error);
+          // One bad request (a duplicate event id, say) must not fail its neighbours: retry alone.
+          else for (const p of batch) await this.appendMany([p.request]).then((o) => this.settle(p, o[0]), p.reject);
+        }
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  private settle(p: Pending, outcome: RequestOutcome): void {
+    if (outcome.ok) p.resolve({ nextRevision: BigInt(outcome.revision), position: outcome.position });
+    else p.reject(new ConcurrencyError(p.request.streamId, expectedText(p.request.expectedRevision), outcome.actual === '-1' ? 'no-stream' : outcome.actual));
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<EventEnvelope[]> {
+    const backwards = options.direction === 'backwards';
+    const limit = options.maxCount ?? null;
+    const from = options.fromRevision ?? null;
+    const sql = backwards
+      ? `SELECT ${COLUMNS} FROM es_events WHERE stream_id = $1 AND ($2::bigint IS NULL OR revision <= $2) ORDER BY revision DESC LIMIT $3`
+      : `SELECT ${COLUMNS} FROM es_events WHERE stream_id = $1 AND ($2::bigint IS NULL OR revision >= $2) ORDER BY revision ASC LIMIT $3`;
+    const { rows } = await this.pool.query<EventRow>(sql, [streamId, from === null ? null : from.toString(), limit]);
+    return rows.map(toEnvelope);
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<EventEnvelope[]> {
+    const { rows } = await this.pool.query<EventRow>(
+      `SELECT ${COLUMNS} FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2`,
+      [options.after ?? '0', options.maxCount ?? PAGE],
+    );
+    return rows.map(toEnvelope);
+  }
+
+  async headPosition(): Promise<string> {
+    const { rows } = await this.pool.query<{ position: string }>('SELECT position FROM es_head WHERE id = 1');
+    return rows[0]?.position ?? '0';
+  }
+
+  subscribeToAll(options: { after?: string } = {}): Subscription {
+    const sub = new PostgresSubscription(this, this.connectionString, options.after ?? '0');
+    this.subscriptions.add(sub);
+    const close = sub.close.bind(sub);
+    sub.close = async () => {
+      this.subscriptions.delete(sub);
+      await close();
+    };
+    return sub;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.subscriptions].map((s) => s.close()));
+  }
+}
+
+/** Catch-up then live: reads pages after the last delivered position, sleeps on LISTEN between them. */
+class PostgresSubscription implements Subscription {
+  private closed = false;
+  private listener: pg.Client | null = null;
+  private wake: (() => void) | null = null;
+  private notified = false;
+
+  constructor(
+    private readonly store: PostgresEventStore,
+    private readonly connectionString: string,
+    private after: string,
+  ) {}
+
+  private onNotify = () => {
+    this.notified = true;
+    this.wake?.();
+  };
+
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.connectionString });
+    client.on('notification', this.onNotify);
+    // A lost LISTEN connection is replaced; the catch-up read after it covers what was missed.
+    client.on('error', () => {
+      if (this.listener === client) this.listener = null;
+      this.onNotify();
+    });
+    await client.connect();
+    await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+    this.listener = client;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<EventEnvelope> {
+    try {
+      yield* this.events();
+    } finally {
+      await this.close();
+    }
+  }
+
+  private async *events(): AsyncGenerator<EventEnvelope> {
+    while (!this.closed) {
+      if (!this.listener) {
+        try {
+          await this.listen();
+        } catch (error) {
+          if (this.closed) return;
+          await new Promise((r) => setTimeout(r, 1000));
+          continue;
+        }
+      }
+      this.notified = false;
+      const page = await this.store.readAll({ after: this.after, maxCount: PAGE });
+      for (const event of page) {
+        if (this.closed) return;
+        this.after = event.position;
+        yield event;
+      }
+      if (page.length === PAGE || this.notified) continue;
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+        if (this.notified || this.closed) resolve();
+      });
+      this.wake = null;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.wake?.();
+    const l = this.listener;
+    this.listener = null;
+    await l?.end().catch(() => undefined);
+  }
+}

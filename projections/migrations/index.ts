@@ -1,0 +1,17 @@
+import type { Knex } from 'knex';
+import * as m001 from './001_read_model';
+
+/** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
+const MIGRATIONS: Record<string, Knex.Migration> = {
+  '001_read_model': m001,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(MIGRATIONS).sort(),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => MIGRATIONS[name],
+};
+
+export async function migrateReadModel(knex: Knex): Promise<void> {
+  await knex.migrate.latest({ migrationSource, tableName: 'read_model_migrations' });
+}

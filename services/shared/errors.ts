@@ -1,0 +1,60 @@
+/** A broken business rule. `code` is stable; the HTTP layer maps it to a status. */
+export class DomainError extends Error {
+  constructor(
+    readonly code: string,
+    message?: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message ?? code);
+    this.name = 'DomainError';
+  }
+}
+
+/** An error that already knows its HTTP status: validation, authentication, not found. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+export const badRequest = (code: string, message: string, details: Record<string, unknown> = {}) =>
+  new HttpError(400, code, message, details);
+export const unauthorized = (message = 'Authentication required', code = 'unauthenticated') =>
+  new HttpError(401, code, message);
+export const notFound = (message: string, details: Record<string, unknown> = {}) =>
+  new HttpError(404, 'not-found', message, details);
+
+/** Optimistic concurrency: the stream was not at the expected revision. */
+export class ConcurrencyError extends Error {
+  readonly code = 'concurrency-conflict';
+  constructor(
+    readonly streamId: string,
+    readonly expected: string,
+    readonly actual: string,
+  ) {
+    super(`Stream ${streamId} is at revision ${actual}, expected ${expected}`);
+    this.name = 'ConcurrencyError';
+  }
+}
+
+/** An event that does not match its JSON Schema: a programming error, never written. */
+export class ContractViolation extends Error {
+  readonly code = 'event-contract-violation';
+  constructor(
+    readonly eventType: string,
+    readonly errors: unknown,
+  ) {
+    super(`Event ${eventType} violates its contract: ${JSON.stringify(errors)}`);
+    this.name = 'ContractViolation';
+  }
+}
+
+export function assertNever(x: never): never {
+  throw new Error(`Unexpected value: ${JSON.stringify(x)}`);
+}

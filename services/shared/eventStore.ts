@@ -1,0 +1,48 @@
+import type { EventEnvelope, EventMetadata, NewEvent } from '../../contracts/envelope';
+
+/**
+ * What a stream must look like before an append:
+ * 'any' (no check), 'no-stream' (must not exist) or an exact revision (a decimal string or bigint).
+ */
+export type ExpectedRevision = 'any' | 'no-stream' | bigint;
+
+export interface AppendResult {
+  /** Revision of the last event written. */
+  nextRevision: bigint;
+  /** Global position of the last event written (decimal string). */
+  position: string;
+}
+
+export interface ReadStreamOptions {
+  direction?: 'forwards' | 'backwards';
+  /** Inclusive start; defaults to the start (forwards) or the end (backwards). */
+  fromRevision?: bigint;
+  maxCount?: number;
+}
+
+export interface ReadAllOptions {
+  /** Exclusive: events strictly after this position. '0' (or omitted) reads from the start. */
+  after?: string;
+  maxCount?: number;
+}
+
+export interface Subscription extends AsyncIterable<EventEnvelope> {
+  close(): Promise<void>;
+}
+
+/** The event store port. Adapters: infra/eventstore/postgres.ts, infra/eventstore/esdb.ts. */
+export interface EventStore {
+  readonly kind: 'postgres' | 'eventstoredb';
+  append(
+    streamId: string,
+    events: NewEvent[],
+    options: { expectedRevision: ExpectedRevision; metadata: EventMetadata },
+  ): Promise<AppendResult>;
+  readStream(streamId: string, options?: ReadStreamOptions): Promise<EventEnvelope[]>;
+  readAll(options?: ReadAllOptions): Promise<EventEnvelope[]>;
+  /** Catch-up from `after` (exclusive), then live, in global order, until closed. */
+  subscribeToAll(options?: { after?: string }): Subscription;
+  /** Position of the last event in the global log ('0' when empty). */
+  headPosition(): Promise<string>;
+  close(): Promise<void>;
+}
