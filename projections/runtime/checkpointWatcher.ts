@@ -1,0 +1,95 @@
+import pg from 'pg';
+import type { Knex } from 'knex';
+import { HttpError } from '../../services/shared/errors';
+import { CHECKPOINT_CHANNEL, readCheckpoints } from './checkpoints';
+
+interface Waiter { position: bigint; resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+
+const SAFETY_POLL_MS = 1000;
+
+/**
+ * Read-your-writes: resolves when every named projection has applied a position. Checkpoint moves
+ * arrive by LISTEN/NOTIFY from whichever process runs the projector; while anyone waits, the
+ * checkpoints are also re-read once a second in case a notification was lost with its connection.
+ */
+export class CheckpointWatcher {
+  private readonly positions = new Map<string, bigint>();
+  private readonly waiters = new Set<Waiter>();
+  private client: pg.Client | null = null;
+  private poller: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly knex: Knex,
+    private readonly connectionString: string,
+    private readonly projectionNames: readonly string[],
+  ) {}
+
+  async start(): Promise<void> {
+    await this.connect();
+    await this.refresh();
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.connectionString });
+    client.on('notification', (msg) => {
+      const [name, position] = (msg.payload ?? '').split(':');
+      if (name && position) this.advance(name, BigInt(position));
+    });
+    client.on('error', () => {
+      if (this.client === client) this.client = null;
+      if (!this.closed) setTimeout(() => this.connect().catch(() => undefined), SAFETY_POLL_MS);
+    });
+    await client.connect();
+    await client.query(`LISTEN ${CHECKPOINT_CHANNEL}`);
+    this.client = client;
+  }
+
+  private async refresh(): Promise<void> {
+    for (const [name, position] of await readCheckpoints(this.knex)) this.advance(name, position);
+  }
+
+  private advance(name: string, position: bigint): void {
+    if (position <= (this.positions.get(name) ?? -1n)) return;
+    this.positions.set(name, position);
+    for (const w of [...this.waiters]) if (this.reached(w.position)) this.settle(w);
+  }
+
+  private reached(position: bigint): boolean {
+    return this.projectionNames.every((n) => (this.positions.get(n) ?? 0n) >= position);
+  }
+
+  private settle(w: Waiter, error?: Error): void {
+    clearTimeout(w.timer);
+    this.waiters.delete(w);
+    if (this.waiters.size === 0 && this.poller) {
+      clearInterval(this.poller);
+      this.poller = null;
+    }
+    if (error) w.reject(error);
+    else w.resolve();
+  }
+
+  /** Resolves once the read models hold `position`; a 503 `read-model-lagging` after `timeoutMs`. */
+  waitFor(position: string | null, timeoutMs: number): Promise<void> {
+    if (position === null) return Promise.resolve();
+    const target = BigInt(position);
+    if (this.reached(target)) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        position: target, resolve, reject,
+        timer: setTimeout(() => this.settle(waiter, new HttpError(503, 'read-model-lagging',
+          'The change was recorded but the read model has not applied it yet; read again shortly', { position })), timeoutMs),
+      };
+      this.waiters.add(waiter);
+      this.poller ??= setInterval(() => void this.refresh().catch(() => undefined), SAFETY_POLL_MS);
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.closed = true;
+    for (const w of [...this.waiters]) this.settle(w, new HttpError(503, 'shutting-down', 'The server is shutting down'));
+    if (this.poller) clearInterval(this.poller);
+    await this.client?.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,21 @@
+import type { Knex } from 'knex';
+
+export const CHECKPOINT_CHANNEL = 'projection_checkpoint';
+
+/** Locks the projection's checkpoint row for this transaction and returns its position. */
+export async function lockCheckpoint(trx: Knex.Transaction, name: string): Promise<bigint> {
+  await trx.raw('INSERT INTO projection_checkpoints (name, position) VALUES (?, 0) ON CONFLICT (name) DO NOTHING', [name]);
+  const { rows } = await trx.raw('SELECT position FROM projection_checkpoints WHERE name = ? FOR UPDATE', [name]);
+  return BigInt(rows[0].position);
+}
+
+/** Moves the checkpoint; waiters are told on commit (NOTIFY is transactional). */
+export async function saveCheckpoint(trx: Knex.Transaction, name: string, position: bigint): Promise<void> {
+  await trx.raw('UPDATE projection_checkpoints SET position = ?, updated_at = now() WHERE name = ?', [position.toString(), name]);
+  await trx.raw('SELECT pg_notify(?, ?)', [CHECKPOINT_CHANNEL, `${name}:${position}`]);
+}
+
+export async function readCheckpoints(knex: Knex): Promise<Map<string, bigint>> {
+  const rows: { name: string; position: string }[] = await knex('projection_checkpoints').select('name', 'position');
+  return new Map(rows.map((r) => [r.name, BigInt(r.position)]));
+}

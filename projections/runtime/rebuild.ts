@@ -1,0 +1,36 @@
+import type { Knex } from 'knex';
+import type { EventStore } from '../../services/shared/eventStore';
+import { lockCheckpoint, saveCheckpoint } from './checkpoints';
+import type { Projection } from './projection';
+
+export interface RebuildResult { projection: string; events: number; position: string; seconds: number }
+
+/**
+ * Rebuilds a read model from position 0 in one transaction: its tables are emptied, every event is
+ * applied again, the checkpoint lands on the last position. A crash half-way leaves the old read
+ * model as it was. The checkpoint row stays locked meanwhile, so a running projector waits.
+ */
+export async function rebuildProjection(
+  projection: Projection,
+  deps: { store: EventStore; knex: Knex; pageSize?: number; onProgress?: (events: number, position: string) => void },
+): Promise<RebuildResult> {
+  const started = process.hrtime.bigint();
+  const pageSize = deps.pageSize ?? 5000;
+  let events = 0;
+  let after = '0';
+  await deps.knex.transaction(async (trx) => {
+    await lockCheckpoint(trx, projection.name);
+    await trx.raw(`TRUNCATE ${projection.tables.map((t) => `"${t}"`).join(', ')}`);
+    for (;;) {
+      const page = await deps.store.readAll({ after, maxCount: pageSize });
+      if (page.length === 0) break;
+      await projection.apply(trx, page);
+      events += page.length;
+      after = page[page.length - 1].position;
+      deps.onProgress?.(events, after);
+    }
+    await saveCheckpoint(trx, projection.name, BigInt(after));
+  });
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  return { projection: projection.name, events, position: after, seconds };
+}

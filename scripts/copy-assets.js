@@ -1,0 +1,16 @@
+// Copies the non-TypeScript files the compiled code reads at run time (event schemas, SQL) into dist/.
+const fs = require('node:fs');
+const path = require('node:path');
+
+const ASSETS = [
+  ['contracts/events', /\.schema\.json$/],
+  ['infra/eventstore', /\.sql$/],
+];
+const root = path.join(__dirname, '..');
+for (const [dir, pattern] of ASSETS) {
+  const target = path.join(root, 'dist', dir);
+  fs.mkdirSync(target, { recursive: true });
+  for (const file of fs.readdirSync(path.join(root, dir))) {
+    if (pattern.test(file)) fs.copyFileSync(path.join(root, dir, file), path.join(target, file));
+  }
+}

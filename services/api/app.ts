@@ -1,0 +1,69 @@
+import express, { type Express } from 'express';
+import session from 'express-session';
+import connectPgSimple from 'connect-pg-simple';
+import passport from 'passport';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
+import { bearerStrategy, requireAuthentication, TokenUsageRecorder } from '../identity/authentication';
+import { identityRoutes, loginRoutes } from '../identity/identity.routes';
+import { modelRoutes } from '../model/model.routes';
+import type { CommandDeps } from '../shared/commandBus';
+import { correlationId, errorHandler, notFoundRoute } from './http';
+import { healthRoutes, type ReadinessCheck } from './health.routes';
+
+export const SESSION_COOKIE = 'testament.sid';
+
+export interface AppDeps extends CommandDeps {
+  logger: Logger;
+  /** Pool for the session store. */
+  pool: pg.Pool;
+  sessionSecret: string;
+  tokenSecret: string;
+  sessionMaxAgeMs: number;
+  trustProxy: boolean;
+  readiness: ReadinessCheck[];
+}
+
+/** The HTTP application: plain wiring of routers over the dependencies given. */
+export function buildApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  if (deps.trustProxy) app.set('trust proxy', 1);
+
+  app.use((req, res, next) => {
+    req.correlationId = correlationId(req.header('x-correlation-id'));
+    res.setHeader('X-Correlation-Id', req.correlationId);
+    next();
+  });
+  app.use(pinoHttp({
+    logger: deps.logger,
+    genReqId: (req) => (req as express.Request).correlationId,
+    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+  }));
+  app.use(healthRoutes(deps.readiness));
+  app.use(express.json({ limit: '1mb' }));
+
+  const PgStore = connectPgSimple(session);
+  app.use('/api', session({
+    name: SESSION_COOKIE,
+    secret: deps.sessionSecret,
+    store: new PgStore({ pool: deps.pool, tableName: 'http_sessions', createTableIfMissing: true }),
+    resave: false,
+    saveUninitialized: false,
+    rolling: true,
+    cookie: { httpOnly: true, sameSite: 'lax', secure: deps.trustProxy ? 'auto' : false, maxAge: deps.sessionMaxAgeMs },
+  }));
+
+  const usage = new TokenUsageRecorder(deps.knex, deps.logger);
+  passport.use(bearerStrategy({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage }));
+  app.use(passport.initialize());
+
+  app.use(loginRoutes(deps));
+  app.use('/api', requireAuthentication({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage }));
+  app.use(identityRoutes(deps, SESSION_COOKIE));
+  app.use(modelRoutes(deps));
+  app.use(notFoundRoute);
+  app.use(errorHandler(deps.logger));
+  return app;
+}

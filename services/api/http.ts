@@ -1,0 +1,50 @@
+import { randomUUID } from 'node:crypto';
+import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Logger } from 'pino';
+import { ConcurrencyError, ContractViolation, DomainError, HttpError } from '../shared/errors';
+
+/** Wraps an async handler so that a rejection reaches the error middleware. */
+export const asyncHandler =
+  (fn: (req: Request, res: Response, next: NextFunction) => Promise<unknown>): RequestHandler =>
+  (req, res, next) => {
+    fn(req, res, next).catch(next);
+  };
+
+const CORRELATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Takes a well-formed X-Correlation-Id from the caller, or makes one; echoes it on the response. */
+export function correlationId(header: string | undefined): string {
+  return header && CORRELATION_ID.test(header) ? header : randomUUID();
+}
+
+/** Status of a domain rule violation, by the shape of its stable code. */
+export function statusOfDomainCode(code: string): number {
+  if (code.endsWith('-not-found')) return 404;
+  if (code.endsWith('-exists') || code.endsWith('-taken')) return 409;
+  return 400;
+}
+
+export const notFoundRoute: RequestHandler = (req, _res, next) =>
+  next(new HttpError(404, 'route-not-found', `No route for ${req.method} ${req.path}`, { method: req.method, path: req.path }));
+
+/** Every error leaves as `{ error, code, details }`; server errors are logged with the correlation id. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const body = (status: number, code: string, error: string, details: Record<string, unknown> = {}) => {
+      if (!res.headersSent) res.status(status).json({ error, code, details });
+      else res.end();
+    };
+    const cid = (req as Request & { correlationId?: string }).correlationId;
+    if (err instanceof HttpError) return body(err.status, err.code, err.message, err.details);
+    if (err instanceof DomainError) return body(statusOfDomainCode(err.code), err.code, err.message, err.details);
+    if (err instanceof ConcurrencyError)
+      return body(409, err.code, 'The entity was changed by someone else; read it again and retry', { streamId: err.streamId });
+    const type = (err as { type?: string }).type;
+    if (type === 'entity.parse.failed') return body(400, 'malformed-json', 'The request body is not valid JSON', { path: '' });
+    if (type === 'entity.too.large') return body(413, 'payload-too-large', 'The request body is too large');
+    if (type === 'encoding.unsupported' || type === 'charset.unsupported') return body(415, 'unsupported-encoding', String(err.message));
+    const level = err instanceof ContractViolation ? 'fatal' : 'error';
+    logger[level]({ err, correlationId: cid, method: req.method, url: req.originalUrl }, 'request failed');
+    return body(500, 'internal-error', 'Internal server error', { correlationId: cid });
+  };
+}

@@ -1,0 +1,80 @@
+import path from 'node:path';
+
+/** Everything the processes read from the environment, validated once, typed and frozen. */
+export interface Config {
+  host: string;
+  port: number;
+  /** Embedded PostgreSQL data, generated secrets and (by default) uploads live here. */
+  dataDir: string;
+  /** External PostgreSQL; when null an embedded server runs under dataDir. */
+  databaseUrl: string | null;
+  embeddedPostgresPort: number;
+  /** EventStoreDB connection string; when null the PostgreSQL event store is used. */
+  eventstoreUrl: string | null;
+  /** Null means: generate one and keep it in dataDir/secrets.json. */
+  sessionSecret: string | null;
+  tokenSecret: string | null;
+  adminEmail: string | null;
+  adminPassword: string | null;
+  adminName: string;
+  uploadDir: string;
+  logLevel: string;
+  /** How long a write waits for the read model before answering 503 read-model-lagging. */
+  writeTimeoutMs: number;
+  sessionMaxAgeMs: number;
+  trustProxy: boolean;
+  shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  return n;
+}
+
+function optional(env: NodeJS.ProcessEnv, name: string): string | null {
+  const v = env[name];
+  return v === undefined || v === '' ? null : v;
+}
+
+function secret(env: NodeJS.ProcessEnv, name: string): string | null {
+  const v = optional(env, name);
+  if (v !== null && v.length < 32) throw new ConfigError(`${name} must be at least 32 characters`);
+  return v;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
+  const dataDir = path.resolve(optional(env, 'DATA_DIR') ?? './.data');
+  const databaseUrl = optional(env, 'DATABASE_URL');
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new ConfigError('DATABASE_URL must be a postgres:// URL');
+  const eventstoreUrl = optional(env, 'EVENTSTORE_URL');
+  if (eventstoreUrl && !/^(esdb|kurrentdb)(\+discover)?:\/\//.test(eventstoreUrl)) throw new ConfigError('EVENTSTORE_URL must be an esdb:// connection string');
+  const adminEmail = optional(env, 'ADMIN_EMAIL');
+  const adminPassword = optional(env, 'ADMIN_PASSWORD');
+  if ((adminEmail === null) !== (adminPassword === null)) throw new ConfigError('ADMIN_EMAIL and ADMIN_PASSWORD must be set together');
+  if (adminPassword !== null && adminPassword.length < 8) throw new ConfigError('ADMIN_PASSWORD must be at least 8 characters');
+  const config: Config = {
+    host: optional(env, 'HOST') ?? '127.0.0.1',
+    port: int(env, 'PORT', 3000, 0, 65535),
+    dataDir,
+    databaseUrl,
+    embeddedPostgresPort: int(env, 'EMBEDDED_POSTGRES_PORT', 54329, 1, 65535),
+    eventstoreUrl,
+    sessionSecret: secret(env, 'SESSION_SECRET'),
+    tokenSecret: secret(env, 'TOKEN_SECRET'),
+    adminEmail,
+    adminPassword,
+    adminName: optional(env, 'ADMIN_NAME') ?? 'Administrator',
+    uploadDir: path.resolve(optional(env, 'UPLOAD_DIR') ?? path.join(dataDir, 'uploads')),
+    logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
+    writeTimeoutMs: int(env, 'WRITE_TIMEOUT_MS', 10_000, 1),
+    sessionMaxAgeMs: int(env, 'SESSION_MAX_AGE_MS', 8 * 60 * 60 * 1000, 1000),
+    trustProxy: optional(env, 'TRUST_PROXY') === 'true' || optional(env, 'TRUST_PROXY') === '1',
+    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0),
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,103 @@
+import 'express-session';
+import type { Knex } from 'knex';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import passport from 'passport';
+import { Strategy as BearerStrategy } from 'passport-http-bearer';
+import type { Logger } from 'pino';
+import type { AccessLevel } from '../../contracts/events';
+import type { AuthenticatedUser, RequestAuth } from '../shared/context';
+import { HttpError } from '../shared/errors';
+import { hashToken } from './secrets';
+
+declare module 'express-session' {
+  interface SessionData {
+    userId?: number;
+  }
+}
+
+interface UserRow { id: number; email: string; name: string; access: AccessLevel; is_active: boolean }
+
+const toUser = (r: UserRow): AuthenticatedUser => ({ id: r.id, email: r.email, name: r.name, access: r.access });
+
+const LAST_USE_INTERVAL_MS = 60_000;
+
+/**
+ * Records a token's last use directly in api_token_usage, at most once a minute per token and
+ * process: a request is never an event store write.
+ */
+export class TokenUsageRecorder {
+  private readonly recent = new Map<number, number>();
+  constructor(private readonly knex: Knex, private readonly logger: Logger) {}
+
+  touch(tokenId: number, now: Date): void {
+    const last = this.recent.get(tokenId);
+    if (last !== undefined && now.getTime() - last < LAST_USE_INTERVAL_MS) return;
+    this.recent.set(tokenId, now.getTime());
+    this.knex('api_token_usage')
+      .insert({ token_id: tokenId, last_used_at: now })
+      .onConflict('token_id')
+      .merge()
+      .catch((err) => this.logger.warn({ err, tokenId }, 'cannot record token use'));
+  }
+}
+
+export interface AuthDeps { knex: Knex; tokenSecret: string; clock: () => Date; usage: TokenUsageRecorder }
+
+/** The bearer strategy: the token's HMAC is looked up; revoked, expired or deactivated → refused. */
+export function bearerStrategy(deps: AuthDeps): passport.Strategy {
+  return new BearerStrategy((token, done) => {
+    const now = deps.clock();
+    deps.knex('api_tokens as t')
+      .join('users as u', 'u.id', 't.user_id')
+      .where('t.token_hash', hashToken(deps.tokenSecret, token))
+      .whereNull('t.revoked_at')
+      .where((q) => q.whereNull('t.expires_at').orWhere('t.expires_at', '>', now))
+      .where('u.is_active', true)
+      .first('t.id as token_id', 'u.id', 'u.email', 'u.name', 'u.access', 'u.is_active')
+      .then((row: (UserRow & { token_id: number }) | undefined) => {
+        if (!row) return done(null, false);
+        deps.usage.touch(row.token_id, now);
+        const auth: RequestAuth = { user: toUser(row), tokenId: row.token_id, via: 'api' };
+        return done(null, auth);
+      }, done);
+  });
+}
+
+export async function findActiveUser(knex: Knex, where: { id: number } | { email: string }): Promise<(AuthenticatedUser & { passwordHash: string }) | null> {
+  const row = await knex('users').where({ ...where, is_active: true }).first();
+  return row ? { ...toUser(row), passwordHash: row.password_hash } : null;
+}
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    auth?: RequestAuth;
+    correlationId: string;
+  }
+}
+
+/**
+ * Every /api route but login passes here: a bearer token when the Authorization header is given
+ * (a bad one is a 401 even if a session cookie is present), otherwise the session cookie.
+ */
+export function requireAuthentication(deps: AuthDeps): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (req.headers.authorization !== undefined) {
+      if (!/^Bearer\s+\S+$/i.test(req.headers.authorization))
+        return next(new HttpError(401, 'invalid-authorization-header', 'Authorization must be "Bearer <token>"'));
+      // passport's custom callback receives (err, user, info, status); adapt it to ours.
+      return passport.authenticate('bearer', { session: false }, (err: unknown, auth: RequestAuth | false) => {
+        if (err) return next(err);
+        if (!auth) return next(new HttpError(401, 'invalid-token', 'The bearer token is invalid, expired or revoked'));
+        req.auth = auth;
+        return next();
+      })(req, res, next);
+    }
+    const userId = req.session?.userId;
+    if (userId === undefined) return next(new HttpError(401, 'unauthenticated', 'Authentication required: a bearer token or a session'));
+    findActiveUser(deps.knex, { id: userId }).then((user) => {
+      if (!user) return next(new HttpError(401, 'unauthenticated', 'The session is no longer valid'));
+      req.auth = { user: { id: user.id, email: user.email, name: user.name, access: user.access }, via: 'session' };
+      next();
+    }, next);
+  };
+}

@@ -1,0 +1,76 @@
+import { Router, type RequestHandler } from 'express';
+import type { JSONSchemaType } from 'ajv';
+import { asyncHandler } from '../api/http';
+import { bodyParser } from '../api/validate';
+import type { CommandDeps } from '../shared/commandBus';
+import { metadataFor } from '../shared/context';
+import { HttpError, badRequest } from '../shared/errors';
+import { findActiveUser } from './authentication';
+import { createApiToken, listApiTokens, revokeApiToken } from './identity.handlers';
+import { DUMMY_PASSWORD_HASH, verifyPassword } from './secrets';
+
+const parseLogin = bodyParser<{ email: string; password: string }>({
+  type: 'object', additionalProperties: false, required: ['email', 'password'],
+  properties: { email: { type: 'string', minLength: 1, maxLength: 320 }, password: { type: 'string', minLength: 1, maxLength: 1024 } },
+});
+
+const parseNewToken = bodyParser<{ name: string; expiresAt?: string | null }>({
+  type: 'object', additionalProperties: false, required: ['name'],
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    expiresAt: { type: 'string', format: 'date-time', nullable: true },
+  },
+} as JSONSchemaType<{ name: string; expiresAt?: string | null }>);
+
+/** POST /api/auth/login: public. */
+export function loginRoutes(deps: Pick<CommandDeps, 'knex'>): Router {
+  const router = Router();
+  router.post('/api/auth/login', asyncHandler(async (req, res) => {
+    const { email, password } = parseLogin(req.body);
+    const user = await findActiveUser(deps.knex, { email: email.trim().toLowerCase() });
+    // Verify against a dummy hash when there is no such user, so timing does not reveal accounts.
+    const ok = await verifyPassword(user?.passwordHash ?? DUMMY_PASSWORD_HASH, password);
+    if (!user || !ok) throw new HttpError(401, 'invalid-credentials', 'E-mail or password is wrong');
+    await new Promise<void>((resolve, reject) => req.session.regenerate((err) => (err ? reject(err) : resolve())));
+    req.session.userId = user.id;
+    await new Promise<void>((resolve, reject) => req.session.save((err) => (err ? reject(err) : resolve())));
+    res.json({ user: { id: user.id, email: user.email, name: user.name, access: user.access } });
+  }));
+  return router;
+}
+
+/** Routes behind authentication: logout, me, tokens. */
+export function identityRoutes(deps: CommandDeps & { tokenSecret: string }, sessionCookieName: string): Router {
+  const router = Router();
+  const me: RequestHandler = (req, res) => res.json({ user: req.auth!.user, via: req.auth!.via, ...(req.auth!.tokenId && { tokenId: req.auth!.tokenId }) });
+
+  router.post('/api/auth/logout', asyncHandler(async (req, res) => {
+    if (req.session?.userId !== undefined) {
+      await new Promise<void>((resolve, reject) => req.session.destroy((err) => (err ? reject(err) : resolve())));
+      res.clearCookie(sessionCookieName);
+    }
+    res.status(204).end();
+  }));
+  router.get('/api/auth/me', me);
+
+  router.post('/api/tokens', asyncHandler(async (req, res) => {
+    const input = parseNewToken(req.body);
+    const expiresAt = input.expiresAt ? new Date(input.expiresAt).toISOString() : null;
+    if (expiresAt !== null && expiresAt <= deps.clock().toISOString())
+      throw badRequest('invalid-argument', 'expiresAt must be in the future', { path: 'expiresAt' });
+    const created = await createApiToken(deps, { userId: req.auth!.user.id, name: input.name, expiresAt }, metadataFor(req.auth!, req));
+    res.status(201).json({ id: created.id, name: created.name, token: created.token, prefix: created.prefix, expiresAt: created.expiresAt, createdAt: created.createdAt });
+  }));
+
+  router.get('/api/tokens', asyncHandler(async (req, res) => {
+    res.json({ data: await listApiTokens(deps, req.auth!.user.id) });
+  }));
+
+  router.delete('/api/tokens/:id', asyncHandler(async (req, res) => {
+    const tokenId = Number(req.params.id);
+    if (!/^\d+$/.test(req.params.id) || !Number.isSafeInteger(tokenId) || tokenId < 1) throw badRequest('invalid-argument', 'id must be a positive integer', { path: 'id' });
+    await revokeApiToken(deps, { tokenId, userId: req.auth!.user.id }, metadataFor(req.auth!, req));
+    res.status(204).end();
+  }));
+  return router;
+}

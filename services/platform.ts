@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Knex } from 'knex';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { loadContracts } from '../contracts/validator';
+import { connectEventStoreDb } from '../infra/eventstore/esdb';
+import { PostgresEventStore, setupPostgresEventStore } from '../infra/eventstore/postgres';
+import { createKnex, createPool } from '../infra/postgres/database';
+import { startEmbeddedPostgres } from '../infra/postgres/embedded';
+import { migrateReadModel } from '../projections/migrations';
+import type { Config } from './config';
+import type { EventStore } from './shared/eventStore';
+import { withContracts } from './shared/validatingEventStore';
+
+/** The connections every role needs, opened in order and closed in reverse. */
+export interface Platform {
+  databaseUrl: string;
+  pool: pg.Pool;
+  knex: Knex;
+  store: EventStore;
+  secrets: { sessionSecret: string; tokenSecret: string };
+  close(): Promise<void>;
+}
+
+interface StoredSecrets { sessionSecret: string; tokenSecret: string; embeddedPostgresPassword: string }
+
+/** Secrets not given in the environment are generated once and kept in DATA_DIR/secrets.json (mode 600). */
+function loadOrCreateSecrets(dataDir: string, logger: Logger): StoredSecrets {
+  const file = path.join(dataDir, 'secrets.json');
+  fs.mkdirSync(dataDir, { recursive: true });
+  if (fs.existsSync(file)) return JSON.parse(fs.readFileSync(file, 'utf8')) as StoredSecrets;
+  const secrets: StoredSecrets = {
+    sessionSecret: randomBytes(32).toString('hex'),
+    tokenSecret: randomBytes(32).toString('hex'),
+    embeddedPostgresPassword: randomBytes(16).toString('hex'),
+  };
+  fs.writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+  logger.warn({ file }, 'generated secrets: set SESSION_SECRET and TOKEN_SECRET in production');
+  return secrets;
+}
+
+export async function openPlatform(config: Readonly<Config>, logger: Logger, opts: { poolSize?: number } = {}): Promise<Platform> {
+  const closers: (() => Promise<unknown>)[] = [];
+  const close = async () => {
+    for (const c of closers.reverse()) await c().catch((err) => logger.error({ err }, 'error while closing'));
+  };
+  try {
+    const stored = loadOrCreateSecrets(config.dataDir, logger);
+    let databaseUrl = config.databaseUrl;
+    if (!databaseUrl) {
+      const embedded = await startEmbeddedPostgres({
+        dataDir: config.dataDir, port: config.embeddedPostgresPort, password: stored.embeddedPostgresPassword, logger,
+      });
+      closers.push(() => embedded.stop());
+      databaseUrl = embedded.url;
+    }
+    const pool = createPool(databaseUrl, opts.poolSize ?? 10);
+    closers.push(() => pool.end());
+    const knex = createKnex(databaseUrl, opts.poolSize ?? 10);
+    closers.push(() => knex.destroy());
+    await migrateReadModel(knex);
+
+    let adapter: EventStore;
+    if (config.eventstoreUrl) {
+      adapter = await connectEventStoreDb(config.eventstoreUrl);
+    } else {
+      await setupPostgresEventStore(pool);
+      adapter = new PostgresEventStore(pool, databaseUrl);
+    }
+    closers.push(() => adapter.close());
+    const store = withContracts(adapter, loadContracts());
+    return {
+      databaseUrl, pool, knex, store,
+      secrets: { sessionSecret: config.sessionSecret ?? stored.sessionSecret, tokenSecret: config.tokenSecret ?? stored.tokenSecret },
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}

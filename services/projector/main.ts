@@ -1,0 +1,19 @@
+/** The projector role alone (docker-compose `projector`): keeps the read models up to date. */
+import { loadConfig } from '../config';
+import { createLogger } from '../../infra/logger';
+import { openPlatform } from '../platform';
+import { runProjector } from '../roles';
+import { onShutdown } from '../shutdown';
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const logger = createLogger(config.logLevel).child({ role: 'projector' });
+  const platform = await openPlatform(config, logger);
+  const projector = runProjector(platform, logger);
+  onShutdown(logger, [() => projector.stop(), () => platform.close()]);
+}
+
+main().catch((err) => {
+  console.error(JSON.stringify({ level: 'fatal', msg: 'cannot start', err: { message: err?.message, stack: err?.stack } }));
+  process.exit(1);
+});

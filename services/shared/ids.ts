@@ -1,0 +1,55 @@
+import type { EventMetadata } from '../../contracts/envelope';
+import type { IdBlockReserved } from '../../contracts/events';
+import { ConcurrencyError } from './errors';
+import type { EventStore } from './eventStore';
+
+/**
+ * Integer ids without a round trip per id (hi/lo): each process reserves a block of ids per
+ * category by appending IdBlockReserved to `ids-<category>` at the expected revision, then hands
+ * them out from memory. Works on every event store adapter; ids are unique across processes and
+ * restarts (an unused remainder of a block is simply skipped).
+ */
+export class IdAllocator {
+  private readonly blocks = new Map<string, { next: number; to: number }>();
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly blockSize = 50,
+  ) {}
+
+  next(category: string, metadata: EventMetadata): Promise<number> {
+    // One reservation per category at a time in this process.
+    const previous = this.locks.get(category) ?? Promise.resolve();
+    const result = previous.catch(() => undefined).then(() => this.take(category, metadata));
+    this.locks.set(category, result);
+    return result;
+  }
+
+  private async take(category: string, metadata: EventMetadata): Promise<number> {
+    let block = this.blocks.get(category);
+    if (!block || block.next > block.to) {
+      block = await this.reserve(category, metadata);
+      this.blocks.set(category, block);
+    }
+    return block.next++;
+  }
+
+  private async reserve(category: string, metadata: EventMetadata): Promise<{ next: number; to: number }> {
+    const streamId = `ids-${category}`;
+    for (;;) {
+      const [last] = await this.store.readStream(streamId, { direction: 'backwards', maxCount: 1 });
+      const lastTo = last ? (last.data as IdBlockReserved['data']).to : 0;
+      const event: IdBlockReserved = { type: 'IdBlockReserved', data: { category, from: lastTo + 1, to: lastTo + this.blockSize } };
+      try {
+        await this.store.append(streamId, [event], {
+          expectedRevision: last ? BigInt(last.revision) : 'no-stream',
+          metadata: { ...metadata, actor: { ...metadata.actor } },
+        });
+        return { next: event.data.from, to: event.data.to };
+      } catch (error) {
+        if (!(error instanceof ConcurrencyError)) throw error;
+      }
+    }
+  }
+}
