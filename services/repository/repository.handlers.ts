@@ -3,11 +3,17 @@ import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { handleCommand, loadAggregate } from '../shared/decider';
 import { projectFact } from '../projects/project.handlers';
 import { caseStream, repositoryCaseDecider } from './repositoryCase.decider';
-import { type FolderFact, folderStream, repositoryFolderDecider } from './repositoryFolder.decider';
+import { checkFolderInProject, checkProject, type FolderFact, type ProjectFact, folderStream, repositoryFolderDecider } from './repositoryFolder.decider';
 
 async function folderFact(deps: Pick<CommandDeps, 'store'>, folderId: number): Promise<FolderFact> {
   const { state } = await loadAggregate(deps.store, folderStream(folderId), repositoryFolderDecider);
   return { id: folderId, exists: state.exists, isDeleted: state.isDeleted, projectId: state.projectId };
+}
+
+/** Refuses before an id is reserved, so a refused create appends nothing; the decider checks again. */
+function checkPlacement(project: ProjectFact, folder: FolderFact | null | undefined): void {
+  checkProject(project);
+  if (folder) checkFolderInProject(folder, project.id);
 }
 
 const optionalFolder = (deps: CommandDeps, id: number | null | undefined) =>
@@ -17,6 +23,7 @@ export async function createFolder(
   deps: CommandDeps, input: { name: string; projectId: number; parentId: number | null }, metadata: EventMetadata,
 ): Promise<number> {
   const [project, parent] = await Promise.all([projectFact(deps, input.projectId), optionalFolder(deps, input.parentId)]);
+  checkPlacement(project, parent);
   const folderId = await deps.ids.next('repositoryFolder', metadata);
   const { position } = await handleCommand(deps.store, folderStream(folderId), repositoryFolderDecider, {
     type: 'CreateRepositoryFolder', folderId, name: input.name, project, parent: parent ?? null, now: deps.clock().toISOString(),
@@ -48,6 +55,7 @@ export async function createCase(
   metadata: EventMetadata,
 ): Promise<number> {
   const [project, folder] = await Promise.all([projectFact(deps, input.projectId), optionalFolder(deps, input.folderId)]);
+  checkPlacement(project, folder);
   const caseId = await deps.ids.next('repositoryCase', metadata);
   const { position } = await handleCommand(deps.store, caseStream(caseId), repositoryCaseDecider, {
     type: 'CreateRepositoryCase', caseId, title: input.title, description: input.description, project, folder: folder ?? null, now: deps.clock().toISOString(),

@@ -1,0 +1,28 @@
+# One image for every role; docker-compose.yml picks the role with `command`.
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY tsconfig.json ./
+COPY contracts ./contracts
+COPY infra ./infra
+COPY projections ./projections
+COPY scripts ./scripts
+COPY services ./services
+# tsc emits only JavaScript: the files read at run time (event schemas, SQL) go next to it.
+RUN npm run build \
+ && find contracts infra projections services -type f \( -name '*.json' -o -name '*.sql' \) -exec cp --parents {} dist/ \; \
+ && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# DATA_DIR and the uploads volume: a named volume mounted here starts with this owner.
+RUN mkdir -p /data/uploads && chown -R node:node /data
+USER node
+EXPOSE 3000
+CMD ["node", "dist/services/main.js"]

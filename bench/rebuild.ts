@@ -1,0 +1,245 @@
+import type { Knex } from 'knex';
+import type { EventEnvelope } from '../contracts/envelope';
+import { loadContracts } from '../contracts/validator';
+import { type AppendRequest, PostgresEventStore, setupPostgresEventStore } from '../infra/eventstore/postgres';
+import { createKnex, createPool } from '../infra/postgres/database';
+import { migrateReadModel } from '../projections/migrations';
+import { readModelProjection } from '../projections/readModel';
+import type { Projection } from '../projections/runtime/projection';
+import { rebuildProjection } from '../projections/runtime/rebuild';
+import type { EventStore, ReadAllOptions } from '../services/shared/eventStore';
+import { createTestDatabase } from '../test/support/database';
+import { type SeedCategory, SeedLog } from './seed';
+import { BenchSanityError, describeMachine, round, seconds, writeResult } from './support';
+
+/**
+ * Seeds a realistic log (untimed), then times rebuildProjection(readModel) over all of it, split
+ * into reading the log, folding it in memory and the read-model statements, and checks the rows
+ * it produced against what was seeded.
+ */
+export interface RebuildOptions {
+  events: number;
+  seedBatch: 2000number;
+  /** Passed to rebuildProjection; undefined keeps its default. */
+  pageSize?: number;
+}
+
+export const REBUILD_DEFAULTS: RebuildOptions = { events: 1_000_000, seedBatch: 2000 };
+const GOAL_EVENTS_PER_SECOND = 20_000;
+/** Every event of the first batch and every VALIDATE_EVERY-th after it are checked against the JSON Schemas. */
+const VALIDATE_EVERY = 100;
+
+const TABLES: Record<SeedCategory, string> = { projects: 'projects', folders: 'repository_folders', cases: 'repository_cases' };
+
+async function seedLog(store: PostgresEventStore, o: RebuildOptions) {
+  const seed = new SeedLog();
+  const contracts = loadContracts();
+  const validatedTypes = new Set<string>();
+  const started = process.hrtime.bigint();
+  const validate = (batch: AppendRequest[], all: boolean) => {
+    const first = seed.events - batch.length;
+    for (let i = 0; i < batch.length; i++) {
+      if (!all && (first + i) % VALIDATE_EVERY !== 0) continue;
+      const e = batch[i].events[0];
+      contracts.check(e);
+      validatedTypes.add(e.type);
+    }
+  };
+  const write = async (batch: AppendRequest[]) => {
+    const outcomes = await store.appendMany(batch);
+    const refused = outcomes.findIndex((x) => !x.ok);
+    if (refused !== -1) {
+      throw new BenchSanityError(`seed request ${JSON.stringify({ ...batch[refused], expectedRevision: String(batch[refused].expectedRevision) })} refused: ${JSON.stringify(outcomes[refused])}`);
+    }
+  };
+
+  let batch = seed.nextBatch(Math.min(o.seedBatch, o.events));
+  validate(batch, true);
+  let nextReport = o.events / 10;
+  while (batch.length > 0) {
+    // Generate the next batch while PostgreSQL writes this one.
+    const writing = write(batch);
+    const remaining = o.events - seed.events;
+    const next = remaining > 0 ? seed.nextBatch(Math.min(o.seedBatch, remaining)) : [];
+    validate(next, false);
+    await writing;
+    const written = seed.events - next.length;
+    if (written >= nextReport || next.length === 0) {
+      const s = seconds(started);
+      console.log(`  seeded ${written.toLocaleString('en')}/${o.events.toLocaleString('en')} events (${s.toFixed(1)} s, ${Math.round(written / s)} events/s)`);
+      nextReport += o.events / 10;
+    }
+    batch = next;
+  }
+  const unvalidated = Object.keys(seed.counts).filter((t) => !validatedTypes.has(t));
+  if (unvalidated.length > 0) throw new BenchSanityError(`seeded types never validated against their schema: ${unvalidated.join(', ')}`);
+  return { seed, seconds: seconds(started), validatedTypes: [...validatedTypes].sort() };
+}
+
+/** Times where a rebuild spends its wall clock: readAll, apply (and the SQL inside it), the rest. */
+class RebuildTimer {
+  readMs = 0;
+  applyMs = 0;
+  pages = 0;
+  readonly sql = { select: { count: 0, ms: 0 }, insert: { count: 0, ms: 0 }, other: { count: 0, ms: 0 } };
+  maxRssBytes = 0;
+  private readonly started = new Map<string, { t: number; kind: 'select' | 'insert' | 'other' }>();
+
+  watch(knex: Knex): void {
+    knex.on('query', (q: { __knexQueryUid: string; sql: string }) => {
+      const verb = q.sql.trimStart().slice(0, 6).toLowerCase();
+      this.started.set(q.__knexQueryUid, { t: performance.now(), kind: verb === 'select' ? 'select' : verb === 'insert' ? 'insert' : 'other' });
+    });
+    knex.on('query-response', (_response: unknown, q: { __knexQueryUid: string }) => this.done(q.__knexQueryUid));
+    knex.on('query-error', (_error: unknown, q: { __knexQueryUid: string }) => this.done(q.__knexQueryUid));
+  }
+
+  private done(uid: string): void {
+    const s = this.started.get(uid);
+    if (!s) return;
+    this.started.delete(uid);
+    this.sql[s.kind].count++;
+    this.sql[s.kind].ms += performance.now() - s.t;
+  }
+
+  store(inner: EventStore): EventStore {
+    return {
+      kind: inner.kind,
+      append: (...args) => inner.append(...args),
+      readStream: (...args) => inner.readStream(...args),
+      readAll: async (options?: ReadAllOptions) => {
+        const t = performance.now();
+        const page = await inner.readAll(options);
+        this.readMs += performance.now() - t;
+        this.pages++;
+        return page;
+      },
+      subscribeToAll: (...args) => inner.subscribeToAll(...args),
+      headPosition: () => inner.headPosition(),
+      close: () => inner.close(),
+    };
+  }
+
+  projection(inner: Projection): Projection {
+    return {
+      name: inner.name,
+      tables: inner.tables,
+      apply: async (trx: Knex.Transaction, events: EventEnvelope[]) => {
+        const t = performance.now();
+        await inner.apply(trx, events);
+        this.applyMs += performance.now() - t;
+        this.maxRssBytes = Math.max(this.maxRssBytes, process.memoryUsage().rss);
+      },
+    };
+  }
+}
+
+async function checkRows(knex: Knex, seed: SeedLog, rebuiltEvents: number) {
+  const rows: Record<string, { rows: number; revisionEvents: number }> = {};
+  const problems: string[] = [];
+  const created: Record<SeedCategory, number> = { projects: seed.projects, folders: seed.folders, cases: seed.cases };
+  for (const category of Object.keys(TABLES) as SeedCategory[]) {
+    const table = TABLES[category];
+    const { rows: [r] } = await knex.raw(`SELECT count(*)::bigint AS n, coalesce(sum(revision + 1), 0)::bigint AS events FROM "${table}"`);
+    const found = { rows: Number(r.n), revisionEvents: Number(r.events) };
+    rows[table] = found;
+    if (found.rows !== created[category]) problems.push(`${table}: ${found.rows} rows, ${created[category]} created`);
+    // Each row's revision is its stream's last; sum(revision + 1) counts every event the row absorbed.
+    if (found.revisionEvents !== seed.eventsPerCategory[category]) {
+      problems.push(`${table}: rows account for ${found.revisionEvents} events, ${seed.eventsPerCategory[category]} seeded`);
+    }
+  }
+  const checkpoint = await knex('projection_checkpoints').where({ name: readModelProjection.name }).first();
+  if (String(checkpoint?.position) !== String(seed.events)) problems.push(`checkpoint at ${checkpoint?.position}, ${seed.events} events seeded`);
+  if (rebuiltEvents !== seed.events) problems.push(`rebuild read ${rebuiltEvents} events, ${seed.events} seeded`);
+  if (problems.length > 0) throw new BenchSanityError(`read model does not match the seeded log:\n  ${problems.join('\n  ')}`);
+  return rows;
+}
+
+export async function benchRebuild(o: RebuildOptions = REBUILD_DEFAULTS) {
+  const db = await createTestDatabase('bench_rebuild');
+  const pool = createPool(db.url, 4);
+  const knex = createKnex(db.url, 4);
+  const store = new PostgresEventStore(pool, db.url);
+  try {
+    await setupPostgresEventStore(pool);
+    await migrateReadModel(knex);
+    const machine = await describeMachine(pool);
+
+    const seeded = await seedLog(store, o);
+    // A production log is old and vacuumed: hint bits set, statistics current, nothing dirty.
+    await pool.query('VACUUM (ANALYZE) es_events');
+    await pool.query('CHECKPOINT');
+    const { rows: [size] } = await pool.query<{ bytes: string }>(`SELECT pg_total_relation_size('es_events')::bigint AS bytes`);
+
+    const timer = new RebuildTimer();
+    timer.watch(knex);
+    let nextReport = o.events / 10;
+    const result = await rebuildProjection(timer.projection(readModelProjection), {
+      store: timer.store(store), knex, pageSize: o.pageSize,
+      onProgress: (events) => {
+        if (events < nextReport) return;
+        nextReport += o.events / 10;
+        console.log(`  rebuilt ${events.toLocaleString('en')} events`);
+      },
+    });
+    const rows = await checkRows(knex, seeded.seed, result.events);
+    const eventsPerSecond = round(result.events / result.seconds);
+    const ms = (n: number) => round(n);
+    return {
+      benchmark: 'rebuild',
+      date: new Date().toISOString(),
+      machine,
+      parameters: {
+        ...o,
+        pageSize: o.pageSize ?? 'rebuildProjection default (5000)',
+        projection: readModelProjection.name,
+        eventStoreBytes: Number(size.bytes),
+        beforeRebuild: 'VACUUM (ANALYZE) es_events; CHECKPOINT',
+      },
+      seed: {
+        seconds: round(seeded.seconds, 1),
+        eventsPerSecond: round(seeded.seed.events / seeded.seconds),
+        events: seeded.seed.events,
+        byType: seeded.seed.counts,
+        created: { projects: seeded.seed.projects, folders: seeded.seed.folders, cases: seeded.seed.cases },
+        validatedAgainstContracts: { sample: `first batch + every ${VALIDATE_EVERY}th event`, types: seeded.validatedTypes },
+      },
+      rebuild: {
+        events: result.events,
+        seconds: round(result.seconds, 2),
+        eventsPerSecond,
+        pages: timer.pages,
+        phasesMs: {
+          readAll: ms(timer.readMs),
+          apply: ms(timer.applyMs),
+          applySqlSelect: { ...timer.sql.select, ms: ms(timer.sql.select.ms) },
+          applySqlInsert: { ...timer.sql.insert, ms: ms(timer.sql.insert.ms) },
+          applyInMemory: ms(timer.applyMs - timer.sql.select.ms - timer.sql.insert.ms),
+          rest: ms(result.seconds * 1000 - timer.readMs - timer.applyMs),
+        },
+        maxRssMiB: round(timer.maxRssBytes / 2 ** 20),
+      },
+      rows,
+      goal: { eventsPerSecond: GOAL_EVENTS_PER_SECOND },
+      pass: eventsPerSecond >= GOAL_EVENTS_PER_SECOND,
+    };
+  } finally {
+    await store.close();
+    await knex.destroy();
+    await pool.end();
+    await db.drop();
+  }
+}
+
+export async function runRebuild(o: RebuildOptions): Promise<boolean> {
+  console.log(`rebuild: seeding ${o.events.toLocaleString('en')} events in batches of ${o.seedBatch}`);
+  const result = await benchRebuild(o);
+  const file = writeResult('rebuild', result);
+  const r = result.rebuild;
+  const p = r.phasesMs;
+  console.log(`rebuild: seeded in ${result.seed.seconds} s; rebuilt ${r.events.toLocaleString('en')} events in ${r.seconds} s = ${r.eventsPerSecond} events/s (goal ≥ ${GOAL_EVENTS_PER_SECOND}): ${result.pass ? 'PASS' : 'FAIL'}  → ${file}`);
+  console.log(`  readAll ${p.readAll} ms, apply ${p.apply} ms (select ${p.applySqlSelect.ms} ms, upsert ${p.applySqlInsert.ms} ms, in memory ${p.applyInMemory} ms), rest ${p.rest} ms; peak RSS ${r.maxRssMiB} MiB`);
+  console.log(`  rows: ${Object.entries(result.rows).map(([t, c]) => `${t} ${c.rows}`).join(', ')} (match the seed)`);
+  return result.pass;
+}

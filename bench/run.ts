@@ -1,0 +1,57 @@
+/**
+ * `npm run bench [-- append|rebuild] [--events=N]`: runs the benchmarks (all by default), each on
+ * its own throw-away database (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres),
+ * writes bench/results/<name>.json and prints a summary. Exits 1 when a goal is missed.
+ *
+ * BENCH_REBUILD_EVENTS (or --events=N) scales the rebuild log, default 1,000,000.
+ * BENCH_APPEND_SECONDS (or --seconds=N) sets the measured window of each append round, default 10.
+ * --page-size=N overrides rebuildProjection's page size.
+ */
+import { APPEND_DEFAULTS, runAppend } from './append';
+import { REBUILD_DEFAULTS, runRebuild } from './rebuild';
+
+const BENCHMARKS = ['append', 'rebuild'] as const;
+type Benchmark = (typeof BENCHMARKS)[number];
+
+function positiveInt(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value.replace(/_/g, ''));
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got "${value}"`);
+  return n;
+}
+
+function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
+  const flags = new Map<string, string>();
+  const names: Benchmark[] = [];
+  for (const arg of argv) {
+    const flag = /^--([a-z-]+)=(.*)$/.exec(arg);
+    if (flag) flags.set(flag[1], flag[2]);
+    else if ((BENCHMARKS as readonly string[]).includes(arg)) names.push(arg as Benchmark);
+    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N`);
+  }
+  return {
+    benchmarks: names.length > 0 ? names : [...BENCHMARKS],
+    append: { ...APPEND_DEFAULTS, measureSeconds: positiveInt('--seconds', flags.get('seconds') ?? env.BENCH_APPEND_SECONDS, APPEND_DEFAULTS.measureSeconds) },
+    rebuild: {
+      ...REBUILD_DEFAULTS,
+      events: positiveInt('--events', flags.get('events') ?? env.BENCH_REBUILD_EVENTS, REBUILD_DEFAULTS.events),
+      pageSize: flags.has('page-size') ? positiveInt('--page-size', flags.get('page-size'), 0) : undefined,
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2), process.env);
+  const passed: Record<string, boolean> = {};
+  for (const name of args.benchmarks) {
+    passed[name] = name === 'append' ? await runAppend(args.append) : await runRebuild(args.rebuild);
+  }
+  const missed = Object.keys(passed).filter((n) => !passed[n]);
+  console.log(missed.length === 0 ? 'bench: every goal met' : `bench: goal missed by ${missed.join(', ')}`);
+  if (missed.length > 0) process.exitCode = 1;
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(2);
+});

@@ -1,0 +1,78 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type pg from 'pg';
+
+export const RESULTS_DIR = path.join(__dirname, 'results');
+
+export interface Machine {
+  cpus: number;
+  cpuModel: string;
+  totalMemoryBytes: number;
+  node: string;
+  platform: string;
+  postgres: { serverVersion: string; settings: Record<string, string> };
+}
+
+/** PostgreSQL settings that move these numbers the most; recorded so runs can be compared. */
+const PG_SETTINGS = ['shared_buffers', 'synchronous_commit', 'fsync', 'wal_sync_method', 'commit_delay', 'max_wal_size', 'work_mem'];
+
+export async function describeMachine(pool: pg.Pool): Promise<Machine> {
+  const { rows } = await pool.query<{ name: string; setting: string }>(
+    `SELECT name, current_setting(name) AS setting FROM pg_settings WHERE name = ANY($1::text[]) OR name = 'server_version'`,
+    [PG_SETTINGS],
+  );
+  const settings = Object.fromEntries(rows.map((r) => [r.name, r.setting]));
+  const { server_version: serverVersion, ...rest } = settings;
+  return {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model ?? 'unknown',
+    totalMemoryBytes: os.totalmem(),
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+    postgres: { serverVersion, settings: rest },
+  };
+}
+
+export function writeResult(name: string, result: object): string {
+  fs.mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = path.join(RESULTS_DIR, `${name}.json`);
+  fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+  return file;
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** Nearest-rank percentile of an ascending array. */
+export function percentile(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+export const seconds = (since: bigint): number => Number(process.hrtime.bigint() - since) / 1e9;
+
+export const round = (n: number, digits = 0): number => Number(n.toFixed(digits));
+
+/** mulberry32: a small seeded generator, so two runs seed the same event log. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Thrown when a benchmark's own sanity checks fail: the numbers it measured cannot be trusted. */
+export class BenchSanityError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BenchSanityError';
+  }
+}

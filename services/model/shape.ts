@@ -1,0 +1,40 @@
+import type { EntityDef, FieldDef } from '../../contracts/entities';
+
+/**
+ * Read-model rows → API objects. Only catalogue fields ever leave: internal columns such as
+ * `revision` are neither selected (see `catalogueColumns`) nor copied.
+ */
+
+/** A row as the database driver returns it, keyed by column name. */
+export type Row = Record<string, unknown>;
+
+export type ApiObject = Record<string, unknown>;
+
+/** The columns to select for an entity: the catalogue's, never `*`. */
+export function catalogueColumns(entity: EntityDef): string[] {
+  return Object.values(entity.fields).map((field) => field.column);
+}
+
+/** The named fields of a row (all catalogue fields by default), in catalogue order as given. */
+export function toApiObject(entity: EntityDef, row: Row, fields: readonly string[] = Object.keys(entity.fields)): ApiObject {
+  const object: ApiObject = {};
+  for (const name of fields) {
+    const field = entity.fields[name];
+    object[name] = toApiValue(field, row[field.column]);
+  }
+  return object;
+}
+
+export function toApiValue(field: FieldDef, value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  switch (field.type) {
+    case 'datetime':
+      return (value instanceof Date ? value : new Date(String(value))).toISOString();
+    case 'int':
+      // pg returns bigint and numeric as strings; the API promises numbers.
+      return typeof value === 'number' ? value : Number(value);
+    case 'boolean':
+    case 'string':
+      return value;
+  }
+}

@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+
+const ROOT = path.join(__dirname, '..', '..');
+
+export interface RunningServer {
+  url: string;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** SIGTERM and wait for a clean exit (code 0 expected). */
+  stop(): Promise<number | null>;
+  kill(): Promise<void>;
+}
+
+/** Runs a script of this repository (TypeScript, through tsx) to completion. */
+export function runScript(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(ROOT, script), ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, output }));
+  });
+}
+
+/** Starts `services/main.ts` (every role in one process) and waits for its "API listening" log line. */
+export function startServer(env: NodeJS.ProcessEnv, script = 'services/main.ts'): Promise<RunningServer> {
+  const child: ChildProcess = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(ROOT, script)], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env },
+  });
+  let output = '';
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${output}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      for (const line of chunk.toString().split('\n')) {
+        if (!line.includes('"API listening"')) continue;
+        const { address } = JSON.parse(line);
+        clearTimeout(timer);
+        resolve({
+          url: `http://127.0.0.1:${address.port}`,
+          output: () => output,
+          async stop() {
+            child.kill('SIGTERM');
+            return exited;
+          },
+          async kill() {
+            child.kill('SIGKILL');
+            await exited;
+          },
+        });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (d) => (output += d));
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${output}`));
+    });
+  });
+}
+
+/** A small fetch wrapper that keeps a cookie jar of one session cookie. */
+export class HttpClient {
+  cookie: string | null = null;
+  constructor(private readonly base: string, public bearer: string | null = null) {}
+
+  async request(method: string, path: string, body?: unknown, raw?: string): Promise<{ status: number; body: any; headers: Headers }> {
+    const headers: Record<string, string> = {};
+    if (body !== undefined || raw !== undefined) headers['content-type'] = 'application/json';
+    if (this.bearer) headers.authorization = `Bearer ${this.bearer}`;
+    if (this.cookie) headers.cookie = this.cookie;
+    const res = await fetch(this.base + path, { method, headers, body: raw ?? (body === undefined ? undefined : JSON.stringify(body)) });
+    const setCookie = res.headers.get('set-cookie');
+    if (setCookie) this.cookie = setCookie.split(';')[0];
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, body: parsed, headers: res.headers };
+  }
+
+  post(path: string, body?: unknown) {
+    return this.request('POST', path, body);
+  }
+  get(path: string) {
+    return this.request('GET', path);
+  }
+}
