@@ -19,7 +19,7 @@ import { BenchSanityError, describeMachine, round, seconds, writeResult } from '
  */
 export interface RebuildOptions {
   events: number;
-  seedBatch: 2000number;
+  seedBatch: number;
   /** Passed to rebuildProjection; undefined keeps its default. */
   pageSize?: number;
 }

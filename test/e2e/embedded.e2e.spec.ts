@@ -1,0 +1,105 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import pg from 'pg';
+import { HttpClient, runScript, startServer, type RunningServer } from '../support/server';
+
+const ADMIN = { email: 'owner@example.com', password: 'embedded-default-1' };
+
+/**
+ * `npm start` with no configuration: embedded PostgreSQL under DATA_DIR, PostgreSQL event store,
+ * direct transport. Data survives a restart and a SIGKILL; rebuild works on the same DATA_DIR.
+ */
+/** Waits on the checkpoints (through /readyz) until every projection has applied the head of the log. */
+async function caughtUp(url: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const r = await fetch(`${url}/readyz`).then((res) => res.json());
+    const head = r.checks.find((c: { name: string }) => c.name === 'eventStore').details.head;
+    const projections = r.checks.find((c: { name: string }) => c.name === 'projections').details.projections;
+    if (projections.every((p: { position: string }) => p.position === head)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('projections did not catch up');
+}
+
+describe('embedded default (no DATABASE_URL)', function () {
+  this.timeout(180_000);
+  let dataDir: string;
+  let server: RunningServer | null = null;
+  // A port of its own so that a parallel run or the developer's own server does not collide.
+  const env = () => ({
+    DATA_DIR: dataDir, ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password,
+    EMBEDDED_POSTGRES_PORT: String(55000 + (process.pid % 1000)), DATABASE_URL: '',
+  });
+
+  before(() => {
+    // Under /tmp: as root, the embedded server runs as `postgres`, who must reach the directory.
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-embedded-'));
+  });
+  after(async () => {
+    if (server) await server.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('starts with no configuration, keeps data across a restart and a SIGKILL, and rebuilds on the same DATA_DIR', async () => {
+    server = await startServer(env());
+    const login = new HttpClient(server.url);
+    expect((await login.post('/api/auth/login', ADMIN)).status).to.equal(200);
+    const token = (await login.post('/api/tokens', { name: 'embedded' })).body.token as string;
+    const api = () => new HttpClient(server!.url, token);
+
+    const project = await api().post('/api/model/project/create', { data: { name: 'Embedded' } });
+    expect(project.status).to.equal(201);
+    const projectId = project.body.data.id;
+
+    // A burst of writes, killed in the middle: every acknowledged write is there after restart.
+    const acknowledged: number[] = [];
+    const burst = Array.from({ length: 40 }, (_, i) =>
+      api().post('/api/model/repositoryCase/create', { data: { title: `case ${i}`, project: { connect: { id: projectId } } } })
+        .then((r) => {
+          if (r.status === 201) acknowledged.push(r.body.data.id);
+        }, () => undefined));
+    await new Promise((r) => setTimeout(r, 150));
+    await server.kill();
+    server = null;
+    await Promise.all(burst);
+
+    // Refused while another process owns the data directory is checked below; here the owner is dead.
+    server = await startServer(env());
+    await caughtUp(server.url);
+    const cases = await api().post('/api/model/repositoryCase/findMany', { where: { projectId }, orderBy: { id: 'asc' } });
+    const ids = cases.body.data.map((c: { id: number }) => c.id);
+    for (const id of acknowledged) expect(ids).to.include(id);
+
+    // The read model is a fold of the event store: after the projector catches up it holds exactly
+    // the created cases (acknowledged, plus any that were written but not acknowledged before the kill).
+    const readyz = await fetch(`${server.url}/readyz`).then((r) => r.json());
+    expect(readyz.status).to.equal('ready');
+    const { embeddedPostgresPassword } = JSON.parse(fs.readFileSync(path.join(dataDir, 'secrets.json'), 'utf8'));
+    const db = new pg.Client({ connectionString: `postgres://postgres:${embeddedPostgresPassword}@127.0.0.1:${env().EMBEDDED_POSTGRES_PORT}/testament` });
+    await db.connect();
+    try {
+      const stored = await db.query("SELECT (data->>'caseId')::int AS id FROM es_events WHERE type = 'RepositoryCaseCreated' ORDER BY 1");
+      expect(ids).to.deep.equal(stored.rows.map((r) => r.id));
+    } finally {
+      await db.end();
+    }
+
+    const before = (await api().post('/api/model/project/findMany', { include: { repositoryCases: true } })).body.data;
+
+    // A second process may not take the data directory of a running server.
+    const refused = await runScript('scripts/rebuild.ts', ['readModel'], env());
+    expect(refused.code).to.not.equal(0);
+    expect(refused.output).to.include('is in use by process');
+
+    expect(await server.stop()).to.equal(0);
+    server = null;
+    const rebuild = await runScript('scripts/rebuild.ts', ['--all'], env());
+    expect(rebuild.code, rebuild.output).to.equal(0);
+
+    server = await startServer(env());
+    const after = (await api().post('/api/model/project/findMany', { include: { repositoryCases: true } })).body.data;
+    expect(after).to.deep.equal(before);
+  });
+});
