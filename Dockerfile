@@ -10,10 +10,8 @@ COPY infra ./infra
 COPY projections ./projections
 COPY scripts ./scripts
 COPY services ./services
-# tsc emits only JavaScript: the files read at run time (event schemas, SQL) go next to it.
-RUN npm run build \
- && find contracts infra projections services -type f \( -name '*.json' -o -name '*.sql' \) -exec cp --parents {} dist/ \; \
- && npm prune --omit=dev
+# `npm run build` also copies the files read at run time (event schemas, SQL) into dist/.
+RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production

@@ -24,7 +24,7 @@ export interface RebuildOptions {
   pageSize?: number;
 }
 
-export const REBUILD_DEFAULTS: RebuildOptions = { events: 1_000_000, seedBatch: 2000 };
+export const REBUILD_DEFAULTS: RebuildOptions = { events: 1_000_000, seedBatch: 1000 };
 const GOAL_EVENTS_PER_SECOND = 20_000;
 /** Every event of the first batch and every VALIDATE_EVERY-th after it are checked against the JSON Schemas. */
 const VALIDATE_EVERY = 100;

@@ -14,7 +14,7 @@ const ADMIN = { email: 'owner@example.com', password: 'embedded-default-1' };
 /** Waits on the checkpoints (through /readyz) until every projection has applied the head of the log. */
 async function caughtUp(url: string): Promise<void> {
   for (let i = 0; i < 200; i++) {
-    const r = await fetch(`${url}/readyz`).then((res) => res.json());
+    const r = await fetch(`${url}/readyz`).then((res) => res.json() as Promise<any>);
     const head = r.checks.find((c: { name: string }) => c.name === 'eventStore').details.head;
     const projections = r.checks.find((c: { name: string }) => c.name === 'projections').details.projections;
     if (projections.every((p: { position: string }) => p.position === head)) return;
@@ -74,7 +74,7 @@ describe('embedded default (no DATABASE_URL)', function () {
 
     // The read model is a fold of the event store: after the projector catches up it holds exactly
     // the created cases (acknowledged, plus any that were written but not acknowledged before the kill).
-    const readyz = await fetch(`${server.url}/readyz`).then((r) => r.json());
+    const readyz = await fetch(`${server.url}/readyz`).then((r) => r.json() as Promise<any>);
     expect(readyz.status).to.equal('ready');
     const { embeddedPostgresPassword } = JSON.parse(fs.readFileSync(path.join(dataDir, 'secrets.json'), 'utf8'));
     const db = new pg.Client({ connectionString: `postgres://postgres:${embeddedPostgresPassword}@127.0.0.1:${env().EMBEDDED_POSTGRES_PORT}/testament` });

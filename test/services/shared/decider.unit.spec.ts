@@ -24,7 +24,7 @@ async function storeWithProject(): Promise<MemoryEventStore> {
   return store;
 }
 
-/** Another writer renames the project between the handler's read and its append, `times` times. */
+/** Another writer renames the project between the handler's read and its append: once per name, in order. */
 function competingRenames(store: MemoryEventStore, names: string[]): void {
   const queue = [...names];
   store.beforeAppend(async (streamId) => {

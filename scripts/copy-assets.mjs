@@ -1,12 +1,13 @@
 // Copies the non-TypeScript files the compiled code reads at run time (event schemas, SQL) into dist/.
-const fs = require('node:fs');
-const path = require('node:path');
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const ASSETS = [
   ['contracts/events', /\.schema\.json$/],
   ['infra/eventstore', /\.sql$/],
 ];
-const root = path.join(__dirname, '..');
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 for (const [dir, pattern] of ASSETS) {
   const target = path.join(root, 'dist', dir);
   fs.mkdirSync(target, { recursive: true });
