@@ -4,7 +4,7 @@ import path from 'node:path';
 export interface Config {
   host: string;
   port: number;
-  /** Embedded PostgreSQL data, generated secrets and (by default) uploads live here. */
+  /** Embedded PostgreSQL data and generated secrets live here. */
   dataDir: string;
   /** External PostgreSQL; when null an embedded server runs under dataDir. */
   databaseUrl: string | null;
@@ -17,7 +17,6 @@ export interface Config {
   adminEmail: string | null;
   adminPassword: string | null;
   adminName: string;
-  uploadDir: string;
   logLevel: string;
   /** How long a write waits for the read model before answering 503 read-model-lagging. */
   writeTimeoutMs: number;
@@ -69,7 +68,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     adminEmail,
     adminPassword,
     adminName: optional(env, 'ADMIN_NAME') ?? 'Administrator',
-    uploadDir: path.resolve(optional(env, 'UPLOAD_DIR') ?? path.join(dataDir, 'uploads')),
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
     writeTimeoutMs: int(env, 'WRITE_TIMEOUT_MS', 10_000, 1),
     sessionMaxAgeMs: int(env, 'SESSION_MAX_AGE_MS', 8 * 60 * 60 * 1000, 1000),

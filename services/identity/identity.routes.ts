@@ -2,7 +2,7 @@ import { Router, type RequestHandler } from 'express';
 import type { JSONSchemaType } from 'ajv';
 import { asyncHandler } from '../api/http';
 import { bodyParser } from '../api/validate';
-import type { CommandDeps } from '../shared/commandBus';
+import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
 import { HttpError, badRequest } from '../shared/errors';
 import { findActiveUser } from './authentication';
@@ -58,7 +58,7 @@ export function identityRoutes(deps: CommandDeps & { tokenSecret: string }, sess
     const expiresAt = input.expiresAt ? new Date(input.expiresAt).toISOString() : null;
     if (expiresAt !== null && expiresAt <= deps.clock().toISOString())
       throw badRequest('invalid-argument', 'expiresAt must be in the future', { path: 'expiresAt' });
-    const created = await createApiToken(deps, { userId: req.auth!.user.id, name: input.name, expiresAt }, metadataFor(req.auth!, req));
+    const created = await createApiToken(withPositionHeader(deps, res), { userId: req.auth!.user.id, name: input.name, expiresAt }, metadataFor(req.auth!, req));
     res.status(201).json({ id: created.id, name: created.name, token: created.token, prefix: created.prefix, expiresAt: created.expiresAt, createdAt: created.createdAt });
   }));
 
@@ -69,7 +69,7 @@ export function identityRoutes(deps: CommandDeps & { tokenSecret: string }, sess
   router.delete('/api/tokens/:id', asyncHandler(async (req, res) => {
     const tokenId = Number(req.params.id);
     if (!/^\d+$/.test(req.params.id) || !Number.isSafeInteger(tokenId) || tokenId < 1) throw badRequest('invalid-argument', 'id must be a positive integer', { path: 'id' });
-    await revokeApiToken(deps, { tokenId, userId: req.auth!.user.id }, metadataFor(req.auth!, req));
+    await revokeApiToken(withPositionHeader(deps, res), { tokenId, userId: req.auth!.user.id }, metadataFor(req.auth!, req));
     res.status(204).end();
   }));
   return router;

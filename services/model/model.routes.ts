@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { ENTITIES, isEntityName } from '../../contracts/entities';
 import { asyncHandler } from '../api/http';
-import type { CommandDeps } from '../shared/commandBus';
+import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
 import { badRequest } from '../shared/errors';
 import { type FindOperation, parseCreateArgs, parseDeleteArgs, parseFindArgs, parseUpdateArgs } from './args';
@@ -32,25 +32,26 @@ export function modelRoutes(deps: CommandDeps): Router {
 
     const metadata = metadataFor(req.auth!, req);
     const commands = ENTITY_COMMANDS[entityName];
+    const writeDeps = withPositionHeader(deps, res);
     let id: number;
     let shape;
     switch (operation as WriteOperation) {
       case 'create': {
         const args = parseCreateArgs(entity, body);
         shape = args.shape;
-        id = await commands.create(deps, args, metadata);
+        id = await commands.create(writeDeps, args, metadata);
         break;
       }
       case 'update': {
         const args = parseUpdateArgs(entity, body);
         shape = args.shape;
-        id = await commands.update(deps, args, metadata);
+        id = await commands.update(writeDeps, args, metadata);
         break;
       }
       case 'delete': {
         const args = parseDeleteArgs(entity, body);
         shape = args.shape;
-        id = await commands.delete(deps, args, metadata);
+        id = await commands.delete(writeDeps, args, metadata);
         break;
       }
     }

@@ -16,6 +16,20 @@ function checkPlacement(project: ProjectFact, folder: FolderFact | null | undefi
   if (folder) checkFolderInProject(folder, project.id);
 }
 
+const MAX_FOLDER_DEPTH = 1000;
+
+/** A prospective parent folder, with its ancestors read from their streams (nearest first). */
+async function parentFact(deps: Pick<CommandDeps, 'store'>, folderId: number): Promise<FolderFact> {
+  let state = (await loadAggregate(deps.store, folderStream(folderId), repositoryFolderDecider)).state;
+  const fact: FolderFact = { id: folderId, exists: state.exists, isDeleted: state.isDeleted, projectId: state.projectId };
+  const ancestorIds: number[] = [];
+  while (state.parentId !== null && ancestorIds.length < MAX_FOLDER_DEPTH && !ancestorIds.includes(state.parentId)) {
+    ancestorIds.push(state.parentId);
+    state = (await loadAggregate(deps.store, folderStream(state.parentId), repositoryFolderDecider)).state;
+  }
+  return { ...fact, ancestorIds };
+}
+
 const optionalFolder = (deps: CommandDeps, id: number | null | undefined) =>
   id === undefined ? Promise.resolve(undefined) : id === null ? Promise.resolve(null) : folderFact(deps, id);
 
@@ -35,7 +49,7 @@ export async function createFolder(
 export async function updateFolder(
   deps: CommandDeps, input: { folderId: number; changes: { name?: string }; parentId?: number | null }, metadata: EventMetadata,
 ): Promise<void> {
-  const parent = await optionalFolder(deps, input.parentId);
+  const parent = input.parentId === undefined || input.parentId === null ? input.parentId : await parentFact(deps, input.parentId);
   const { position } = await handleCommand(deps.store, folderStream(input.folderId), repositoryFolderDecider, {
     type: 'UpdateRepositoryFolder', folderId: input.folderId, changes: input.changes, parent, now: deps.clock().toISOString(),
   }, metadata);

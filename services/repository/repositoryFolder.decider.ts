@@ -5,7 +5,11 @@ export type RepositoryFolderEvent = RepositoryFolderCreated | RepositoryFolderUp
 
 /** Facts the handler looked up before deciding: the decider itself does no I/O. */
 export interface ProjectFact { id: number; exists: boolean; isDeleted: boolean }
-export interface FolderFact { id: number; exists: boolean; isDeleted: boolean; projectId: number | null }
+export interface FolderFact {
+  id: number; exists: boolean; isDeleted: boolean; projectId: number | null;
+  /** Ids of the folder's ancestors, nearest first (needed to refuse a move into its own subtree). */
+  ancestorIds?: number[];
+}
 
 export type RepositoryFolderCommand =
   | { type: 'CreateRepositoryFolder'; folderId: number; name: string; project: ProjectFact; parent: FolderFact | null; now: string }
@@ -52,7 +56,8 @@ export function decide(cmd: RepositoryFolderCommand, s: RepositoryFolderState): 
       if (cmd.parent !== undefined) {
         const parentId = cmd.parent?.id ?? null;
         if (cmd.parent) checkFolderInProject(cmd.parent, s.projectId);
-        if (parentId === cmd.folderId) throw new DomainError('folder-cycle', 'A folder cannot be its own parent');
+        if (parentId === cmd.folderId || cmd.parent?.ancestorIds?.includes(cmd.folderId))
+          throw new DomainError('folder-cycle', 'A folder cannot move into itself or one of its subfolders', { folderId: cmd.folderId, parentId });
         if (parentId !== s.parentId) changes.parentId = parentId;
       }
       if (Object.keys(changes).length === 0) return [];

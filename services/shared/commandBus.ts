@@ -11,9 +11,17 @@ export interface CommandDeps {
   watcher: CheckpointWatcher;
   writeTimeoutMs: number;
   clock: () => Date;
+  /** Told the position of every write of this request (the API echoes it as X-Event-Position). */
+  onWrite?: (position: string) => void;
 }
 
 /** Waits until the read models have applied `position` (null: nothing was written). */
 export function readYourWrites(deps: CommandDeps, position: string | null): Promise<void> {
+  if (position !== null) deps.onWrite?.(position);
   return deps.watcher.waitFor(position, deps.writeTimeoutMs);
+}
+
+/** Per-request deps whose writes set `X-Event-Position`, for clients that read from another replica. */
+export function withPositionHeader<D extends CommandDeps>(deps: D, res: { setHeader(name: string, value: string): unknown }): D {
+  return { ...deps, onWrite: (position: string) => res.setHeader('X-Event-Position', position) };
 }

@@ -9,7 +9,7 @@ import type { EventStore } from './eventStore';
 export function withContracts(store: EventStore, contracts: ContractValidator): EventStore {
   return {
     kind: store.kind,
-    append: (streamId, events, options) => store.append(streamId, checkAll(contracts, events), options),
+    append: async (streamId, events, options) => store.append(streamId, checkAll(contracts, events), options),
     readStream: (streamId, options) => store.readStream(streamId, options),
     readAll: (options) => store.readAll(options),
     subscribeToAll: (options) => store.subscribeToAll(options),

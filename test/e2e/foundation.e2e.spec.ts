@@ -81,6 +81,7 @@ describe('HTTP end to end (DATABASE_URL, every role in one process)', function (
     const project = await api.post('/api/model/project/create', { data: { name: 'Checkout' } });
     expect(project.status).to.equal(201);
     expect(project.body.data).to.include({ name: 'Checkout', isDeleted: false });
+    expect(project.headers.get('x-event-position')).to.match(/^\d+$/);
     const projectId = project.body.data.id;
 
     const folder = await api.post('/api/model/repositoryFolder/create', {
@@ -193,6 +194,22 @@ describe('HTTP end to end (DATABASE_URL, every role in one process)', function (
     expectError(await c.post('/api/tokens', { name: '' }), 400, 'invalid-argument');
     expectError(await c.post('/api/tokens', { name: 'old', expiresAt: '2001-01-01T00:00:00Z' }), 400, 'invalid-argument');
     expect(await head()).to.equal(before);
+  });
+
+  it('refuses to move a folder into its own subtree', async () => {
+    const c = new HttpClient(server.url);
+    await c.post('/api/auth/login', ADMIN);
+    const projectId = (await c.post('/api/model/project/create', { data: { name: 'Tree' } })).body.data.id;
+    const folder = (name: string, parent?: number) =>
+      c.post('/api/model/repositoryFolder/create', {
+        data: { name, project: { connect: { id: projectId } }, ...(parent && { parent: { connect: { id: parent } } }) },
+      }).then((r) => r.body.data.id as number);
+    const a = await folder('a');
+    const b = await folder('b', a);
+    const grandchild = await folder('c', b);
+    expectError(await c.post('/api/model/repositoryFolder/update', { where: { id: a }, data: { parent: { connect: { id: grandchild } } } }), 400, 'folder-cycle');
+    const moved = await c.post('/api/model/repositoryFolder/update', { where: { id: grandchild }, data: { parent: { connect: { id: a } } } });
+    expect(moved.body.data.parentId).to.equal(a);
   });
 
   it('answers a stale concurrent update with 409', async () => {

@@ -105,3 +105,21 @@ describe('RepositoryFolder decider', () => {
     });
   });
 });
+
+describe('RepositoryFolder decider: moving into its own subtree', () => {
+  it('refuses to move a folder under its own child', () =>
+    given(repositoryFolderDecider, [
+      { type: 'RepositoryFolderCreated', data: { folderId: 10, projectId: 1, parentId: null, name: 'Payments', createdAt: '2024-03-01T10:00:00.000Z' } },
+    ]).when({
+      type: 'UpdateRepositoryFolder', folderId: 10, changes: {},
+      parent: { id: 11, exists: true, isDeleted: false, projectId: 1, ancestorIds: [10] }, now: '2024-03-03T10:00:00.000Z',
+    }).thenFailsWith('folder-cycle'));
+
+  it('refuses a grandchild as the new parent too', () =>
+    given(repositoryFolderDecider, [
+      { type: 'RepositoryFolderCreated', data: { folderId: 10, projectId: 1, parentId: null, name: 'Payments', createdAt: '2024-03-01T10:00:00.000Z' } },
+    ]).when({
+      type: 'UpdateRepositoryFolder', folderId: 10, changes: {},
+      parent: { id: 12, exists: true, isDeleted: false, projectId: 1, ancestorIds: [11, 10] }, now: '2024-03-03T10:00:00.000Z',
+    }).thenFailsWith('folder-cycle'));
+});

@@ -1,0 +1,71 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pino from 'pino';
+import { loadContracts } from '../../contracts/validator';
+import { PostgresEventStore, setupPostgresEventStore } from '../../infra/eventstore/postgres';
+import { createKnex, createPool } from '../../infra/postgres/database';
+import { ALL_PROJECTIONS } from '../../projections';
+import { migrateReadModel } from '../../projections/migrations';
+import { CheckpointWatcher } from '../../projections/runtime/checkpointWatcher';
+import { startProjector } from '../../projections/runtime/projector';
+import { buildApp } from '../../services/api/app';
+import type { CommandDeps } from '../../services/shared/commandBus';
+import { IdAllocator } from '../../services/shared/ids';
+import { withContracts } from '../../services/shared/validatingEventStore';
+import { createTestDatabase } from './database';
+
+/** A settable clock: tests move time instead of sleeping. */
+export class TestClock {
+  constructor(public now = new Date('2026-06-01T12:00:00Z')) {}
+  advance(ms: number) {
+    this.now = new Date(this.now.getTime() + ms);
+  }
+  read = () => this.now;
+}
+
+export interface TestApp {
+  url: string;
+  deps: CommandDeps;
+  clock: TestClock;
+  stop(): Promise<void>;
+}
+
+export const TEST_TOKEN_SECRET = 'x'.repeat(40);
+
+/** The API, projector and stores in this process on a throw-away database, with a test clock. */
+export async function startTestApp(): Promise<TestApp> {
+  const db = await createTestDatabase('app');
+  const pool = createPool(db.url);
+  const knex = createKnex(db.url);
+  await migrateReadModel(knex);
+  await setupPostgresEventStore(pool);
+  const store = withContracts(new PostgresEventStore(pool, db.url), loadContracts());
+  const logger = pino({ level: 'silent' });
+  const projector = startProjector({ store, knex, projections: ALL_PROJECTIONS, logger });
+  const watcher = new CheckpointWatcher(knex, db.url, ALL_PROJECTIONS.map((p) => p.name));
+  await watcher.start();
+  const clock = new TestClock();
+  const deps: CommandDeps = { store, ids: new IdAllocator(store), knex, watcher, writeTimeoutMs: 10_000, clock: clock.read };
+  const app = buildApp({
+    ...deps, logger, pool, sessionSecret: 's'.repeat(40), tokenSecret: TEST_TOKEN_SECRET,
+    sessionMaxAgeMs: 3_600_000, trustProxy: false, readiness: [],
+  });
+  const server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    deps,
+    clock,
+    async stop() {
+      await new Promise((r) => server.close(r));
+      server.closeAllConnections();
+      await watcher.stop();
+      await projector.stop();
+      await store.close();
+      await knex.destroy();
+      await pool.end();
+      await db.drop();
+    },
+  };
+}
