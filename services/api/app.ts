@@ -9,7 +9,7 @@ import { bearerStrategy, requireAuthentication, TokenUsageRecorder } from '../id
 import { identityRoutes, loginRoutes } from '../identity/identity.routes';
 import { modelRoutes } from '../model/model.routes';
 import type { CommandDeps } from '../shared/commandBus';
-import { correlationId, errorHandler, notFoundRoute } from './http';
+import { correlationId, errorHandler, jsonBodiesOnly, notFoundRoute } from './http';
 import { healthRoutes, type ReadinessCheck } from './health.routes';
 
 export const SESSION_COOKIE = 'testament.sid';
@@ -42,7 +42,7 @@ export function buildApp(deps: AppDeps): Express {
     customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
   }));
   app.use(healthRoutes(deps.readiness));
-  app.use(express.json({ limit: '1mb' }));
+  app.use('/api', express.json({ limit: '1mb' }), jsonBodiesOnly);
 
   const PgStore = connectPgSimple(session);
   app.use('/api', session({

@@ -24,6 +24,14 @@ export function statusOfDomainCode(code: string): number {
   return 400;
 }
 
+/** A body that is not JSON would otherwise be ignored silently (and a findMany answer everything). */
+export const jsonBodiesOnly: RequestHandler = (req, _res, next) => {
+  const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+  if (hasBody && !req.is('application/json'))
+    return next(new HttpError(415, 'unsupported-media-type', 'Send the body as application/json', { contentType: req.headers['content-type'] ?? null }));
+  next();
+};
+
 export const notFoundRoute: RequestHandler = (req, _res, next) =>
   next(new HttpError(404, 'route-not-found', `No route for ${req.method} ${req.path}`, { method: req.method, path: req.path }));
 

@@ -177,6 +177,9 @@ describe('HTTP end to end (DATABASE_URL, every role in one process)', function (
     const malformed = await c.request('POST', '/api/model/project/create', undefined, '{"data": {"name": ');
     expectError(malformed, 400, 'malformed-json');
     expectError(await c.post('/api/model/spaceship/findMany', {}), 400, 'unknown-entity');
+    const text = await fetch(`${server.url}/api/model/project/create`, { method: 'POST', headers: { 'content-type': 'text/plain', cookie: c.cookie! }, body: 'name=x' });
+    expect(text.status).to.equal(415);
+    expect((await text.json() as any).code).to.equal('unsupported-media-type');
     expectError(await c.post('/api/model/project/explode', {}), 400, 'unknown-operation');
     const unknownField = await c.post('/api/model/project/create', { data: { name: 'x', colour: 'red' } });
     expectError(unknownField, 400, 'invalid-argument');
