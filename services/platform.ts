@@ -56,7 +56,7 @@ export async function openPlatform(config: Readonly<Config>, logger: Logger, opt
       closers.push(() => embedded.stop());
       databaseUrl = embedded.url;
     }
-    const pool = createPool(databaseUrl, opts.poolSize ?? 10);
+    const pool = createPool(databaseUrl, opts.poolSize ?? 10, (err) => logger.warn({ err }, 'idle database connection lost'));
     closers.push(() => pool.end());
     const knex = createKnex(databaseUrl, opts.poolSize ?? 10);
     closers.push(() => knex.destroy());

@@ -194,9 +194,16 @@ class PostgresSubscription implements Subscription {
       if (this.listener === client) this.listener = null;
       this.onNotify();
     });
-    await client.connect();
-    await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
-    this.listener = client;
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    // Closed while connecting: nobody else will end this client.
+    if (this.closed) await client.end().catch(() => undefined);
+    else this.listener = client;
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<EventEnvelope> {

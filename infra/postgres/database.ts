@@ -4,8 +4,14 @@ import pg from 'pg';
 // int8 (positions, revisions) stays a string: 64-bit values never pass through Number.
 // count(*) is int8 too; callers convert counts explicitly.
 
-export function createPool(connectionString: string, max = 10): pg.Pool {
-  return new pg.Pool({ connectionString, max });
+/**
+ * A pool whose idle connections may be cut (a database restart, an administrator) without taking
+ * the process down: pg emits 'error' on the pool for them, which would otherwise be uncaught.
+ */
+export function createPool(connectionString: string, max = 10, onIdleError: (err: Error) => void = () => undefined): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max });
+  pool.on('error', onIdleError);
+  return pool;
 }
 
 export function createKnex(connectionString: string, max = 10): Knex {

@@ -42,7 +42,8 @@ export class CheckpointWatcher {
     });
     await client.connect();
     await client.query(`LISTEN ${CHECKPOINT_CHANNEL}`);
-    this.client = client;
+    if (this.closed) await client.end().catch(() => undefined);
+    else this.client = client;
   }
 
   private async refresh(): Promise<void> {

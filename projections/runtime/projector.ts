@@ -85,6 +85,7 @@ export function startProjector(deps: { store: EventStore; knex: Knex; projection
   }
 
   async function run(projection: Projection, after: bigint): Promise<void> {
+    if (stopping) return;
     const subscription = store.subscribeToAll({ after: after.toString() });
     subscriptions.push(subscription);
     for await (const batch of inBatches(subscription, BATCH_SIZE)) {
