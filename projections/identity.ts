@@ -2,11 +2,16 @@ import type { Knex } from 'knex';
 import type { EventEnvelope } from '../contracts/envelope';
 import type { DataOf } from '../contracts/events';
 import type { Projection } from './runtime/projection';
-import { RowBatch } from './runtime/rowBatch';
+import { type ColumnTypes, RowBatch } from './runtime/rowBatch';
 
 /** Users and API tokens, as authentication needs them. */
-const USER_COLUMNS = ['id', 'email', 'name', 'access', 'password_hash', 'is_active', 'created_at', 'revision'];
-const TOKEN_COLUMNS = ['id', 'user_id', 'name', 'prefix', 'token_hash', 'expires_at', 'created_at', 'revoked_at', 'revision'];
+const USER_COLUMNS: ColumnTypes = {
+  id: 'integer', email: 'text', name: 'text', access: 'text', password_hash: 'text', is_active: 'boolean', created_at: 'timestamptz', revision: 'bigint',
+};
+const TOKEN_COLUMNS: ColumnTypes = {
+  id: 'integer', user_id: 'integer', name: 'text', prefix: 'text', token_hash: 'text',
+  expires_at: 'timestamptz', created_at: 'timestamptz', revoked_at: 'timestamptz', revision: 'bigint',
+};
 
 export const identityProjection: Projection = {
   name: 'identity',

@@ -2,12 +2,20 @@ import type { Knex } from 'knex';
 import type { EventEnvelope } from '../contracts/envelope';
 import type { DataOf, EventType } from '../contracts/events';
 import type { Projection } from './runtime/projection';
-import { RowBatch } from './runtime/rowBatch';
+import { type ColumnTypes, RowBatch } from './runtime/rowBatch';
 
 /** The read model behind the model API: projects, repository folders, repository cases. */
-const PROJECT_COLUMNS = ['id', 'name', 'is_deleted', 'created_at', 'updated_at', 'revision'];
-const FOLDER_COLUMNS = ['id', 'project_id', 'parent_id', 'name', 'is_deleted', 'created_at', 'updated_at', 'revision'];
-const CASE_COLUMNS = ['id', 'project_id', 'folder_id', 'title', 'description', 'is_deleted', 'created_at', 'updated_at', 'revision'];
+const PROJECT_COLUMNS: ColumnTypes = {
+  id: 'integer', name: 'text', is_deleted: 'boolean', created_at: 'timestamptz', updated_at: 'timestamptz', revision: 'bigint',
+};
+const FOLDER_COLUMNS: ColumnTypes = {
+  id: 'integer', project_id: 'integer', parent_id: 'integer', name: 'text', is_deleted: 'boolean',
+  created_at: 'timestamptz', updated_at: 'timestamptz', revision: 'bigint',
+};
+const CASE_COLUMNS: ColumnTypes = {
+  id: 'integer', project_id: 'integer', folder_id: 'integer', title: 'text', description: 'text', is_deleted: 'boolean',
+  created_at: 'timestamptz', updated_at: 'timestamptz', revision: 'bigint',
+};
 
 const data = <T extends EventType>(e: EventEnvelope, _type: T) => e.data as DataOf<T>;
 

@@ -21,9 +21,13 @@ export async function rebuildProjection(
   await deps.knex.transaction(async (trx) => {
     await lockCheckpoint(trx, projection.name);
     await trx.raw(`TRUNCATE ${projection.tables.map((t) => `"${t}"`).join(', ')}`);
+    // The next page is read (on the store's own connections) while this one is applied.
+    let next = deps.store.readAll({ after, maxCount: pageSize });
     for (;;) {
-      const page = await deps.store.readAll({ after, maxCount: pageSize });
+      const page = await next;
       if (page.length === 0) break;
+      next = deps.store.readAll({ after: page[page.length - 1].position, maxCount: pageSize });
+      next.catch(() => undefined); // if applying fails first, this read's failure is not unhandled
       await projection.apply(trx, page);
       events += page.length;
       after = page[page.length - 1].position;
