@@ -1,10 +1,11 @@
+import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { EventMetadata } from '../contracts/envelope';
 import { PostgresEventStore, setupPostgresEventStore } from '../infra/eventstore/postgres';
 import { createPool } from '../infra/postgres/database';
 import { createTestDatabase } from '../test/support/database';
-import { describeMachine, median, percentile, round, seconds, writeResult } from './support';
+import { describeCode, describeMachine, median, percentile, round, seconds, writeResult } from './support';
 
 /**
  * Single-event appends through PostgresEventStore.append (group commit, es_append) against the
@@ -146,6 +147,7 @@ export async function benchAppend(o: AppendOptions = APPEND_DEFAULTS) {
     await setupPostgresEventStore(pool);
     await pool.query(PLAIN_TABLE_SQL);
     const machine = await describeMachine(pool);
+    const code = describeCode(['infra', 'contracts']);
     const sample = caseUpdate(1);
     const revisions = Array.from({ length: o.writers }, () => 0);
     const rounds: RoundResult[] = [];
@@ -161,6 +163,8 @@ export async function benchAppend(o: AppendOptions = APPEND_DEFAULTS) {
       benchmark: 'append',
       date: new Date().toISOString(),
       machine,
+      code,
+      loadAverageAfter: os.loadavg().map((l) => round(l, 2)),
       parameters: {
         ...o,
         poolMax: o.writers,

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,6 +8,8 @@ export const RESULTS_DIR = path.join(__dirname, 'results');
 
 export interface Machine {
   cpus: number;
+  /** 1/5/15-minute load averages when the benchmark started: other work on the machine skews the numbers. */
+  loadAverage: number[];
   cpuModel: string;
   totalMemoryBytes: number;
   node: string;
@@ -26,12 +29,28 @@ export async function describeMachine(pool: pg.Pool): Promise<Machine> {
   const { server_version: serverVersion, ...rest } = settings;
   return {
     cpus: os.cpus().length,
+    loadAverage: os.loadavg().map((l) => round(l, 2)),
     cpuModel: os.cpus()[0]?.model ?? 'unknown',
     totalMemoryBytes: os.totalmem(),
     node: process.version,
     platform: `${os.platform()} ${os.release()}`,
     postgres: { serverVersion, settings: rest },
   };
+}
+
+/**
+ * The commit measured, and the files under the given paths that differed from it when the run
+ * started: a result from a working tree others are editing says so.
+ */
+export function describeCode(paths: string[]): { commit: string; uncommitted: string[] } {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: path.join(__dirname, '..'), encoding: 'utf8' });
+  try {
+    // Porcelain lines are "XY path": the status letters may start with a space, so no trimming.
+    const uncommitted = git('status', '--porcelain', '--', ...paths).split('\n').filter(Boolean).map((l) => l.slice(3));
+    return { commit: git('rev-parse', 'HEAD').trim(), uncommitted };
+  } catch {
+    return { commit: 'unknown', uncommitted: [] };
+  }
 }
 
 export function writeResult(name: string, result: object): string {

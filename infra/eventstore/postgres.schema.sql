@@ -28,7 +28,8 @@ INSERT INTO es_head (id, position) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
 -- Appends a batch of requests [{streamId, expected, events: [{id, type, schemaVersion, data, metadata}]}]
 -- in one transaction. Each request is checked on its own: a request whose stream is not at the
 -- expected revision writes nothing and is reported as {ok: false, actual}; the others are written.
--- `expected` is 'any', 'no-stream' or a revision as a decimal string.
+-- `expected` is 'any', 'no-stream' or a revision as a decimal string. Outcomes are collected in an
+-- array (appending to a jsonb value would copy it for every request).
 CREATE OR REPLACE FUNCTION es_append(p_requests jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -39,7 +40,7 @@ DECLARE
   v_current  bigint;
   v_expected text;
   v_revision bigint;
-  v_results  jsonb := '[]'::jsonb;
+  v_results  jsonb[] := '{}';
 BEGIN
   SELECT position INTO v_head FROM es_head WHERE id = 1 FOR UPDATE;
   FOR v_req IN SELECT * FROM jsonb_array_elements(p_requests) LOOP
@@ -48,7 +49,7 @@ BEGIN
     v_expected := v_req->>'expected';
     IF (v_expected = 'no-stream' AND v_current <> -1)
        OR (v_expected NOT IN ('any', 'no-stream') AND v_current <> v_expected::bigint) THEN
-      v_results := v_results || jsonb_build_object('ok', false, 'actual', v_current::text);
+      v_results := array_append(v_results, jsonb_build_object('ok', false, 'actual', v_current::text));
       CONTINUE;
     END IF;
     v_revision := v_current;
@@ -61,9 +62,9 @@ BEGIN
     END LOOP;
     INSERT INTO es_streams (stream_id, revision) VALUES (v_req->>'streamId', v_revision)
       ON CONFLICT (stream_id) DO UPDATE SET revision = EXCLUDED.revision;
-    v_results := v_results || jsonb_build_object('ok', true, 'revision', v_revision::text, 'position', v_head::text);
+    v_results := array_append(v_results, jsonb_build_object('ok', true, 'revision', v_revision::text, 'position', v_head::text));
   END LOOP;
   UPDATE es_head SET position = v_head WHERE id = 1;
   PERFORM pg_notify('es_appended', v_head::text);
-  RETURN v_results;
+  RETURN to_jsonb(v_results);
 END $$;

@@ -108,6 +108,8 @@ export class PostgresEventStore implements EventStore {
     this.flushing = true;
     try {
       while (this.queue.length > 0) {
+        // One turn of the event loop lets the writers whose appends just finished join this batch.
+        await new Promise((resolve) => setImmediate(resolve));
         const batch = this.queue.splice(0, MAX_BATCH);
         try {
           const outcomes = await this.appendMany(batch.map((p) => p.request));
