@@ -3,7 +3,7 @@ import path from 'node:path';
 import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { ContractViolation } from '../services/shared/errors';
-import type { NewEvent } from './envelope';
+import type { EventEnvelope, NewEvent } from './envelope';
 
 const SCHEMA_FILE = /^([A-Za-z]+)\.v(\d+)\.schema\.json$/;
 export const EVENTS_SCHEMA_DIR = path.join(__dirname, 'events');
@@ -11,6 +11,8 @@ export const EVENTS_SCHEMA_DIR = path.join(__dirname, 'events');
 export interface ContractValidator {
   /** Throws ContractViolation when `data` does not match the schema of `type` at `schemaVersion`. */
   check(event: { type: string; schemaVersion?: number; data: unknown }): void;
+  /** Throws ContractViolation unless `value` is a whole envelope whose data matches its contract. */
+  checkEnvelope(value: unknown): EventEnvelope;
   latestVersion(type: string): number;
   knownTypes(): string[];
 }
@@ -30,12 +32,20 @@ export function loadContracts(dir = EVENTS_SCHEMA_DIR): ContractValidator {
     validators.set(`${type}.v${version}`, ajv.compile(schema));
     latest.set(type, Math.max(version, latest.get(type) ?? 0));
   }
+  const envelope = ajv.compile(JSON.parse(fs.readFileSync(path.join(dir, '..', 'envelope.schema.json'), 'utf8')));
+  const check: ContractValidator['check'] = (event) => {
+    const version = event.schemaVersion ?? latest.get(event.type);
+    const validate = version === undefined ? undefined : validators.get(`${event.type}.v${version}`);
+    if (!validate) throw new ContractViolation(event.type, [{ message: `no schema for ${event.type} v${version}` }]);
+    if (!validate(event.data)) throw new ContractViolation(event.type, validate.errors);
+  };
   return {
-    check(event) {
-      const version = event.schemaVersion ?? latest.get(event.type);
-      const validate = version === undefined ? undefined : validators.get(`${event.type}.v${version}`);
-      if (!validate) throw new ContractViolation(event.type, [{ message: `no schema for ${event.type} v${version}` }]);
-      if (!validate(event.data)) throw new ContractViolation(event.type, validate.errors);
+    check,
+    checkEnvelope(value) {
+      if (!envelope(value)) throw new ContractViolation('EventEnvelope', envelope.errors);
+      const e = value as unknown as EventEnvelope;
+      check(e);
+      return e;
     },
     latestVersion(type) {
       const v = latest.get(type);

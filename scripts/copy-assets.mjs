@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 
 const ASSETS = [
   ['contracts/events', /\.schema\.json$/],
+  ['contracts', /^envelope\.schema\.json$/],
   ['infra/eventstore', /\.sql$/],
 ];
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -23,6 +23,8 @@ export interface Config {
   sessionMaxAgeMs: number;
   trustProxy: boolean;
   shutdownTimeoutMs: number;
+  /** Kafka transport when set: the relay publishes the log, projections are consumer groups. */
+  kafka: { brokers: string[]; topic: string; partitions: number; clientId: string } | null;
 }
 
 export class ConfigError extends Error {}
@@ -44,6 +46,17 @@ function secret(env: NodeJS.ProcessEnv, name: string): string | null {
   const v = optional(env, name);
   if (v !== null && v.length < 32) throw new ConfigError(`${name} must be at least 32 characters`);
   return v;
+}
+
+function kafkaConfig(env: NodeJS.ProcessEnv): Config['kafka'] {
+  const brokers = optional(env, 'KAFKA_BROKERS');
+  if (brokers === null) return null;
+  const list = brokers.split(',').map((b) => b.trim()).filter(Boolean);
+  if (list.length === 0 || !list.every((b) => /^[\w.:[\]-]+:\d+$/.test(b)))
+    throw new ConfigError(`KAFKA_BROKERS must be a comma-separated list of host:port, got "${brokers}"`);
+  const topic = optional(env, 'KAFKA_TOPIC') ?? 'testament.events';
+  if (!/^[A-Za-z0-9._-]{1,249}$/.test(topic)) throw new ConfigError(`KAFKA_TOPIC is not a valid topic name: "${topic}"`);
+  return { brokers: list, topic, partitions: int(env, 'KAFKA_PARTITIONS', 6, 1, 10_000), clientId: optional(env, 'KAFKA_CLIENT_ID') ?? 'testament' };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
@@ -73,6 +86,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     sessionMaxAgeMs: int(env, 'SESSION_MAX_AGE_MS', 8 * 60 * 60 * 1000, 1000),
     trustProxy: optional(env, 'TRUST_PROXY') === 'true' || optional(env, 'TRUST_PROXY') === '1',
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0),
+    kafka: kafkaConfig(env),
   };
   return Object.freeze(config);
 }

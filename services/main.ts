@@ -1,11 +1,12 @@
 /**
  * `npm start`: every role in one process on embedded defaults (embedded PostgreSQL under DATA_DIR,
- * PostgreSQL event store, direct transport), or on DATABASE_URL / EVENTSTORE_URL when set.
+ * PostgreSQL event store, direct transport), or on DATABASE_URL / EVENTSTORE_URL / KAFKA_BROKERS
+ * when set (with Kafka, the relay runs here too and projections consume from the topic).
  */
 import { loadConfig } from './config';
 import { createLogger } from '../infra/logger';
 import { openPlatform } from './platform';
-import { projectorReadiness, runApi, runProjector } from './roles';
+import { checkpointKeyOf, openKafka, projectorReadiness, relayReadiness, runApi, runProjector, runRelay } from './roles';
 import { onShutdown } from './shutdown';
 
 async function main(): Promise<void> {
@@ -13,9 +14,12 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
   const platform = await openPlatform(config, logger, { poolSize: 20 });
-  const projector = runProjector(platform, logger);
-  const api = await runApi(config, platform, logger, projectorReadiness(projector, platform));
-  onShutdown(logger, [() => api.stop(), () => projector.stop(), () => platform.close()]);
+  const link = await openKafka(config, logger);
+  const relay = link && runRelay(platform, logger, link);
+  const projector = runProjector(platform, logger, link);
+  const readiness = [...projectorReadiness(projector, platform), ...(relay ? [relayReadiness(relay)] : [])];
+  const api = await runApi(config, platform, logger, readiness, checkpointKeyOf(link));
+  onShutdown(logger, [() => api.stop(), async () => relay?.stop(), () => projector.stop(), () => platform.close()]);
 }
 
 main().catch((err) => {

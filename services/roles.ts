@@ -1,8 +1,12 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
+import { loadContracts } from '../contracts/validator';
+import { createKafka, ensureTopic, partitionOf } from '../infra/kafka';
 import { ALL_PROJECTIONS } from '../projections';
-import { CheckpointWatcher } from '../projections/runtime/checkpointWatcher';
+import { CheckpointWatcher, directCheckpointKey, type CheckpointKeyOf } from '../projections/runtime/checkpointWatcher';
+import { kafkaCheckpointKey, startKafkaProjector } from '../projections/runtime/kafkaProjector';
 import { startProjector, type Projector } from '../projections/runtime/projector';
+import { startRelay, type Relay } from './relay/relay';
 import { buildApp } from './api/app';
 import type { ReadinessCheck } from './api/health.routes';
 import type { Config } from './config';
@@ -12,9 +16,38 @@ import type { CommandDeps } from './shared/commandBus';
 import { systemMetadata } from './shared/context';
 import { IdAllocator } from './shared/ids';
 
-/** The projector role (direct transport): every projection follows the global log. */
-export function runProjector(platform: Platform, logger: Logger): Projector {
+/** Kafka set-up shared by the roles: the client, and the topic with its real partition count. */
+export async function openKafka(config: Readonly<Config>, logger: Logger) {
+  if (!config.kafka) return null;
+  const kafka = createKafka({ brokers: config.kafka.brokers, clientId: config.kafka.clientId, logger });
+  const partitions = await ensureTopic(kafka, config.kafka.topic, config.kafka.partitions);
+  return { kafka, topic: config.kafka.topic, partitions };
+}
+export type KafkaLink = NonNullable<Awaited<ReturnType<typeof openKafka>>>;
+
+/** Which checkpoint holds a stream's events: per projection (direct), per projection and partition (Kafka). */
+export function checkpointKeyOf(link: KafkaLink | null): CheckpointKeyOf {
+  if (!link) return directCheckpointKey;
+  return (projection, streamId) => kafkaCheckpointKey(projection, partitionOf(streamId, link.partitions));
+}
+
+/** The projector role: direct subscriptions to the event store, or one Kafka consumer group per projection. */
+export function runProjector(platform: Platform, logger: Logger, link: KafkaLink | null = null): Projector {
+  if (link) {
+    return startKafkaProjector({
+      kafka: link.kafka, knex: platform.knex, topic: link.topic, projections: ALL_PROJECTIONS, contracts: loadContracts(), logger,
+    });
+  }
   return startProjector({ store: platform.store, knex: platform.knex, projections: ALL_PROJECTIONS, logger: logger.child({ role: 'projector' }) });
+}
+
+/** The relay role: event store → Kafka. */
+export function runRelay(platform: Platform, logger: Logger, link: KafkaLink): Relay {
+  return startRelay({ store: platform.store, knex: platform.knex, kafka: link.kafka, topic: link.topic, logger });
+}
+
+export function relayReadiness(relay: Relay): ReadinessCheck {
+  return { name: 'relay', check: async () => ({ ok: relay.status().state === 'running', details: relay.status() }) };
 }
 
 export function projectorReadiness(projector: Projector | null, platform: Platform): ReadinessCheck[] {
@@ -28,7 +61,8 @@ export function projectorReadiness(projector: Projector | null, platform: Platfo
       check: async () => {
         const status = projector.status();
         const failures = await platform.knex('projection_failures').orderBy('id', 'desc').limit(10)
-          .select('projection', 'position', 'event_id as eventId', 'event_type as eventType', 'reason', 'failed_at as failedAt');
+          .select('projection', 'position', 'event_id as eventId', 'event_type as eventType', 'stream_id as streamId',
+            'kafka_partition as partition', 'kafka_offset as offset', 'reason', 'failed_at as failedAt');
         return { ok: status.every((s) => s.state === 'running'), details: { projections: status, recentFailures: failures } };
       },
     });
@@ -38,9 +72,9 @@ export function projectorReadiness(projector: Projector | null, platform: Platfo
 
 /** The API role: HTTP, commands, read-your-writes through the projections' checkpoints. */
 export async function runApi(
-  config: Readonly<Config>, platform: Platform, logger: Logger, readiness: ReadinessCheck[],
+  config: Readonly<Config>, platform: Platform, logger: Logger, readiness: ReadinessCheck[], keyOf: CheckpointKeyOf = directCheckpointKey,
 ): Promise<{ server: Server; stop(): Promise<void> }> {
-  const watcher = new CheckpointWatcher(platform.knex, platform.databaseUrl, ALL_PROJECTIONS.map((p) => p.name));
+  const watcher = new CheckpointWatcher(platform.knex, platform.databaseUrl, ALL_PROJECTIONS.map((p) => p.name), keyOf);
   await watcher.start();
   const deps: CommandDeps = {
     store: platform.store, ids: new IdAllocator(platform.store), knex: platform.knex, watcher,

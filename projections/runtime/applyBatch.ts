@@ -6,11 +6,13 @@ import type { Projection } from './projection';
 /**
  * Applies a batch in one transaction with the checkpoint: events at or below the checkpoint (and
  * repeats inside the batch) are dropped first, so a redelivered event changes nothing.
+ * `checkpointKey` is the projection's name on the direct transport, and `<name>#<partition>` on
+ * Kafka, where each partition carries an increasing subsequence of the global order.
  * Returns the checkpoint after the batch.
  */
-export async function applyBatch(knex: Knex, projection: Projection, events: EventEnvelope[]): Promise<bigint> {
+export async function applyBatch(knex: Knex, projection: Projection, events: EventEnvelope[], checkpointKey = projection.name): Promise<bigint> {
   return knex.transaction(async (trx) => {
-    let checkpoint = await lockCheckpoint(trx, projection.name);
+    let checkpoint = await lockCheckpoint(trx, checkpointKey);
     const fresh: EventEnvelope[] = [];
     for (const event of events) {
       const position = BigInt(event.position);
@@ -20,7 +22,7 @@ export async function applyBatch(knex: Knex, projection: Projection, events: Eve
     }
     if (fresh.length === 0) return checkpoint;
     await projection.apply(trx, fresh);
-    await saveCheckpoint(trx, projection.name, checkpoint);
+    await saveCheckpoint(trx, checkpointKey, checkpoint);
     return checkpoint;
   });
 }

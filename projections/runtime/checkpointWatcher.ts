@@ -3,7 +3,11 @@ import type { Knex } from 'knex';
 import { HttpError } from '../../services/shared/errors';
 import { CHECKPOINT_CHANNEL, readCheckpoints } from './checkpoints';
 
-interface Waiter { position: bigint; resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+interface Waiter { keys: string[]; position: bigint; resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+
+/** Which checkpoint row holds a stream's events for a projection: its name (direct), or `<name>#<partition>` (Kafka). */
+export type CheckpointKeyOf = (projection: string, streamId: string) => string;
+export const directCheckpointKey: CheckpointKeyOf = (projection) => projection;
 
 const SAFETY_POLL_MS = 1000;
 
@@ -23,6 +27,7 @@ export class CheckpointWatcher {
     private readonly knex: Knex,
     private readonly connectionString: string,
     private readonly projectionNames: readonly string[],
+    private readonly keyOf: CheckpointKeyOf = directCheckpointKey,
   ) {}
 
   async start(): Promise<void> {
@@ -33,8 +38,9 @@ export class CheckpointWatcher {
   private async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.connectionString });
     client.on('notification', (msg) => {
-      const [name, position] = (msg.payload ?? '').split(':');
-      if (name && position) this.advance(name, BigInt(position));
+      const payload = msg.payload ?? '';
+      const colon = payload.lastIndexOf(':');
+      if (colon > 0) this.advance(payload.slice(0, colon), BigInt(payload.slice(colon + 1)));
     });
     client.on('error', () => {
       if (this.client === client) this.client = null;
@@ -53,11 +59,11 @@ export class CheckpointWatcher {
   private advance(name: string, position: bigint): void {
     if (position <= (this.positions.get(name) ?? -1n)) return;
     this.positions.set(name, position);
-    for (const w of [...this.waiters]) if (this.reached(w.position)) this.settle(w);
+    for (const w of [...this.waiters]) if (this.reached(w.keys, w.position)) this.settle(w);
   }
 
-  private reached(position: bigint): boolean {
-    return this.projectionNames.every((n) => (this.positions.get(n) ?? 0n) >= position);
+  private reached(keys: string[], position: bigint): boolean {
+    return keys.every((k) => (this.positions.get(k) ?? 0n) >= position);
   }
 
   private settle(w: Waiter, error?: Error): void {
@@ -71,14 +77,15 @@ export class CheckpointWatcher {
     else w.resolve();
   }
 
-  /** Resolves once the read models hold `position`; a 503 `read-model-lagging` after `timeoutMs`. */
-  waitFor(position: string | null, timeoutMs: number): Promise<void> {
-    if (position === null) return Promise.resolve();
+  /** Resolves once every read model holds the write's event; a 503 `read-model-lagging` after `timeoutMs`. */
+  waitFor(write: { position: string; streamId: string }, timeoutMs: number): Promise<void> {
+    const { position } = write;
     const target = BigInt(position);
-    if (this.reached(target)) return Promise.resolve();
+    const keys = this.projectionNames.map((name) => this.keyOf(name, write.streamId));
+    if (this.reached(keys, target)) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
-        position: target, resolve, reject,
+        keys, position: target, resolve, reject,
         timer: setTimeout(() => this.settle(waiter, new HttpError(503, 'read-model-lagging',
           'The change was recorded but the read model has not applied it yet; read again shortly', { position })), timeoutMs),
       };

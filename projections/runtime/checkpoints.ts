@@ -19,3 +19,13 @@ export async function readCheckpoints(knex: Knex): Promise<Map<string, bigint>> 
   const rows: { name: string; position: string }[] = await knex('projection_checkpoints').select('name', 'position');
   return new Map(rows.map((r) => [r.name, BigInt(r.position)]));
 }
+
+/** Moves a checkpoint forward to `position` if it is behind (never backwards); answers the checkpoint. */
+export async function advanceCheckpoint(knex: Knex, name: string, position: bigint): Promise<bigint> {
+  return knex.transaction(async (trx) => {
+    const current = await lockCheckpoint(trx, name);
+    if (position <= current) return current;
+    await saveCheckpoint(trx, name, position);
+    return position;
+  });
+}

@@ -34,6 +34,8 @@ export async function rebuildProjection(
       deps.onProgress?.(events, after);
     }
     await saveCheckpoint(trx, projection.name, BigInt(after));
+    // On the Kafka transport the checkpoints are per partition: everything up to `after` is applied now.
+    await trx('projection_checkpoints').where('name', 'like', `${projection.name}#%`).andWhere('position', '<', after).update({ position: after });
   });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   return { projection: projection.name, events, position: after, seconds };

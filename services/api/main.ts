@@ -2,14 +2,15 @@
 import { loadConfig } from '../config';
 import { createLogger } from '../../infra/logger';
 import { openPlatform } from '../platform';
-import { projectorReadiness, runApi } from '../roles';
+import { checkpointKeyOf, openKafka, projectorReadiness, runApi } from '../roles';
 import { onShutdown } from '../shutdown';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel).child({ role: 'api' });
   const platform = await openPlatform(config, logger, { poolSize: 20 });
-  const api = await runApi(config, platform, logger, projectorReadiness(null, platform));
+  const link = await openKafka(config, logger);
+  const api = await runApi(config, platform, logger, projectorReadiness(null, platform), checkpointKeyOf(link));
   onShutdown(logger, [() => api.stop(), () => platform.close()]);
 }
 

@@ -27,10 +27,10 @@ export async function registerUser(
     throw error;
   }
   const passwordHash = await hashPassword(input.password);
-  const { position } = await handleCommand(deps.store, userStream(userId), userDecider, {
+  const outcome = await handleCommand(deps.store, userStream(userId), userDecider, {
     type: 'RegisterUser', userId, email: input.email, name: input.name, passwordHash, access: input.access, now: deps.clock().toISOString(),
   }, metadata);
-  await readYourWrites(deps, position);
+  await readYourWrites(deps, outcome);
   return userId;
 }
 
@@ -56,20 +56,20 @@ export async function createApiToken(
   const tokenId = await deps.ids.next('apiToken', metadata);
   const issued = issueToken(deps.tokenSecret);
   const now = deps.clock().toISOString();
-  const { position } = await handleCommand(deps.store, apiTokenStream(tokenId), apiTokenDecider, {
+  const outcome = await handleCommand(deps.store, apiTokenStream(tokenId), apiTokenDecider, {
     type: 'CreateApiToken', tokenId, userId: input.userId, name: input.name, prefix: issued.prefix,
     tokenHash: issued.hash, expiresAt: input.expiresAt, now,
   }, metadata);
-  await readYourWrites(deps, position);
+  await readYourWrites(deps, outcome);
   const [view] = await listApiTokens(deps, input.userId, tokenId);
   return { ...view, token: issued.value };
 }
 
 export async function revokeApiToken(deps: CommandDeps, input: { tokenId: number; userId: number }, metadata: EventMetadata): Promise<void> {
-  const { position } = await handleCommand(deps.store, apiTokenStream(input.tokenId), apiTokenDecider, {
+  const outcome = await handleCommand(deps.store, apiTokenStream(input.tokenId), apiTokenDecider, {
     type: 'RevokeApiToken', tokenId: input.tokenId, requestedBy: input.userId, now: deps.clock().toISOString(),
   }, metadata);
-  await readYourWrites(deps, position);
+  await readYourWrites(deps, outcome);
 }
 
 export async function listApiTokens(deps: Pick<CommandDeps, 'knex'>, userId: number, tokenId?: number): Promise<TokenView[]> {

@@ -1,15 +1,15 @@
-/** The projector role alone (docker-compose `projector`): keeps the read models up to date. */
+/** The projector role alone (docker-compose `projector`): keeps the read models up to date, from Kafka when KAFKA_BROKERS is set. */
 import { loadConfig } from '../config';
 import { createLogger } from '../../infra/logger';
 import { openPlatform } from '../platform';
-import { runProjector } from '../roles';
+import { openKafka, runProjector } from '../roles';
 import { onShutdown } from '../shutdown';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel).child({ role: 'projector' });
   const platform = await openPlatform(config, logger);
-  const projector = runProjector(platform, logger);
+  const projector = runProjector(platform, logger, await openKafka(config, logger));
   onShutdown(logger, [() => projector.stop(), () => platform.close()]);
 }
 

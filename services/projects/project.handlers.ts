@@ -6,27 +6,27 @@ import type { ProjectFact } from '../repository/repositoryFolder.decider';
 
 export async function createProject(deps: CommandDeps, input: { name: string }, metadata: EventMetadata): Promise<number> {
   const projectId = await deps.ids.next('project', metadata);
-  const { position } = await handleCommand(deps.store, projectStream(projectId), projectDecider, {
+  const outcome = await handleCommand(deps.store, projectStream(projectId), projectDecider, {
     type: 'CreateProject', projectId, name: input.name, now: deps.clock().toISOString(),
   }, metadata);
-  await readYourWrites(deps, position);
+  await readYourWrites(deps, outcome);
   return projectId;
 }
 
 export async function updateProject(
   deps: CommandDeps, input: { projectId: number; changes: { name?: string; isDeleted?: boolean } }, metadata: EventMetadata,
 ): Promise<void> {
-  const { position } = await handleCommand(deps.store, projectStream(input.projectId), projectDecider, {
+  const outcome = await handleCommand(deps.store, projectStream(input.projectId), projectDecider, {
     type: 'UpdateProject', projectId: input.projectId, changes: input.changes, now: deps.clock().toISOString(),
   }, metadata);
-  await readYourWrites(deps, position);
+  await readYourWrites(deps, outcome);
 }
 
 export async function deleteProject(deps: CommandDeps, input: { projectId: number }, metadata: EventMetadata): Promise<void> {
-  const { position } = await handleCommand(deps.store, projectStream(input.projectId), projectDecider, {
+  const outcome = await handleCommand(deps.store, projectStream(input.projectId), projectDecider, {
     type: 'DeleteProject', projectId: input.projectId, now: deps.clock().toISOString(),
   }, metadata);
-  await readYourWrites(deps, position);
+  await readYourWrites(deps, outcome);
 }
 
 /** What other aggregates need to know about a project, read from its own stream (not the read model). */

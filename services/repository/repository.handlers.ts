@@ -39,10 +39,10 @@ export async function createFolder(
   const [project, parent] = await Promise.all([projectFact(deps, input.projectId), optionalFolder(deps, input.parentId)]);
   checkPlacement(project, parent);
   const folderId = await deps.ids.next('repositoryFolder', metadata);
-  const { position } = await handleCommand(deps.store, folderStream(folderId), repositoryFolderDecider, {
+  const outcome = await handleCommand(deps.store, folderStream(folderId), repositoryFolderDecider, {
     type: 'CreateRepositoryFolder', folderId, name: input.name, project, parent: parent ?? null, now: deps.clock().toISOString(),
   }, metadata);
-  await readYourWrites(deps, position);
+  await readYourWrites(deps, outcome);
   return folderId;
 }
 
@@ -50,17 +50,17 @@ export async function updateFolder(
   deps: CommandDeps, input: { folderId: number; changes: { name?: string }; parentId?: number | null }, metadata: EventMetadata,
 ): Promise<void> {
   const parent = input.parentId === undefined || input.parentId === null ? input.parentId : await parentFact(deps, input.parentId);
-  const { position } = await handleCommand(deps.store, folderStream(input.folderId), repositoryFolderDecider, {
+  const outcome = await handleCommand(deps.store, folderStream(input.folderId), repositoryFolderDecider, {
     type: 'UpdateRepositoryFolder', folderId: input.folderId, changes: input.changes, parent, now: deps.clock().toISOString(),
   }, metadata);
-  await readYourWrites(deps, position);
+  await readYourWrites(deps, outcome);
 }
 
 export async function deleteFolder(deps: CommandDeps, input: { folderId: number }, metadata: EventMetadata): Promise<void> {
-  const { position } = await handleCommand(deps.store, folderStream(input.folderId), repositoryFolderDecider, {
+  const outcome = await handleCommand(deps.store, folderStream(input.folderId), repositoryFolderDecider, {
     type: 'DeleteRepositoryFolder', folderId: input.folderId, now: deps.clock().toISOString(),
   }, metadata);
-  await readYourWrites(deps, position);
+  await readYourWrites(deps, outcome);
 }
 
 export async function createCase(
@@ -71,10 +71,10 @@ export async function createCase(
   const [project, folder] = await Promise.all([projectFact(deps, input.projectId), optionalFolder(deps, input.folderId)]);
   checkPlacement(project, folder);
   const caseId = await deps.ids.next('repositoryCase', metadata);
-  const { position } = await handleCommand(deps.store, caseStream(caseId), repositoryCaseDecider, {
+  const outcome = await handleCommand(deps.store, caseStream(caseId), repositoryCaseDecider, {
     type: 'CreateRepositoryCase', caseId, title: input.title, description: input.description, project, folder: folder ?? null, now: deps.clock().toISOString(),
   }, metadata);
-  await readYourWrites(deps, position);
+  await readYourWrites(deps, outcome);
   return caseId;
 }
 
@@ -84,15 +84,15 @@ export async function updateCase(
   metadata: EventMetadata,
 ): Promise<void> {
   const folder = await optionalFolder(deps, input.folderId);
-  const { position } = await handleCommand(deps.store, caseStream(input.caseId), repositoryCaseDecider, {
+  const outcome = await handleCommand(deps.store, caseStream(input.caseId), repositoryCaseDecider, {
     type: 'UpdateRepositoryCase', caseId: input.caseId, changes: input.changes, folder, now: deps.clock().toISOString(),
   }, metadata);
-  await readYourWrites(deps, position);
+  await readYourWrites(deps, outcome);
 }
 
 export async function deleteCase(deps: CommandDeps, input: { caseId: number }, metadata: EventMetadata): Promise<void> {
-  const { position } = await handleCommand(deps.store, caseStream(input.caseId), repositoryCaseDecider, {
+  const outcome = await handleCommand(deps.store, caseStream(input.caseId), repositoryCaseDecider, {
     type: 'DeleteRepositoryCase', caseId: input.caseId, now: deps.clock().toISOString(),
   }, metadata);
-  await readYourWrites(deps, position);
+  await readYourWrites(deps, outcome);
 }

@@ -15,10 +15,11 @@ export interface CommandDeps {
   onWrite?: (position: string) => void;
 }
 
-/** Waits until the read models have applied `position` (null: nothing was written). */
-export function readYourWrites(deps: CommandDeps, position: string | null): Promise<void> {
-  if (position !== null) deps.onWrite?.(position);
-  return deps.watcher.waitFor(position, deps.writeTimeoutMs);
+/** Waits until the read models have applied a write's last event (position null: nothing was written). */
+export function readYourWrites(deps: CommandDeps, write: { position: string | null; streamId: string }): Promise<void> {
+  if (write.position === null) return Promise.resolve();
+  deps.onWrite?.(write.position);
+  return deps.watcher.waitFor({ position: write.position, streamId: write.streamId }, deps.writeTimeoutMs);
 }
 
 /** Per-request deps whose writes set `X-Event-Position`, for clients that read from another replica. */

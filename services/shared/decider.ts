@@ -11,6 +11,7 @@ export interface Decider<C, E extends DomainEvent, S> {
 
 export interface CommandOutcome<E> {
   events: E[];
+  streamId: string;
   /** Global position of the last event appended, or null when the command changed nothing. */
   position: string | null;
 }
@@ -43,13 +44,13 @@ export async function handleCommand<C, E extends DomainEvent, S>(
   for (let attempt = 1; ; attempt++) {
     const { state, revision } = await loadAggregate(store, streamId, decider);
     const events = decider.decide(command, state);
-    if (events.length === 0) return { events, position: null };
+    if (events.length === 0) return { events, streamId, position: null };
     try {
       const result = await store.append(streamId, events, {
         expectedRevision: revision === null ? 'no-stream' : revision,
         metadata,
       });
-      return { events, position: result.position };
+      return { events, streamId, position: result.position };
     } catch (error) {
       if (!(error instanceof ConcurrencyError) || attempt >= attempts) throw error;
     }

@@ -42,6 +42,7 @@ describe('handleCommand', () => {
     const outcome = await handleCommand(store, STREAM, projectDecider, create, META);
     expect(outcome).to.deep.equal({
       events: [{ type: 'ProjectCreated', data: { projectId: 7, name: 'Checkout', createdAt: T0 } }],
+      streamId: STREAM,
       position: '1',
     });
     expect(store.calls.map((c) => c.method)).to.deep.equal(['readStream', 'append']);
@@ -53,14 +54,14 @@ describe('handleCommand', () => {
   it('appends at the revision it loaded', async () => {
     const store = await storeWithProject();
     const outcome = await handleCommand(store, STREAM, projectDecider, renameTo('Checkout v2'), META);
-    expect(outcome).to.deep.equal({ events: [renamedTo('Checkout v2')], position: '2' });
+    expect(outcome).to.deep.equal({ events: [renamedTo('Checkout v2')], streamId: STREAM, position: '2' });
     expect(store.callsOf('append').map((c) => [c.expectedRevision, c.outcome])).to.deep.equal([[0n, 'ok']]);
   });
 
   it('appends nothing when the decider decides nothing, and reports no position', async () => {
     const store = await storeWithProject();
     const outcome = await handleCommand(store, STREAM, projectDecider, renameTo('Checkout'), META);
-    expect(outcome).to.deep.equal({ events: [], position: null });
+    expect(outcome).to.deep.equal({ events: [], streamId: STREAM, position: null });
     expect(store.calls.map((c) => c.method)).to.deep.equal(['readStream']);
   });
 
@@ -68,7 +69,7 @@ describe('handleCommand', () => {
     const store = await storeWithProject();
     competingRenames(store, ['Checkout v2']);
     const outcome = await handleCommand(store, STREAM, projectDecider, renameTo('Checkout v2'), META);
-    expect(outcome).to.deep.equal({ events: [], position: null });
+    expect(outcome).to.deep.equal({ events: [], streamId: STREAM, position: null });
     expect(store.calls.map((c) => (c.method === 'append' ? `append@${c.expectedRevision}:${c.outcome}` : c.method))).to.deep.equal([
       'readStream', 'append@0:conflict', 'append@any:ok', 'readStream',
     ]);
@@ -82,7 +83,7 @@ describe('handleCommand', () => {
     const store = await storeWithProject();
     competingRenames(store, ['Checkout (old)']);
     const outcome = await handleCommand(store, STREAM, projectDecider, renameTo('Checkout v2'), META);
-    expect(outcome).to.deep.equal({ events: [renamedTo('Checkout v2')], position: '3' });
+    expect(outcome).to.deep.equal({ events: [renamedTo('Checkout v2')], streamId: STREAM, position: '3' });
     expect(store.callsOf('append').map((c) => `${c.expectedRevision}:${c.outcome}`)).to.deep.equal(['0:conflict', 'any:ok', '1:ok']);
     expect((await store.readStream(STREAM)).map((e) => e.revision)).to.deep.equal(['0', '1', '2']);
   });

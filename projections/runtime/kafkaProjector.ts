@@ -1,0 +1,170 @@
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import type { EventEnvelope } from '../../contracts/envelope';
+import type { ContractValidator } from '../../contracts/validator';
+import { decodeValue, headerText, type Kafka, type KafkaMessage } from '../../infra/kafka';
+import { applyBatch } from './applyBatch';
+import { advanceCheckpoint } from './checkpoints';
+import type { Projection } from './projection';
+import type { ProjectionStatus, Projector } from './projector';
+
+const APPLY_ATTEMPTS = 3;
+
+export interface KafkaProjectorHooks {
+  /** Called after a batch's read-model transaction committed and before its offsets are committed (tests). */
+  afterApply?(projection: string, partition: number, lastOffset: string): Promise<void>;
+}
+
+export const kafkaCheckpointKey = (projection: string, partition: number) => `${projection}#${partition}`;
+export const consumerGroupOf = (topic: string, projection: string) => `${topic}.projection.${projection}`;
+
+interface Failure { position: string | null; eventId: string | null; eventType: string | null; streamId: string | null; partition: number; offset: string; reason: string }
+
+/**
+ * The Kafka transport: one consumer group per projection. Each message's envelope and data are
+ * checked against the contracts; a partition's batch is applied in one transaction with that
+ * partition's checkpoint (`<projection>#<partition>`, the last global position applied), so a
+ * message delivered again — by Kafka after a crash before the offset commit, or by the relay
+ * after its own restart — is recognised by its position and changes nothing.
+ *
+ * Failure policy: a message that is not a valid event (malformed JSON, contract violation) is
+ * recorded in projection_failures and skipped. An event that cannot be applied is retried
+ * (3 attempts); then it is recorded, skipped, and its stream is parked: later events of that
+ * stream are recorded and skipped too (applying them out of order would corrupt the row), while
+ * every other stream goes on. Parked streams and failures are reported by /readyz and the logs.
+ */
+export function startKafkaProjector(deps: {
+  kafka: Kafka; knex: Knex; topic: string; projections: readonly Projection[]; contracts: ContractValidator; logger: Logger; hooks?: KafkaProjectorHooks;
+}): Projector {
+  const states = new Map<string, ProjectionStatus & { partitions: Record<number, string>; parkedStreams: number }>();
+  const consumers = deps.projections.map((projection) => {
+    const log = deps.logger.child({ role: 'projector', projection: projection.name, transport: 'kafka' });
+    const status = { name: projection.name, position: '0', state: 'running' as ProjectionStatus['state'], lastError: null as string | null, partitions: {} as Record<number, string>, parkedStreams: 0 };
+    states.set(projection.name, status);
+    const parked = new Set<string>();
+    const consumer = deps.kafka.consumer({ groupId: consumerGroupOf(deps.topic, projection.name), allowAutoTopicCreation: false });
+
+    async function record(f: Failure): Promise<void> {
+      log.error({ ...f }, 'event skipped by the projection');
+      const known = await deps.knex('projection_failures')
+        .where({ projection: projection.name, kafka_partition: f.partition, kafka_offset: f.offset }).first('id');
+      if (!known) {
+        await deps.knex('projection_failures').insert({
+          projection: projection.name, position: f.position ?? '0', event_id: f.eventId, event_type: f.eventType,
+          stream_id: f.streamId, kafka_partition: f.partition, kafka_offset: f.offset, reason: f.reason,
+        });
+      }
+    }
+
+    function decode(message: KafkaMessage, partition: number): { event: EventEnvelope } | { failure: Failure } {
+      const base = {
+        position: headerText(message.headers, 'position'), eventId: headerText(message.headers, 'event-id'),
+        eventType: headerText(message.headers, 'event-type'), streamId: message.key?.toString() ?? null, partition, offset: message.offset,
+      };
+      try {
+        const event = deps.contracts.checkEnvelope(decodeValue(message));
+        if (message.key?.toString() !== event.streamId) throw new Error(`key ${message.key?.toString()} is not the stream ${event.streamId}`);
+        return { event };
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        return { failure: { ...base, position: base.position && /^\d+$/.test(base.position) ? base.position : null, reason: `invalid message: ${reason}` } };
+      }
+    }
+
+    async function applyWithRetry(events: EventEnvelope[], key: string): Promise<bigint> {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await applyBatch(deps.knex, projection, events, key);
+        } catch (error) {
+          if (attempt >= APPLY_ATTEMPTS) throw error;
+          await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
+        }
+      }
+    }
+
+    async function handle(partition: number, messages: KafkaMessage[], heartbeat: () => Promise<void>): Promise<void> {
+      const key = kafkaCheckpointKey(projection.name, partition);
+      const offsetOf = new Map<EventEnvelope, string>();
+      const events: EventEnvelope[] = [];
+      for (const message of messages) {
+        const decoded = decode(message, partition);
+        if ('failure' in decoded) await record(decoded.failure);
+        else if (parked.has(decoded.event.streamId)) {
+          const e = decoded.event;
+          await record({ position: e.position, eventId: e.id, eventType: e.type, streamId: e.streamId, partition, offset: message.offset, reason: 'stream parked after an earlier failure' });
+        } else {
+          events.push(decoded.event);
+          offsetOf.set(decoded.event, message.offset);
+        }
+      }
+      try {
+        if (events.length > 0) await applyWithRetry(events, key);
+      } catch {
+        // Find the culprit: apply one by one; a failing event parks its stream.
+        for (const event of events) {
+          if (parked.has(event.streamId)) {
+            await record({ position: event.position, eventId: event.id, eventType: event.type, streamId: event.streamId, partition, offset: offsetOf.get(event)!, reason: 'stream parked after an earlier failure' });
+            continue;
+          }
+          try {
+            await applyWithRetry([event], key);
+          } catch (error) {
+            parked.add(event.streamId);
+            status.parkedStreams = parked.size;
+            status.lastError = error instanceof Error ? error.message : String(error);
+            await record({ position: event.position, eventId: event.id, eventType: event.type, streamId: event.streamId, partition, offset: offsetOf.get(event)!, reason: status.lastError });
+          }
+          await heartbeat();
+        }
+      }
+      // Skipped messages are behind us too: the checkpoint covers the last position seen.
+      const lastPosition = [...messages].reverse().map((m) => headerText(m.headers, 'position')).find((p) => p !== null && /^\d+$/.test(p));
+      const checkpoint = await advanceCheckpoint(deps.knex, key, lastPosition ? BigInt(lastPosition) : 0n);
+      status.partitions[partition] = checkpoint.toString();
+    }
+
+    const run = (async () => {
+      const known = await deps.knex('projection_failures').where({ projection: projection.name }).whereNotNull('stream_id')
+        .andWhere('reason', '<>', 'stream parked after an earlier failure').andWhereNot('reason', 'like', 'invalid message:%').distinct('stream_id');
+      for (const row of known) parked.add(row.stream_id);
+      status.parkedStreams = parked.size;
+      await consumer.connect();
+      await consumer.subscribe({ topics: [deps.topic], fromBeginning: true });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
+          if (!isRunning() || isStale() || batch.messages.length === 0) return;
+          await handle(batch.partition, batch.messages, heartbeat);
+          const lastOffset = batch.messages[batch.messages.length - 1].offset;
+          await deps.hooks?.afterApply?.(projection.name, batch.partition, lastOffset);
+          await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(lastOffset) + 1n).toString() }]);
+        },
+      });
+    })().catch((error) => {
+      status.state = 'stopped';
+      status.lastError = error instanceof Error ? error.message : String(error);
+      log.error({ err: error }, 'kafka projector stopped');
+    });
+    consumer.on(consumer.events.CRASH, (e) => {
+      status.lastError = e.payload.error.message;
+      log.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
+      if (!e.payload.restart) status.state = 'stopped';
+    });
+    return { consumer, run };
+  });
+
+  return {
+    status: () => [...states.values()].map((s) => {
+      const positions = Object.values(s.partitions).map(BigInt);
+      const max = positions.reduce((a, b) => (b > a ? b : a), 0n);
+      return { ...s, partitions: { ...s.partitions }, position: max.toString() };
+    }),
+    async stop() {
+      await Promise.all(consumers.map(async ({ consumer, run }) => {
+        await run;
+        await consumer.disconnect().catch(() => undefined);
+      }));
+    },
+  };
+}

@@ -1,0 +1,20 @@
+/** The relay role alone (docker-compose `relay`): publishes the event store's log to Kafka. Needs KAFKA_BROKERS. */
+import { loadConfig } from '../config';
+import { createLogger } from '../../infra/logger';
+import { openPlatform } from '../platform';
+import { openKafka, runRelay } from '../roles';
+import { onShutdown } from '../shutdown';
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const logger = createLogger(config.logLevel).child({ role: 'relay' });
+  if (!config.kafka) throw new Error('the relay needs KAFKA_BROKERS');
+  const platform = await openPlatform(config, logger);
+  const relay = runRelay(platform, logger, (await openKafka(config, logger))!);
+  onShutdown(logger, [() => relay.stop(), () => platform.close()]);
+}
+
+main().catch((err) => {
+  console.error(JSON.stringify({ level: 'fatal', msg: 'cannot start', err: { message: err?.message, stack: err?.stack } }));
+  process.exit(1);
+});
