@@ -60,7 +60,7 @@ export function projectorReadiness(projector: Projector | null, platform: Platfo
       name: 'projections',
       check: async () => {
         const status = projector.status();
-        const failures = await platform.knex('projection_failures').orderBy('id', 'desc').limit(10)
+        const failures = await platform.knex('projection_failures').whereNull('resolved_at').orderBy('id', 'desc').limit(10)
           .select('projection', 'position', 'event_id as eventId', 'event_type as eventType', 'stream_id as streamId',
             'kafka_partition as partition', 'kafka_offset as offset', 'reason', 'failed_at as failedAt');
         return { ok: status.every((s) => s.state === 'running'), details: { projections: status, recentFailures: failures } };

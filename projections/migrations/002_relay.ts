@@ -11,6 +11,8 @@ export async function up(knex: Knex): Promise<void> {
     t.text('stream_id');
     t.integer('kafka_partition');
     t.text('kafka_offset');
+    // A rebuild replays the log from the event store: the failures before it are resolved.
+    t.timestamp('resolved_at', { useTz: true });
   });
   await knex.schema.alterTable('projection_failures', (t) => {
     t.setNullable('event_id');
@@ -21,6 +23,6 @@ export async function up(knex: Knex): Promise<void> {
 export async function down(knex: Knex): Promise<void> {
   await knex.schema.dropTableIfExists('relay_checkpoints');
   await knex.schema.alterTable('projection_failures', (t) => {
-    t.dropColumns('stream_id', 'kafka_partition', 'kafka_offset');
+    t.dropColumns('stream_id', 'kafka_partition', 'kafka_offset', 'resolved_at');
   });
 }

@@ -124,7 +124,7 @@ export function startKafkaProjector(deps: {
     }
 
     const run = (async () => {
-      const known = await deps.knex('projection_failures').where({ projection: projection.name }).whereNotNull('stream_id')
+      const known = await deps.knex('projection_failures').where({ projection: projection.name }).whereNull('resolved_at').whereNotNull('stream_id')
         .andWhere('reason', '<>', 'stream parked after an earlier failure').andWhereNot('reason', 'like', 'invalid message:%').distinct('stream_id');
       for (const row of known) parked.add(row.stream_id);
       status.parkedStreams = parked.size;

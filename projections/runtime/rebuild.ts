@@ -36,6 +36,8 @@ export async function rebuildProjection(
     await saveCheckpoint(trx, projection.name, BigInt(after));
     // On the Kafka transport the checkpoints are per partition: everything up to `after` is applied now.
     await trx('projection_checkpoints').where('name', 'like', `${projection.name}#%`).andWhere('position', '<', after).update({ position: after });
+    // Every event was applied again from the event store: earlier failures (and parked streams) are resolved.
+    await trx('projection_failures').where({ projection: projection.name }).whereNull('resolved_at').update({ resolved_at: trx.fn.now() });
   });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   return { projection: projection.name, events, position: after, seconds };

@@ -11,7 +11,7 @@ describe('docker-compose.yml', () => {
   const compose = YAML.parse(text, { merge: true });
 
   it('has the production topology: event store, broker, database, search engine and the roles', () => {
-    expect(Object.keys(compose.services)).to.include.members(['eventstore', 'kafka', 'postgres', 'elasticsearch', 'api', 'projector']);
+    expect(Object.keys(compose.services)).to.include.members(['eventstore', 'kafka', 'postgres', 'elasticsearch', 'api', 'relay', 'projector']);
   });
 
   it('runs each role from an entry point that exists', () => {
@@ -21,6 +21,7 @@ describe('docker-compose.yml', () => {
       const source = script.replace(/^dist\//, '').replace(/\.js$/, '.ts');
       expect(fs.existsSync(path.join(ROOT, source)), `${name}: ${source}`).to.equal(true);
       expect(service.environment.DATABASE_URL, name).to.match(/^postgres:\/\/.+@postgres:5432\//);
+      expect(service.environment.KAFKA_BROKERS, name).to.equal('kafka:9092');
     }
     expect(fs.existsSync(path.join(ROOT, 'Dockerfile'))).to.equal(true);
   });
