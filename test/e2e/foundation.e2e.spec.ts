@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
+import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { HttpClient, runScript, startServer, type RunningServer } from '../support/server';
@@ -16,7 +18,23 @@ function expectError(res: { status: number; body: any }, status: number, code: s
   expect(res.body.details).to.be.an('object');
 }
 
-describe('HTTP end to end (DATABASE_URL, every role in one process)', function () {
+const KAFKA_BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
+
+/** Is a broker there? With REQUIRE_SERVICES=1 a missing one fails the run instead of skipping. */
+async function kafkaAvailable(): Promise<boolean> {
+  const admin = new Kafka({ brokers: KAFKA_BROKERS.split(','), clientId: 'e2e-probe', logLevel: logLevel.NOTHING, retry: { retries: 1 } }).admin();
+  try {
+    await admin.connect();
+    await admin.listTopics();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+for (const transport of ['direct', 'kafka'] as const) describe(`HTTP end to end (DATABASE_URL, every role in one process, ${transport} transport)`, function () {
   this.timeout(120_000);
   let db: TestDatabase;
   let dataDir: string;
@@ -24,12 +42,20 @@ describe('HTTP end to end (DATABASE_URL, every role in one process)', function (
   let env: NodeJS.ProcessEnv;
   const allOutput: string[] = [];
 
-  before(async () => {
+  const topic = `e2e-${randomBytes(4).toString('hex')}`;
+
+  before(async function () {
+    if (transport === 'kafka' && !(await kafkaAvailable())) {
+      if (process.env.REQUIRE_SERVICES === '1') throw new Error(`REQUIRE_SERVICES=1 but no Kafka broker at ${KAFKA_BROKERS}`);
+      console.log(`  SKIPPED HTTP end to end on Kafka: no broker at ${KAFKA_BROKERS} (npm run kafka:up)`);
+      this.skip();
+    }
     db = await createTestDatabase('e2e');
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-e2e-'));
     env = {
       DATABASE_URL: db.url, DATA_DIR: dataDir, ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password,
       SESSION_SECRET: 's'.repeat(40), TOKEN_SECRET: 't'.repeat(40),
+      ...(transport === 'kafka' && { KAFKA_BROKERS, KAFKA_TOPIC: topic, KAFKA_PARTITIONS: '3' }),
     };
     server = await startServer(env);
   });
@@ -39,8 +65,14 @@ describe('HTTP end to end (DATABASE_URL, every role in one process)', function (
       await server.stop();
       allOutput.push(server.output());
     }
-    await db.drop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await db?.drop();
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    if (transport === 'kafka' && db) {
+      const admin = new Kafka({ brokers: KAFKA_BROKERS.split(','), clientId: 'e2e-cleanup', logLevel: logLevel.NOTHING }).admin();
+      await admin.connect();
+      await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+      await admin.disconnect();
+    }
   });
 
   it('refuses every API call without credentials: 401 with the error shape', async () => {

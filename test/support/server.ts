@@ -3,6 +3,15 @@ import path from 'node:path';
 
 const ROOT = path.join(__dirname, '..', '..');
 
+/**
+ * The environment a spawned process inherits: this one's, without the transport settings, which a
+ * test must give explicitly (a server that silently joined a shared topic would mix databases).
+ */
+function baseEnv(): NodeJS.ProcessEnv {
+  const { KAFKA_BROKERS: _b, KAFKA_TOPIC: _t, KAFKA_PARTITIONS: _p, EVENTSTORE_URL: _e, DATABASE_URL: _d, ...rest } = process.env;
+  return rest;
+}
+
 export interface RunningServer {
   url: string;
   /** Everything the process wrote to stdout and stderr so far. */
@@ -15,7 +24,7 @@ export interface RunningServer {
 /** Runs a script of this repository (TypeScript, through tsx) to completion. */
 export function runScript(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(ROOT, script), ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(ROOT, script), ...args], { cwd: ROOT, env: { ...baseEnv(), ...env } });
     let output = '';
     child.stdout.on('data', (d) => (output += d));
     child.stderr.on('data', (d) => (output += d));
@@ -28,7 +37,7 @@ export function runScript(script: string, args: string[], env: NodeJS.ProcessEnv
 export function startServer(env: NodeJS.ProcessEnv, script = 'services/main.ts'): Promise<RunningServer> {
   const child: ChildProcess = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(ROOT, script)], {
     cwd: ROOT,
-    env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: { ...baseEnv(), PORT: '0', LOG_LEVEL: 'info', ...env },
   });
   let output = '';
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
