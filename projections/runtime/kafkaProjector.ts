@@ -9,9 +9,11 @@ import type { Projection } from './projection';
 import type { ProjectionStatus, Projector } from './projector';
 
 const APPLY_ATTEMPTS = 3;
+const AUTO_COMMIT_INTERVAL_MS = 1000;
+const PARTITIONS_IN_PARALLEL = 3;
 
 export interface KafkaProjectorHooks {
-  /** Called after a batch's read-model transaction committed and before its offsets are committed (tests). */
+  /** Called after a batch's read-model transaction committed and before its offset is resolved and committed (tests). */
   afterApply?(projection: string, partition: number, lastOffset: string): Promise<void>;
 }
 
@@ -131,14 +133,20 @@ export function startKafkaProjector(deps: {
       await consumer.connect();
       await consumer.subscribe({ topics: [deps.topic], fromBeginning: true });
       await consumer.run({
-        autoCommit: false,
+        // The read model's own checkpoints recognise redeliveries, so offsets are committed by
+        // kafkajs in the background (after resolveOffset) instead of one round trip per batch.
+        autoCommit: true,
+        autoCommitInterval: AUTO_COMMIT_INTERVAL_MS,
         eachBatchAutoResolve: false,
-        eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
+        // Partitions are independent (a stream lives on one): several are applied at once.
+        partitionsConsumedConcurrently: PARTITIONS_IN_PARALLEL,
+        eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }) => {
           if (!isRunning() || isStale() || batch.messages.length === 0) return;
           await handle(batch.partition, batch.messages, heartbeat);
           const lastOffset = batch.messages[batch.messages.length - 1].offset;
           await deps.hooks?.afterApply?.(projection.name, batch.partition, lastOffset);
-          await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(lastOffset) + 1n).toString() }]);
+          // Moves this consumer's position; kafkajs commits it for the group within AUTO_COMMIT_INTERVAL_MS.
+          resolveOffset(lastOffset);
         },
       });
     })().catch((error) => {
