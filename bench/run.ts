@@ -1,16 +1,22 @@
 /**
- * `npm run bench [-- append|rebuild] [--events=N]`: runs the benchmarks (all by default), each on
+ * `npm run bench [-- append|rebuild|transport] [--events=N]`: runs the benchmarks (all by default), each on
  * its own throw-away database (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres),
  * writes bench/results/<name>.json and prints a summary. Exits 1 when a goal is missed.
  *
  * BENCH_REBUILD_EVENTS (or --events=N) scales the rebuild log, default 1,000,000.
  * BENCH_APPEND_SECONDS (or --seconds=N) sets the measured window of each append round, default 10.
  * --page-size=N overrides rebuildProjection's page size.
+ * transport needs a Kafka broker (KAFKA_BROKERS, default 127.0.0.1:9092; `bash infra/kafka/up.sh`);
+ * BENCH_TRANSPORT_EVENTS (or --transport-events=N) sets the events of each throughput round, default
+ * 20,000; BENCH_TRANSPORT_LAG_SECONDS (or --lag-seconds=N) the measured window of each lag round,
+ * default 15; --transport-rounds=N the rounds per transport, default 3; --writers=N the concurrent
+ * writers of a throughput round, default 32.
  */
 import { APPEND_DEFAULTS, runAppend } from './append';
 import { REBUILD_DEFAULTS, runRebuild } from './rebuild';
+import { runTransport, TRANSPORT_DEFAULTS } from './transport';
 
-const BENCHMARKS = ['append', 'rebuild'] as const;
+const BENCHMARKS = ['append', 'rebuild', 'transport'] as const;
 type Benchmark = (typeof BENCHMARKS)[number];
 
 function positiveInt(name: string, value: string | undefined, fallback: number): number {
@@ -27,7 +33,7 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
     const flag = /^--([a-z-]+)=(.*)$/.exec(arg);
     if (flag) flags.set(flag[1], flag[2]);
     else if ((BENCHMARKS as readonly string[]).includes(arg)) names.push(arg as Benchmark);
-    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N`);
+    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N`);
   }
   return {
     benchmarks: names.length > 0 ? names : [...BENCHMARKS],
@@ -37,6 +43,14 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
       events: positiveInt('--events', flags.get('events') ?? env.BENCH_REBUILD_EVENTS, REBUILD_DEFAULTS.events),
       pageSize: flags.has('page-size') ? positiveInt('--page-size', flags.get('page-size'), 0) : undefined,
     },
+    transport: {
+      ...TRANSPORT_DEFAULTS,
+      events: positiveInt('--transport-events', flags.get('transport-events') ?? env.BENCH_TRANSPORT_EVENTS, TRANSPORT_DEFAULTS.events),
+      lagSeconds: positiveInt('--lag-seconds', flags.get('lag-seconds') ?? env.BENCH_TRANSPORT_LAG_SECONDS, TRANSPORT_DEFAULTS.lagSeconds),
+      rounds: positiveInt('--transport-rounds', flags.get('transport-rounds'), TRANSPORT_DEFAULTS.rounds),
+      writers: positiveInt('--writers', flags.get('writers'), TRANSPORT_DEFAULTS.writers),
+      brokers: env.KAFKA_BROKERS ? env.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean) : TRANSPORT_DEFAULTS.brokers,
+    },
   };
 }
 
@@ -44,7 +58,9 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2), process.env);
   const passed: Record<string, boolean> = {};
   for (const name of args.benchmarks) {
-    passed[name] = name === 'append' ? await runAppend(args.append) : await runRebuild(args.rebuild);
+    if (name === 'append') passed[name] = await runAppend(args.append);
+    else if (name === 'rebuild') passed[name] = await runRebuild(args.rebuild);
+    else passed[name] = await runTransport(args.transport);
   }
   const missed = Object.keys(passed).filter((n) => !passed[n]);
   console.log(missed.length === 0 ? 'bench: every goal met' : `bench: goal missed by ${missed.join(', ')}`);

@@ -9,6 +9,7 @@ import type { Projection } from './projection';
 import type { ProjectionStatus, Projector } from './projector';
 
 const APPLY_ATTEMPTS = 3;
+const PARKED_REASON = 'stream parked after an earlier failure';
 const AUTO_COMMIT_INTERVAL_MS = 1000;
 const PARTITIONS_IN_PARALLEL = 3;
 
@@ -84,16 +85,37 @@ export function startKafkaProjector(deps: {
       }
     }
 
+    /**
+     * Streams parked by an unresolved failure of this projection, whichever consumer recorded it:
+     * a rebalance may just have handed this partition over, and a rebuild may have resolved it.
+     */
+    async function refreshParked(messages: KafkaMessage[]): Promise<void> {
+      const streams = [...new Set(messages.flatMap((m) => (m.key ? [m.key.toString()] : [])))];
+      const rows: { stream_id: string }[] = await deps.knex('projection_failures')
+        .where({ projection: projection.name }).whereNull('resolved_at').whereIn('stream_id', streams)
+        .andWhere('reason', '<>', PARKED_REASON).andWhereNot('reason', 'like', 'invalid message:%')
+        .distinct('stream_id');
+      const inDatabase = new Set(rows.map((r) => r.stream_id));
+      for (const stream of streams) {
+        if (inDatabase.has(stream)) parked.add(stream);
+        else parked.delete(stream);
+      }
+      status.parkedStreams = parked.size;
+    }
+
     async function handle(partition: number, messages: KafkaMessage[], heartbeat: () => Promise<void>): Promise<void> {
       const key = kafkaCheckpointKey(projection.name, partition);
+      await refreshParked(messages);
       const offsetOf = new Map<EventEnvelope, string>();
       const events: EventEnvelope[] = [];
+      const decodedPositions: bigint[] = [];
       for (const message of messages) {
         const decoded = decode(message, partition);
+        if (!('failure' in decoded)) decodedPositions.push(BigInt(decoded.event.position));
         if ('failure' in decoded) await record(decoded.failure);
         else if (parked.has(decoded.event.streamId)) {
           const e = decoded.event;
-          await record({ position: e.position, eventId: e.id, eventType: e.type, streamId: e.streamId, partition, offset: message.offset, reason: 'stream parked after an earlier failure' });
+          await record({ position: e.position, eventId: e.id, eventType: e.type, streamId: e.streamId, partition, offset: message.offset, reason: PARKED_REASON });
         } else {
           events.push(decoded.event);
           offsetOf.set(decoded.event, message.offset);
@@ -105,12 +127,14 @@ export function startKafkaProjector(deps: {
         // Find the culprit: apply one by one; a failing event parks its stream.
         for (const event of events) {
           if (parked.has(event.streamId)) {
-            await record({ position: event.position, eventId: event.id, eventType: event.type, streamId: event.streamId, partition, offset: offsetOf.get(event)!, reason: 'stream parked after an earlier failure' });
+            await record({ position: event.position, eventId: event.id, eventType: event.type, streamId: event.streamId, partition, offset: offsetOf.get(event)!, reason: PARKED_REASON });
             continue;
           }
           try {
             await applyWithRetry([event], key);
           } catch (error) {
+            // A database that does not answer is not this event's fault: fail the batch, Kafka retries it.
+            await deps.knex.raw('SELECT 1');
             parked.add(event.streamId);
             status.parkedStreams = parked.size;
             status.lastError = error instanceof Error ? error.message : String(error);
@@ -119,22 +143,19 @@ export function startKafkaProjector(deps: {
           await heartbeat();
         }
       }
-      // Skipped messages are behind us too: the checkpoint covers the last position seen.
-      const lastPosition = [...messages].reverse().map((m) => headerText(m.headers, 'position')).find((p) => p !== null && /^\d+$/.test(p));
-      const checkpoint = await advanceCheckpoint(deps.knex, key, lastPosition ? BigInt(lastPosition) : 0n);
+      // Parked events are behind us too: the checkpoint covers the last valid event seen (never a
+      // position taken from a message that was not a valid event).
+      const lastValid = decodedPositions.length > 0 ? decodedPositions[decodedPositions.length - 1] : 0n;
+      const checkpoint = await advanceCheckpoint(deps.knex, key, lastValid);
       status.partitions[partition] = checkpoint.toString();
     }
 
     const run = (async () => {
-      const known = await deps.knex('projection_failures').where({ projection: projection.name }).whereNull('resolved_at').whereNotNull('stream_id')
-        .andWhere('reason', '<>', 'stream parked after an earlier failure').andWhereNot('reason', 'like', 'invalid message:%').distinct('stream_id');
-      for (const row of known) parked.add(row.stream_id);
-      status.parkedStreams = parked.size;
       await consumer.connect();
       await consumer.subscribe({ topics: [deps.topic], fromBeginning: true });
       await consumer.run({
-        // The read model's own checkpoints recognise redeliveries, so offsets are committed by
-        // kafkajs in the background (after resolveOffset) instead of one round trip per batch.
+        // The read model's own checkpoints recognise redeliveries: kafkajs commits the resolved
+        // offsets itself after each batch, and no commit has to succeed for correctness.
         autoCommit: true,
         autoCommitInterval: AUTO_COMMIT_INTERVAL_MS,
         eachBatchAutoResolve: false,
