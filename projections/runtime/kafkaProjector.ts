@@ -10,7 +10,7 @@ import type { ProjectionStatus, Projector } from './projector';
 
 const APPLY_ATTEMPTS = 3;
 const PARKED_REASON = 'stream parked after an earlier failure';
-const AUTO_COMMIT_INTERVAL_MS = 1000;
+const OFFSET_COMMIT_INTERVAL_MS = 1000;
 const PARTITIONS_IN_PARALLEL = 3;
 
 export interface KafkaProjectorHooks {
@@ -45,6 +45,15 @@ export function startKafkaProjector(deps: {
     const status = { name: projection.name, position: '0', state: 'running' as ProjectionStatus['state'], lastError: null as string | null, partitions: {} as Record<number, string>, parkedStreams: 0 };
     states.set(projection.name, status);
     const parked = new Set<string>();
+    const toCommit = new Map<number, string>();
+    const commitOffsets = async () => {
+      if (toCommit.size === 0) return;
+      const offsets = [...toCommit].map(([partition, offset]) => ({ topic: deps.topic, partition, offset }));
+      toCommit.clear();
+      // A commit lost to a rebalance only means a redelivery, which the checkpoints recognise.
+      await consumer.commitOffsets(offsets).catch((err) => log.debug({ err }, 'offset commit failed'));
+    };
+    const committer = setInterval(() => void commitOffsets(), OFFSET_COMMIT_INTERVAL_MS);
     const consumer = deps.kafka.consumer({ groupId: consumerGroupOf(deps.topic, projection.name), allowAutoTopicCreation: false });
 
     async function record(f: Failure): Promise<void> {
@@ -109,6 +118,7 @@ export function startKafkaProjector(deps: {
       const offsetOf = new Map<EventEnvelope, string>();
       const events: EventEnvelope[] = [];
       const decodedPositions: bigint[] = [];
+      let applied = -1n;
       for (const message of messages) {
         const decoded = decode(message, partition);
         if (!('failure' in decoded)) decodedPositions.push(BigInt(decoded.event.position));
@@ -122,7 +132,7 @@ export function startKafkaProjector(deps: {
         }
       }
       try {
-        if (events.length > 0) await applyWithRetry(events, key);
+        if (events.length > 0) applied = await applyWithRetry(events, key);
       } catch {
         // Find the culprit: apply one by one; a failing event parks its stream.
         for (const event of events) {
@@ -146,7 +156,7 @@ export function startKafkaProjector(deps: {
       // Parked events are behind us too: the checkpoint covers the last valid event seen (never a
       // position taken from a message that was not a valid event).
       const lastValid = decodedPositions.length > 0 ? decodedPositions[decodedPositions.length - 1] : 0n;
-      const checkpoint = await advanceCheckpoint(deps.knex, key, lastValid);
+      const checkpoint = applied >= lastValid ? applied : await advanceCheckpoint(deps.knex, key, lastValid);
       status.partitions[partition] = checkpoint.toString();
     }
 
@@ -154,10 +164,9 @@ export function startKafkaProjector(deps: {
       await consumer.connect();
       await consumer.subscribe({ topics: [deps.topic], fromBeginning: true });
       await consumer.run({
-        // The read model's own checkpoints recognise redeliveries: kafkajs commits the resolved
-        // offsets itself after each batch, and no commit has to succeed for correctness.
-        autoCommit: true,
-        autoCommitInterval: AUTO_COMMIT_INTERVAL_MS,
+        // The read model's own checkpoints recognise redeliveries, so no offset commit has to
+        // succeed for correctness: they are committed on a timer, off the batch path.
+        autoCommit: false,
         eachBatchAutoResolve: false,
         // Partitions are independent (a stream lives on one): several are applied at once.
         partitionsConsumedConcurrently: PARTITIONS_IN_PARALLEL,
@@ -166,8 +175,9 @@ export function startKafkaProjector(deps: {
           await handle(batch.partition, batch.messages, heartbeat);
           const lastOffset = batch.messages[batch.messages.length - 1].offset;
           await deps.hooks?.afterApply?.(projection.name, batch.partition, lastOffset);
-          // Moves this consumer's position; kafkajs commits it for the group within AUTO_COMMIT_INTERVAL_MS.
+          // Moves this consumer's fetch position; the group's offset follows within OFFSET_COMMIT_INTERVAL_MS.
           resolveOffset(lastOffset);
+          toCommit.set(batch.partition, (BigInt(lastOffset) + 1n).toString());
         },
       });
     })().catch((error) => {
@@ -180,7 +190,7 @@ export function startKafkaProjector(deps: {
       log.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
       if (!e.payload.restart) status.state = 'stopped';
     });
-    return { consumer, run };
+    return { consumer, run, committer, commitOffsets };
   });
 
   return {
@@ -190,8 +200,10 @@ export function startKafkaProjector(deps: {
       return { ...s, partitions: { ...s.partitions }, position: max.toString() };
     }),
     async stop() {
-      await Promise.all(consumers.map(async ({ consumer, run }) => {
+      await Promise.all(consumers.map(async ({ consumer, run, committer, commitOffsets }) => {
+        clearInterval(committer);
         await run;
+        await commitOffsets();
         await consumer.disconnect().catch(() => undefined);
       }));
     },

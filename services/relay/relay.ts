@@ -13,6 +13,8 @@ export interface Relay {
 }
 
 const BATCH = 500;
+/** The checkpoint is written at most this often (and at stop): a crash republishes at most that much. */
+const CHECKPOINT_INTERVAL_MS = 250;
 const MAX_BACKOFF_MS = 10_000;
 
 async function readCheckpoint(knex: Knex, name: string): Promise<bigint> {
@@ -24,8 +26,8 @@ async function readCheckpoint(knex: Knex, name: string): Promise<bigint> {
 /**
  * The relay: follows the event store's global log from its own checkpoint and publishes every
  * event to Kafka, keyed by stream id (so each stream stays in order on one partition). The
- * producer is idempotent with acks=all; the checkpoint moves only after the broker acknowledged a
- * batch. Killed at any moment, it publishes again from the checkpoint: consumers may see an event
+ * producer is idempotent with acks=all; the checkpoint moves only to positions the broker
+ * acknowledged (written every 250 ms and at stop, not per batch). Killed at any moment, it publishes again from the checkpoint: consumers may see an event
  * twice, never miss one (they recognise repeats by position, see kafkaProjector.ts).
  */
 export function startRelay(deps: { store: EventStore; knex: Knex; kafka: Kafka; topic: string; logger: Logger; name?: string }): Relay {
@@ -49,9 +51,7 @@ export function startRelay(deps: { store: EventStore; knex: Knex; kafka: Kafka; 
     for (let backoff = 200; !stopping; backoff = Math.min(backoff * 2, MAX_BACKOFF_MS)) {
       try {
         await producer.send({ topic: deps.topic, acks: -1, messages: batch.map(encodeEvent) });
-        const position = batch[batch.length - 1].position;
-        await deps.knex('relay_checkpoints').where({ name }).update({ position, updated_at: deps.knex.fn.now() });
-        status.position = position;
+        status.position = batch[batch.length - 1].position;
         status.published += batch.length;
         status.state = 'running';
         status.lastError = null;
@@ -65,10 +65,20 @@ export function startRelay(deps: { store: EventStore; knex: Knex; kafka: Kafka; 
     }
   }
 
+  let saved = '0';
+  const saveCheckpoint = async () => {
+    const position = status.position;
+    if (position === saved) return;
+    await deps.knex('relay_checkpoints').where({ name }).update({ position, updated_at: deps.knex.fn.now() });
+    saved = position;
+  };
+  const checkpointer = setInterval(() => void saveCheckpoint().catch((err) => log.warn({ err }, 'cannot save the relay checkpoint')), CHECKPOINT_INTERVAL_MS);
+
   const running = (async () => {
     await producer.connect();
     const after = await readCheckpoint(deps.knex, name);
     status.position = after.toString();
+    saved = status.position;
     log.info({ after: status.position }, 'relay started');
     if (stopping) return;
     subscription = deps.store.subscribeToAll({ after: after.toString() });
@@ -89,6 +99,8 @@ export function startRelay(deps: { store: EventStore; knex: Knex; kafka: Kafka; 
       (wake as (() => void) | null)?.();
       await subscription?.close();
       await running;
+      clearInterval(checkpointer);
+      await saveCheckpoint().catch((err) => log.warn({ err }, 'cannot save the relay checkpoint'));
       await producer.disconnect().catch(() => undefined);
       status.state = 'stopped';
     },
