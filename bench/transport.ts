@@ -1,3 +1,4 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -7,24 +8,24 @@ import pg from 'pg';
 import pino, { type Logger } from 'pino';
 import { loadContracts } from '../contracts/validator';
 import { type AppendRequest, PostgresEventStore, setupPostgresEventStore } from '../infra/eventstore/postgres';
-import { createKafka, ensureTopic, headerText, type Kafka, partitionOf } from '../infra/kafka';
+import { createKafka, ensureTopic, type Kafka, partitionOf } from '../infra/kafka';
 import { createKnex, createPool } from '../infra/postgres/database';
+import { ALL_PROJECTIONS } from '../projections';
 import { migrateReadModel } from '../projections/migrations';
 import { readModelProjection } from '../projections/readModel';
 import { CHECKPOINT_CHANNEL } from '../projections/runtime/checkpoints';
-import { consumerGroupOf, kafkaCheckpointKey, startKafkaProjector } from '../projections/runtime/kafkaProjector';
-import type { Projection } from '../projections/runtime/projection';
-import { type Projector, startProjector } from '../projections/runtime/projector';
-import { type Relay, startRelay } from '../services/relay/relay';
+import { consumerGroupOf, kafkaCheckpointKey } from '../projections/runtime/kafkaProjector';
 import { createTestDatabase, type TestDatabase } from '../test/support/database';
 import { type SeedCategory, SeedLog } from './seed';
 import { BenchSanityError, describeCode, describeMachine, type Machine, median, percentile, round, writeResult } from './support';
 
 /**
- * The read model fed by the direct transport (startProjector: the projection follows the event
- * store's log) against the Kafka transport (startRelay publishes the log to a topic,
- * startKafkaProjector applies it per partition), in the same run, each round on a fresh database
- * (and, for Kafka, a fresh topic and consumer group):
+ * The read model fed by the direct transport (the projector process follows the event store's log)
+ * against the Kafka transport (the relay process publishes the log to a topic, the projector process
+ * consumes it per partition), in the same run, each round on a fresh database (and, for Kafka, a
+ * fresh topic and consumer groups). The consuming side runs as in production (docker-compose.yml):
+ * child processes `node --require tsx/cjs services/{relay,projector}/main.ts`, all projections
+ * (identity and readModel) for both transports; this process only writes and measures:
  *
  * - throughput: `events` appended by `writers` concurrent writers as fast as the store takes them;
  *   from the first append until the read model's checkpoints cover the last position
@@ -35,15 +36,14 @@ import { BenchSanityError, describeCode, describeMachine, type Machine, median, 
  *   `projection_checkpoint` by a dedicated LISTEN connection.
  *
  * Rounds alternate direct, kafka, direct, kafka; the summary takes medians. Along the way it records
- * where the time goes: relay sends, consumer fetches and batches, offset commits, projection applies
- * (kafkajs producer and consumer are wrapped, nothing in the source is changed).
+ * the CPU used while measuring by this process and by each child (/proc/<pid>/stat).
  */
 export interface TransportOptions {
   /** Events appended per throughput round. */
   events: number;
   /** Concurrent writers of a throughput round (PostgresEventStore group-commits what they have in flight). */
   writers: number;
-  /** Appended and applied before each measurement: connects the relay's producer, lets the consumer group join. */
+  /** Appended and applied before each measurement: the children are ready (the consumer groups have joined) once these are applied. */
   warmupEvents: number;
   /** Rounds per transport and measurement: direct, kafka, direct, kafka… */
   rounds: number;
@@ -253,30 +253,170 @@ class LagTracker {
   }
 }
 
-/** Where the time goes: what the relay sends, what the consumer fetches and handles, what the projection applies. */
+/** Children not yet seen exiting: killed if the bench process goes down without its clean-up (uncaught error, Ctrl-C). */
+const LIVE_CHILDREN = new Set<Child>();
+let exitHookInstalled = false;
+function killChildrenOnExit(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const c of LIVE_CHILDREN) c.proc.kill('SIGKILL');
+  });
+}
+
+/** One consuming-side process (relay or projector) as docker-compose runs it: `node --require tsx/cjs services/<role>/main.ts`. */
+class Child {
+  readonly proc: ChildProcess;
+  /** Resolves when the process has exited (never rejects). */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  stopping = false;
+  /** Error-level (≥ 50) log lines the child wrote (pino JSON), and its last output lines for diagnostics. */
+  loggedErrors = 0;
+  private readonly tail: string[] = [];
+  private readonly lineListeners = new Set<(line: string) => void>();
+
+  constructor(readonly role: 'relay' | 'projector', env: NodeJS.ProcessEnv, cwd: string) {
+    this.proc = spawn(process.execPath, ['--require', 'tsx/cjs', path.join('services', role, 'main.ts')], {
+      cwd, env, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    killChildrenOnExit();
+    LIVE_CHILDREN.add(this);
+    this.exited = new Promise((resolve) => {
+      this.proc.once('exit', (code, signal) => {
+        LIVE_CHILDREN.delete(this);
+        this.exit = { code, signal };
+        resolve(this.exit);
+      });
+      this.proc.once('error', (error) => {
+        this.line(`spawn error: ${error.message}`);
+        this.exit ??= { code: null, signal: null };
+        resolve(this.exit);
+      });
+    });
+    for (const stream of [this.proc.stdout, this.proc.stderr]) {
+      let buffered = '';
+      stream?.setEncoding('utf8');
+      stream?.on('data', (chunk: string) => {
+        buffered += chunk;
+        let nl: number;
+        while ((nl = buffered.indexOf('\n')) >= 0) {
+          this.line(buffered.slice(0, nl));
+          buffered = buffered.slice(nl + 1);
+        }
+      });
+    }
+  }
+
+  get pid(): number | undefined {
+    return this.proc.pid;
+  }
+
+  private line(line: string): void {
+    if (line.trim() === '') return;
+    try {
+      const entry = JSON.parse(line) as { level?: unknown };
+      if ((typeof entry.level === 'number' && entry.level >= 50) || entry.level === 'fatal') this.loggedErrors++;
+    } catch {
+      // Not a log entry (a stack trace, tsx's output): kept in the tail only.
+    }
+    this.tail.push(line.length > 2000 ? `${line.slice(0, 2000)}…` : line);
+    if (this.tail.length > 20) this.tail.shift();
+    for (const l of this.lineListeners) l(line);
+  }
+
+  lastLines(): string {
+    return this.tail.join('\n    ');
+  }
+
+  /** Resolves when a log line contains `text`; rejects when the process exits first or after `timeoutMs`. */
+  waitForLine(text: string, timeoutMs: number): Promise<void> {
+    if (this.tail.some((l) => l.includes(text))) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const done = () => {
+        this.lineListeners.delete(onLine);
+        clearTimeout(timer);
+      };
+      const onLine = (line: string) => {
+        if (!line.includes(text)) return;
+        done();
+        resolve();
+      };
+      this.lineListeners.add(onLine);
+      const timer = setTimeout(() => {
+        done();
+        reject(new BenchSanityError(`${this.role}: no "${text}" within ${timeoutMs} ms:\n    ${this.lastLines()}`));
+      }, timeoutMs);
+      void this.exited.then(() => {
+        done();
+        reject(new BenchSanityError(`${this.role} exited (${JSON.stringify(this.exit)}) before "${text}":\n    ${this.lastLines()}`));
+      });
+    });
+  }
+
+  /** CPU seconds (user + system) the process has used so far, from /proc/<pid>/stat; null when unavailable. */
+  cpuSeconds(): number | null {
+    if (this.pid === undefined || this.exit) return null;
+    try {
+      const stat = fs.readFileSync(`/proc/${this.pid}/stat`, 'utf8');
+      // Fields after the command name (which may hold spaces), counted from field 3 (state): utime is 14, stime 15.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return (Number(fields[14 - 3]) + Number(fields[15 - 3])) / CLOCK_TICKS;
+    } catch {
+      return null;
+    }
+  }
+
+  /** SIGTERM (the services shut down gracefully), SIGKILL after `graceMs`; resolves once exited. */
+  async stop(graceMs = 30_000): Promise<void> {
+    if (this.exit || this.pid === undefined) return;
+    this.stopping = true;
+    this.proc.kill('SIGTERM');
+    const timer = setTimeout(() => this.proc.kill('SIGKILL'), graceMs);
+    const exit = await this.exited;
+    clearTimeout(timer);
+    LIVE_CHILDREN.delete(this);
+    if (exit.code !== 0) throw new Error(`${this.role} exited with ${JSON.stringify(exit)}:\n    ${this.lastLines()}`);
+  }
+}
+
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** Rejects with BenchSanityError as soon as one of the children exits while the round runs. */
+function childExit(children: Child[]): { promise: Promise<never>; cancel(): void } {
+  let cancelled = false;
+  const promise = new Promise<never>((_resolve, reject) => {
+    for (const c of children) {
+      void c.exited.then((exit) => {
+        if (cancelled || c.stopping) return;
+        reject(new BenchSanityError(`${c.role} (pid ${c.pid}) exited during the round (${JSON.stringify(exit)}):\n    ${c.lastLines()}`));
+      });
+    }
+  });
+  promise.catch(() => undefined);
+  return { promise, cancel: () => (cancelled = true) };
+}
+
+/** Where the CPU goes while measuring: the bench process (writers, LISTEN, measuring) and the consuming-side children. */
 class Probe {
   enabled = false;
-  /** First time each position was: acknowledged by the broker to the relay, handed to eachBatch, passed to projection.apply. */
-  readonly published = new Map<string, number>();
-  readonly received = new Map<string, number>();
-  readonly applyStarted = new Map<string, number>();
-  sends: { messages: number; ms: number }[] = [];
-  fetches: number[] = [];
-  batches: { messages: number; ms: number }[] = [];
-  /** Durations of commitOffsets calls made by the projector itself. */
-  offsetCommits: number[] = [];
-  /** Offset commits sent to the group coordinator, by the projector or by kafkajs's auto-commit. */
-  committed = 0;
-  applies: { events: number; ms: number }[] = [];
-  /** Highest offset handed to eachBatch per partition, over the whole session. */
-  readonly handedOffset = new Map<number, bigint>();
-  /** Messages handed to eachBatch again (offset at or below one already handed) and for the first time. */
-  refetchedMessages = 0;
-  newMessages = 0;
+  private cpuAt: {
+    at: number; usage: NodeJS.CpuUsage; elu: ReturnType<typeof performance.eventLoopUtilization>; machine: { busy: number; total: number };
+    children: (number | null)[];
+  } | null = null;
+  cpu: {
+    seconds: number; benchCpuSeconds: number; benchCpuShare: number; benchEventLoopUtilization: number; machineCpuBusy: number;
+    /** Per child: CPU seconds (user + system, /proc/<pid>/stat) over the window and the share of one core. */
+    children: Record<string, { pid: number | undefined; cpuSeconds: number | null; cpuShare: number | null }>;
+  } | null = null;
 
-  private cpuAt: { at: number; usage: NodeJS.CpuUsage; elu: ReturnType<typeof performance.eventLoopUtilization>; machine: { busy: number; total: number } } | null = null;
-  /** This process's CPU, its event loop's utilisation and the whole machine's CPU while the probe ran. */
-  cpu: { seconds: number; processCpuSeconds: number; processCpuShare: number; eventLoopUtilization: number; machineCpuBusy: number } | null = null;
+  constructor(private readonly children: Child[]) {}
 
   private static machineTimes() {
     let busy = 0;
@@ -291,158 +431,44 @@ class Probe {
 
   start(): void {
     this.enabled = true;
-    this.cpuAt = { at: now(), usage: process.cpuUsage(), elu: performance.eventLoopUtilization(), machine: Probe.machineTimes() };
     this.cpu = null;
-    for (const m of [this.published, this.received, this.applyStarted]) m.clear();
-    this.sends = [];
-    this.fetches = [];
-    this.batches = [];
-    this.offsetCommits = [];
-    this.committed = 0;
-    this.applies = [];
-    this.refetchedMessages = 0;
-    this.newMessages = 0;
+    this.cpuAt = {
+      at: now(), usage: process.cpuUsage(), elu: performance.eventLoopUtilization(), machine: Probe.machineTimes(),
+      children: this.children.map((c) => c.cpuSeconds()),
+    };
   }
 
   stop(): void {
     if (!this.enabled) return;
     this.enabled = false;
     if (!this.cpuAt) return;
-    const seconds = (now() - this.cpuAt.at) / 1000;
-    const usage = process.cpuUsage(this.cpuAt.usage);
+    const from = this.cpuAt;
+    const seconds = (now() - from.at) / 1000;
+    const usage = process.cpuUsage(from.usage);
     const machine = Probe.machineTimes();
     const cpuSeconds = (usage.user + usage.system) / 1e6;
+    const children = Object.fromEntries(this.children.map((c, i) => {
+      const [before, after] = [from.children[i], c.cpuSeconds()];
+      const used = before === null || after === null ? null : after - before;
+      return [c.role, { pid: c.pid, cpuSeconds: used === null ? null : round(used, 2), cpuShare: used === null ? null : round(used / seconds, 2) }];
+    }));
     this.cpu = {
       seconds: round(seconds, 3),
-      processCpuSeconds: round(cpuSeconds, 2),
+      benchCpuSeconds: round(cpuSeconds, 2),
       /** Of one core. */
-      processCpuShare: round(cpuSeconds / seconds, 2),
-      eventLoopUtilization: round(performance.eventLoopUtilization(this.cpuAt.elu).utilization, 2),
-      machineCpuBusy: round((machine.busy - this.cpuAt.machine.busy) / Math.max(1, machine.total - this.cpuAt.machine.total), 2),
+      benchCpuShare: round(cpuSeconds / seconds, 2),
+      benchEventLoopUtilization: round(performance.eventLoopUtilization(from.elu).utilization, 2),
+      machineCpuBusy: round((machine.busy - from.machine.busy) / Math.max(1, machine.total - from.machine.total), 2),
+      children,
     };
   }
 
-  handed(partition: number, offsets: string[]): void {
-    const highest = this.handedOffset.get(partition) ?? -1n;
-    let refetched = 0;
-    let top = highest;
-    for (const o of offsets) {
-      const offset = BigInt(o);
-      if (offset <= highest) refetched++;
-      if (offset > top) top = offset;
-    }
-    this.handedOffset.set(partition, top);
-    if (!this.enabled) return;
-    this.refetchedMessages += refetched;
-    this.newMessages += offsets.length - refetched;
-  }
-
-  mark(map: Map<string, number>, positions: (string | null)[], at: number): void {
-    if (!this.enabled) return;
-    for (const p of positions) if (p !== null && !map.has(p)) map.set(p, at);
-  }
-
-  summary(kafka: boolean) {
-    const sizes = (xs: number[]) => {
-      const d = distribution(xs, 1);
-      return { mean: d.mean, p50: d.p50, max: d.max };
-    };
-    const timing = (xs: number[]) => {
-      const d = distribution(xs);
-      return { p50: d.p50, p99: d.p99, max: d.max, total: round(d.total) };
-    };
-    const applies = {
-      calls: this.applies.length, eventsPerCall: sizes(this.applies.map((a) => a.events)), ms: timing(this.applies.map((a) => a.ms)),
-    };
-    if (!kafka) return { cpu: this.cpu, projectionApply: applies };
-    return {
-      cpu: this.cpu,
-      relaySends: { calls: this.sends.length, messagesPerSend: sizes(this.sends.map((s) => s.messages)), ms: timing(this.sends.map((s) => s.ms)) },
-      // kafkajs 2 reports no batch count with its fetch event (always 0).
-      consumerFetches: { calls: this.fetches.length, ms: timing(this.fetches) },
-      eachBatch: {
-        calls: this.batches.length, messagesPerBatch: sizes(this.batches.map((b) => b.messages)), ms: timing(this.batches.map((b) => b.ms)),
-        newMessages: this.newMessages, refetchedMessages: this.refetchedMessages,
-      },
-      offsetCommits: { sent: this.committed, byProjector: { calls: this.offsetCommits.length, ms: timing(this.offsetCommits) } },
-      projectionApply: applies,
-    };
+  summary() {
+    return { cpu: this.cpu };
   }
 }
 
-function probedProjection(inner: Projection, probe: Probe): Projection {
-  return {
-    name: inner.name,
-    tables: inner.tables,
-    async apply(trx, events) {
-      const t = now();
-      probe.mark(probe.applyStarted, events.map((e) => e.position), t);
-      await inner.apply(trx, events);
-      if (probe.enabled) probe.applies.push({ events: events.length, ms: now() - t });
-    },
-  };
-}
-
-type Producer = ReturnType<Kafka['producer']>;
-type Consumer = ReturnType<Kafka['consumer']>;
-
-function probedProducer(producer: Producer, probe: Probe): Producer {
-  const send = producer.send.bind(producer);
-  producer.send = async (record) => {
-    const t = now();
-    const result = await send(record);
-    const done = now();
-    probe.mark(probe.published, record.messages.map((m) => headerText(m.headers, 'position')), done);
-    if (probe.enabled) probe.sends.push({ messages: record.messages.length, ms: done - t });
-    return result;
-  };
-  return producer;
-}
-
-function probedConsumer(consumer: Consumer, probe: Probe): Consumer {
-  const run = consumer.run.bind(consumer);
-  consumer.run = (config) => {
-    const eachBatch = config?.eachBatch;
-    if (!eachBatch) return run(config);
-    return run({
-      ...config,
-      eachBatch: async (payload) => {
-        const t = now();
-        probe.mark(probe.received, payload.batch.messages.map((m) => headerText(m.headers, 'position')), t);
-        probe.handed(payload.batch.partition, payload.batch.messages.map((m) => m.offset));
-        await eachBatch(payload);
-        if (probe.enabled && payload.batch.messages.length > 0) probe.batches.push({ messages: payload.batch.messages.length, ms: now() - t });
-      },
-    });
-  };
-  const commitOffsets = consumer.commitOffsets.bind(consumer);
-  consumer.commitOffsets = async (offsets) => {
-    const t = now();
-    await commitOffsets(offsets);
-    if (probe.enabled) probe.offsetCommits.push(now() - t);
-  };
-  consumer.on(consumer.events.COMMIT_OFFSETS, () => {
-    if (probe.enabled) probe.committed++;
-  });
-  consumer.on(consumer.events.FETCH, (e) => {
-    if (probe.enabled) probe.fetches.push(e.payload.duration);
-  });
-  return consumer;
-}
-
-/** The session's Kafka client with its producers and consumers wrapped by the probe. */
-function probedKafka(kafka: Kafka, probe: Probe): Kafka {
-  return new Proxy(kafka, {
-    get(target, property) {
-      if (property === 'producer') return (...args: Parameters<Kafka['producer']>) => probedProducer(target.producer(...args), probe);
-      if (property === 'consumer') return (...args: Parameters<Kafka['consumer']>) => probedConsumer(target.consumer(...args), probe);
-      const value: unknown = Reflect.get(target, property);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-}
-
-/** One transport on its own database (and topic): the store, the projector, and what watches them. */
+/** One transport on its own database (and topic): the store the bench writes to, the child processes that consume, what watches them. */
 interface Session {
   transport: TransportName;
   db: TestDatabase;
@@ -457,14 +483,15 @@ interface Session {
   keyOf(streamId: string): string;
   partitions: number | null;
   topic: string | null;
-  relay: Relay | null;
-  projector: Projector;
+  /** direct: [projector]; kafka: [relay, projector]. */
+  children: Child[];
+  dataDir: string;
 }
 
 interface Shared {
   o: TransportOptions;
   logger: Logger;
-  /** Error-level entries logged by the relay, the projectors and kafkajs (a broker restarting mid-round shows up here). */
+  /** Error-level entries logged by the bench's own Kafka admin client (the children's are counted per child). */
   loggedErrors: { count: number };
   kafka: Kafka;
   contracts: ReturnType<typeof loadContracts>;
@@ -475,42 +502,66 @@ interface Shared {
   seededTypes: Set<string>;
 }
 
+const REPO_ROOT = path.join(__dirname, '..');
+/** The relay logs "relay started" once its producer is connected (it may have to create nothing: the bench made the topic). */
+const CHILD_START_TIMEOUT_MS = 60_000;
+
+/** The children's environment: the bench's, minus anything that would pick another database, store or transport. */
+function childEnv(s: { db: TestDatabase; dataDir: string; topic: string | null; partitions: number | null }, shared: Shared, role: Child['role']): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.keys(env)) if (/^(KAFKA_|EVENTSTORE_URL$|DATABASE_URL$|ADMIN_|PORT$|HOST$)/.test(name)) delete env[name];
+  Object.assign(env, {
+    DATABASE_URL: s.db.url, DATA_DIR: s.dataDir,
+    SESSION_SECRET: randomBytes(20).toString('hex'), TOKEN_SECRET: randomBytes(20).toString('hex'),
+    // The relay logs "relay started" at info (its only info line after start-up): the bench waits for it.
+    LOG_LEVEL: role === 'relay' ? 'info' : 'warn',
+    KAFKAJS_NO_PARTITIONER_WARNING: '1',
+  });
+  if (s.topic !== null) {
+    Object.assign(env, { KAFKA_BROKERS: shared.o.brokers.join(','), KAFKA_TOPIC: s.topic, KAFKA_PARTITIONS: String(s.partitions ?? shared.o.partitions) });
+  }
+  return env;
+}
+
 async function openSession(transport: TransportName, shared: Shared): Promise<Session> {
-  const { o, logger } = shared;
+  const { o } = shared;
   const db = await createTestDatabase(`bench_transport_${transport}`);
   const pool = createPool(db.url, 8);
   const knex = createKnex(db.url, 8);
   const store = new PostgresEventStore(pool, db.url);
   const watcher = new AppliedWatcher(db.url, knex);
-  const probe = new Probe();
-  const projection = probedProjection(readModelProjection, probe);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-bench-transport-'));
+  const children: Child[] = [];
   let topic: string | null = null;
   try {
     await setupPostgresEventStore(pool);
     await migrateReadModel(knex);
     await watcher.start();
-    const base = { transport, db, pool, knex, store, watcher, probe, seed: new SeedLog(), heads: new Map<string, bigint>() };
-    if (transport === 'direct') {
-      const projector = startProjector({ store, knex, projections: [projection], logger });
-      return { ...base, keyOf: () => projection.name, partitions: null, topic: null, relay: null, projector };
+    let partitions: number | null = null;
+    if (transport === 'kafka') {
+      topic = `testament.bench.transport.${randomBytes(4).toString('hex')}`;
+      partitions = await ensureTopic(shared.kafka, topic, o.partitions);
     }
-    topic = `testament.bench.transport.${randomBytes(4).toString('hex')}`;
-    const partitions = await ensureTopic(shared.kafka, topic, o.partitions);
-    const kafka = probedKafka(shared.kafka, probe);
-    const relay = startRelay({ store, knex, kafka, topic, logger });
-    const projector = startKafkaProjector({ kafka, knex, topic, projections: [projection], contracts: shared.contracts, logger });
-    return {
-      ...base, keyOf: (streamId) => kafkaCheckpointKey(projection.name, partitionOf(streamId, partitions)), partitions, topic, relay, projector,
-    };
+    const where = { db, dataDir, topic, partitions };
+    if (transport === 'kafka') {
+      const relay = new Child('relay', childEnv(where, shared, 'relay'), REPO_ROOT);
+      children.push(relay);
+      await relay.waitForLine('relay started', CHILD_START_TIMEOUT_MS);
+    }
+    // The projector is ready once the warm-up events are applied (each round's warm-up step).
+    children.push(new Child('projector', childEnv(where, shared, 'projector'), REPO_ROOT));
+    const probe = new Probe(children);
+    const base = { transport, db, pool, knex, store, watcher, probe, seed: new SeedLog(), heads: new Map<string, bigint>(), topic, partitions, children, dataDir };
+    if (partitions === null) return { ...base, keyOf: () => readModelProjection.name };
+    const n = partitions;
+    return { ...base, keyOf: (streamId) => kafkaCheckpointKey(readModelProjection.name, partitionOf(streamId, n)) };
   } catch (error) {
-    await cleanUp({ db, pool, knex, store, watcher, topic, relay: null, projector: null }, shared);
+    await cleanUp({ db, pool, knex, store, watcher, topic, children, dataDir }, shared);
     throw error;
   }
 }
 
-async function cleanUp(
-  s: Pick<Session, 'db' | 'pool' | 'knex' | 'store' | 'watcher' | 'topic'> & { relay: Relay | null; projector: Projector | null }, shared: Shared,
-): Promise<void> {
+async function cleanUp(s: Pick<Session, 'db' | 'pool' | 'knex' | 'store' | 'watcher' | 'topic' | 'children' | 'dataDir'>, shared: Shared): Promise<void> {
   const step = async (what: string, f: () => Promise<unknown>) => {
     try {
       await f();
@@ -518,21 +569,22 @@ async function cleanUp(
       console.error(`  transport: cannot ${what}: ${error instanceof Error ? error.message : String(error)}`);
     }
   };
-  await step('stop the relay', async () => s.relay?.stop());
-  await step('stop the projector', async () => s.projector?.stop());
+  // Relay first (as docker-compose would stop the producer side), then the projector; both before their database and topic go.
+  for (const c of s.children) await step(`stop the ${c.role} (pid ${c.pid})`, () => c.stop());
   if (s.topic) {
     const topic = s.topic;
-    const group = consumerGroupOf(topic, readModelProjection.name);
+    const groups = ALL_PROJECTIONS.map((p) => consumerGroupOf(topic, p.name));
     // A broker restarting under the round (or a consumer that could not leave its group) makes these
     // fail for a while: retry for about the consumer session timeout before leaving them behind.
     await step(`delete topic ${topic}`, () => retry(() => withAdmin(shared, (admin) => admin.deleteTopics({ topics: [topic], timeout: 10_000 }))));
-    await step(`delete consumer group ${group}`, () => retry(() => withAdmin(shared, (admin) => admin.deleteGroups([group]))));
+    await step(`delete consumer groups ${groups.join(', ')}`, () => retry(() => withAdmin(shared, (admin) => admin.deleteGroups(groups))));
   }
   await step('stop listening', () => s.watcher.stop());
   await step('close the store', () => s.store.close());
   await step('close knex', () => s.knex.destroy());
   await step('close the pool', () => s.pool.end());
   await step(`drop database ${s.db.name}`, () => s.db.drop());
+  await step(`remove ${s.dataDir}`, async () => fs.rmSync(s.dataDir, { recursive: true, force: true }));
 }
 
 async function withAdmin<T>(shared: Shared, f: (admin: ReturnType<Kafka['admin']>) => Promise<T>): Promise<T> {
@@ -588,9 +640,20 @@ async function burst(s: Session, shared: Shared, count: number, writers: number)
   return { targets, startedAt, appendedAt: now() };
 }
 
+/** Also the children's readiness: the projector (and the relay) have applied (and published) the warm-up events. */
 async function warmUp(s: Session, shared: Shared): Promise<void> {
   const { targets } = await burst(s, shared, shared.o.warmupEvents, shared.o.writers);
   await s.watcher.waitFor(targets, WARMUP_TIMEOUT_MS, `${s.transport} warm-up`, shared.o.stallSeconds * 1000);
+}
+
+/** `f`, unless one of the session's children exits first (a crash is a failure of the benchmark, not a stall). */
+async function whileChildrenRun<T>(s: Session, f: () => Promise<T>): Promise<T> {
+  const exit = childExit(s.children);
+  try {
+    return await Promise.race([f(), exit.promise]);
+  } finally {
+    exit.cancel();
+  }
 }
 
 async function readModelEvents(s: Session): Promise<number> {
@@ -625,7 +688,11 @@ interface ThroughputRound {
   pipeline: ReturnType<Probe['summary']>;
 }
 
-async function throughputRound(s: Session, shared: Shared): Promise<ThroughputRound> {
+function throughputRound(s: Session, shared: Shared): Promise<ThroughputRound> {
+  return whileChildrenRun(s, () => measureThroughput(s, shared));
+}
+
+async function measureThroughput(s: Session, shared: Shared): Promise<ThroughputRound> {
   const { o } = shared;
   const started = now();
   let appended: { startedAt: number; appendedAt: number } | null = null;
@@ -641,7 +708,7 @@ async function throughputRound(s: Session, shared: Shared): Promise<ThroughputRo
     return {
       transport: s.transport, events: o.events, seconds: round(total, 3), eventsPerSecond: round(o.events / total),
       appendSeconds: round(appending, 3), appendEventsPerSecond: round(o.events / appending),
-      drainSeconds: round(Math.max(0, appliedAt - b.appendedAt) / 1000, 3), stalled: null, pipeline: s.probe.summary(s.transport === 'kafka'),
+      drainSeconds: round(Math.max(0, appliedAt - b.appendedAt) / 1000, 3), stalled: null, pipeline: s.probe.summary(),
     };
   } catch (error) {
     if (!(error instanceof TransportStalled)) throw error;
@@ -650,7 +717,7 @@ async function throughputRound(s: Session, shared: Shared): Promise<ThroughputRo
     return {
       transport: s.transport, events: o.events, seconds: null, eventsPerSecond: 0,
       appendSeconds: appending === null ? null : round(appending, 3), appendEventsPerSecond: appending === null ? null : round(o.events / appending),
-      drainSeconds: null, stalled: await stallOf(s, error, appended?.startedAt ?? started), pipeline: s.probe.summary(s.transport === 'kafka'),
+      drainSeconds: null, stalled: await stallOf(s, error, appended?.startedAt ?? started), pipeline: s.probe.summary(),
     };
   }
 }
@@ -667,15 +734,17 @@ interface LagRound {
   appliedBeforeAck: number;
   /** Scheduled → acknowledged: the writer kept its rate when this stays small. */
   appendLatencyMs: Distribution;
-  /** Each measured event's lag split at the milestones the probe saw (Kafka: relay acked by the broker, eachBatch, projection.apply). */
-  stagesMs: Record<string, Distribution>;
   stalled: Stall | null;
   /** Measured events applied before the stall (all of them when not stalled). */
   appliedEvents: number;
   pipeline: ReturnType<Probe['summary']>;
 }
 
-async function lagRound(s: Session, shared: Shared, rate: number): Promise<LagRound> {
+function lagRound(s: Session, shared: Shared, rate: number): Promise<LagRound> {
+  return whileChildrenRun(s, () => measureLag(s, shared, rate));
+}
+
+async function measureLag(s: Session, shared: Shared, rate: number): Promise<LagRound> {
   const { o } = shared;
   const tracker = new LagTracker(s.watcher);
   const targets = new Map<string, bigint>();
@@ -732,25 +801,6 @@ async function lagRound(s: Session, shared: Shared, rate: number): Promise<LagRo
   }
   if (!stalled && tracker.times.size !== measured) throw new BenchSanityError(`${s.transport} lag: ${measured} appends measured, ${tracker.times.size} seen applied`);
 
-  const stages: Record<string, number[]> = {};
-  const stage = (name: string, from: number | undefined, to: number | undefined) => {
-    if (from === undefined || to === undefined) return;
-    (stages[name] ??= []).push(to - from);
-  };
-  for (const [position, [ackAt, appliedAt]] of tracker.times) {
-    const applyStarted = s.probe.applyStarted.get(position);
-    if (s.transport === 'direct') {
-      stage('ackToApplyStart', ackAt, applyStarted);
-      stage('applyStartToApplied', applyStarted, appliedAt);
-    } else {
-      const published = s.probe.published.get(position);
-      const received = s.probe.received.get(position);
-      stage('ackToPublished', ackAt, published);
-      stage('publishedToEachBatch', published, received);
-      stage('eachBatchToApplyStart', received, applyStarted);
-      stage('applyStartToApplied', applyStarted, appliedAt);
-    }
-  }
   return {
     transport: s.transport,
     targetEventsPerSecond: rate,
@@ -759,10 +809,9 @@ async function lagRound(s: Session, shared: Shared, rate: number): Promise<LagRo
     lagMs: stalled ? null : distribution(tracker.lags()),
     appliedBeforeAck: tracker.appliedBeforeAck,
     appendLatencyMs: distribution(appendLatencies),
-    stagesMs: Object.fromEntries(Object.entries(stages).map(([k, v]) => [k, distribution(v)])),
     stalled,
     appliedEvents: tracker.times.size,
-    pipeline: s.probe.summary(s.transport === 'kafka'),
+    pipeline: s.probe.summary(),
   };
 }
 
@@ -782,9 +831,7 @@ async function checkSession(s: Session): Promise<void> {
   const checkpoints: { name: string; position: string }[] = await s.knex('projection_checkpoints').select('name', 'position');
   const byName = new Map(checkpoints.map((c) => [c.name, BigInt(c.position)]));
   for (const [key, head] of s.heads) if (byName.get(key) !== head) problems.push(`checkpoint ${key} at ${byName.get(key)}, last position appended to it ${head}`);
-  const status = s.projector.status();
-  if (status.some((p) => p.state === 'stopped')) problems.push(`projector stopped: ${JSON.stringify(status)}`);
-  if (s.relay && s.relay.status().published < s.seed.events) problems.push(`relay published ${s.relay.status().published} of ${s.seed.events} events`);
+  for (const c of s.children) if (c.exit) problems.push(`${c.role} exited: ${JSON.stringify(c.exit)}:\n    ${c.lastLines()}`);
   if (s.watcher.lostConnection) problems.push(`LISTEN connection lost: ${s.watcher.lostConnection.message}`);
   if (problems.length > 0) throw new BenchSanityError(`${s.transport} read model does not match what was appended:\n  ${problems.join('\n  ')}`);
 }
@@ -796,9 +843,9 @@ async function withSession<T extends { stalled: Stall | null }>(
   const s = await openSession(transport, shared);
   try {
     await onOpen?.(s);
-    const errorsBefore = shared.loggedErrors.count;
+    const errorsBefore = shared.loggedErrors.count + s.children.reduce((n, c) => n + c.loggedErrors, 0);
     const result = await f(s);
-    const loggedErrors = shared.loggedErrors.count - errorsBefore;
+    const loggedErrors = shared.loggedErrors.count + s.children.reduce((n, c) => n + c.loggedErrors, 0) - errorsBefore;
     if (!result.stalled) await checkSession(s);
     for (const type of Object.keys(s.seed.counts)) shared.seededTypes.add(type);
     return { ...result, notifications: s.watcher.notifications, pollAdvances: s.watcher.pollAdvances, partitions: s.partitions, loggedErrors };
@@ -847,7 +894,7 @@ export async function benchTransport(o: TransportOptions = TRANSPORT_DEFAULTS) {
     o, logger, loggedErrors, kafka: createKafka({ brokers: o.brokers, clientId: 'testament-bench-transport', logger }),
     contracts: loadContracts(), validatedTypes: new Set(), validated: 0, seededTypes: new Set(),
   };
-  const code = describeCode(['infra', 'projections', 'contracts', 'services/relay', 'services/shared']);
+  const code = describeCode(['infra', 'projections', 'contracts', 'services/relay', 'services/projector', 'services/shared', 'services/platform.ts', 'services/roles.ts', 'services/config.ts']);
   const described: { machine?: Machine } = {};
   const describe = async (s: Session) => {
     described.machine ??= await describeMachine(s.pool);
@@ -908,14 +955,15 @@ export async function benchTransport(o: TransportOptions = TRANSPORT_DEFAULTS) {
       eventsPerThroughputRound: `${o.events} (after ${o.warmupEvents} warm-up events appended and applied)`,
       eventMix: 'bench/seed.ts SeedLog: ~60% RepositoryCaseCreated, ~25% RepositoryCaseUpdated, ~8% RepositoryFolderCreated, ~2% ProjectCreated, ~5% folder/project updates; one event per append, exact expected revisions',
       validatedAgainstContracts: { events: shared.validated, types: [...shared.validatedTypes].sort(), sample: `warm-up events and every ${SANITY_VALIDATE_EVERY}th after` },
-      direct: 'startProjector({ store: PostgresEventStore, knex, projections: [readModel] })',
-      kafka: 'startRelay + startKafkaProjector({ projections: [readModel] }), same database, fresh topic',
+      direct: 'child process: node --require tsx/cjs services/projector/main.ts (no KAFKA_BROKERS: direct projector, all projections)',
+      kafka: 'child processes: services/relay/main.ts and services/projector/main.ts with KAFKA_BROKERS, a fresh KAFKA_TOPIC, KAFKA_PARTITIONS (Kafka projector, all projections); same database',
+      children: 'env DATABASE_URL (the round\'s database), DATA_DIR (temp dir), SESSION_SECRET/TOKEN_SECRET, LOG_LEVEL=warn (relay: info, to see "relay started"); started after the bench set the database up, ready after the warm-up is applied, SIGTERM at the end of the round',
       lagEventsPerSecond: rate,
       lagWriter: 'open loop: one append every 1/rate s whether or not earlier ones were acknowledged',
       appliedAt: `NOTIFY ${CHECKPOINT_CHANNEL} '<key>:<position>' seen by a dedicated LISTEN connection (checkpoints re-read every ${SAFETY_POLL_MS} ms while waiting, as a safety net: pollAdvances counts what only the re-read saw)`,
       stalled: `a round in which no checkpoint moved for ${o.stallSeconds} s while events waited is recorded as stalled: 0 events/s, no lag`,
-      pools: 'pg pool 8 (store), knex pool 8 (projector, relay checkpoints)',
-      loggedErrors: 'error-level entries logged by the relay, the projectors and kafkajs during the round (a broker restart shows up here); such a round is kept in the medians but flagged',
+      pools: 'bench: pg pool 8 (store), knex pool 8 (checkpoints); children: openPlatform defaults',
+      loggedErrors: 'error-level entries logged by the children (relay, projector, their kafkajs) and the bench\'s Kafka admin during the round (a broker restart shows up here); such a round is kept in the medians but flagged',
     },
     throughputRounds,
     lagRounds,
