@@ -1,6 +1,6 @@
 import type { EventMetadata } from '../../contracts/envelope';
 import type { AccessLevel, UniqueValueClaimed } from '../../contracts/events';
-import { handleCommand } from '../shared/decider';
+import { handleCommand, loadAggregate } from '../shared/decider';
 import { ConcurrencyError, DomainError } from '../shared/errors';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { apiTokenDecider, apiTokenStream } from './apiToken.decider';
@@ -42,10 +42,19 @@ export async function bootstrapAdministrator(
 ): Promise<number | null> {
   const existing = await deps.knex('users').count<{ count: string }[]>({ count: '*' });
   if (Number(existing[0].count) > 0) return null;
-  // Another process (or an earlier crashed start) may already hold the claim: then nothing to do.
-  const claimed = await deps.store.readStream(emailReservationStream(admin.email), { maxCount: 1 });
-  if (claimed.length > 0) return null;
-  return registerUser(deps, { ...admin, access: 'ADMIN' }, metadata);
+  const [claim] = await deps.store.readStream(emailReservationStream(admin.email), { maxCount: 1 });
+  if (!claim) return registerUser(deps, { ...admin, access: 'ADMIN' }, metadata);
+  // The address is claimed: by a start that registered the user (nothing to do), or by one that
+  // was killed between the claim and the registration, which this start completes.
+  const userId = (claim.data as UniqueValueClaimed['data']).ownerId;
+  const { state } = await loadAggregate(deps.store, userStream(userId), userDecider);
+  if (state.exists) return null;
+  const passwordHash = await hashPassword(admin.password);
+  const outcome = await handleCommand(deps.store, userStream(userId), userDecider, {
+    type: 'RegisterUser', userId, email: admin.email, name: admin.name, passwordHash, access: 'ADMIN', now: deps.clock().toISOString(),
+  }, metadata);
+  await readYourWrites(deps, outcome);
+  return userId;
 }
 
 export async function createApiToken(
