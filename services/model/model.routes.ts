@@ -1,34 +1,76 @@
-import { Router } from 'express';
+import { Router, type Request } from 'express';
 import { ENTITIES, isEntityName } from '../../contracts/entities';
 import { asyncHandler } from '../api/http';
 import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
-import { badRequest } from '../shared/errors';
+import { HttpError, badRequest } from '../shared/errors';
 import { type FindOperation, parseCreateArgs, parseDeleteArgs, parseFindArgs, parseUpdateArgs } from './args';
 import { ENTITY_COMMANDS } from './model.commands';
 import { findRowById, runFind } from './query';
 
 const READS: readonly FindOperation[] = ['findMany', 'findFirst', 'findUnique', 'count'];
+/** Like findFirst / findUnique, but no row is a 404 instead of `{ data: null }`. */
+const OR_THROW: Record<string, FindOperation> = { findFirstOrThrow: 'findFirst', findUniqueOrThrow: 'findUnique' };
 const WRITES = ['create', 'update', 'delete'] as const;
 type WriteOperation = (typeof WRITES)[number];
+const OPERATIONS = [...READS, ...Object.keys(OR_THROW), ...WRITES];
 
-/** POST /api/model/{entity}/{operation} with a Prisma-style JSON body, answering `{ data }`. */
+/**
+ * Which HTTP methods may carry which operation. POST carries all of them (the interface spec);
+ * the others follow the ZenStack RPC convention, so that its clients work unchanged: GET for
+ * reads and DELETE for delete with the arguments as `?q=<url-encoded JSON>`, PUT/PATCH for update.
+ */
+const METHODS: Record<string, (op: string) => boolean> = {
+  POST: () => true,
+  GET: (op) => (READS as readonly string[]).includes(op) || op in OR_THROW,
+  PUT: (op) => op === 'update',
+  PATCH: (op) => op === 'update',
+  DELETE: (op) => op === 'delete',
+};
+
+/** The arguments: the JSON body, or for GET and DELETE the `q` query parameter. */
+function argumentsOf(req: Request): unknown {
+  if (req.method !== 'GET' && req.method !== 'DELETE') return req.body === undefined ? {} : req.body;
+  const q = req.query.q;
+  if (q === undefined) return {};
+  if (typeof q !== 'string') throw badRequest('invalid-argument', 'q must be one URL-encoded JSON value', { path: 'q' });
+  try {
+    return JSON.parse(q);
+  } catch {
+    throw badRequest('malformed-json', 'q is not valid JSON', { path: 'q' });
+  }
+}
+
+/** /api/model/{entity}/{operation} with Prisma-style arguments, answering `{ data }`. */
 export function modelRoutes(deps: CommandDeps): Router {
   const router = Router();
-  router.post('/api/model/:entity/:operation', asyncHandler(async (req, res) => {
+  router.all('/api/model/:entity/:operation', asyncHandler(async (req, res) => {
     const { entity: entityName, operation } = req.params;
     if (!isEntityName(entityName))
       throw badRequest('unknown-entity', `Unknown entity "${entityName}"`, { path: 'entity', entities: Object.keys(ENTITIES) });
+    if (!OPERATIONS.includes(operation))
+      throw badRequest('unknown-operation', `Unknown operation "${operation}" for ${entityName}`, { path: 'operation', operations: OPERATIONS });
+    const allowed = METHODS[req.method];
+    if (!allowed || !allowed(operation)) {
+      const methods = Object.keys(METHODS).filter((m) => METHODS[m](operation));
+      res.setHeader('Allow', methods.join(', '));
+      throw new HttpError(405, 'method-not-allowed', `${operation} is not available through ${req.method}`, { allowed: methods });
+    }
     const entity = ENTITIES[entityName];
-    const body = req.body === undefined ? {} : req.body;
+    const body = argumentsOf(req);
 
     if ((READS as readonly string[]).includes(operation)) {
       const op = operation as FindOperation;
       res.json({ data: await runFind(deps.knex, entity, op, parseFindArgs(entity, op, body)) });
       return;
     }
-    if (!(WRITES as readonly string[]).includes(operation))
-      throw badRequest('unknown-operation', `Unknown operation "${operation}" for ${entityName}`, { path: 'operation', operations: [...READS, ...WRITES] });
+    if (operation in OR_THROW) {
+      const op = OR_THROW[operation];
+      const data = await runFind(deps.knex, entity, op, parseFindArgs(entity, op, body));
+      if (data === null) throw new HttpError(404, 'not-found', `No ${entityName} matches the query`, { entity: entityName });
+      res.json({ data });
+      return;
+    }
 
     const metadata = metadataFor(req.auth!, req);
     const commands = ENTITY_COMMANDS[entityName];
