@@ -10,6 +10,7 @@ import { identityRoutes, loginRoutes } from '../identity/identity.routes';
 import { modelRoutes } from '../model/model.routes';
 import type { CommandDeps } from '../shared/commandBus';
 import { correlationId, errorHandler, jsonBodiesOnly, notFoundRoute } from './http';
+import { docsRoutes } from './docs.routes';
 import { healthRoutes, type ReadinessCheck } from './health.routes';
 
 export const SESSION_COOKIE = 'testament.sid';
@@ -60,6 +61,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(passport.initialize());
 
   app.use(loginRoutes(deps));
+  app.use(docsRoutes());
   app.use('/api', requireAuthentication({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage }));
   app.use(identityRoutes(deps, SESSION_COOKIE));
   app.use(modelRoutes(deps));
