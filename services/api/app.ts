@@ -11,6 +11,7 @@ import { modelRoutes } from '../model/model.routes';
 import type { CommandDeps } from '../shared/commandBus';
 import { correlationId, errorHandler, jsonBodiesOnly, notFoundRoute } from './http';
 import { docsRoutes } from './docs.routes';
+import { docsPageRoutes } from './docsPage.routes';
 import { healthRoutes, type ReadinessCheck } from './health.routes';
 
 export const SESSION_COOKIE = 'testament.sid';
@@ -43,6 +44,7 @@ export function buildApp(deps: AppDeps): Express {
     customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
   }));
   app.use(healthRoutes(deps.readiness));
+  app.use(docsPageRoutes());
   app.use('/api', express.json({ limit: '1mb' }), jsonBodiesOnly);
 
   const PgStore = connectPgSimple(session);

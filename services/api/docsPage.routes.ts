@@ -1,0 +1,53 @@
+import express, { Router } from 'express';
+import { getAbsoluteFSPath } from 'swagger-ui-dist';
+import { CATEGORIES } from './openapi';
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>Testament API</title>
+  <link rel="icon" type="image/png" href="/docs/api/assets/favicon-32x32.png">
+  <link rel="stylesheet" href="/docs/api/assets/swagger-ui.css">
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="/docs/api/assets/swagger-ui-bundle.js"></script>
+  <script src="/docs/api/assets/swagger-ui-standalone-preset.js"></script>
+  <script src="/docs/api/init.js"></script>
+</body>
+</html>
+`;
+
+/** Swagger UI with one entry per category in its top-bar switcher; requests carry the session cookie. */
+function initScript(): string {
+  const urls = Object.keys(CATEGORIES).map((name) => ({ name, url: `/api/docs?category=${name}` }));
+  return `window.ui = SwaggerUIBundle({
+  urls: ${JSON.stringify(urls)},
+  'urls.primaryName': 'custom',
+  dom_id: '#swagger-ui',
+  deepLinking: true,
+  presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
+  layout: 'StandaloneLayout',
+  persistAuthorization: true,
+  requestInterceptor: (request) => { request.credentials = 'same-origin'; return request; },
+});
+`;
+}
+
+/**
+ * GET /docs/api: the interactive documentation, served from our own server (the Swagger UI files
+ * come from the swagger-ui-dist package; no external CDN). Public, like the descriptions.
+ */
+export function docsPageRoutes(): Router {
+  const router = Router();
+  const script = initScript();
+  router.get('/docs/api', (_req, res) => {
+    res.type('html').send(PAGE);
+  });
+  router.get('/docs/api/init.js', (_req, res) => {
+    res.type('application/javascript').send(script);
+  });
+  router.use('/docs/api/assets', express.static(getAbsoluteFSPath(), { index: false }));
+  return router;
+}
