@@ -53,6 +53,7 @@ function filterSchemas(): Record<string, OpenAPIV3.SchemaObject> {
     StringFilter: string,
     BoolFilter: { type: 'object', additionalProperties: false, properties: { equals: { type: 'boolean', nullable: true }, not: { type: 'boolean', nullable: true } } },
     SortOrder: { type: 'string', enum: ['asc', 'desc'] },
+    BatchPayload: { type: 'object', required: ['count'], properties: { count: { type: 'integer' } } },
     Error: {
       type: 'object', required: ['error', 'code', 'details'], additionalProperties: false,
       properties: { error: { type: 'string' }, code: { type: 'string' }, details: { type: 'object', additionalProperties: true } },
@@ -122,6 +123,13 @@ function entitySchemas(entity: EntityDef): Record<string, OpenAPIV3.SchemaObject
     [`${name}CreateArgs`]: { type: 'object', required: ['data'], additionalProperties: false, properties: { data: createData, ...shape } },
     [`${name}UpdateArgs`]: { type: 'object', required: ['where', 'data'], additionalProperties: false, properties: { where: ref(`${name}WhereUniqueInput`), data: data(false), ...shape } },
     [`${name}DeleteArgs`]: { type: 'object', required: ['where'], additionalProperties: false, properties: { where: ref(`${name}WhereUniqueInput`), ...shape } },
+    [`${name}CreateManyArgs`]: { type: 'object', required: ['data'], additionalProperties: false, properties: { data: { type: 'array', maxItems: 1000, items: createData } } },
+    [`${name}UpdateManyArgs`]: { type: 'object', required: ['data'], additionalProperties: false, properties: { where: ref(`${name}WhereInput`), data: { ...data(false), properties: Object.fromEntries(writable.map(([f, def]) => [f, scalarSchema(def)])) } } },
+    [`${name}DeleteManyArgs`]: { type: 'object', additionalProperties: false, properties: { where: ref(`${name}WhereInput`) } },
+    [`${name}UpsertArgs`]: {
+      type: 'object', required: ['where', 'create', 'update'], additionalProperties: false,
+      properties: { where: ref(`${name}WhereUniqueInput`), create: createData, update: data(false), ...shape },
+    },
   };
 }
 
@@ -161,6 +169,23 @@ function entityPaths(entity: EntityDef): OpenAPIV3.PathsObject {
       operationId: `${entity.name}_update${m === 'post' ? '' : `_${m}`}`, tags: [entity.name], summary: `update ${entity.name}`,
       requestBody: { ...body('UpdateArgs'), required: true }, responses: { ...ok(ref(name)), ...writeErrors },
     }])),
+    [`${base}/createMany`]: {
+      post: { operationId: `${entity.name}_createMany`, tags: [entity.name], summary: `createMany ${entity.name}`, requestBody: { ...body('CreateManyArgs'), required: true }, responses: { ...ok(ref('BatchPayload'), '201'), ...writeErrors } },
+    },
+    [`${base}/updateMany`]: Object.fromEntries((['post', 'put', 'patch'] as const).map((m) => [m, {
+      operationId: `${entity.name}_updateMany${m === 'post' ? '' : `_${m}`}`, tags: [entity.name], summary: `updateMany ${entity.name}`,
+      requestBody: { ...body('UpdateManyArgs'), required: true }, responses: { ...ok(ref('BatchPayload')), ...writeErrors },
+    }])),
+    [`${base}/deleteMany`]: {
+      post: { operationId: `${entity.name}_deleteMany`, tags: [entity.name], summary: `deleteMany ${entity.name}`, requestBody: body('DeleteManyArgs'), responses: { ...ok(ref('BatchPayload')), ...writeErrors } },
+      delete: { operationId: `${entity.name}_deleteMany_delete`, tags: [entity.name], summary: `deleteMany ${entity.name} (DELETE)`, parameters: [q('DeleteManyArgs')], responses: { ...ok(ref('BatchPayload')), ...writeErrors } },
+    },
+    [`${base}/upsert`]: {
+      post: {
+        operationId: `${entity.name}_upsert`, tags: [entity.name], summary: `upsert ${entity.name}`, requestBody: { ...body('UpsertArgs'), required: true },
+        responses: { ...ok(ref(name)), ...ok(ref(name), '201'), ...writeErrors },
+      },
+    },
     [`${base}/delete`]: {
       post: { operationId: `${entity.name}_delete`, tags: [entity.name], summary: `delete ${entity.name}`, requestBody: { ...body('DeleteArgs'), required: true }, responses: { ...ok(ref(name)), ...writeErrors } },
       delete: { operationId: `${entity.name}_delete_delete`, tags: [entity.name], summary: `delete ${entity.name} (DELETE)`, parameters: [q('DeleteArgs')], responses: { ...ok(ref(name)), ...writeErrors } },

@@ -530,3 +530,173 @@ function fieldOf(entity: EntityDef, name: string): FieldDef | undefined {
 function relationOf(entity: EntityDef, name: string): RelationDef | undefined {
   return Object.hasOwn(entity.relations, name) ? entity.relations[name] : undefined;
 }
+
+// ---------------------------------------------------------------------------------------------
+// aggregate / groupBy
+
+export type AggregateFunction = '_sum' | '_avg' | '_min' | '_max';
+
+/** The requested aggregates; field lists are in request order. */
+export interface Aggregates {
+  /** `_count: true` → `bare` (the answer is a number, counting all rows); otherwise `_all` and/or fields. */
+  _count?: { bare: boolean; all: boolean; fields: string[] };
+  _sum?: string[];
+  _avg?: string[];
+  _min?: string[];
+  _max?: string[];
+}
+
+export interface AggregateArgs extends ListQuery {
+  aggregates: Aggregates;
+}
+
+/** A groupBy sort key: a `by` field, or an aggregate of a field (`{ _count: { id: 'desc' } }`). */
+export type GroupOrderBy =
+  | { kind: 'field'; field: string; direction: SortDirection }
+  | { kind: 'aggregate'; fn: '_count' | AggregateFunction; field: string; direction: SortDirection };
+
+export interface GroupByArgs {
+  by: string[];
+  where?: Where;
+  orderBy: GroupOrderBy[];
+  take?: number;
+  skip?: number;
+  aggregates: Aggregates;
+}
+
+const AGGREGATE_KEYS = ['_count', '_sum', '_avg', '_min', '_max'] as const;
+
+/** Which field types each aggregate applies to (`_count` applies to every scalar field). */
+const AGGREGATE_TYPES: Record<AggregateFunction, readonly FieldDef['type'][]> = {
+  _sum: ['int'],
+  _avg: ['int'],
+  _min: ['int', 'datetime', 'string'],
+  _max: ['int', 'datetime', 'string'],
+};
+
+export function parseAggregateArgs(entity: EntityDef, body: unknown): AggregateArgs {
+  const input = expectObject(body, '');
+  allowOnlyKeys(input, ['where', 'orderBy', 'take', 'skip', ...AGGREGATE_KEYS], '', 'aggregate accepts');
+  const aggregates = parseAggregates(entity, input);
+  if (Object.keys(aggregates).length === 0) fail('', `aggregate needs at least one of ${AGGREGATE_KEYS.join(', ')}`);
+  return {
+    where: optionalWhere(entity, input.where, 'where'),
+    orderBy: parseOrderBy(entity, input.orderBy, 'orderBy'),
+    take: parsePageSize(input.take, 'take'),
+    skip: parsePageSize(input.skip, 'skip'),
+    aggregates,
+  };
+}
+
+export function parseGroupByArgs(entity: EntityDef, body: unknown): GroupByArgs {
+  const input = expectObject(body, '');
+  allowOnlyKeys(input, ['by', 'where', 'having', 'orderBy', 'take', 'skip', ...AGGREGATE_KEYS], '', 'groupBy accepts');
+  const by = parseBy(entity, required(input, 'by', ''), 'by');
+  if (input.having !== undefined) fail('having', 'is not supported yet; filter the rows with where instead');
+  return {
+    by,
+    where: optionalWhere(entity, input.where, 'where'),
+    orderBy: parseGroupOrderBy(entity, by, input.orderBy, 'orderBy'),
+    take: parsePageSize(input.take, 'take'),
+    skip: parsePageSize(input.skip, 'skip'),
+    aggregates: parseAggregates(entity, input),
+  };
+}
+
+function parseAggregates(entity: EntityDef, input: Json): Aggregates {
+  const aggregates: Aggregates = {};
+  if (input._count !== undefined) aggregates._count = parseCountAggregate(entity, input._count, '_count');
+  for (const fn of ['_sum', '_avg', '_min', '_max'] as const) {
+    if (input[fn] !== undefined) aggregates[fn] = parseAggregateFields(entity, fn, input[fn], fn);
+  }
+  return aggregates;
+}
+
+function parseCountAggregate(entity: EntityDef, value: unknown, path: string): NonNullable<Aggregates['_count']> {
+  if (value === true) return { bare: true, all: true, fields: [] };
+  if (!isPlainObject(value)) return fail(path, 'must be true or an object of fields');
+  const count = { bare: false, all: false, fields: [] as string[] };
+  for (const [key, v] of definedEntries(value)) {
+    const keyPath = at(path, key);
+    if (key !== '_all') aggregateField(entity, key, keyPath);
+    if (typeof v !== 'boolean') fail(keyPath, 'must be a boolean');
+    if (!v) continue;
+    if (key === '_all') count.all = true;
+    else count.fields.push(key);
+  }
+  if (!count.all && count.fields.length === 0) fail(path, 'must select _all or at least one field');
+  return count;
+}
+
+function parseAggregateFields(entity: EntityDef, fn: AggregateFunction, value: unknown, path: string): string[] {
+  const fields: string[] = [];
+  for (const [key, v] of definedEntries(expectObject(value, path))) {
+    const keyPath = at(path, key);
+    aggregateField(entity, key, keyPath, fn);
+    if (typeof v !== 'boolean') fail(keyPath, 'must be a boolean');
+    if (v) fields.push(key);
+  }
+  if (fields.length === 0) fail(path, 'must select at least one field');
+  return fields;
+}
+
+/** A scalar field the aggregate applies to (any scalar field for `_count`). */
+function aggregateField(entity: EntityDef, name: string, path: string, fn?: AggregateFunction): FieldDef {
+  if (relationOf(entity, name)) fail(path, 'is a relation: only scalar fields can be aggregated');
+  const field = fieldOf(entity, name);
+  if (!field) return fail(path, `unknown field of ${entity.name}`);
+  if (fn && !AGGREGATE_TYPES[fn].includes(field.type)) fail(path, `${fn} does not apply to a ${field.type} field (only ${AGGREGATE_TYPES[fn].join(', ')})`);
+  return field;
+}
+
+/** `by`: a non-empty list of distinct scalar fields (a single field name is accepted too, as in Prisma). */
+function parseBy(entity: EntityDef, value: unknown, path: string): string[] {
+  if (typeof value === 'string') return [parseByField(entity, value, path)];
+  if (!Array.isArray(value)) return fail(path, 'must be an array of field names');
+  if (value.length === 0) fail(path, 'must name at least one field');
+  const by: string[] = [];
+  value.forEach((item, i) => {
+    const itemPath = `${path}[${i}]`;
+    const name = parseByField(entity, item, itemPath);
+    if (by.includes(name)) fail(itemPath, 'is listed twice');
+    by.push(name);
+  });
+  return by;
+}
+
+function parseByField(entity: EntityDef, value: unknown, path: string): string {
+  if (typeof value !== 'string') return fail(path, 'must be a field name');
+  if (relationOf(entity, value)) fail(path, 'is a relation: group by scalar fields only');
+  if (!fieldOf(entity, value)) fail(path, `unknown field of ${entity.name}`);
+  return value;
+}
+
+function parseGroupOrderBy(entity: EntityDef, by: string[], value: unknown, path: string): GroupOrderBy[] {
+  if (value === undefined) return [];
+  if (Array.isArray(value)) return value.map((item, i) => parseGroupOrderByItem(entity, by, item, `${path}[${i}]`));
+  return [parseGroupOrderByItem(entity, by, value, path)];
+}
+
+function parseGroupOrderByItem(entity: EntityDef, by: string[], value: unknown, path: string): GroupOrderBy {
+  const entries = definedEntries(expectObject(value, path));
+  if (entries.length !== 1) fail(path, 'needs exactly one key; use an array to order by several');
+  const [key, v] = entries[0];
+  const keyPath = at(path, key);
+  if (key === '_count' || key === '_sum' || key === '_avg' || key === '_min' || key === '_max') {
+    const inner = definedEntries(expectObject(v, keyPath));
+    if (inner.length !== 1) fail(keyPath, 'needs exactly one field');
+    const [field, direction] = inner[0];
+    const fieldPath = at(keyPath, field);
+    aggregateField(entity, field, fieldPath, key === '_count' ? undefined : key);
+    return { kind: 'aggregate', fn: key, field, direction: parseDirection(direction, fieldPath) };
+  }
+  if (relationOf(entity, key)) fail(keyPath, 'ordering by a relation is not supported');
+  if (!fieldOf(entity, key)) fail(keyPath, `unknown field of ${entity.name}`);
+  if (!by.includes(key)) fail(keyPath, `must be one of the by fields (${by.join(', ')}) or an aggregate`);
+  return { kind: 'field', field: key, direction: parseDirection(v, keyPath) };
+}
+
+function parseDirection(value: unknown, path: string): SortDirection {
+  if (value !== 'asc' && value !== 'desc') fail(path, "must be 'asc' or 'desc'");
+  return value;
+}

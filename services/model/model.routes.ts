@@ -5,6 +5,7 @@ import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
 import { HttpError, badRequest } from '../shared/errors';
 import { type FindOperation, parseCreateArgs, parseDeleteArgs, parseFindArgs, parseUpdateArgs } from './args';
+import { createMany, deleteMany, updateMany, upsert } from './bulk';
 import { ENTITY_COMMANDS } from './model.commands';
 import { findRowById, runFind } from './query';
 
@@ -13,19 +14,22 @@ const READS: readonly FindOperation[] = ['findMany', 'findFirst', 'findUnique', 
 const OR_THROW: Record<string, FindOperation> = { findFirstOrThrow: 'findFirst', findUniqueOrThrow: 'findUnique' };
 const WRITES = ['create', 'update', 'delete'] as const;
 type WriteOperation = (typeof WRITES)[number];
-const OPERATIONS = [...READS, ...Object.keys(OR_THROW), ...WRITES];
+/** Writes over many rows: each row is still its own command and events. */
+const BULK = { createMany, updateMany, deleteMany } as const;
+const OPERATIONS = [...READS, ...Object.keys(OR_THROW), ...WRITES, ...Object.keys(BULK), 'upsert'];
 
 /**
  * Which HTTP methods may carry which operation. POST carries all of them (the interface spec);
  * the others follow the ZenStack RPC convention, so that its clients work unchanged: GET for
- * reads and DELETE for delete with the arguments as `?q=<url-encoded JSON>`, PUT/PATCH for update.
+ * reads and DELETE for delete(Many) with the arguments as `?q=<url-encoded JSON>`, PUT/PATCH for
+ * update(Many).
  */
 const METHODS: Record<string, (op: string) => boolean> = {
   POST: () => true,
   GET: (op) => (READS as readonly string[]).includes(op) || op in OR_THROW,
-  PUT: (op) => op === 'update',
-  PATCH: (op) => op === 'update',
-  DELETE: (op) => op === 'delete',
+  PUT: (op) => op === 'update' || op === 'updateMany',
+  PATCH: (op) => op === 'update' || op === 'updateMany',
+  DELETE: (op) => op === 'delete' || op === 'deleteMany',
 };
 
 /** The arguments: the JSON body, or for GET and DELETE the `q` query parameter. */
@@ -75,6 +79,16 @@ export function modelRoutes(deps: CommandDeps): Router {
     const metadata = metadataFor(req.auth!, req);
     const commands = ENTITY_COMMANDS[entityName];
     const writeDeps = withPositionHeader(deps, res);
+    if (operation in BULK) {
+      const data = await BULK[operation as keyof typeof BULK](writeDeps, entityName, body, metadata);
+      res.status(operation === 'createMany' ? 201 : 200).json({ data });
+      return;
+    }
+    if (operation === 'upsert') {
+      const { row, created } = await upsert(writeDeps, entityName, body, metadata);
+      res.status(created ? 201 : 200).json({ data: row });
+      return;
+    }
     let id: number;
     let shape;
     switch (operation as WriteOperation) {

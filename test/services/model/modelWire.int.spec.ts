@@ -70,3 +70,76 @@ describe('model API wire: POST, the ZenStack RPC convention, and the OrThrow rea
     expect(invalid.body.details.path).to.equal('where.nope');
   });
 });
+
+describe('model API bulk writes and upsert', function () {
+  this.timeout(60_000);
+  let app: TestApp;
+  let c: HttpClient;
+  const head = async () => (await app.deps.store.headPosition());
+
+  before(async () => {
+    app = await startTestApp();
+    await registerUser(app.deps, { email: 'bulk@example.com', name: 'Bulk', password: 'bulk-password-1', access: 'ADMIN' }, systemMetadata('test'));
+    c = new HttpClient(app.url);
+    await c.post('/api/auth/login', { email: 'bulk@example.com', password: 'bulk-password-1' });
+  });
+  after(() => app.stop());
+
+  it('createMany writes every element as its own events and answers the count', async () => {
+    const projectId = (await c.post('/api/model/project/create', { data: { name: 'Bulk' } })).body.data.id;
+    const res = await c.post('/api/model/repositoryCase/createMany', {
+      data: [1, 2, 3].map((n) => ({ title: `case ${n}`, project: { connect: { id: projectId } } })),
+    });
+    expect(res.status).to.equal(201);
+    expect(res.body.data).to.deep.equal({ count: 3 });
+    const titles = (await c.post('/api/model/repositoryCase/findMany', { where: { projectId }, orderBy: { id: 'asc' } })).body.data.map((r: { title: string }) => r.title);
+    expect(titles).to.deep.equal(['case 1', 'case 2', 'case 3']);
+    const created = (await app.deps.store.readAll({ maxCount: 1000 })).filter((e) => e.type === 'RepositoryCaseCreated');
+    expect(created).to.have.length(3);
+  });
+
+  it('a bad element (shape or target) refuses the whole createMany and writes nothing', async () => {
+    const projectId = (await c.post('/api/model/project/create', { data: { name: 'Strict' } })).body.data.id;
+    const before = await head();
+    const badShape = await c.post('/api/model/repositoryCase/createMany', {
+      data: [{ title: 'ok', project: { connect: { id: projectId } } }, { title: 7, project: { connect: { id: projectId } } }],
+    });
+    expect(badShape.status).to.equal(400);
+    expect(badShape.body.details.path).to.equal('data[1].title');
+    const badTarget = await c.post('/api/model/repositoryCase/createMany', {
+      data: [{ title: 'ok', project: { connect: { id: projectId } } }, { title: 'lost', project: { connect: { id: 424242 } } }],
+    });
+    expect(badTarget.status).to.equal(404);
+    expect(badTarget.body.details).to.deep.equal({ path: 'data.project', missing: [424242] });
+    expect(await head()).to.equal(before);
+  });
+
+  it('updateMany and deleteMany act on every row the where matches', async () => {
+    const projectId = (await c.post('/api/model/project/create', { data: { name: 'Many' } })).body.data.id;
+    await c.post('/api/model/repositoryCase/createMany', { data: ['a', 'b', 'c'].map((t) => ({ title: t, project: { connect: { id: projectId } } })) });
+    const upd = await c.request('PATCH', '/api/model/repositoryCase/updateMany', { where: { projectId, title: { in: ['a', 'b'] } }, data: { description: 'touched' } });
+    expect(upd.body.data).to.deep.equal({ count: 2 });
+    const described = (await c.post('/api/model/repositoryCase/findMany', { where: { projectId, description: 'touched' }, orderBy: { title: 'asc' } })).body.data.map((r: { title: string }) => r.title);
+    expect(described).to.deep.equal(['a', 'b']);
+    const refused = await c.post('/api/model/repositoryCase/updateMany', { where: { projectId }, data: { folder: { connect: { id: 1 } } } });
+    expect(refused.status).to.equal(400);
+    const del = await c.request('DELETE', `/api/model/repositoryCase/deleteMany?q=${encodeURIComponent(JSON.stringify({ where: { projectId, title: 'c' } }))}`);
+    expect(del.body.data).to.deep.equal({ count: 1 });
+    const left = (await c.post('/api/model/repositoryCase/count', { where: { projectId, isDeleted: false } })).body.data;
+    expect(left).to.equal(2);
+  });
+
+  it('upsert updates a row that exists and creates one that does not', async () => {
+    const id = (await c.post('/api/model/project/create', { data: { name: 'Up' } })).body.data.id;
+    const updated = await c.post('/api/model/project/upsert', { where: { id }, create: { name: 'never' }, update: { name: 'Up 2' } });
+    expect(updated.status).to.equal(200);
+    expect(updated.body.data).to.include({ id, name: 'Up 2' });
+    const created = await c.post('/api/model/project/upsert', { where: { id: 987654 }, create: { name: 'Fresh' }, update: { name: 'never' } });
+    expect(created.status).to.equal(201);
+    expect(created.body.data.name).to.equal('Fresh');
+    expect(created.body.data.id).to.not.equal(987654);
+    const bad = await c.post('/api/model/project/upsert', { where: { id }, create: { name: 'x' }, update: { colour: 'red' } });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.details.path).to.equal('update.colour');
+  });
+});

@@ -1,0 +1,103 @@
+import type { EventMetadata } from '../../contracts/envelope';
+import { ENTITIES, type EntityDef, type EntityName } from '../../contracts/entities';
+import type { CommandDeps } from '../shared/commandBus';
+import { HttpError, badRequest, notFound } from '../shared/errors';
+import { type CreateArgs, parseCreateArgs, parseFindArgs, parseUpdateArgs, type Shape } from './args';
+import { ENTITY_COMMANDS } from './model.commands';
+import { findRowById, runFind } from './query';
+
+type Json = Record<string, unknown>;
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function onlyKeys(body: Json, allowed: string[], operation: string): void {
+  for (const key of Object.keys(body))
+    if (!allowed.includes(key)) throw badRequest('invalid-argument', `${operation} accepts ${allowed.join(', ')}; "${key}" is not one of them`, { path: key });
+}
+
+/** Re-roots the path of a validation error: `data.title` of element 3 becomes `data[3].title`. */
+function within<T>(prefix: string, replace: string, parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (error instanceof HttpError && typeof error.details.path === 'string' && error.details.path.startsWith(prefix))
+      throw new HttpError(error.status, error.code, error.message.replace(prefix, replace), { ...error.details, path: replace + error.details.path.slice(prefix.length) });
+    throw error;
+  }
+}
+
+/** Rows that `where` matches, by id (the bulk operations act on each). */
+async function matchingIds(deps: CommandDeps, entity: EntityDef, where: unknown): Promise<number[]> {
+  const args = parseFindArgs(entity, 'findMany', where === undefined ? { select: { id: true } } : { where, select: { id: true } });
+  const rows = (await runFind(deps.knex, entity, 'findMany', args)) as { id: number }[];
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Every `connect` target of every element exists (and is not deleted) before anything is written:
+ * a bulk write with a bad element changes nothing.
+ */
+async function checkConnectTargets(deps: CommandDeps, entity: EntityDef, items: CreateArgs[]): Promise<void> {
+  for (const [relationName, relation] of Object.entries(entity.relations)) {
+    if (relation.kind !== 'one') continue;
+    const ids = [...new Set(items.map((i) => i.connect[relationName]).filter((id): id is number => typeof id === 'number'))];
+    if (ids.length === 0) continue;
+    const target = ENTITIES[relation.target];
+    const found = new Set((await deps.knex(target.table).whereIn('id', ids).andWhere('is_deleted', false).select('id')).map((r: { id: number }) => r.id));
+    const missing = ids.filter((id) => !found.has(id));
+    if (missing.length > 0) throw notFound(`No ${relation.target} with id ${missing.join(', ')}`, { path: `data.${relationName}`, missing });
+  }
+}
+
+/** createMany: `{ data: [...] }` → `{ count }`. Every element is validated, and its targets checked, first. */
+export async function createMany(deps: CommandDeps, name: EntityName, body: unknown, metadata: EventMetadata): Promise<{ count: number }> {
+  const entity = ENTITIES[name];
+  if (!isObject(body)) throw badRequest('invalid-argument', 'the body must be an object', { path: '' });
+  onlyKeys(body, ['data'], 'createMany');
+  if (!Array.isArray(body.data)) throw badRequest('invalid-argument', 'data must be a list', { path: 'data' });
+  if (body.data.length > 1000) throw badRequest('invalid-argument', 'createMany takes at most 1000 elements', { path: 'data' });
+  const items = body.data.map((data, i) => within('data', `data[${i}]`, () => parseCreateArgs(entity, { data })));
+  await checkConnectTargets(deps, entity, items);
+  for (const item of items) await ENTITY_COMMANDS[name].create(deps, item, metadata);
+  return { count: items.length };
+}
+
+/** updateMany: `{ where?, data }` (scalar fields only) → `{ count }`. */
+export async function updateMany(deps: CommandDeps, name: EntityName, body: unknown, metadata: EventMetadata): Promise<{ count: number }> {
+  const entity = ENTITIES[name];
+  if (!isObject(body)) throw badRequest('invalid-argument', 'the body must be an object', { path: '' });
+  onlyKeys(body, ['where', 'data'], 'updateMany');
+  const args = parseUpdateArgs(entity, { where: { id: 1 }, data: body.data });
+  if (Object.keys(args.connect).length > 0) throw badRequest('invalid-argument', 'updateMany changes scalar fields only', { path: `data.${Object.keys(args.connect)[0]}` });
+  const ids = await matchingIds(deps, entity, body.where);
+  for (const id of ids) await ENTITY_COMMANDS[name].update(deps, { ...args, where: { id } }, metadata);
+  return { count: ids.length };
+}
+
+/** deleteMany: `{ where? }` → `{ count }` (soft deletes, like delete). */
+export async function deleteMany(deps: CommandDeps, name: EntityName, body: unknown, metadata: EventMetadata): Promise<{ count: number }> {
+  const entity = ENTITIES[name];
+  const input = body === undefined ? {} : body;
+  if (!isObject(input)) throw badRequest('invalid-argument', 'the body must be an object', { path: '' });
+  onlyKeys(input, ['where'], 'deleteMany');
+  const ids = await matchingIds(deps, entity, input.where);
+  for (const id of ids) await ENTITY_COMMANDS[name].delete(deps, { where: { id }, shape: { fields: [], relations: {}, counts: {} } }, metadata);
+  return { count: ids.length };
+}
+
+/**
+ * upsert: `{ where: { id }, create, update, include?, select? }`: updates the row when it exists,
+ * creates one otherwise (ids are allocated by the server: the new row gets its own id).
+ */
+export async function upsert(deps: CommandDeps, name: EntityName, body: unknown, metadata: EventMetadata): Promise<{ row: unknown; created: boolean }> {
+  const entity = ENTITIES[name];
+  if (!isObject(body)) throw badRequest('invalid-argument', 'the body must be an object', { path: '' });
+  onlyKeys(body, ['where', 'create', 'update', 'include', 'select'], 'upsert');
+  const shapeOnly = { ...(body.include !== undefined && { include: body.include }), ...(body.select !== undefined && { select: body.select }) };
+  const update = within('data', 'update', () => parseUpdateArgs(entity, { where: body.where, data: body.update, ...shapeOnly }));
+  const create = within('data', 'create', () => parseCreateArgs(entity, { data: body.create, ...shapeOnly }));
+  const shape: Shape = update.shape;
+  const exists = (await findRowById(deps.knex, entity, update.where.id)) !== null;
+  const id = exists ? await ENTITY_COMMANDS[name].update(deps, update, metadata) : await ENTITY_COMMANDS[name].create(deps, create, metadata);
+  return { row: await findRowById(deps.knex, entity, id, shape), created: !exists };
+}
