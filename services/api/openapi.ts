@@ -61,6 +61,19 @@ function filterSchemas(): Record<string, OpenAPIV3.SchemaObject> {
   };
 }
 
+/** `_count`, `_sum`, `_avg`, `_min`, `_max`: which fields each may name (as services/model/args.ts checks). */
+function aggregateSelections(fields: [string, FieldDef][]): Record<string, Schema> {
+  const pick = (names: string[], extra: Record<string, Schema> = {}): OpenAPIV3.SchemaObject => ({
+    type: 'object', additionalProperties: false, properties: { ...extra, ...Object.fromEntries(names.map((f) => [f, { type: 'boolean' }])) },
+  });
+  const ints = fields.filter(([, d]) => d.type === 'int').map(([f]) => f);
+  const ordered = fields.filter(([, d]) => d.type !== 'boolean').map(([f]) => f);
+  return {
+    _count: { anyOf: [{ type: 'boolean' }, pick(fields.map(([f]) => f), { _all: { type: 'boolean' } })] },
+    _sum: pick(ints), _avg: pick(ints), _min: pick(ordered), _max: pick(ordered),
+  };
+}
+
 function entitySchemas(entity: EntityDef): Record<string, OpenAPIV3.SchemaObject> {
   const name = pascal(entity.name);
   const fields = Object.entries(entity.fields);
@@ -123,6 +136,18 @@ function entitySchemas(entity: EntityDef): Record<string, OpenAPIV3.SchemaObject
     [`${name}CreateArgs`]: { type: 'object', required: ['data'], additionalProperties: false, properties: { data: createData, ...shape } },
     [`${name}UpdateArgs`]: { type: 'object', required: ['where', 'data'], additionalProperties: false, properties: { where: ref(`${name}WhereUniqueInput`), data: data(false), ...shape } },
     [`${name}DeleteArgs`]: { type: 'object', required: ['where'], additionalProperties: false, properties: { where: ref(`${name}WhereUniqueInput`), ...shape } },
+    [`${name}AggregateArgs`]: {
+      type: 'object', additionalProperties: false,
+      properties: { where: ref(`${name}WhereInput`), orderBy, take: { type: 'integer' }, skip: { type: 'integer', minimum: 0 }, ...aggregateSelections(fields) },
+    },
+    [`${name}GroupByArgs`]: {
+      type: 'object', required: ['by'], additionalProperties: false,
+      properties: {
+        by: { anyOf: [{ type: 'string', enum: fields.map(([f]) => f) }, { type: 'array', minItems: 1, items: { type: 'string', enum: fields.map(([f]) => f) } }] },
+        where: ref(`${name}WhereInput`), orderBy: { anyOf: [{ type: 'object' }, { type: 'array', items: { type: 'object' } }] },
+        take: { type: 'integer' }, skip: { type: 'integer', minimum: 0 }, ...aggregateSelections(fields),
+      },
+    },
     [`${name}CreateManyArgs`]: { type: 'object', required: ['data'], additionalProperties: false, properties: { data: { type: 'array', maxItems: 1000, items: createData } } },
     [`${name}UpdateManyArgs`]: { type: 'object', required: ['data'], additionalProperties: false, properties: { where: ref(`${name}WhereInput`), data: { ...data(false), properties: Object.fromEntries(writable.map(([f, def]) => [f, scalarSchema(def)])) } } },
     [`${name}DeleteManyArgs`]: { type: 'object', additionalProperties: false, properties: { where: ref(`${name}WhereInput`) } },
@@ -162,6 +187,8 @@ function entityPaths(entity: EntityDef): OpenAPIV3.PathsObject {
     [`${base}/findUnique`]: read('findUnique', 'FindUniqueArgs', { allOf: [ref(name)], nullable: true }),
     [`${base}/findUniqueOrThrow`]: read('findUniqueOrThrow', 'FindUniqueArgs', ref(name), [404]),
     [`${base}/count`]: read('count', 'CountArgs', { type: 'integer' }),
+    [`${base}/aggregate`]: read('aggregate', 'AggregateArgs', { type: 'object', additionalProperties: true, description: '_count, _sum, _avg, _min, _max as requested' }),
+    [`${base}/groupBy`]: read('groupBy', 'GroupByArgs', { type: 'array', items: { type: 'object', additionalProperties: true } }),
     [`${base}/create`]: {
       post: { operationId: `${entity.name}_create`, tags: [entity.name], summary: `create ${entity.name}`, requestBody: { ...body('CreateArgs'), required: true }, responses: { ...ok(ref(name), '201'), ...writeErrors } },
     },

@@ -4,7 +4,8 @@ import { asyncHandler } from '../api/http';
 import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
 import { HttpError, badRequest } from '../shared/errors';
-import { type FindOperation, parseCreateArgs, parseDeleteArgs, parseFindArgs, parseUpdateArgs } from './args';
+import { runAggregate, runGroupBy } from './aggregate';
+import { type FindOperation, parseAggregateArgs, parseCreateArgs, parseDeleteArgs, parseFindArgs, parseGroupByArgs, parseUpdateArgs } from './args';
 import { createMany, deleteMany, updateMany, upsert } from './bulk';
 import { ENTITY_COMMANDS } from './model.commands';
 import { findRowById, runFind } from './query';
@@ -16,7 +17,8 @@ const WRITES = ['create', 'update', 'delete'] as const;
 type WriteOperation = (typeof WRITES)[number];
 /** Writes over many rows: each row is still its own command and events. */
 const BULK = { createMany, updateMany, deleteMany } as const;
-const OPERATIONS = [...READS, ...Object.keys(OR_THROW), ...WRITES, ...Object.keys(BULK), 'upsert'];
+const AGGREGATES: readonly string[] = ['aggregate', 'groupBy'];
+const OPERATIONS = [...READS, ...Object.keys(OR_THROW), ...AGGREGATES, ...WRITES, ...Object.keys(BULK), 'upsert'];
 
 /**
  * Which HTTP methods may carry which operation. POST carries all of them (the interface spec);
@@ -26,7 +28,7 @@ const OPERATIONS = [...READS, ...Object.keys(OR_THROW), ...WRITES, ...Object.key
  */
 const METHODS: Record<string, (op: string) => boolean> = {
   POST: () => true,
-  GET: (op) => (READS as readonly string[]).includes(op) || op in OR_THROW,
+  GET: (op) => (READS as readonly string[]).includes(op) || op in OR_THROW || AGGREGATES.includes(op),
   PUT: (op) => op === 'update' || op === 'updateMany',
   PATCH: (op) => op === 'update' || op === 'updateMany',
   DELETE: (op) => op === 'delete' || op === 'deleteMany',
@@ -73,6 +75,15 @@ export function modelRoutes(deps: CommandDeps): Router {
       const data = await runFind(deps.knex, entity, op, parseFindArgs(entity, op, body));
       if (data === null) throw new HttpError(404, 'not-found', `No ${entityName} matches the query`, { entity: entityName });
       res.json({ data });
+      return;
+    }
+
+    if (operation === 'aggregate') {
+      res.json({ data: await runAggregate(deps.knex, entity, parseAggregateArgs(entity, body)) });
+      return;
+    }
+    if (operation === 'groupBy') {
+      res.json({ data: await runGroupBy(deps.knex, entity, parseGroupByArgs(entity, body)) });
       return;
     }
 

@@ -11,7 +11,7 @@ import { catalogueColumns, toApiObject, type ApiObject, type Row } from './shape
  */
 
 /** Every query gets fresh table aliases so correlated subqueries on the same table (folder → children) stay apart. */
-interface SqlContext {
+export interface SqlContext {
   knex: Knex;
   nextAlias(): string;
 }
@@ -36,7 +36,7 @@ export async function findRowById(knex: Knex, entity: EntityDef, id: number, sha
   return (await runFind(knex, entity, 'findUnique', { where, orderBy: [], shape })) as ApiObject | null;
 }
 
-function sqlContext(knex: Knex): SqlContext {
+export function sqlContext(knex: Knex): SqlContext {
   let next = 0;
   return { knex, nextAlias: () => `t${next++}` };
 }
@@ -63,12 +63,12 @@ async function countRows(sql: SqlContext, entity: EntityDef, where: Where | unde
   return Number(row.n);
 }
 
-function columnsOf(entity: EntityDef, alias: string): string[] {
+export function columnsOf(entity: EntityDef, alias: string): string[] {
   return catalogueColumns(entity).map((column) => `${alias}.${column}`);
 }
 
 /** The requested order, then id ascending so that equal keys (and pages) come out the same every time. */
-function ordering(entity: EntityDef, alias: string, orderBy: OrderBy[]): { column: string; order: 'asc' | 'desc' }[] {
+export function ordering(entity: EntityDef, alias: string, orderBy: OrderBy[]): { column: string; order: 'asc' | 'desc' }[] {
   const keys = orderBy.map(({ field, direction }) => ({ column: `${alias}.${entity.fields[field].column}`, order: direction }));
   if (!orderBy.some(({ field }) => field === 'id')) keys.push({ column: `${alias}.id`, order: 'asc' });
   return keys;
@@ -77,7 +77,7 @@ function ordering(entity: EntityDef, alias: string, orderBy: OrderBy[]): { colum
 // ---------------------------------------------------------------------------------------------
 // where → SQL
 
-function applyWhere(sql: SqlContext, qb: Knex.QueryBuilder, entity: EntityDef, alias: string, where: Where | undefined): void {
+export function applyWhere(sql: SqlContext, qb: Knex.QueryBuilder, entity: EntityDef, alias: string, where: Where | undefined): void {
   if (!where) return;
   switch (where.kind) {
     case 'and':
@@ -198,7 +198,7 @@ function relatedRowsOf(sql: SqlContext, relation: RelationDef, outerAlias: strin
   return { subquery, subAlias };
 }
 
-function columnOf(entity: EntityDef, alias: string, field: string): string {
+export function columnOf(entity: EntityDef, alias: string, field: string): string {
   return `${alias}.${entity.fields[field].column}`;
 }
 

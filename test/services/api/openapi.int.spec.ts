@@ -29,7 +29,7 @@ describe('OpenAPI descriptions (GET /api/docs)', function () {
       await SwaggerParser.validate(structuredClone(res.body));
       const entities = Object.values(ENTITIES).filter((e) => e.category === category);
       for (const e of entities) {
-        for (const op of ['findMany', 'findFirst', 'findUnique', 'findFirstOrThrow', 'findUniqueOrThrow', 'count', 'create', 'createMany', 'update', 'updateMany', 'upsert', 'delete', 'deleteMany'])
+        for (const op of ['findMany', 'findFirst', 'findUnique', 'findFirstOrThrow', 'findUniqueOrThrow', 'count', 'aggregate', 'groupBy', 'create', 'createMany', 'update', 'updateMany', 'upsert', 'delete', 'deleteMany'])
           expect(res.body.paths, `${e.name}/${op}`).to.have.property(`/api/model/${e.name}/${op}`);
       }
     });

@@ -143,3 +143,32 @@ describe('model API bulk writes and upsert', function () {
     expect(bad.body.details.path).to.equal('update.colour');
   });
 });
+
+describe('model API aggregate and groupBy over HTTP', function () {
+  this.timeout(60_000);
+  let app: TestApp;
+  let c: HttpClient;
+  before(async () => {
+    app = await startTestApp();
+    await registerUser(app.deps, { email: 'agg@example.com', name: 'Agg', password: 'agg-password-1', access: 'ADMIN' }, systemMetadata('test'));
+    c = new HttpClient(app.url);
+    await c.post('/api/auth/login', { email: 'agg@example.com', password: 'agg-password-1' });
+  });
+  after(() => app.stop());
+
+  it('answers aggregate (POST and GET) and groupBy, and names the path of a bad argument', async () => {
+    const a = (await c.post('/api/model/project/create', { data: { name: 'A' } })).body.data.id;
+    const b = (await c.post('/api/model/project/create', { data: { name: 'B' } })).body.data.id;
+    await c.post('/api/model/repositoryCase/createMany', { data: [a, a, b].map((id, i) => ({ title: `t${i}`, project: { connect: { id } } })) });
+    const agg = await c.post('/api/model/repositoryCase/aggregate', { where: { projectId: a }, _count: { _all: true }, _min: { title: true } });
+    expect(agg.status).to.equal(200);
+    expect(agg.body.data).to.deep.equal({ _count: { _all: 2 }, _min: { title: 't0' } });
+    const viaGet = await c.get(`/api/model/repositoryCase/aggregate?q=${encodeURIComponent(JSON.stringify({ _count: true }))}`);
+    expect(viaGet.body.data).to.deep.equal({ _count: 3 });
+    const groups = await c.post('/api/model/repositoryCase/groupBy', { by: ['projectId'], _count: { _all: true }, orderBy: { projectId: 'asc' } });
+    expect(groups.body.data).to.deep.equal([{ projectId: a, _count: { _all: 2 } }, { projectId: b, _count: { _all: 1 } }]);
+    const bad = await c.post('/api/model/repositoryCase/aggregate', { _sum: { title: true } });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.details.path).to.equal('_sum.title');
+  });
+});
