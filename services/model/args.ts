@@ -23,6 +23,8 @@ export type SortDirection = 'asc' | 'desc';
 export interface OrderBy {
   field: string;
   direction: SortDirection;
+  /** Where nulls go; absent: PostgreSQL's default (last ascending, first descending), as Prisma. */
+  nulls?: 'first' | 'last';
 }
 
 export type RelationQuantifier = 'some' | 'every' | 'none' | 'is' | 'isNot';
@@ -313,8 +315,16 @@ function parseOrderByItem(entity: EntityDef, value: unknown, path: string): Orde
   const fieldPath = at(path, field);
   if (relationOf(entity, field)) fail(fieldPath, 'ordering by a relation is not supported');
   if (!fieldOf(entity, field)) fail(fieldPath, `unknown field of ${entity.name}`);
-  if (direction !== 'asc' && direction !== 'desc') fail(fieldPath, "must be 'asc' or 'desc'");
-  return { field, direction };
+  if (direction === 'asc' || direction === 'desc') return { field, direction };
+  // The long form: { sort: 'asc' | 'desc', nulls?: 'first' | 'last' }.
+  if (typeof direction !== 'object' || direction === null || Array.isArray(direction)) fail(fieldPath, "must be 'asc', 'desc' or { sort, nulls }");
+  const long = direction as Json;
+  allowOnlyKeys(long, ['sort', 'nulls'], fieldPath, 'an ordering accepts');
+  if (long.sort !== 'asc' && long.sort !== 'desc') fail(at(fieldPath, 'sort'), "must be 'asc' or 'desc'");
+  if (long.nulls === undefined) return { field, direction: long.sort };
+  if (long.nulls !== 'first' && long.nulls !== 'last') fail(at(fieldPath, 'nulls'), "must be 'first' or 'last'");
+  if (!fieldOf(entity, field)!.nullable) fail(at(fieldPath, 'nulls'), 'applies to optional fields only');
+  return { field, direction: long.sort, nulls: long.nulls };
 }
 
 function parsePageSize(value: unknown, path: string): number | undefined {

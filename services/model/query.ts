@@ -68,8 +68,10 @@ export function columnsOf(entity: EntityDef, alias: string): string[] {
 }
 
 /** The requested order, then id ascending so that equal keys (and pages) come out the same every time. */
-export function ordering(entity: EntityDef, alias: string, orderBy: OrderBy[]): { column: string; order: 'asc' | 'desc' }[] {
-  const keys = orderBy.map(({ field, direction }) => ({ column: `${alias}.${entity.fields[field].column}`, order: direction }));
+export function ordering(entity: EntityDef, alias: string, orderBy: OrderBy[]): { column: string; order: 'asc' | 'desc'; nulls?: 'first' | 'last' }[] {
+  const keys: { column: string; order: 'asc' | 'desc'; nulls?: 'first' | 'last' }[] = orderBy.map(({ field, direction, nulls }) => ({
+    column: `${alias}.${entity.fields[field].column}`, order: direction, ...(nulls && { nulls }),
+  }));
   if (!orderBy.some(({ field }) => field === 'id')) keys.push({ column: `${alias}.id`, order: 'asc' });
   return keys;
 }
@@ -242,7 +244,7 @@ async function selectChildren(sql: SqlContext, target: EntityDef, foreignKey: st
   const alias = sql.nextAlias();
   const order = ordering(target, alias, query.orderBy);
   // Directions are 'asc' | 'desc' from the parser; columns are bound as identifiers.
-  const rank = sql.knex.raw(`row_number() over (partition by ?? order by ${order.map((key) => `?? ${key.order}`).join(', ')}) as ??`, [
+  const rank = sql.knex.raw(`row_number() over (partition by ?? order by ${order.map((key) => `?? ${key.order}${key.nulls ? ` nulls ${key.nulls}` : ''}`).join(', ')}) as ??`, [
     `${alias}.${foreignKey}`,
     ...order.map((key) => key.column),
     RANK,

@@ -172,3 +172,38 @@ describe('model API aggregate and groupBy over HTTP', function () {
     expect(bad.body.details.path).to.equal('_sum.title');
   });
 });
+
+describe('model API orderBy with nulls first / last', function () {
+  this.timeout(60_000);
+  let app: TestApp;
+  let c: HttpClient;
+  before(async () => {
+    app = await startTestApp();
+    await registerUser(app.deps, { email: 'nulls@example.com', name: 'Nulls', password: 'nulls-password-1', access: 'ADMIN' }, systemMetadata('test'));
+    c = new HttpClient(app.url);
+    await c.post('/api/auth/login', { email: 'nulls@example.com', password: 'nulls-password-1' });
+  });
+  after(() => app.stop());
+
+  it('places nulls where asked, at the top level and inside an include; refuses nulls on a required field', async () => {
+    const projectId = (await c.post('/api/model/project/create', { data: { name: 'N' } })).body.data.id;
+    await c.post('/api/model/repositoryCase/createMany', {
+      data: [{ title: 'b', description: 'beta' }, { title: 'n', description: null }, { title: 'a', description: 'alpha' }]
+        .map((d) => ({ ...d, project: { connect: { id: projectId } } })),
+    });
+    const titles = async (orderBy: unknown) =>
+      (await c.post('/api/model/repositoryCase/findMany', { where: { projectId }, orderBy })).body.data.map((r: { title: string }) => r.title);
+    expect(await titles({ description: 'asc' })).to.deep.equal(['a', 'b', 'n']);
+    expect(await titles({ description: { sort: 'asc', nulls: 'first' } })).to.deep.equal(['n', 'a', 'b']);
+    expect(await titles({ description: { sort: 'desc', nulls: 'last' } })).to.deep.equal(['b', 'a', 'n']);
+    const nested = await c.post('/api/model/project/findUnique', {
+      where: { id: projectId }, include: { repositoryCases: { orderBy: { description: { sort: 'asc', nulls: 'first' } }, take: 2 } },
+    });
+    expect(nested.body.data.repositoryCases.map((r: { title: string }) => r.title)).to.deep.equal(['n', 'a']);
+    const refused = await c.post('/api/model/repositoryCase/findMany', { orderBy: { title: { sort: 'asc', nulls: 'first' } } });
+    expect(refused.status).to.equal(400);
+    expect(refused.body.details.path).to.equal('orderBy.title.nulls');
+    const badSort = await c.post('/api/model/repositoryCase/findMany', { orderBy: { description: { sort: 'up' } } });
+    expect(badSort.body.details.path).to.equal('orderBy.description.sort');
+  });
+});
