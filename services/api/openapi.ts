@@ -130,7 +130,13 @@ function entitySchemas(entity: EntityDef): Record<string, OpenAPIV3.SchemaObject
     [name]: row,
     [`${name}WhereInput`]: where,
     [`${name}WhereUniqueInput`]: unique,
-    [`${name}FindManyArgs`]: { type: 'object', additionalProperties: false, properties: { where: ref(`${name}WhereInput`), orderBy, take: { type: 'integer' }, skip: { type: 'integer', minimum: 0 }, ...shape } },
+    [`${name}FindManyArgs`]: {
+      type: 'object', additionalProperties: false,
+      properties: {
+        where: ref(`${name}WhereInput`), orderBy, take: { type: 'integer' }, skip: { type: 'integer', minimum: 0 }, ...shape,
+        distinct: { anyOf: [{ type: 'string', enum: fields.map(([f]) => f) }, { type: 'array', minItems: 1, items: { type: 'string', enum: fields.map(([f]) => f) } }] },
+      },
+    },
     [`${name}FindUniqueArgs`]: { type: 'object', required: ['where'], additionalProperties: false, properties: { where: ref(`${name}WhereUniqueInput`), ...shape } },
     [`${name}CountArgs`]: { type: 'object', additionalProperties: false, properties: { where: ref(`${name}WhereInput`) } },
     [`${name}CreateArgs`]: { type: 'object', required: ['data'], additionalProperties: false, properties: { data: createData, ...shape } },

@@ -62,6 +62,8 @@ export interface RelationLoad extends ListQuery {
 
 export interface FindArgs extends ListQuery {
   shape: Shape;
+  /** Scalar fields: of rows equal on all of them, only the first in the requested order is kept. */
+  distinct?: string[];
 }
 
 export interface CreateArgs {
@@ -85,8 +87,8 @@ export interface DeleteArgs {
 type Json = Record<string, unknown>;
 
 const FIND_KEYS: Record<FindOperation, readonly string[]> = {
-  findMany: ['where', 'include', 'select', 'orderBy', 'take', 'skip'],
-  findFirst: ['where', 'include', 'select', 'orderBy', 'take', 'skip'],
+  findMany: ['where', 'include', 'select', 'orderBy', 'take', 'skip', 'distinct'],
+  findFirst: ['where', 'include', 'select', 'orderBy', 'take', 'skip', 'distinct'],
   findUnique: ['where', 'include', 'select'],
   count: ['where'],
 };
@@ -115,7 +117,20 @@ export function parseFindArgs(entity: EntityDef, op: FindOperation, body: unknow
     take: parsePageSize(input.take, 'take'),
     skip: parsePageSize(input.skip, 'skip'),
     shape: parseShape(entity, input, ''),
+    ...(input.distinct !== undefined && { distinct: parseDistinct(entity, input.distinct, 'distinct') }),
   };
+}
+
+/** `distinct: 'field'` or `distinct: ['a', 'b']`: scalar fields, each once. */
+function parseDistinct(entity: EntityDef, value: unknown, path: string): string[] {
+  const fields = Array.isArray(value) ? value : [value];
+  if (fields.length === 0) fail(path, 'needs at least one field');
+  return fields.map((field, i) => {
+    const fieldPath = Array.isArray(value) ? `${path}[${i}]` : path;
+    if (typeof field !== 'string' || !fieldOf(entity, field)) fail(fieldPath, `must be a scalar field of ${entity.name}`);
+    if (fields.indexOf(field) !== i) fail(fieldPath, 'is given twice');
+    return field;
+  });
 }
 
 export function parseCreateArgs(entity: EntityDef, body: unknown): CreateArgs {

@@ -44,15 +44,32 @@ export function sqlContext(knex: Knex): SqlContext {
 // ---------------------------------------------------------------------------------------------
 // top-level rows
 
-async function selectRows(sql: SqlContext, entity: EntityDef, query: ListQuery): Promise<Row[]> {
+async function selectRows(sql: SqlContext, entity: EntityDef, query: ListQuery & { distinct?: string[] }): Promise<Row[]> {
   if (query.take === 0) return [];
   const alias = sql.nextAlias();
   const select = sql.knex({ [alias]: entity.table }).select(columnsOf(entity, alias));
   applyWhere(sql, select, entity, alias, query.where);
+  if (query.distinct) return selectDistinct(sql, entity, select, alias, query as ListQuery & { distinct: string[] });
   select.orderBy(ordering(entity, alias, query.orderBy));
   if (query.take !== undefined) select.limit(query.take);
   if (query.skip) select.offset(query.skip);
   return select;
+}
+
+/**
+ * `distinct`: DISTINCT ON the fields keeps the first row of each group in the requested order
+ * (PostgreSQL needs the distinct columns first in its ORDER BY); the outer query restores the
+ * requested order and pages the survivors.
+ */
+async function selectDistinct(sql: SqlContext, entity: EntityDef, select: Knex.QueryBuilder, alias: string, query: ListQuery & { distinct: string[] }): Promise<Row[]> {
+  const distinctColumns = query.distinct.map((field) => columnOf(entity, alias, field));
+  select.distinctOn(distinctColumns).orderBy([...distinctColumns.map((column) => ({ column })), ...ordering(entity, alias, query.orderBy)]);
+  const outer = sql.nextAlias();
+  const page = sql.knex.from(select.as(outer)).select(catalogueColumns(entity).map((column) => `${outer}.${column}`))
+    .orderBy(ordering(entity, outer, query.orderBy));
+  if (query.take !== undefined) page.limit(query.take);
+  if (query.skip) page.offset(query.skip);
+  return page;
 }
 
 async function countRows(sql: SqlContext, entity: EntityDef, where: Where | undefined): Promise<number> {

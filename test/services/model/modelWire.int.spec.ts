@@ -206,4 +206,19 @@ describe('model API orderBy with nulls first / last', function () {
     const badSort = await c.post('/api/model/repositoryCase/findMany', { orderBy: { description: { sort: 'up' } } });
     expect(badSort.body.details.path).to.equal('orderBy.description.sort');
   });
+
+  it('distinct keeps the first row of each group in the requested order, then pages', async () => {
+    const projectId = (await c.post('/api/model/project/create', { data: { name: 'D' } })).body.data.id;
+    await c.post('/api/model/repositoryCase/createMany', {
+      data: [['x', 'one'], ['y', 'one'], ['z', 'two'], ['w', 'two'], ['v', null]].map(([title, description]) => ({ title, description, project: { connect: { id: projectId } } })),
+    });
+    const pick = async (args: object) =>
+      (await c.post('/api/model/repositoryCase/findMany', { where: { projectId }, ...args })).body.data.map((r: { title: string }) => r.title);
+    expect(await pick({ distinct: ['description'], orderBy: { title: 'asc' } })).to.deep.equal(['v', 'w', 'x']);
+    expect(await pick({ distinct: 'description', orderBy: { title: 'desc' } })).to.deep.equal(['z', 'y', 'v']);
+    expect(await pick({ distinct: ['description'], orderBy: { title: 'asc' }, skip: 1, take: 1 })).to.deep.equal(['w']);
+    const bad = await c.post('/api/model/repositoryCase/findMany', { distinct: ['description', 'nope'] });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.details.path).to.equal('distinct[1]');
+  });
 });
