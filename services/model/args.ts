@@ -95,9 +95,12 @@ const FIND_KEYS: Record<FindOperation, readonly string[]> = {
 
 const OPERATORS_BY_TYPE: Record<FieldDef['type'], readonly string[]> = {
   int: ['equals', 'not', 'in', 'notIn', 'lt', 'lte', 'gt', 'gte'],
+  float: ['equals', 'not', 'in', 'notIn', 'lt', 'lte', 'gt', 'gte'],
   datetime: ['equals', 'not', 'in', 'notIn', 'lt', 'lte', 'gt', 'gte'],
   string: ['equals', 'not', 'in', 'notIn', 'lt', 'lte', 'gt', 'gte', 'contains', 'startsWith', 'endsWith', 'mode'],
   boolean: ['equals', 'not'],
+  // Only null checks (`equals: null`, `not: null`): Prisma's JSON path filters are not offered.
+  json: ['equals', 'not'],
 };
 const ALL_OPERATORS = new Set(Object.values(OPERATORS_BY_TYPE).flat());
 
@@ -480,6 +483,9 @@ function parseScalar(field: FieldDef, value: unknown, path: string): ScalarValue
     case 'int':
       if (typeof value !== 'number' || !Number.isInteger(value) || value < INT_MIN || value > INT_MAX) fail(path, 'must be an integer');
       return value;
+    case 'float':
+      if (typeof value !== 'number' || !Number.isFinite(value)) fail(path, 'must be a number');
+      return value;
     case 'string':
       if (typeof value !== 'string') fail(path, 'must be a string');
       return value;
@@ -488,6 +494,8 @@ function parseScalar(field: FieldDef, value: unknown, path: string): ScalarValue
       return value;
     case 'datetime':
       return parseDateTime(value, path);
+    case 'json':
+      return fail(path, 'JSON fields can only be filtered on null (equals: null, not: null); JSON value and path filters are not supported');
   }
 }
 
@@ -593,10 +601,10 @@ const AGGREGATE_KEYS = ['_count', '_sum', '_avg', '_min', '_max'] as const;
 
 /** Which field types each aggregate applies to (`_count` applies to every scalar field). */
 const AGGREGATE_TYPES: Record<AggregateFunction, readonly FieldDef['type'][]> = {
-  _sum: ['int'],
-  _avg: ['int'],
-  _min: ['int', 'datetime', 'string'],
-  _max: ['int', 'datetime', 'string'],
+  _sum: ['int', 'float'],
+  _avg: ['int', 'float'],
+  _min: ['int', 'float', 'datetime', 'string'],
+  _max: ['int', 'float', 'datetime', 'string'],
 };
 
 export function parseAggregateArgs(entity: EntityDef, body: unknown): AggregateArgs {

@@ -31,10 +31,12 @@ export function toApiValue(field: FieldDef, value: unknown): unknown {
     case 'datetime':
       return (value instanceof Date ? value : new Date(String(value))).toISOString();
     case 'int':
+    case 'float':
       // pg returns bigint and numeric as strings; the API promises numbers.
       return typeof value === 'number' ? value : Number(value);
     case 'boolean':
     case 'string':
+    case 'json':
       return value;
   }
 }
