@@ -1,5 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
-import { ENTITIES, type EntityDef, type FieldDef } from '../../contracts/entities';
+import { ENTITIES, type EntityDef, type FieldDef, type ScalarType } from '../../contracts/entities';
 
 /** The API categories of the interface spec, in its order. */
 export const CATEGORIES = {
@@ -23,12 +23,18 @@ const ref = (name: string): OpenAPIV3.ReferenceObject => ({ $ref: `#/components/
 const pascal = (s: string) => s[0].toUpperCase() + s.slice(1);
 
 function scalarSchema(field: FieldDef): OpenAPIV3.SchemaObject {
-  const base: OpenAPIV3.SchemaObject =
-    field.type === 'int' ? { type: 'integer' } : field.type === 'boolean' ? { type: 'boolean' } : field.type === 'datetime' ? { type: 'string', format: 'date-time' } : { type: 'string' };
+  const base: OpenAPIV3.SchemaObject = SCALAR_SCHEMA[field.type];
   return field.nullable ? { ...base, nullable: true } : base;
 }
 
-const FILTER_OF = { int: 'IntFilter', string: 'StringFilter', datetime: 'DateTimeFilter', boolean: 'BoolFilter' } as const;
+const SCALAR_SCHEMA: Record<ScalarType, OpenAPIV3.SchemaObject> = {
+  int: { type: 'integer' }, float: { type: 'number' }, string: { type: 'string' }, boolean: { type: 'boolean' },
+  datetime: { type: 'string', format: 'date-time' }, json: { description: 'any JSON value' },
+};
+
+const FILTER_OF: Record<ScalarType, string> = {
+  int: 'IntFilter', float: 'FloatFilter', string: 'StringFilter', datetime: 'DateTimeFilter', boolean: 'BoolFilter', json: 'JsonFilter',
+};
 
 /** Filter operators per scalar type: what services/model/args.ts accepts. */
 function filterSchemas(): Record<string, OpenAPIV3.SchemaObject> {
@@ -49,6 +55,8 @@ function filterSchemas(): Record<string, OpenAPIV3.SchemaObject> {
   };
   return {
     IntFilter: comparable({ type: 'integer' }),
+    FloatFilter: comparable({ type: 'number' }),
+    JsonFilter: { type: 'object', additionalProperties: false, description: 'null checks only', properties: { equals: { type: 'object', nullable: true, enum: [null] }, not: { type: 'object', nullable: true, enum: [null] } } },
     DateTimeFilter: comparable({ type: 'string', format: 'date-time' }),
     StringFilter: string,
     BoolFilter: { type: 'object', additionalProperties: false, properties: { equals: { type: 'boolean', nullable: true }, not: { type: 'boolean', nullable: true } } },
