@@ -2,7 +2,7 @@
  * The entity catalogue: what the model API exposes, how each entity maps onto its read-model
  * table, and which fields a client may write. The model API and (later) OpenAPI are generated from it.
  */
-export type ScalarType = 'int' | 'string' | 'boolean' | 'datetime';
+export type ScalarType = 'int' | 'float' | 'string' | 'boolean' | 'datetime' | 'json';
 
 export interface FieldDef {
   column: string;
@@ -12,6 +12,16 @@ export interface FieldDef {
   writable: boolean;
   /** Must be given on create (unless it is set through a relation). */
   requiredOnCreate?: boolean;
+  /** A scalar list (PostgreSQL array column): filters has, hasSome, hasEvery, isEmpty, equals. */
+  list?: true;
+  /** The only values a string field (or each item of a string list) may take. */
+  enum?: readonly string[];
+  /** Value written on create when the client gives none. */
+  default?: string | number | boolean | readonly string[];
+  /** Unique across the entity (among rows not deleted), enforced on the command side by a claim stream. */
+  unique?: true;
+  /** Set by the server from the actor of the command (createdById, executedById, ...), never by the client. */
+  fromActor?: true;
 }
 
 export interface RelationDef {
@@ -23,6 +33,18 @@ export interface RelationDef {
   scalar?: string;
   /** Whether `connect` on create is required. */
   requiredOnCreate?: boolean;
+  /**
+   * Many-to-many (kind 'many'): rows of `table` link `sourceKey` (this entity's id) to `targetKey`
+   * (the target's id); `foreignKey` is then unused. Written with connect / disconnect / set; the
+   * events carry the whole list of linked ids as `<relation name minus s>Ids` (see `linkField`).
+   */
+  through?: { table: string; sourceKey: string; targetKey: string };
+  /**
+   * Owned children (kind 'many'): rows that exist only as part of this entity (case steps, field
+   * values). Written with nested `create` / `deleteMany` on the parent; the parent's events carry
+   * the whole list.
+   */
+  owned?: true;
 }
 
 export interface EntityDef {
@@ -33,31 +55,134 @@ export interface EntityDef {
   relations: Record<string, RelationDef>;
   /** Soft delete: `delete` sets this field to true instead of removing the row. */
   softDeleteField?: string;
+  /**
+   * How its rows are written: 'aggregate' (its own event stream, the default), 'owned' (only as
+   * children inside the parent's events) or 'projected' (derived by a projection, read-only, e.g.
+   * case versions).
+   */
+  writtenAs?: 'aggregate' | 'owned' | 'projected';
+  /**
+   * The path of to-one relations from this entity to its project, for the policy module
+   * (`['project']`, `['testRun', 'project']`); absent: the entity is global configuration.
+   */
+  projectPath?: readonly string[];
+  /** Fields unique together (among rows not deleted), enforced like `unique`. */
+  uniqueTogether?: readonly string[];
 }
 
-export type EntityName = 'project' | 'repositoryFolder' | 'repositoryCase';
+export type EntityName =
+  | 'project' | 'repositoryFolder' | 'repositoryCase' | 'repositoryCaseVersion' | 'step' | 'caseFieldValue'
+  | 'template' | 'caseField' | 'resultField' | 'fieldOption'
+  | 'testRun' | 'testRunCase' | 'testRunResult' | 'testRunStepResult' | 'resultFieldValue' | 'session' | 'sessionResult'
+  | 'milestone' | 'milestoneType' | 'configuration' | 'configCategory' | 'configVariant' | 'tag' | 'workflow' | 'status'
+  | 'user' | 'projectAssignment' | 'role' | 'rolePermission'
+  | 'integration' | 'attachment' | 'comment';
+
+// ---------------------------------------------------------------------------------------------
+// Field and relation builders: the catalogue below reads as a schema.
+
+type FieldOptions = Partial<Omit<FieldDef, 'column' | 'type'>>;
+const field = (type: ScalarType, column: string, options: FieldOptions = {}): FieldDef =>
+  ({ column, type, nullable: false, writable: true, ...options });
+const text = (column: string, options: FieldOptions = {}) => field('string', column, options);
+const optionalText = (column: string, options: FieldOptions = {}) => field('string', column, { nullable: true, ...options });
+const flag = (column: string, fallback = false, options: FieldOptions = {}) => field('boolean', column, { default: fallback, ...options });
+const integer = (column: string, options: FieldOptions = {}) => field('int', column, options);
+const optionalInt = (column: string, options: FieldOptions = {}) => field('int', column, { nullable: true, ...options });
+const optionalTime = (column: string, options: FieldOptions = {}) => field('datetime', column, { nullable: true, ...options });
+const oneOf = (column: string, values: readonly string[], fallback: string, options: FieldOptions = {}) =>
+  field('string', column, { enum: values, default: fallback, ...options });
+/** A foreign key: set through its relation (`connect`), not written directly. */
+const reference = (column: string, nullable = true): FieldDef => ({ column, type: 'int', nullable, writable: false });
+const actor = (column: string): FieldDef => ({ column, type: 'int', nullable: true, writable: false, fromActor: true });
 
 const id: FieldDef = { column: 'id', type: 'int', nullable: false, writable: false };
 const createdAt: FieldDef = { column: 'created_at', type: 'datetime', nullable: false, writable: false };
 const updatedAt: FieldDef = { column: 'updated_at', type: 'datetime', nullable: false, writable: false };
-const isDeleted: FieldDef = { column: 'is_deleted', type: 'boolean', nullable: false, writable: true };
+const isDeleted: FieldDef = { column: 'is_deleted', type: 'boolean', nullable: false, writable: false, default: false };
+
+const one = (target: EntityName, foreignKey: string, scalar: string, requiredOnCreate = false): RelationDef =>
+  ({ kind: 'one', target, foreignKey, scalar, ...(requiredOnCreate && { requiredOnCreate }) });
+const many = (target: EntityName, foreignKey: string): RelationDef => ({ kind: 'many', target, foreignKey });
+const owned = (target: EntityName, foreignKey: string): RelationDef => ({ kind: 'many', target, foreignKey, owned: true });
+const linked = (target: EntityName, table: string, sourceKey: string, targetKey: string): RelationDef =>
+  ({ kind: 'many', target, foreignKey: sourceKey, through: { table, sourceKey, targetKey } });
+
+export const FIELD_TYPES = ['CHECKBOX', 'DATE', 'DROPDOWN', 'MULTI_SELECT', 'NUMBER', 'INTEGER', 'TEXT_STRING', 'TEXT_LONG', 'LINK', 'STEPS'] as const;
+export const WORKFLOW_SCOPES = ['RUNS', 'CASES', 'SESSIONS'] as const;
+export const WORKFLOW_TYPES = ['NOT_STARTED', 'IN_PROGRESS', 'DONE'] as const;
+export const STATUS_SCOPES = ['RUNS', 'SESSIONS', 'AUTOMATION'] as const;
+export const CASE_SOURCES = ['MANUAL', 'API', 'JUNIT', 'TESTNG', 'XUNIT', 'NUNIT', 'MSTEST', 'MOCHA', 'CUCUMBER'] as const;
+export const TEST_RUN_TYPES = ['REGULAR', 'JUNIT', 'TESTNG', 'XUNIT', 'NUNIT', 'MSTEST', 'MOCHA', 'CUCUMBER'] as const;
+export const ACCESS_LEVELS = ['ADMIN', 'PROJECTADMIN', 'USER', 'NONE'] as const;
+export const APPLICATION_AREAS = [
+  'Documentation', 'Milestones', 'TestCaseRepository', 'TestCaseRestrictedFields', 'TestRuns', 'ClosedTestRuns', 'TestRunResults',
+  'TestRunResultRestrictedFields', 'Sessions', 'SessionsRestrictedFields', 'ClosedSessions', 'SessionResults', 'Tags', 'SharedSteps',
+  'Issues', 'IssueIntegration', 'Forecasting', 'Reporting', 'Settings',
+] as const;
+export const INTEGRATION_PROVIDERS = ['JIRA', 'GITHUB', 'AZURE_DEVOPS', 'GITLAB', 'SIMPLE_URL'] as const;
+
+/** Case fields and result fields share their shape (TestPlanIt's CaseFields / ResultFields). */
+const customField = (name: 'caseField' | 'resultField', table: string, valueEntity: EntityName, valueKey: string, templateTable: string, templateKey: string): EntityDef => ({
+  name,
+  table,
+  category: 'testCases',
+  softDeleteField: 'isDeleted',
+  fields: {
+    id,
+    displayName: text('display_name', { requiredOnCreate: true }),
+    systemName: text('system_name', { requiredOnCreate: true, unique: true }),
+    hint: optionalText('hint'),
+    type: field('string', 'type', { enum: FIELD_TYPES, requiredOnCreate: true }),
+    isEnabled: flag('is_enabled', true),
+    isRequired: flag('is_required'),
+    isRestricted: flag('is_restricted'),
+    defaultValue: optionalText('default_value'),
+    isChecked: field('boolean', 'is_checked', { nullable: true }),
+    minValue: field('float', 'min_value', { nullable: true }),
+    maxValue: field('float', 'max_value', { nullable: true }),
+    initialHeight: optionalInt('initial_height'),
+    isDeleted,
+    createdAt,
+    updatedAt,
+  },
+  relations: {
+    options: many('fieldOption', `${name === 'caseField' ? 'case' : 'result'}_field_id`),
+    values: many(valueEntity, valueKey),
+    templates: linked('template', templateTable, templateKey, 'template_id'),
+  },
+});
 
 export const ENTITIES: Record<EntityName, EntityDef> = {
+  // ------------------------------------------------------------------------------- projects
   project: {
     name: 'project',
     table: 'projects',
     category: 'projects',
     softDeleteField: 'isDeleted',
+    projectPath: [],
     fields: {
       id,
-      name: { column: 'name', type: 'string', nullable: false, writable: true, requiredOnCreate: true },
-      isDeleted,
+      name: text('name', { requiredOnCreate: true }),
+      note: optionalText('note'),
+      iconUrl: optionalText('icon_url'),
+      isCompleted: flag('is_completed'),
+      completedAt: optionalTime('completed_at'),
+      createdById: actor('created_by_id'),
+      isDeleted: { ...isDeleted, writable: true },
       createdAt,
       updatedAt,
     },
     relations: {
-      folders: { kind: 'many', target: 'repositoryFolder', foreignKey: 'project_id' },
-      repositoryCases: { kind: 'many', target: 'repositoryCase', foreignKey: 'project_id' },
+      createdBy: one('user', 'created_by_id', 'createdById'),
+      folders: many('repositoryFolder', 'project_id'),
+      repositoryCases: many('repositoryCase', 'project_id'),
+      testRuns: many('testRun', 'project_id'),
+      sessions: many('session', 'project_id'),
+      milestones: many('milestone', 'project_id'),
+      assignments: many('projectAssignment', 'project_id'),
+      attachments: many('attachment', 'project_id'),
+      comments: many('comment', 'project_id'),
     },
   },
   repositoryFolder: {
@@ -65,40 +190,697 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     table: 'repository_folders',
     category: 'projects',
     softDeleteField: 'isDeleted',
+    projectPath: ['project'],
     fields: {
       id,
-      name: { column: 'name', type: 'string', nullable: false, writable: true, requiredOnCreate: true },
-      projectId: { column: 'project_id', type: 'int', nullable: false, writable: false },
-      parentId: { column: 'parent_id', type: 'int', nullable: true, writable: false },
+      name: text('name', { requiredOnCreate: true }),
+      projectId: reference('project_id', false),
+      parentId: reference('parent_id'),
       isDeleted,
       createdAt,
       updatedAt,
     },
     relations: {
-      project: { kind: 'one', target: 'project', foreignKey: 'project_id', scalar: 'projectId', requiredOnCreate: true },
-      parent: { kind: 'one', target: 'repositoryFolder', foreignKey: 'parent_id', scalar: 'parentId' },
-      children: { kind: 'many', target: 'repositoryFolder', foreignKey: 'parent_id' },
-      repositoryCases: { kind: 'many', target: 'repositoryCase', foreignKey: 'folder_id' },
+      project: one('project', 'project_id', 'projectId', true),
+      parent: one('repositoryFolder', 'parent_id', 'parentId'),
+      children: many('repositoryFolder', 'parent_id'),
+      repositoryCases: many('repositoryCase', 'folder_id'),
     },
   },
+  projectAssignment: {
+    name: 'projectAssignment',
+    table: 'project_assignments',
+    category: 'users',
+    projectPath: ['project'],
+    uniqueTogether: ['userId', 'projectId'],
+    fields: {
+      id,
+      userId: reference('user_id', false),
+      projectId: reference('project_id', false),
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      user: one('user', 'user_id', 'userId', true),
+      project: one('project', 'project_id', 'projectId', true),
+    },
+  },
+
+  // ------------------------------------------------------------------------------- test cases
   repositoryCase: {
     name: 'repositoryCase',
     table: 'repository_cases',
     category: 'testCases',
     softDeleteField: 'isDeleted',
+    projectPath: ['project'],
     fields: {
       id,
-      title: { column: 'title', type: 'string', nullable: false, writable: true, requiredOnCreate: true },
-      description: { column: 'description', type: 'string', nullable: true, writable: true },
-      projectId: { column: 'project_id', type: 'int', nullable: false, writable: false },
-      folderId: { column: 'folder_id', type: 'int', nullable: true, writable: false },
+      title: text('title', { requiredOnCreate: true }),
+      description: optionalText('description'),
+      className: optionalText('class_name'),
+      source: oneOf('source', CASE_SOURCES, 'MANUAL'),
+      estimate: optionalInt('estimate'),
+      automated: flag('automated'),
+      isArchived: flag('is_archived'),
+      order: integer('sort_order', { default: 0 }),
+      currentVersion: { column: 'current_version', type: 'int', nullable: false, writable: false, default: 1 },
+      projectId: reference('project_id', false),
+      folderId: reference('folder_id'),
+      templateId: reference('template_id'),
+      stateId: reference('state_id'),
+      createdById: actor('created_by_id'),
       isDeleted,
       createdAt,
       updatedAt,
     },
     relations: {
-      project: { kind: 'one', target: 'project', foreignKey: 'project_id', scalar: 'projectId', requiredOnCreate: true },
-      folder: { kind: 'one', target: 'repositoryFolder', foreignKey: 'folder_id', scalar: 'folderId' },
+      project: one('project', 'project_id', 'projectId', true),
+      folder: one('repositoryFolder', 'folder_id', 'folderId'),
+      template: one('template', 'template_id', 'templateId'),
+      state: one('workflow', 'state_id', 'stateId'),
+      createdBy: one('user', 'created_by_id', 'createdById'),
+      tags: linked('tag', 'repository_case_tags', 'repository_case_id', 'tag_id'),
+      steps: owned('step', 'repository_case_id'),
+      fieldValues: owned('caseFieldValue', 'repository_case_id'),
+      versions: many('repositoryCaseVersion', 'repository_case_id'),
+      testRunCases: many('testRunCase', 'repository_case_id'),
+      attachments: many('attachment', 'repository_case_id'),
+      comments: many('comment', 'repository_case_id'),
+    },
+  },
+  repositoryCaseVersion: {
+    name: 'repositoryCaseVersion',
+    table: 'repository_case_versions',
+    category: 'testCases',
+    writtenAs: 'projected',
+    projectPath: ['repositoryCase', 'project'],
+    fields: {
+      id,
+      repositoryCaseId: reference('repository_case_id', false),
+      version: integer('version', { writable: false }),
+      title: text('title', { writable: false }),
+      snapshot: field('json', 'snapshot', { writable: false }),
+      changedById: reference('changed_by_id'),
+      createdAt,
+    },
+    relations: {
+      repositoryCase: one('repositoryCase', 'repository_case_id', 'repositoryCaseId'),
+      changedBy: one('user', 'changed_by_id', 'changedById'),
+    },
+  },
+  step: {
+    name: 'step',
+    table: 'steps',
+    category: 'testCases',
+    writtenAs: 'owned',
+    projectPath: ['repositoryCase', 'project'],
+    fields: {
+      id,
+      repositoryCaseId: reference('repository_case_id', false),
+      step: text('step', { requiredOnCreate: true }),
+      expectedResult: optionalText('expected_result'),
+      order: integer('sort_order', { default: 0 }),
+    },
+    relations: {
+      repositoryCase: one('repositoryCase', 'repository_case_id', 'repositoryCaseId'),
+      stepResults: many('testRunStepResult', 'step_id'),
+    },
+  },
+  caseFieldValue: {
+    name: 'caseFieldValue',
+    table: 'case_field_values',
+    category: 'testCases',
+    writtenAs: 'owned',
+    projectPath: ['repositoryCase', 'project'],
+    fields: {
+      id,
+      repositoryCaseId: reference('repository_case_id', false),
+      fieldId: reference('field_id', false),
+      value: field('json', 'value', { nullable: true }),
+    },
+    relations: {
+      repositoryCase: one('repositoryCase', 'repository_case_id', 'repositoryCaseId'),
+      field: one('caseField', 'field_id', 'fieldId', true),
+    },
+  },
+  template: {
+    name: 'template',
+    table: 'templates',
+    category: 'testCases',
+    softDeleteField: 'isDeleted',
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true, unique: true }),
+      isEnabled: flag('is_enabled', true),
+      isDefault: flag('is_default'),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      caseFields: linked('caseField', 'template_case_fields', 'template_id', 'case_field_id'),
+      resultFields: linked('resultField', 'template_result_fields', 'template_id', 'result_field_id'),
+      repositoryCases: many('repositoryCase', 'template_id'),
+    },
+  },
+  caseField: customField('caseField', 'case_fields', 'caseFieldValue', 'field_id', 'template_case_fields', 'case_field_id'),
+  resultField: customField('resultField', 'result_fields', 'resultFieldValue', 'field_id', 'template_result_fields', 'result_field_id'),
+  fieldOption: {
+    name: 'fieldOption',
+    table: 'field_options',
+    category: 'testCases',
+    softDeleteField: 'isDeleted',
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true }),
+      isDefault: flag('is_default'),
+      order: integer('sort_order', { default: 0 }),
+      caseFieldId: reference('case_field_id'),
+      resultFieldId: reference('result_field_id'),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      caseField: one('caseField', 'case_field_id', 'caseFieldId'),
+      resultField: one('resultField', 'result_field_id', 'resultFieldId'),
+    },
+  },
+
+  // ------------------------------------------------------------------------------- test runs
+  testRun: {
+    name: 'testRun',
+    table: 'test_runs',
+    category: 'testRuns',
+    softDeleteField: 'isDeleted',
+    projectPath: ['project'],
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true }),
+      note: optionalText('note'),
+      testRunType: oneOf('test_run_type', TEST_RUN_TYPES, 'REGULAR'),
+      isCompleted: flag('is_completed'),
+      completedAt: optionalTime('completed_at'),
+      elapsedMs: optionalInt('elapsed_ms'),
+      projectId: reference('project_id', false),
+      configId: reference('config_id'),
+      milestoneId: reference('milestone_id'),
+      stateId: reference('state_id'),
+      createdById: actor('created_by_id'),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      project: one('project', 'project_id', 'projectId', true),
+      configuration: one('configuration', 'config_id', 'configId'),
+      milestone: one('milestone', 'milestone_id', 'milestoneId'),
+      state: one('workflow', 'state_id', 'stateId'),
+      createdBy: one('user', 'created_by_id', 'createdById'),
+      tags: linked('tag', 'test_run_tags', 'test_run_id', 'tag_id'),
+      testRunCases: many('testRunCase', 'test_run_id'),
+      results: many('testRunResult', 'test_run_id'),
+      attachments: many('attachment', 'test_run_id'),
+      comments: many('comment', 'test_run_id'),
+    },
+  },
+  testRunCase: {
+    name: 'testRunCase',
+    table: 'test_run_cases',
+    category: 'testRuns',
+    softDeleteField: 'isDeleted',
+    projectPath: ['testRun', 'project'],
+    uniqueTogether: ['testRunId', 'repositoryCaseId'],
+    fields: {
+      id,
+      order: integer('sort_order', { default: 0 }),
+      isCompleted: flag('is_completed'),
+      notes: optionalText('notes'),
+      startedAt: optionalTime('started_at'),
+      completedAt: optionalTime('completed_at'),
+      elapsedMs: optionalInt('elapsed_ms'),
+      testRunId: reference('test_run_id', false),
+      repositoryCaseId: reference('repository_case_id', false),
+      statusId: reference('status_id'),
+      assignedToId: reference('assigned_to_id'),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      testRun: one('testRun', 'test_run_id', 'testRunId', true),
+      repositoryCase: one('repositoryCase', 'repository_case_id', 'repositoryCaseId', true),
+      status: one('status', 'status_id', 'statusId'),
+      assignedTo: one('user', 'assigned_to_id', 'assignedToId'),
+      results: many('testRunResult', 'test_run_case_id'),
+    },
+  },
+  testRunResult: {
+    name: 'testRunResult',
+    table: 'test_run_results',
+    category: 'testRuns',
+    softDeleteField: 'isDeleted',
+    projectPath: ['testRun', 'project'],
+    fields: {
+      id,
+      durationMs: optionalInt('duration_ms'),
+      executedAt: optionalTime('executed_at'),
+      notes: optionalText('notes'),
+      attempt: integer('attempt', { default: 1 }),
+      testRunCaseVersion: optionalInt('test_run_case_version'),
+      testRunId: reference('test_run_id', false),
+      testRunCaseId: reference('test_run_case_id', false),
+      statusId: reference('status_id', false),
+      executedById: actor('executed_by_id'),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      testRun: one('testRun', 'test_run_id', 'testRunId', true),
+      testRunCase: one('testRunCase', 'test_run_case_id', 'testRunCaseId', true),
+      status: one('status', 'status_id', 'statusId', true),
+      executedBy: one('user', 'executed_by_id', 'executedById'),
+      stepResults: owned('testRunStepResult', 'test_run_result_id'),
+      fieldValues: owned('resultFieldValue', 'test_run_result_id'),
+      attachments: many('attachment', 'test_run_result_id'),
+    },
+  },
+  testRunStepResult: {
+    name: 'testRunStepResult',
+    table: 'test_run_step_results',
+    category: 'testRuns',
+    writtenAs: 'owned',
+    projectPath: ['testRunResult', 'testRun', 'project'],
+    fields: {
+      id,
+      testRunResultId: reference('test_run_result_id', false),
+      stepId: reference('step_id', false),
+      statusId: reference('status_id', false),
+      notes: optionalText('notes'),
+      durationMs: optionalInt('duration_ms'),
+    },
+    relations: {
+      testRunResult: one('testRunResult', 'test_run_result_id', 'testRunResultId'),
+      step: one('step', 'step_id', 'stepId', true),
+      status: one('status', 'status_id', 'statusId', true),
+    },
+  },
+  resultFieldValue: {
+    name: 'resultFieldValue',
+    table: 'result_field_values',
+    category: 'testRuns',
+    writtenAs: 'owned',
+    projectPath: ['testRunResult', 'testRun', 'project'],
+    fields: {
+      id,
+      testRunResultId: reference('test_run_result_id', false),
+      fieldId: reference('field_id', false),
+      value: field('json', 'value', { nullable: true }),
+    },
+    relations: {
+      testRunResult: one('testRunResult', 'test_run_result_id', 'testRunResultId'),
+      field: one('resultField', 'field_id', 'fieldId', true),
+    },
+  },
+  session: {
+    name: 'session',
+    table: 'sessions',
+    category: 'testRuns',
+    softDeleteField: 'isDeleted',
+    projectPath: ['project'],
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true }),
+      note: optionalText('note'),
+      mission: optionalText('mission'),
+      estimate: optionalInt('estimate'),
+      elapsedMs: optionalInt('elapsed_ms'),
+      isCompleted: flag('is_completed'),
+      completedAt: optionalTime('completed_at'),
+      projectId: reference('project_id', false),
+      templateId: reference('template_id'),
+      configId: reference('config_id'),
+      milestoneId: reference('milestone_id'),
+      stateId: reference('state_id'),
+      assignedToId: reference('assigned_to_id'),
+      createdById: actor('created_by_id'),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      project: one('project', 'project_id', 'projectId', true),
+      template: one('template', 'template_id', 'templateId'),
+      configuration: one('configuration', 'config_id', 'configId'),
+      milestone: one('milestone', 'milestone_id', 'milestoneId'),
+      state: one('workflow', 'state_id', 'stateId'),
+      assignedTo: one('user', 'assigned_to_id', 'assignedToId'),
+      createdBy: one('user', 'created_by_id', 'createdById'),
+      tags: linked('tag', 'session_tags', 'session_id', 'tag_id'),
+      results: many('sessionResult', 'session_id'),
+      attachments: many('attachment', 'session_id'),
+      comments: many('comment', 'session_id'),
+    },
+  },
+  sessionResult: {
+    name: 'sessionResult',
+    table: 'session_results',
+    category: 'testRuns',
+    softDeleteField: 'isDeleted',
+    projectPath: ['session', 'project'],
+    fields: {
+      id,
+      resultData: optionalText('result_data'),
+      durationMs: optionalInt('duration_ms'),
+      sessionId: reference('session_id', false),
+      statusId: reference('status_id', false),
+      createdById: actor('created_by_id'),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      session: one('session', 'session_id', 'sessionId', true),
+      status: one('status', 'status_id', 'statusId', true),
+      createdBy: one('user', 'created_by_id', 'createdById'),
+    },
+  },
+
+  // ------------------------------------------------------------------------------- planning
+  milestone: {
+    name: 'milestone',
+    table: 'milestones',
+    category: 'planning',
+    softDeleteField: 'isDeleted',
+    projectPath: ['project'],
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true }),
+      note: optionalText('note'),
+      isStarted: flag('is_started'),
+      isCompleted: flag('is_completed'),
+      startedAt: optionalTime('started_at'),
+      completedAt: optionalTime('completed_at'),
+      dueAt: optionalTime('due_at'),
+      projectId: reference('project_id', false),
+      parentId: reference('parent_id'),
+      milestoneTypeId: reference('milestone_type_id'),
+      createdById: actor('created_by_id'),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      project: one('project', 'project_id', 'projectId', true),
+      parent: one('milestone', 'parent_id', 'parentId'),
+      children: many('milestone', 'parent_id'),
+      milestoneType: one('milestoneType', 'milestone_type_id', 'milestoneTypeId'),
+      createdBy: one('user', 'created_by_id', 'createdById'),
+      testRuns: many('testRun', 'milestone_id'),
+      sessions: many('session', 'milestone_id'),
+      comments: many('comment', 'milestone_id'),
+    },
+  },
+  milestoneType: {
+    name: 'milestoneType',
+    table: 'milestone_types',
+    category: 'planning',
+    softDeleteField: 'isDeleted',
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true, unique: true }),
+      isDefault: flag('is_default'),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      milestones: many('milestone', 'milestone_type_id'),
+    },
+  },
+  configuration: {
+    name: 'configuration',
+    table: 'configurations',
+    category: 'planning',
+    softDeleteField: 'isDeleted',
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true, unique: true }),
+      isEnabled: flag('is_enabled', true),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      variants: linked('configVariant', 'configuration_variants', 'configuration_id', 'variant_id'),
+      testRuns: many('testRun', 'config_id'),
+      sessions: many('session', 'config_id'),
+    },
+  },
+  configCategory: {
+    name: 'configCategory',
+    table: 'config_categories',
+    category: 'planning',
+    softDeleteField: 'isDeleted',
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true, unique: true }),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      variants: many('configVariant', 'category_id'),
+    },
+  },
+  configVariant: {
+    name: 'configVariant',
+    table: 'config_variants',
+    category: 'planning',
+    softDeleteField: 'isDeleted',
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true }),
+      isEnabled: flag('is_enabled', true),
+      categoryId: reference('category_id', false),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      category: one('configCategory', 'category_id', 'categoryId', true),
+      configurations: linked('configuration', 'configuration_variants', 'variant_id', 'configuration_id'),
+    },
+  },
+  tag: {
+    name: 'tag',
+    table: 'tags',
+    category: 'planning',
+    softDeleteField: 'isDeleted',
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true, unique: true }),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      repositoryCases: linked('repositoryCase', 'repository_case_tags', 'tag_id', 'repository_case_id'),
+      testRuns: linked('testRun', 'test_run_tags', 'tag_id', 'test_run_id'),
+      sessions: linked('session', 'session_tags', 'tag_id', 'session_id'),
+    },
+  },
+  workflow: {
+    name: 'workflow',
+    table: 'workflows',
+    category: 'planning',
+    softDeleteField: 'isDeleted',
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true }),
+      order: integer('sort_order', { default: 0 }),
+      scope: field('string', 'scope', { enum: WORKFLOW_SCOPES, requiredOnCreate: true }),
+      workflowType: field('string', 'workflow_type', { enum: WORKFLOW_TYPES, requiredOnCreate: true }),
+      icon: optionalText('icon'),
+      color: optionalText('color'),
+      isEnabled: flag('is_enabled', true),
+      isDefault: flag('is_default'),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      repositoryCases: many('repositoryCase', 'state_id'),
+      testRuns: many('testRun', 'state_id'),
+      sessions: many('session', 'state_id'),
+    },
+  },
+  status: {
+    name: 'status',
+    table: 'statuses',
+    category: 'planning',
+    softDeleteField: 'isDeleted',
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true }),
+      systemName: text('system_name', { requiredOnCreate: true, unique: true }),
+      aliases: field('string', 'aliases', { list: true, default: [] }),
+      color: optionalText('color'),
+      order: integer('sort_order', { default: 0 }),
+      isEnabled: flag('is_enabled', true),
+      isSuccess: flag('is_success'),
+      isFailure: flag('is_failure'),
+      isCompleted: flag('is_completed'),
+      scopes: field('string', 'scopes', { list: true, enum: STATUS_SCOPES, default: [...STATUS_SCOPES] }),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      testRunCases: many('testRunCase', 'status_id'),
+      testRunResults: many('testRunResult', 'status_id'),
+      sessionResults: many('sessionResult', 'status_id'),
+    },
+  },
+
+  // ------------------------------------------------------------------------------- users
+  user: {
+    name: 'user',
+    table: 'users',
+    category: 'users',
+    writtenAs: 'projected',
+    fields: {
+      id,
+      email: text('email', { writable: false }),
+      name: text('name', { writable: false }),
+      access: field('string', 'access', { enum: ACCESS_LEVELS, writable: false }),
+      isActive: flag('is_active', true, { writable: false }),
+      createdAt,
+    },
+    relations: {
+      projectAssignments: many('projectAssignment', 'user_id'),
+      createdRepositoryCases: many('repositoryCase', 'created_by_id'),
+      createdTestRuns: many('testRun', 'created_by_id'),
+      executedResults: many('testRunResult', 'executed_by_id'),
+    },
+  },
+  role: {
+    name: 'role',
+    table: 'roles',
+    category: 'users',
+    softDeleteField: 'isDeleted',
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true, unique: true }),
+      isDefault: flag('is_default'),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      permissions: many('rolePermission', 'role_id'),
+    },
+  },
+  rolePermission: {
+    name: 'rolePermission',
+    table: 'role_permissions',
+    category: 'users',
+    fields: {
+      id,
+      area: field('string', 'area', { enum: APPLICATION_AREAS, requiredOnCreate: true }),
+      canAddEdit: flag('can_add_edit'),
+      canDelete: flag('can_delete'),
+      canClose: flag('can_close'),
+      roleId: reference('role_id', false),
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      role: one('role', 'role_id', 'roleId', true),
+    },
+  },
+
+  // ------------------------------------------------------------------------------- integrations
+  integration: {
+    name: 'integration',
+    table: 'integrations',
+    category: 'integrations',
+    softDeleteField: 'isDeleted',
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true, unique: true }),
+      provider: field('string', 'provider', { enum: INTEGRATION_PROVIDERS, requiredOnCreate: true }),
+      url: optionalText('url'),
+      isEnabled: flag('is_enabled', true),
+      settings: field('json', 'settings', { nullable: true }),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {},
+  },
+
+  // ------------------------------------------------------------------------------- other
+  attachment: {
+    name: 'attachment',
+    table: 'attachments',
+    category: 'other',
+    softDeleteField: 'isDeleted',
+    projectPath: ['project'],
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true }),
+      url: text('url', { requiredOnCreate: true }),
+      size: integer('size', { requiredOnCreate: true }),
+      mimeType: text('mime_type', { default: 'application/octet-stream' }),
+      note: optionalText('note'),
+      projectId: reference('project_id', false),
+      repositoryCaseId: reference('repository_case_id'),
+      testRunId: reference('test_run_id'),
+      testRunResultId: reference('test_run_result_id'),
+      sessionId: reference('session_id'),
+      createdById: actor('created_by_id'),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      project: one('project', 'project_id', 'projectId', true),
+      repositoryCase: one('repositoryCase', 'repository_case_id', 'repositoryCaseId'),
+      testRun: one('testRun', 'test_run_id', 'testRunId'),
+      testRunResult: one('testRunResult', 'test_run_result_id', 'testRunResultId'),
+      session: one('session', 'session_id', 'sessionId'),
+      createdBy: one('user', 'created_by_id', 'createdById'),
+    },
+  },
+  comment: {
+    name: 'comment',
+    table: 'comments',
+    category: 'other',
+    softDeleteField: 'isDeleted',
+    projectPath: ['project'],
+    fields: {
+      id,
+      content: text('content', { requiredOnCreate: true }),
+      isEdited: flag('is_edited', false, { writable: false }),
+      projectId: reference('project_id', false),
+      repositoryCaseId: reference('repository_case_id'),
+      testRunId: reference('test_run_id'),
+      sessionId: reference('session_id'),
+      milestoneId: reference('milestone_id'),
+      createdById: actor('created_by_id'),
+      isDeleted,
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      project: one('project', 'project_id', 'projectId', true),
+      repositoryCase: one('repositoryCase', 'repository_case_id', 'repositoryCaseId'),
+      testRun: one('testRun', 'test_run_id', 'testRunId'),
+      session: one('session', 'session_id', 'sessionId'),
+      milestone: one('milestone', 'milestone_id', 'milestoneId'),
+      createdBy: one('user', 'created_by_id', 'createdById'),
     },
   },
 };
@@ -106,3 +888,6 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
 export function isEntityName(name: string): name is EntityName {
   return Object.prototype.hasOwnProperty.call(ENTITIES, name);
 }
+
+/** How an entity's rows are written (see EntityDef.writtenAs). */
+export const writtenAs = (entity: EntityDef) => entity.writtenAs ?? 'aggregate';

@@ -1,10 +1,19 @@
 /**
- * TypeScript shapes of every event's `data`, one per schema in contracts/events/.
+ * TypeScript shapes of the hand-written events' `data`, one per schema in contracts/events/;
+ * the catalogue entities' events are `EntityEvent`.
  * test/contracts/contracts.unit.spec.ts checks that this list and the schema files agree.
  */
 import type { DomainEvent } from './envelope';
+import { ENTITIES } from './entities';
+import { GENERIC_ENTITIES, eventTypesOf } from './entityEvents';
 
 type Iso = string;
+
+/**
+ * Events of the generic entity aggregate (contracts/entityEvents.ts): `<Entity>Created`, `Updated`,
+ * `Deleted`, their data shaped by the catalogue and checked by their generated JSON Schemas.
+ */
+export type EntityEvent = DomainEvent<string, Record<string, unknown>>;
 export type AccessLevel = 'ADMIN' | 'PROJECTADMIN' | 'USER' | 'NONE';
 
 export type IdBlockReserved = DomainEvent<'IdBlockReserved', { category: string; from: number; to: number }>;
@@ -18,12 +27,6 @@ export type ApiTokenCreated = DomainEvent<'ApiTokenCreated', {
 }>;
 export type ApiTokenRevoked = DomainEvent<'ApiTokenRevoked', { tokenId: number; userId: number; revokedAt: Iso }>;
 
-export type ProjectCreated = DomainEvent<'ProjectCreated', { projectId: number; name: string; createdAt: Iso }>;
-export type ProjectUpdated = DomainEvent<'ProjectUpdated', {
-  projectId: number; changes: { name?: string; isDeleted?: boolean }; updatedAt: Iso;
-}>;
-export type ProjectDeleted = DomainEvent<'ProjectDeleted', { projectId: number; deletedAt: Iso }>;
-
 export type RepositoryFolderCreated = DomainEvent<'RepositoryFolderCreated', {
   folderId: number; projectId: number; parentId: number | null; name: string; createdAt: Iso;
 }>;
@@ -32,29 +35,25 @@ export type RepositoryFolderUpdated = DomainEvent<'RepositoryFolderUpdated', {
 }>;
 export type RepositoryFolderDeleted = DomainEvent<'RepositoryFolderDeleted', { folderId: number; deletedAt: Iso }>;
 
-export type RepositoryCaseCreated = DomainEvent<'RepositoryCaseCreated', {
-  caseId: number; projectId: number; folderId: number | null; title: string; description: string | null; createdAt: Iso;
-}>;
-export type RepositoryCaseUpdated = DomainEvent<'RepositoryCaseUpdated', {
-  caseId: number; changes: { title?: string; description?: string | null; folderId?: number | null }; updatedAt: Iso;
-}>;
-export type RepositoryCaseDeleted = DomainEvent<'RepositoryCaseDeleted', { caseId: number; deletedAt: Iso }>;
-
 export type TestamentEvent =
   | IdBlockReserved | UniqueValueClaimed
   | UserRegistered | ApiTokenCreated | ApiTokenRevoked
-  | ProjectCreated | ProjectUpdated | ProjectDeleted
   | RepositoryFolderCreated | RepositoryFolderUpdated | RepositoryFolderDeleted
-  | RepositoryCaseCreated | RepositoryCaseUpdated | RepositoryCaseDeleted;
+  | EntityEvent;
 
 export type EventType = TestamentEvent['type'];
 
-export const EVENT_TYPES: readonly EventType[] = [
+/** Events with hand-written shapes (identity, ids, claims, folders). */
+export const HAND_WRITTEN_EVENT_TYPES: readonly EventType[] = [
   'IdBlockReserved', 'UniqueValueClaimed',
   'UserRegistered', 'ApiTokenCreated', 'ApiTokenRevoked',
-  'ProjectCreated', 'ProjectUpdated', 'ProjectDeleted',
   'RepositoryFolderCreated', 'RepositoryFolderUpdated', 'RepositoryFolderDeleted',
-  'RepositoryCaseCreated', 'RepositoryCaseUpdated', 'RepositoryCaseDeleted',
+];
+
+/** Every event type: the hand-written ones and those of each catalogue entity. */
+export const EVENT_TYPES: readonly string[] = [
+  ...HAND_WRITTEN_EVENT_TYPES,
+  ...GENERIC_ENTITIES.flatMap((name) => Object.values(eventTypesOf(ENTITIES[name]))),
 ];
 
 /** Narrow a stored envelope's data by its type. */

@@ -1,128 +1,199 @@
 import type { Knex } from 'knex';
 import type { EventEnvelope } from '../contracts/envelope';
-import type { DataOf, EventType } from '../contracts/events';
+import { ENTITIES, type EntityDef } from '../contracts/entities';
+import { entityEventOf, eventFields, idKeyOf, linkField, linkRelations, ownedRelations } from '../contracts/entityEvents';
+import { catalogueTables, columnType } from './migrations/catalogueTables';
 import type { Projection } from './runtime/projection';
-import { type ColumnTypes, RowBatch } from './runtime/rowBatch';
+import { type ColumnTypes, RowBatch, type VersionedRow } from './runtime/rowBatch';
 
-/** The read model behind the model API: projects, repository folders, repository cases. */
-const PROJECT_COLUMNS: ColumnTypes = {
-  id: 'integer', name: 'text', is_deleted: 'boolean', created_at: 'timestamptz', updated_at: 'timestamptz', revision: 'bigint',
-};
-const FOLDER_COLUMNS: ColumnTypes = {
-  id: 'integer', project_id: 'integer', parent_id: 'integer', name: 'text', is_deleted: 'boolean',
-  created_at: 'timestamptz', updated_at: 'timestamptz', revision: 'bigint',
-};
-const CASE_COLUMNS: ColumnTypes = {
-  id: 'integer', project_id: 'integer', folder_id: 'integer', title: 'text', description: 'text', is_deleted: 'boolean',
-  created_at: 'timestamptz', updated_at: 'timestamptz', revision: 'bigint',
-};
+/**
+ * The read model behind the model API: one table per catalogue entity, kept from the generic
+ * entity events (contracts/entityEvents.ts) and the folder events. Many-to-many links and owned
+ * children arrive as whole lists on their owner's events and replace what the tables held; every
+ * change of a test case also adds a row to its version history.
+ */
 
-const data = <T extends EventType>(e: EventEnvelope, _type: T) => e.data as DataOf<T>;
+function columnTypesOf(entity: EntityDef): ColumnTypes {
+  const types: ColumnTypes = { revision: 'bigint' };
+  for (const f of Object.values(entity.fields)) types[f.column] = columnType(f);
+  return types;
+}
 
-function rowIdOf(e: EventEnvelope): { table: 'projects' | 'folders' | 'cases'; id: number } | null {
-  switch (e.type) {
-    case 'ProjectCreated': case 'ProjectUpdated': case 'ProjectDeleted':
-      return { table: 'projects', id: (e.data as { projectId: number }).projectId };
-    case 'RepositoryFolderCreated': case 'RepositoryFolderUpdated': case 'RepositoryFolderDeleted':
-      return { table: 'folders', id: (e.data as { folderId: number }).folderId };
-    case 'RepositoryCaseCreated': case 'RepositoryCaseUpdated': case 'RepositoryCaseDeleted':
-      return { table: 'cases', id: (e.data as { caseId: number }).caseId };
-    default:
-      return null;
+type Values = Record<string, unknown>;
+
+/** Event values (keyed by field) → columns of the entity's table. */
+function toColumns(entity: EntityDef, values: Values): Values {
+  const row: Values = {};
+  for (const [name, value] of Object.entries(values)) {
+    const f = entity.fields[name];
+    if (f) row[f.column] = value;
   }
+  return row;
+}
+
+const FOLDERS = ENTITIES.repositoryFolder;
+const CASES = ENTITIES.repositoryCase;
+
+/** Child rows and link lists replaced in this batch, flushed after the owners' rows. */
+class Replacements {
+  readonly children = new Map<string, Map<number, Values[]>>();
+  readonly links = new Map<string, Map<number, number[]>>();
+  readonly versions: Values[] = [];
+
+  child(table: string, parentId: number, rows: Values[]): void {
+    if (!this.children.has(table)) this.children.set(table, new Map());
+    this.children.get(table)!.set(parentId, rows);
+  }
+
+  link(table: string, ownerId: number, ids: number[]): void {
+    if (!this.links.has(table)) this.links.set(table, new Map());
+    this.links.get(table)!.set(ownerId, ids);
+  }
+
+  async flush(trx: Knex.Transaction): Promise<void> {
+    for (const entity of Object.values(ENTITIES)) {
+      for (const [, relation] of ownedRelations(entity)) {
+        const child = ENTITIES[relation.target];
+        const byParent = this.children.get(child.table);
+        if (!byParent) continue;
+        await trx.raw(`DELETE FROM "${child.table}" WHERE "${relation.foreignKey}" = ANY(?::integer[])`, [[...byParent.keys()]]);
+        const rows = [...byParent.entries()].flatMap(([parentId, items]) =>
+          items.map((item) => ({ ...toColumns(child, item), id: item.id, [relation.foreignKey]: parentId })));
+        await insertRecords(trx, child.table, columnTypesWithoutRevision(child), rows);
+      }
+      for (const [, relation] of linkRelations(entity)) {
+        const { table, sourceKey, targetKey } = relation.through!;
+        const byOwner = this.links.get(table);
+        if (!byOwner) continue;
+        await trx.raw(`DELETE FROM "${table}" WHERE "${sourceKey}" = ANY(?::integer[])`, [[...byOwner.keys()]]);
+        const rows = [...byOwner.entries()].flatMap(([ownerId, ids]) => ids.map((id) => ({ [sourceKey]: ownerId, [targetKey]: id })));
+        await insertRecords(trx, table, { [sourceKey]: 'integer', [targetKey]: 'integer' }, rows);
+      }
+    }
+    if (this.versions.length > 0) {
+      const types = columnTypesWithoutRevision(ENTITIES.repositoryCaseVersion);
+      delete types.id;
+      await insertRecords(trx, 'repository_case_versions', types, this.versions, 'ON CONFLICT (repository_case_id, version) DO NOTHING');
+    }
+  }
+}
+
+function columnTypesWithoutRevision(entity: EntityDef): ColumnTypes {
+  const { revision: _r, ...types } = columnTypesOf(entity);
+  return types;
+}
+
+async function insertRecords(trx: Knex.Transaction, table: string, types: ColumnTypes, rows: Values[], conflict = ''): Promise<void> {
+  if (rows.length === 0) return;
+  const columns = Object.keys(types);
+  const list = columns.map((c) => `"${c}"`).join(', ');
+  const record = columns.map((c) => `"${c}" ${types[c]}`).join(', ');
+  for (let i = 0; i < rows.length; i += 5000) {
+    await trx.raw(`INSERT INTO "${table}" (${list}) SELECT ${list} FROM jsonb_to_recordset(?::jsonb) AS x(${record}) ${conflict}`, [JSON.stringify(rows.slice(i, i + 5000))]);
+  }
+}
+
+/** What a case version keeps: the case's values as they were after the change. */
+function caseSnapshot(row: VersionedRow): Values {
+  const snapshot: Values = {};
+  for (const [name, f] of Object.entries(CASES.fields)) snapshot[name] = row[f.column] instanceof Date ? (row[f.column] as Date).toISOString() : row[f.column];
+  return snapshot;
 }
 
 export const readModelProjection: Projection = {
   name: 'readModel',
-  tables: ['projects', 'repository_folders', 'repository_cases'],
+  tables: catalogueTables(),
 
   async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {
-    const batches = {
-      projects: new RowBatch('projects', PROJECT_COLUMNS),
-      folders: new RowBatch('repository_folders', FOLDER_COLUMNS),
-      cases: new RowBatch('repository_cases', CASE_COLUMNS),
+    const batches = new Map<string, RowBatch>();
+    const batchOf = (entity: EntityDef) => {
+      let batch = batches.get(entity.name);
+      if (!batch) batches.set(entity.name, (batch = new RowBatch(entity.table, columnTypesOf(entity))));
+      return batch;
     };
-    const relevant: { event: EventEnvelope; table: keyof typeof batches; id: number }[] = [];
+    const relevant: { event: EventEnvelope; entity: EntityDef; id: number; kind: 'created' | 'updated' | 'deleted' }[] = [];
     for (const event of events) {
-      const key = rowIdOf(event);
-      if (!key) continue;
-      batches[key.table].want(key.id);
-      relevant.push({ event, ...key });
+      const folderKind = event.type.startsWith('RepositoryFolder') ? event.type.slice('RepositoryFolder'.length).toLowerCase() : null;
+      const target = folderKind ? { entity: FOLDERS, kind: folderKind as 'created' | 'updated' | 'deleted' } : entityEventOf(event.type);
+      if (!target) continue;
+      const id = (event.data as Values)[idKeyOf(target.entity)] as number;
+      batchOf(target.entity).want(id);
+      relevant.push({ event, id, ...target });
     }
     if (relevant.length === 0) return;
-    for (const b of Object.values(batches)) await b.load(trx);
+    for (const batch of batches.values()) await batch.load(trx);
 
-    for (const { event, table, id } of relevant) {
-      const rows = batches[table];
-      switch (event.type) {
-        case 'ProjectCreated': {
-          const d = data(event, 'ProjectCreated');
-          rows.apply(id, event, () => ({ id, name: d.name, is_deleted: false, created_at: d.createdAt, updated_at: d.createdAt }));
-          break;
+    const replaced = new Replacements();
+    for (const { event, entity, id, kind } of relevant) {
+      const rows = batchOf(entity);
+      const data = event.data as Values;
+      const replaceLists = (values: Values) => {
+        for (const [name, relation] of ownedRelations(entity)) {
+          if (values[name] !== undefined) replaced.child(ENTITIES[relation.target].table, id, values[name] as Values[]);
         }
-        case 'ProjectUpdated': {
-          const d = data(event, 'ProjectUpdated');
-          rows.apply(id, event, (row) => row && {
-            ...row,
-            ...(d.changes.name !== undefined && { name: d.changes.name }),
-            ...(d.changes.isDeleted !== undefined && { is_deleted: d.changes.isDeleted }),
-            updated_at: d.updatedAt,
+        for (const [name, relation] of linkRelations(entity)) {
+          if (values[linkField(name)] !== undefined) replaced.link(relation.through!.table, id, values[linkField(name)] as number[]);
+        }
+      };
+      switch (kind) {
+        case 'created': {
+          const values = entity === FOLDERS ? { name: data.name, projectId: data.projectId, parentId: data.parentId } : (data as Values);
+          rows.apply(id, event, () => {
+            replaceLists(values);
+            const defaults: Values = {};
+            for (const field of eventFields(entity)) {
+              const f = entity.fields[field];
+              defaults[field] = f.default !== undefined ? f.default : null;
+            }
+            return {
+              id,
+              ...toColumns(entity, { ...defaults, ...values }),
+              ...(entity.softDeleteField && { [entity.fields[entity.softDeleteField].column]: false }),
+              ...(entity.fields.currentVersion && { current_version: Number(event.revision) + 1 }),
+              created_at: data.createdAt,
+              ...(entity.fields.updatedAt && { updated_at: data.createdAt }),
+            };
           });
           break;
         }
-        case 'ProjectDeleted': {
-          const d = data(event, 'ProjectDeleted');
-          rows.apply(id, event, (row) => row && { ...row, is_deleted: true, updated_at: d.deletedAt });
-          break;
-        }
-        case 'RepositoryFolderCreated': {
-          const d = data(event, 'RepositoryFolderCreated');
-          rows.apply(id, event, () => ({
-            id, project_id: d.projectId, parent_id: d.parentId, name: d.name, is_deleted: false, created_at: d.createdAt, updated_at: d.createdAt,
-          }));
-          break;
-        }
-        case 'RepositoryFolderUpdated': {
-          const d = data(event, 'RepositoryFolderUpdated');
-          rows.apply(id, event, (row) => row && {
-            ...row,
-            ...(d.changes.name !== undefined && { name: d.changes.name }),
-            ...(d.changes.parentId !== undefined && { parent_id: d.changes.parentId }),
-            updated_at: d.updatedAt,
+        case 'updated': {
+          const changes = data.changes as Values;
+          rows.apply(id, event, (row) => {
+            if (!row) return undefined;
+            replaceLists(changes);
+            return {
+              ...row,
+              ...toColumns(entity, changes),
+              ...(entity.fields.currentVersion && { current_version: Number(event.revision) + 1 }),
+              updated_at: data.updatedAt,
+            };
           });
           break;
         }
-        case 'RepositoryFolderDeleted': {
-          const d = data(event, 'RepositoryFolderDeleted');
-          rows.apply(id, event, (row) => row && { ...row, is_deleted: true, updated_at: d.deletedAt });
-          break;
-        }
-        case 'RepositoryCaseCreated': {
-          const d = data(event, 'RepositoryCaseCreated');
-          rows.apply(id, event, () => ({
-            id, project_id: d.projectId, folder_id: d.folderId, title: d.title, description: d.description,
-            is_deleted: false, created_at: d.createdAt, updated_at: d.createdAt,
-          }));
-          break;
-        }
-        case 'RepositoryCaseUpdated': {
-          const d = data(event, 'RepositoryCaseUpdated');
+        case 'deleted':
+          if (!entity.softDeleteField) {
+            rows.remove(id, event);
+            break;
+          }
           rows.apply(id, event, (row) => row && {
             ...row,
-            ...(d.changes.title !== undefined && { title: d.changes.title }),
-            ...(d.changes.description !== undefined && { description: d.changes.description }),
-            ...(d.changes.folderId !== undefined && { folder_id: d.changes.folderId }),
-            updated_at: d.updatedAt,
+            [entity.fields[entity.softDeleteField!].column]: true,
+            ...(entity.fields.currentVersion && { current_version: Number(event.revision) + 1 }),
+            updated_at: data.deletedAt,
           });
           break;
-        }
-        case 'RepositoryCaseDeleted': {
-          const d = data(event, 'RepositoryCaseDeleted');
-          rows.apply(id, event, (row) => row && { ...row, is_deleted: true, updated_at: d.deletedAt });
-          break;
+      }
+      if (entity === CASES) {
+        const row = batchOf(CASES).peek(id);
+        if (row && row.revision === BigInt(event.revision)) {
+          replaced.versions.push({
+            repository_case_id: id, version: Number(event.revision) + 1, title: row.title, snapshot: caseSnapshot(row),
+            changed_by_id: event.metadata.actor.userId ?? null, created_at: event.recordedAt,
+          });
         }
       }
     }
-    for (const b of Object.values(batches)) await b.flush(trx);
+    for (const batch of batches.values()) await batch.flush(trx);
+    await replaced.flush(trx);
   },
 };

@@ -20,7 +20,7 @@ export async function rebuildProjection(
   let after = '0';
   await deps.knex.transaction(async (trx) => {
     await lockCheckpoint(trx, projection.name);
-    await trx.raw(`TRUNCATE ${projection.tables.map((t) => `"${t}"`).join(', ')}`);
+    await trx.raw(`TRUNCATE ${projection.tables.map((t) => `"${t}"`).join(', ')} RESTART IDENTITY`);
     // The next page is read (on the store's own connections) while this one is applied.
     let next = deps.store.readAll({ after, maxCount: pageSize });
     for (;;) {

@@ -9,7 +9,7 @@ export interface VersionedRow {
 }
 
 /** Column name → PostgreSQL type, for the table a RowBatch writes. Must include `id` and `revision`. */
-export type ColumnTypes = Record<string, 'integer' | 'bigint' | 'text' | 'boolean' | 'timestamptz'>;
+export type ColumnTypes = Record<string, string>;
 
 const CHUNK = 5000;
 
@@ -23,6 +23,7 @@ export class RowBatch {
   private readonly rows = new Map<number, VersionedRow>();
   private readonly dirty = new Set<number>();
   private readonly wanted = new Set<number>();
+  private readonly removed = new Set<number>();
   private readonly columns: string[];
   private readonly upsertSql: string;
   private readonly selectSql: string;
@@ -66,7 +67,24 @@ export class RowBatch {
     this.dirty.add(id);
   }
 
+  /** The row as this batch holds it now (after the changes applied so far). */
+  peek(id: number): VersionedRow | undefined {
+    return this.rows.get(id);
+  }
+
+  /** Removes the row (a hard delete) when the event is newer than what the row holds. */
+  remove(id: number, event: EventEnvelope): void {
+    const current = this.rows.get(id);
+    if (current && current.revision >= BigInt(event.revision)) return;
+    this.rows.delete(id);
+    this.dirty.delete(id);
+    this.removed.add(id);
+  }
+
   async flush(trx: Knex.Transaction): Promise<void> {
+    const removed = [...this.removed].filter((id) => !this.rows.has(id));
+    this.removed.clear();
+    if (removed.length > 0) await trx.raw(`DELETE FROM "${this.table}" WHERE id = ANY(?::integer[])`, [removed]);
     const ids = [...this.dirty];
     this.dirty.clear();
     for (let i = 0; i < ids.length; i += CHUNK) {

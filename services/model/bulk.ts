@@ -2,7 +2,9 @@ import type { EventMetadata } from '../../contracts/envelope';
 import { ENTITIES, type EntityDef, type EntityName } from '../../contracts/entities';
 import type { CommandDeps } from '../shared/commandBus';
 import { HttpError, badRequest, notFound } from '../shared/errors';
-import { type CreateArgs, parseCreateArgs, parseFindArgs, parseUpdateArgs, type Shape } from './args';
+import { parseFindArgs, type Shape } from './args';
+import type { EntityWrite } from '../entities/entity.handlers';
+import { parseEntityCreate, parseEntityUpdate } from './writeArgs';
 import { ENTITY_COMMANDS } from './model.commands';
 import { findRowById, runFind } from './query';
 
@@ -37,13 +39,15 @@ async function matchingIds(deps: CommandDeps, entity: EntityDef, where: unknown)
  * Every `connect` target of every element exists (and is not deleted) before anything is written:
  * a bulk write with a bad element changes nothing.
  */
-async function checkConnectTargets(deps: CommandDeps, entity: EntityDef, items: CreateArgs[]): Promise<void> {
+async function checkConnectTargets(deps: CommandDeps, entity: EntityDef, items: EntityWrite[]): Promise<void> {
   for (const [relationName, relation] of Object.entries(entity.relations)) {
     if (relation.kind !== 'one') continue;
     const ids = [...new Set(items.map((i) => i.connect[relationName]).filter((id): id is number => typeof id === 'number'))];
     if (ids.length === 0) continue;
     const target = ENTITIES[relation.target];
-    const found = new Set((await deps.knex(target.table).whereIn('id', ids).andWhere('is_deleted', false).select('id')).map((r: { id: number }) => r.id));
+    const query = deps.knex(target.table).whereIn('id', ids).select('id');
+    if (target.softDeleteField) query.andWhere(target.fields[target.softDeleteField].column, false);
+    const found = new Set((await query).map((r: { id: number }) => r.id));
     const missing = ids.filter((id) => !found.has(id));
     if (missing.length > 0) throw notFound(`No ${relation.target} with id ${missing.join(', ')}`, { path: `data.${relationName}`, missing });
   }
@@ -56,7 +60,7 @@ export async function createMany(deps: CommandDeps, name: EntityName, body: unkn
   onlyKeys(body, ['data'], 'createMany');
   if (!Array.isArray(body.data)) throw badRequest('invalid-argument', 'data must be a list', { path: 'data' });
   if (body.data.length > 1000) throw badRequest('invalid-argument', 'createMany takes at most 1000 elements', { path: 'data' });
-  const items = body.data.map((data, i) => within('data', `data[${i}]`, () => parseCreateArgs(entity, { data })));
+  const items = body.data.map((data, i) => within('data', `data[${i}]`, () => parseEntityCreate(entity, { data }).write));
   await checkConnectTargets(deps, entity, items);
   for (const item of items) await ENTITY_COMMANDS[name].create(deps, item, metadata);
   return { count: items.length };
@@ -67,10 +71,11 @@ export async function updateMany(deps: CommandDeps, name: EntityName, body: unkn
   const entity = ENTITIES[name];
   if (!isObject(body)) throw badRequest('invalid-argument', 'the body must be an object', { path: '' });
   onlyKeys(body, ['where', 'data'], 'updateMany');
-  const args = parseUpdateArgs(entity, { where: { id: 1 }, data: body.data });
-  if (Object.keys(args.connect).length > 0) throw badRequest('invalid-argument', 'updateMany changes scalar fields only', { path: `data.${Object.keys(args.connect)[0]}` });
+  const { write } = parseEntityUpdate(entity, { where: { id: 1 }, data: body.data });
+  const nested = [...Object.keys(write.connect), ...Object.keys(write.links ?? {}), ...Object.keys(write.children ?? {})];
+  if (nested.length > 0) throw badRequest('invalid-argument', 'updateMany changes scalar fields only', { path: `data.${nested[0]}` });
   const ids = await matchingIds(deps, entity, body.where);
-  for (const id of ids) await ENTITY_COMMANDS[name].update(deps, { ...args, where: { id } }, metadata);
+  for (const id of ids) await ENTITY_COMMANDS[name].update(deps, id, write, metadata);
   return { count: ids.length };
 }
 
@@ -81,7 +86,7 @@ export async function deleteMany(deps: CommandDeps, name: EntityName, body: unkn
   if (!isObject(input)) throw badRequest('invalid-argument', 'the body must be an object', { path: '' });
   onlyKeys(input, ['where'], 'deleteMany');
   const ids = await matchingIds(deps, entity, input.where);
-  for (const id of ids) await ENTITY_COMMANDS[name].delete(deps, { where: { id }, shape: { fields: [], relations: {}, counts: {} } }, metadata);
+  for (const id of ids) await ENTITY_COMMANDS[name].delete(deps, id, metadata);
   return { count: ids.length };
 }
 
@@ -94,10 +99,12 @@ export async function upsert(deps: CommandDeps, name: EntityName, body: unknown,
   if (!isObject(body)) throw badRequest('invalid-argument', 'the body must be an object', { path: '' });
   onlyKeys(body, ['where', 'create', 'update', 'include', 'select'], 'upsert');
   const shapeOnly = { ...(body.include !== undefined && { include: body.include }), ...(body.select !== undefined && { select: body.select }) };
-  const update = within('data', 'update', () => parseUpdateArgs(entity, { where: body.where, data: body.update, ...shapeOnly }));
-  const create = within('data', 'create', () => parseCreateArgs(entity, { data: body.create, ...shapeOnly }));
+  const update = within('data', 'update', () => parseEntityUpdate(entity, { where: body.where, data: body.update, ...shapeOnly }));
+  const create = within('data', 'create', () => parseEntityCreate(entity, { data: body.create, ...shapeOnly }));
   const shape: Shape = update.shape;
   const exists = (await findRowById(deps.knex, entity, update.where.id)) !== null;
-  const id = exists ? await ENTITY_COMMANDS[name].update(deps, update, metadata) : await ENTITY_COMMANDS[name].create(deps, create, metadata);
+  const id = exists
+    ? await ENTITY_COMMANDS[name].update(deps, update.where.id, update.write, metadata)
+    : await ENTITY_COMMANDS[name].create(deps, create.write, metadata);
   return { row: await findRowById(deps.knex, entity, id, shape), created: !exists };
 }

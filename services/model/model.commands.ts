@@ -1,74 +1,68 @@
 import type { EventMetadata } from '../../contracts/envelope';
-import type { EntityName } from '../../contracts/entities';
+import { ENTITIES, type EntityName, writtenAs } from '../../contracts/entities';
+import { createEntity, deleteEntity, type EntityWrite, updateEntity } from '../entities/entity.handlers';
+import { createFolder, deleteFolder, updateFolder } from '../repository/repository.handlers';
 import type { CommandDeps } from '../shared/commandBus';
-import { badRequest } from '../shared/errors';
-import { createProject, deleteProject, updateProject } from '../projects/project.handlers';
-import { createCase, createFolder, deleteCase, deleteFolder, updateCase, updateFolder } from '../repository/repository.handlers';
-import type { CreateArgs, DeleteArgs, UpdateArgs } from './args';
+import { HttpError, badRequest } from '../shared/errors';
 
 /**
- * Model API writes, translated into commands of the owning bounded context. Each returns the id
- * of the entity once the read model has applied the events.
+ * Model API writes, translated into commands: repository folders have their own aggregate (a
+ * tree that must stay acyclic); every other writable entity goes through the generic entity
+ * aggregate. Each returns the entity's id once the read model has applied the events.
  */
 export interface EntityCommands {
-  create(deps: CommandDeps, args: CreateArgs, metadata: EventMetadata): Promise<number>;
-  update(deps: CommandDeps, args: UpdateArgs, metadata: EventMetadata): Promise<number>;
-  delete(deps: CommandDeps, args: DeleteArgs, metadata: EventMetadata): Promise<number>;
+  create(deps: CommandDeps, write: EntityWrite, metadata: EventMetadata): Promise<number>;
+  update(deps: CommandDeps, id: number, write: EntityWrite, metadata: EventMetadata): Promise<number>;
+  delete(deps: CommandDeps, id: number, metadata: EventMetadata): Promise<number>;
 }
 
-const str = (v: unknown) => v as string;
-const optionalStr = (v: unknown) => (v === undefined ? undefined : (v as string | null));
-const only = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-
-export const ENTITY_COMMANDS: Record<EntityName, EntityCommands> = {
-  project: {
-    async create(deps, { data }, metadata) {
-      if (data.isDeleted !== undefined) throw badRequest('invalid-argument', 'isDeleted cannot be set on create', { path: 'data.isDeleted' });
-      return createProject(deps, { name: str(data.name) }, metadata);
-    },
-    async update(deps, { where, data }, metadata) {
-      await updateProject(deps, { projectId: where.id, changes: only({ name: data.name as string | undefined, isDeleted: data.isDeleted as boolean | undefined }) }, metadata);
-      return where.id;
-    },
-    async delete(deps, { where }, metadata) {
-      await deleteProject(deps, { projectId: where.id }, metadata);
-      return where.id;
-    },
+const folderCommands: EntityCommands = {
+  async create(deps, { data, connect }, metadata) {
+    return createFolder(deps, { name: data.name as string, projectId: connect.project as number, parentId: connect.parent ?? null }, metadata);
   },
-  repositoryFolder: {
-    async create(deps, { data, connect }, metadata) {
-      if (data.isDeleted !== undefined) throw badRequest('invalid-argument', 'isDeleted cannot be set on create', { path: 'data.isDeleted' });
-      return createFolder(deps, { name: str(data.name), projectId: connect.project as number, parentId: connect.parent ?? null }, metadata);
-    },
-    async update(deps, { where, data, connect }, metadata) {
-      if (data.isDeleted !== undefined) throw badRequest('invalid-argument', 'use delete to delete a folder', { path: 'data.isDeleted' });
-      if (connect.project !== undefined) throw badRequest('invalid-argument', 'a folder cannot move to another project', { path: 'data.project' });
-      await updateFolder(deps, { folderId: where.id, changes: only({ name: data.name as string | undefined }), parentId: connect.parent }, metadata);
-      return where.id;
-    },
-    async delete(deps, { where }, metadata) {
-      await deleteFolder(deps, { folderId: where.id }, metadata);
-      return where.id;
-    },
+  async update(deps, id, { data, connect }, metadata) {
+    if (connect.project !== undefined) throw badRequest('invalid-argument', 'a folder cannot move to another project', { path: 'data.project' });
+    await updateFolder(deps, { folderId: id, changes: data.name === undefined ? {} : { name: data.name as string }, parentId: connect.parent }, metadata);
+    return id;
   },
-  repositoryCase: {
-    async create(deps, { data, connect }, metadata) {
-      if (data.isDeleted !== undefined) throw badRequest('invalid-argument', 'isDeleted cannot be set on create', { path: 'data.isDeleted' });
-      return createCase(deps, {
-        title: str(data.title), description: optionalStr(data.description) ?? null, projectId: connect.project as number, folderId: connect.folder ?? null,
-      }, metadata);
-    },
-    async update(deps, { where, data, connect }, metadata) {
-      if (data.isDeleted !== undefined) throw badRequest('invalid-argument', 'use delete to delete a case', { path: 'data.isDeleted' });
-      if (connect.project !== undefined) throw badRequest('invalid-argument', 'a case cannot move to another project', { path: 'data.project' });
-      await updateCase(deps, {
-        caseId: where.id, changes: only({ title: data.title as string | undefined, description: optionalStr(data.description) }), folderId: connect.folder,
-      }, metadata);
-      return where.id;
-    },
-    async delete(deps, { where }, metadata) {
-      await deleteCase(deps, { caseId: where.id }, metadata);
-      return where.id;
-    },
+  async delete(deps, id, metadata) {
+    await deleteFolder(deps, { folderId: id }, metadata);
+    return id;
   },
 };
+
+function genericCommands(name: EntityName): EntityCommands {
+  const entity = ENTITIES[name];
+  return {
+    create(deps, write, metadata) {
+      if (entity.softDeleteField && write.data[entity.softDeleteField] !== undefined) {
+        throw badRequest('invalid-argument', `${entity.softDeleteField} cannot be set on create`, { path: `data.${entity.softDeleteField}` });
+      }
+      return createEntity(deps, name, write, metadata);
+    },
+    async update(deps, id, write, metadata) {
+      if (entity.projectPath?.length && write.connect[entity.projectPath[0]] !== undefined && entity.projectPath[0] === 'project') {
+        throw badRequest('invalid-argument', `a ${name} cannot move to another project`, { path: 'data.project' });
+      }
+      await updateEntity(deps, name, id, write, metadata);
+      return id;
+    },
+    async delete(deps, id, metadata) {
+      await deleteEntity(deps, name, id, metadata);
+      return id;
+    },
+  };
+}
+
+function readOnly(name: EntityName): EntityCommands {
+  const refuse = (): never => {
+    const how = writtenAs(ENTITIES[name]) === 'owned' ? 'write it through its parent (nested create / deleteMany)' : 'it is derived from other changes';
+    throw new HttpError(400, 'read-only-entity', `${name} cannot be written directly: ${how}`, { entity: name });
+  };
+  return { create: async () => refuse(), update: async () => refuse(), delete: async () => refuse() };
+}
+
+export const ENTITY_COMMANDS = Object.fromEntries((Object.keys(ENTITIES) as EntityName[]).map((name) => [
+  name,
+  name === 'repositoryFolder' ? folderCommands : writtenAs(ENTITIES[name]) === 'aggregate' ? genericCommands(name) : readOnly(name),
+])) as Record<EntityName, EntityCommands>;

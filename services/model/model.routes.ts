@@ -5,10 +5,11 @@ import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
 import { HttpError, badRequest } from '../shared/errors';
 import { runAggregate, runGroupBy } from './aggregate';
-import { type FindOperation, parseAggregateArgs, parseCreateArgs, parseDeleteArgs, parseFindArgs, parseGroupByArgs, parseUpdateArgs } from './args';
+import { type FindOperation, parseAggregateArgs, parseDeleteArgs, parseFindArgs, parseGroupByArgs } from './args';
 import { createMany, deleteMany, updateMany, upsert } from './bulk';
 import { ENTITY_COMMANDS } from './model.commands';
 import { findRowById, runFind } from './query';
+import { parseEntityCreate, parseEntityUpdate } from './writeArgs';
 
 const READS: readonly FindOperation[] = ['findMany', 'findFirst', 'findUnique', 'count'];
 /** Like findFirst / findUnique, but no row is a 404 instead of `{ data: null }`. */
@@ -104,21 +105,21 @@ export function modelRoutes(deps: CommandDeps): Router {
     let shape;
     switch (operation as WriteOperation) {
       case 'create': {
-        const args = parseCreateArgs(entity, body);
+        const args = parseEntityCreate(entity, body);
         shape = args.shape;
-        id = await commands.create(writeDeps, args, metadata);
+        id = await commands.create(writeDeps, args.write, metadata);
         break;
       }
       case 'update': {
-        const args = parseUpdateArgs(entity, body);
+        const args = parseEntityUpdate(entity, body);
         shape = args.shape;
-        id = await commands.update(writeDeps, args, metadata);
+        id = await commands.update(writeDeps, args.where.id, args.write, metadata);
         break;
       }
       case 'delete': {
         const args = parseDeleteArgs(entity, body);
         shape = args.shape;
-        id = await commands.delete(writeDeps, args, metadata);
+        id = await commands.delete(writeDeps, args.where.id, metadata);
         break;
       }
     }

@@ -1,8 +1,7 @@
 import type { EventMetadata } from '../../contracts/envelope';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { handleCommand, loadAggregate } from '../shared/decider';
-import { projectFact } from '../projects/project.handlers';
-import { caseStream, repositoryCaseDecider } from './repositoryCase.decider';
+import { factOf } from '../entities/entity.handlers';
 import { checkFolderInProject, checkProject, type FolderFact, type ProjectFact, folderStream, repositoryFolderDecider } from './repositoryFolder.decider';
 
 async function folderFact(deps: Pick<CommandDeps, 'store'>, folderId: number): Promise<FolderFact> {
@@ -28,6 +27,12 @@ async function parentFact(deps: Pick<CommandDeps, 'store'>, folderId: number): P
     state = (await loadAggregate(deps.store, folderStream(state.parentId), repositoryFolderDecider)).state;
   }
   return { ...fact, ancestorIds };
+}
+
+/** What a folder needs to know about its project, from the project's own stream. */
+async function projectFact(deps: Pick<CommandDeps, 'store'>, projectId: number): Promise<ProjectFact> {
+  const { exists, isDeleted } = await factOf(deps, 'project', projectId);
+  return { id: projectId, exists, isDeleted };
 }
 
 const optionalFolder = (deps: CommandDeps, id: number | null | undefined) =>
@@ -59,40 +64,6 @@ export async function updateFolder(
 export async function deleteFolder(deps: CommandDeps, input: { folderId: number }, metadata: EventMetadata): Promise<void> {
   const outcome = await handleCommand(deps.store, folderStream(input.folderId), repositoryFolderDecider, {
     type: 'DeleteRepositoryFolder', folderId: input.folderId, now: deps.clock().toISOString(),
-  }, metadata);
-  await readYourWrites(deps, outcome);
-}
-
-export async function createCase(
-  deps: CommandDeps,
-  input: { title: string; description: string | null; projectId: number; folderId: number | null },
-  metadata: EventMetadata,
-): Promise<number> {
-  const [project, folder] = await Promise.all([projectFact(deps, input.projectId), optionalFolder(deps, input.folderId)]);
-  checkPlacement(project, folder);
-  const caseId = await deps.ids.next('repositoryCase', metadata);
-  const outcome = await handleCommand(deps.store, caseStream(caseId), repositoryCaseDecider, {
-    type: 'CreateRepositoryCase', caseId, title: input.title, description: input.description, project, folder: folder ?? null, now: deps.clock().toISOString(),
-  }, metadata);
-  await readYourWrites(deps, outcome);
-  return caseId;
-}
-
-export async function updateCase(
-  deps: CommandDeps,
-  input: { caseId: number; changes: { title?: string; description?: string | null }; folderId?: number | null },
-  metadata: EventMetadata,
-): Promise<void> {
-  const folder = await optionalFolder(deps, input.folderId);
-  const outcome = await handleCommand(deps.store, caseStream(input.caseId), repositoryCaseDecider, {
-    type: 'UpdateRepositoryCase', caseId: input.caseId, changes: input.changes, folder, now: deps.clock().toISOString(),
-  }, metadata);
-  await readYourWrites(deps, outcome);
-}
-
-export async function deleteCase(deps: CommandDeps, input: { caseId: number }, metadata: EventMetadata): Promise<void> {
-  const outcome = await handleCommand(deps.store, caseStream(input.caseId), repositoryCaseDecider, {
-    type: 'DeleteRepositoryCase', caseId: input.caseId, now: deps.clock().toISOString(),
   }, metadata);
   await readYourWrites(deps, outcome);
 }

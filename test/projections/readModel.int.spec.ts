@@ -88,13 +88,14 @@ describe('readModel projection (PostgreSQL)', () => {
     await knex?.destroy();
     await db?.drop();
   });
-  beforeEach(() => knex.raw('TRUNCATE projects, repository_folders, repository_cases, users, api_tokens, projection_checkpoints'));
+  beforeEach(() => knex.raw(`TRUNCATE ${[...readModelProjection.tables, 'users', 'api_tokens', 'projection_checkpoints'].join(', ')}`));
 
   const apply = (events: EventEnvelope[]) => applyBatch(knex, readModelProjection, events);
   const rows = async () => ({
-    projects: await knex('projects').select('*').orderBy('id'),
-    folders: await knex('repository_folders').select('*').orderBy('id'),
-    cases: await knex('repository_cases').select('*').orderBy('id'),
+    // The columns of the first slice; later columns are checked by their own tests.
+    projects: await knex('projects').select(Object.keys(EXPECTED.projects[0])).orderBy('id'),
+    folders: await knex('repository_folders').select(Object.keys(EXPECTED.folders[0])).orderBy('id'),
+    cases: await knex('repository_cases').select(Object.keys(EXPECTED.cases[0])).orderBy('id'),
   });
   const checkpointIs = async (position: string) =>
     expect(await checkpoints(knex)).to.deep.equal([{ name: 'readModel', position }]);
@@ -109,6 +110,19 @@ describe('readModel projection (PostgreSQL)', () => {
     for (const e of EVENTS) await apply([e]);
     expect(await rows()).to.deep.equal(EXPECTED);
     await checkpointIs(LAST);
+  });
+
+  it('gives every change of a case a version: the row counts them, the history keeps each one', async () => {
+    await apply(EVENTS);
+    expect(await knex('repository_cases').select('id', 'current_version').orderBy('id'))
+      .to.deep.equal([{ id: 100, current_version: 3 }, { id: 101, current_version: 2 }, { id: 102, current_version: 1 }]);
+    const versions = await knex('repository_case_versions').select('repository_case_id', 'version', 'title', 'snapshot').orderBy(['repository_case_id', 'version']);
+    expect(versions.map((v) => [v.repository_case_id, v.version, v.title])).to.deep.equal([
+      [100, 1, 'Pay by card'], [100, 2, 'Pay by credit card'], [100, 3, 'Pay by credit card'],
+      [101, 1, 'Refund'], [101, 2, 'Refund'], [102, 1, 'Login'],
+    ]);
+    expect(versions[2].snapshot).to.include({ id: 100, title: 'Pay by credit card', description: 'Happy path', folderId: 10, currentVersion: 3 });
+    expect(versions[4].snapshot).to.include({ isDeleted: true });
   });
 
   it('touches no other model’s tables', async () => {

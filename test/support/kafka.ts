@@ -23,7 +23,10 @@ import { readModelProjection } from '../../projections/readModel';
 import { consumerGroupOf, startKafkaProjector, type KafkaProjectorHooks } from '../../projections/runtime/kafkaProjector';
 import type { Projection } from '../../projections/runtime/projection';
 import type { Projector } from '../../projections/runtime/projector';
-import { caseStream } from '../../services/repository/repositoryCase.decider';
+import { ENTITIES } from '../../contracts/entities';
+import { streamOf } from '../../contracts/entityEvents';
+
+export const caseStream = (caseId: number) => streamOf(ENTITIES.repositoryCase, caseId);
 import { startRelay, type Relay } from '../../services/relay/relay';
 import { ConcurrencyError } from '../../services/shared/errors';
 import type { EventStore } from '../../services/shared/eventStore';

@@ -7,7 +7,7 @@ import type { EventEnvelope } from '../../contracts/envelope';
 import { encodeEvent, partitionOf } from '../../infra/kafka';
 import { readModelProjection } from '../../projections/readModel';
 import { consumerGroupOf } from '../../projections/runtime/kafkaProjector';
-import { caseStream } from '../../services/repository/repositoryCase.decider';
+import { caseStream } from '../support/kafka';
 import {
   META, RECORDER, appendCase, appliedRows, caseEvent, expectCheckpointsAtPartitionHeads, expectReadModelMatchesStore,
   failures, openTransportTest, projectionsUnderTest, recordingProjection, requireKafka, waitForConsumers, waitForRelay, waitUntil, type TransportTest,

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import type { EventMetadata } from '../../../contracts/envelope';
-import type { ProjectUpdated } from '../../../contracts/events';
-import { type ProjectCommand, projectDecider } from '../../../services/projects/project.decider';
+import { ENTITIES } from '../../../contracts/entities';
+import type { EntityEvent } from '../../../contracts/events';
+import { type EntityCommand, entityDecider } from '../../../services/entities/entity.decider';
 import { handleCommand, loadAggregate } from '../../../services/shared/decider';
 import { ConcurrencyError, DomainError } from '../../../services/shared/errors';
 import { MemoryEventStore } from '../../support/memoryEventStore';
@@ -11,9 +12,10 @@ const T0 = '2024-03-01T10:00:00.000Z';
 const NOW = '2024-03-03T10:00:00.000Z';
 const STREAM = 'project-7';
 
-const create: ProjectCommand = { type: 'CreateProject', projectId: 7, name: 'Checkout', now: T0 };
-const renameTo = (name: string): ProjectCommand => ({ type: 'UpdateProject', projectId: 7, changes: { name }, now: NOW });
-const renamedTo = (name: string, updatedAt = NOW): ProjectUpdated =>
+const projectDecider = entityDecider(ENTITIES.project);
+const create: EntityCommand = { type: 'Create', id: 7, values: { name: 'Checkout' }, facts: {}, now: T0 };
+const renameTo = (name: string): EntityCommand => ({ type: 'Update', id: 7, values: { name }, facts: {}, now: NOW });
+const renamedTo = (name: string, updatedAt = NOW): EntityEvent =>
   ({ type: 'ProjectUpdated', data: { projectId: 7, changes: { name }, updatedAt } });
 
 /** A store holding project 7 ("Checkout", revision 0), with the set-up calls forgotten. */
@@ -132,14 +134,14 @@ describe('loadAggregate', () => {
     const store = await storeWithProject();
     await handleCommand(store, STREAM, projectDecider, renameTo('Checkout v2'), META);
     expect(await loadAggregate(store, STREAM, projectDecider)).to.deep.equal({
-      state: { exists: true, id: 7, name: 'Checkout v2', isDeleted: false },
+      state: { exists: true, isDeleted: false, values: { name: 'Checkout v2' } },
       revision: 1n,
     });
   });
 
   it('answers the initial state and no revision for a stream that does not exist', async () => {
     expect(await loadAggregate(new MemoryEventStore(), STREAM, projectDecider)).to.deep.equal({
-      state: { exists: false, id: null, name: '', isDeleted: false },
+      state: { exists: false, isDeleted: false, values: {} },
       revision: null,
     });
   });

@@ -1,0 +1,76 @@
+import type { Knex } from 'knex';
+import { ENTITIES, type EntityDef, type FieldDef } from '../../contracts/entities';
+
+/**
+ * Read-model tables as the entity catalogue describes them: one per entity, one per
+ * many-to-many join table. Idempotent (creates what is missing, adds missing columns), so a
+ * migration that follows a catalogue change calls it again.
+ */
+export const COLUMN_TYPES: Record<FieldDef['type'], string> = {
+  int: 'integer', float: 'double precision', string: 'text', boolean: 'boolean', datetime: 'timestamptz', json: 'jsonb',
+};
+
+export const columnType = (f: FieldDef): string => `${COLUMN_TYPES[f.type]}${f.list ? '[]' : ''}`;
+
+function columnDefault(knex: Knex, f: FieldDef): Knex.Raw | undefined {
+  if (f.default === undefined) return undefined;
+  if (Array.isArray(f.default)) return knex.raw(`'{${f.default.join(',')}}'::${columnType(f)}`);
+  return knex.raw('?', [f.default as string | number | boolean]);
+}
+
+async function syncEntityTable(knex: Knex, entity: EntityDef): Promise<void> {
+  const exists = await knex.schema.hasTable(entity.table);
+  const missing: [string, FieldDef][] = [];
+  for (const f of Object.values(entity.fields)) {
+    if (!exists || !(await knex.schema.hasColumn(entity.table, f.column))) missing.push([f.column, f]);
+  }
+  const build = (t: Knex.CreateTableBuilder) => {
+    for (const [column, f] of missing) {
+      if (column === 'id') {
+        if (entity.writtenAs === 'projected') t.increments('id').primary();
+        else t.integer('id').primary();
+        continue;
+      }
+      const c = t.specificType(column, columnType(f));
+      // Rows written before a column existed get its default; without one the column stays nullable.
+      const fallback = columnDefault(knex, f);
+      if (fallback !== undefined) c.defaultTo(fallback);
+      if (!f.nullable && (fallback !== undefined || !exists)) c.notNullable();
+      if (Object.values(entity.relations).some((r) => r.kind === 'one' && r.foreignKey === column)) c.index();
+    }
+    if (!exists && entity.writtenAs !== 'projected') t.bigInteger('revision').notNullable();
+  };
+  if (!exists) await knex.schema.createTable(entity.table, build);
+  else if (missing.length > 0) await knex.schema.alterTable(entity.table, build);
+}
+
+async function syncJoinTable(knex: Knex, table: string, sourceKey: string, targetKey: string): Promise<void> {
+  if (await knex.schema.hasTable(table)) return;
+  const [a, b] = [sourceKey, targetKey].sort();
+  await knex.schema.createTable(table, (t) => {
+    t.integer(a).notNullable();
+    t.integer(b).notNullable();
+    t.primary([a, b]);
+    t.index([b]);
+  });
+}
+
+export async function syncCatalogueTables(knex: Knex): Promise<void> {
+  for (const entity of Object.values(ENTITIES)) {
+    if (entity.table === 'users') continue; // the identity projection's table
+    await syncEntityTable(knex, entity);
+    for (const relation of Object.values(entity.relations)) {
+      if (relation.through) await syncJoinTable(knex, relation.through.table, relation.through.sourceKey, relation.through.targetKey);
+    }
+  }
+}
+
+/** Every read-model table the catalogue describes (entity tables and join tables), users excepted. */
+export function catalogueTables(): string[] {
+  const tables = new Set<string>();
+  for (const entity of Object.values(ENTITIES)) {
+    if (entity.table !== 'users') tables.add(entity.table);
+    for (const relation of Object.values(entity.relations)) if (relation.through) tables.add(relation.through.table);
+  }
+  return [...tables];
+}

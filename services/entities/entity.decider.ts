@@ -1,0 +1,123 @@
+import { ENTITIES, type EntityDef, type EntityName } from '../../contracts/entities';
+import { eventTypesOf, idKeyOf } from '../../contracts/entityEvents';
+import type { EntityEvent } from '../../contracts/events';
+import { DomainError, assertNever } from '../shared/errors';
+import { checkEntityRules } from './entity.rules';
+
+/**
+ * The aggregate behind every catalogue entity that has no decider of its own: create, update
+ * (only what changed), delete (soft where the catalogue says so). Pure: what other aggregates are
+ * like (does the project exist, which project is that run in) arrives on the command as facts.
+ */
+
+/** What the handler looked up about a referenced row, from that row's own stream. */
+export interface Fact {
+  entity: EntityName;
+  id: number;
+  exists: boolean;
+  isDeleted: boolean;
+  /** The project the row belongs to (null for global configuration). */
+  projectId: number | null;
+  values: Record<string, unknown>;
+}
+
+/** Facts keyed by relation name (one-relations and the targets of links), plus facts about children's references. */
+export type Facts = Record<string, Fact | Fact[] | undefined>;
+
+export type EntityCommand =
+  | { type: 'Create'; id: number; values: Record<string, unknown>; facts: Facts; now: string }
+  | { type: 'Update'; id: number; values: Record<string, unknown>; facts: Facts; now: string }
+  | { type: 'Delete'; id: number; now: string };
+
+export interface EntityState {
+  exists: boolean;
+  isDeleted: boolean;
+  /** Every value the events set, keyed by field (links as `<x>Ids`, children by relation name). */
+  values: Record<string, unknown>;
+}
+
+export const initialEntityState: EntityState = { exists: false, isDeleted: false, values: {} };
+
+export const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+
+export function entityDecider(entity: EntityDef) {
+  const types = eventTypesOf(entity);
+  const idKey = idKeyOf(entity);
+  const code = kebab(entity.name);
+
+  function decide(cmd: EntityCommand, s: EntityState): EntityEvent[] {
+    switch (cmd.type) {
+      case 'Create':
+        if (s.exists) throw new DomainError(`${code}-exists`, `${entity.name} ${cmd.id} already exists`);
+        checkReferences(entity, cmd.values, cmd.facts);
+        checkEntityRules(entity, cmd.values, cmd.facts);
+        return [{ type: types.created, data: { [idKey]: cmd.id, ...cmd.values, createdAt: cmd.now } }];
+      case 'Update': {
+        const restoring = entity.softDeleteField !== undefined && cmd.values[entity.softDeleteField] === false;
+        if (!s.exists || (s.isDeleted && !restoring)) throw new DomainError(`${code}-not-found`, `${entity.name} ${cmd.id} does not exist`);
+        const changes: Record<string, unknown> = {};
+        for (const [key, value] of Object.entries(cmd.values)) {
+          if (key === entity.softDeleteField) {
+            if (value !== s.isDeleted) changes[key] = value;
+          } else if (!same(value, s.values[key])) changes[key] = value;
+        }
+        if (Object.keys(changes).length === 0) return [];
+        const merged = { ...s.values, ...cmd.values };
+        checkReferences(entity, merged, cmd.facts);
+        checkEntityRules(entity, merged, cmd.facts);
+        return [{ type: types.updated, data: { [idKey]: cmd.id, changes, updatedAt: cmd.now } }];
+      }
+      case 'Delete':
+        if (!s.exists) throw new DomainError(`${code}-not-found`, `${entity.name} ${cmd.id} does not exist`);
+        if (s.isDeleted) return [];
+        return [{ type: types.deleted, data: { [idKey]: cmd.id, deletedAt: cmd.now } }];
+      default:
+        return assertNever(cmd);
+    }
+  }
+
+  function evolve(s: EntityState, e: EntityEvent): EntityState {
+    const { [idKey]: _id, createdAt: _c, updatedAt: _u, deletedAt: _d, changes, ...values } = e.data;
+    switch (e.type) {
+      case types.created:
+        return { exists: true, isDeleted: false, values };
+      case types.updated: {
+        const { [entity.softDeleteField ?? '']: deleted, ...rest } = changes as Record<string, unknown>;
+        return { ...s, isDeleted: typeof deleted === 'boolean' ? deleted : s.isDeleted, values: { ...s.values, ...rest } };
+      }
+      case types.deleted:
+        return { ...s, isDeleted: true };
+      default:
+        return s;
+    }
+  }
+
+  return { initialState: initialEntityState, decide, evolve };
+}
+
+/** The project a row with these values belongs to: its own projectId, or its parent's along projectPath. */
+export function projectIdOf(entity: EntityDef, values: Record<string, unknown>, facts: Facts): number | null {
+  if (entity.fields.projectId) return (values.projectId as number | undefined) ?? null;
+  if (!entity.projectPath || entity.projectPath.length === 0) return null;
+  const parent = facts[entity.projectPath[0]];
+  return parent && !Array.isArray(parent) ? parent.projectId : null;
+}
+
+/**
+ * Every referenced row exists and is not deleted, and belongs to the same project as this one
+ * (a case cannot sit in another project's folder, a run cannot use another project's milestone).
+ */
+function checkReferences(entity: EntityDef, values: Record<string, unknown>, facts: Facts): void {
+  const projectId = entity.name === 'project' ? null : projectIdOf(entity, values, facts);
+  for (const [relation, fact] of Object.entries(facts)) {
+    for (const f of Array.isArray(fact) ? fact : fact ? [fact] : []) {
+      const target = kebab(f.entity);
+      if (!f.exists || f.isDeleted) throw new DomainError(`${target}-not-found`, `${f.entity} ${f.id} does not exist`, { path: relation, id: f.id });
+      if (projectId !== null && f.projectId !== null && f.projectId !== projectId && ENTITIES[f.entity].projectPath !== undefined) {
+        throw new DomainError(`${target}-in-other-project`, `${f.entity} ${f.id} belongs to another project`, { path: relation, id: f.id });
+      }
+    }
+  }
+}

@@ -1,0 +1,253 @@
+import { createHash } from 'node:crypto';
+import type { EventMetadata } from '../../contracts/envelope';
+import { ENTITIES, type EntityDef, type EntityName, type RelationDef } from '../../contracts/entities';
+import { eventFields, linkField, linkRelations, ownedRelations, streamOf } from '../../contracts/entityEvents';
+import type { UniqueValueClaimed } from '../../contracts/events';
+import { type CommandDeps, readYourWrites } from '../shared/commandBus';
+import { handleCommand, loadAggregate } from '../shared/decider';
+import { ConcurrencyError, DomainError } from '../shared/errors';
+import { folderStream, repositoryFolderDecider } from '../repository/repositoryFolder.decider';
+import { userDecider, userStream } from '../identity/user.decider';
+import { type Fact, type Facts, entityDecider, kebab, projectIdOf } from './entity.decider';
+
+/**
+ * Create, update and delete any catalogue entity that uses the generic aggregate: look up the
+ * facts the decider needs (referenced rows, from their own streams), claim unique values, hand out
+ * ids for new children, append, and wait until the read model has the change.
+ */
+
+/** A many-to-many write: the whole list (`set`), or ids to add and remove. */
+export interface LinkWrite { set?: number[]; connect?: number[]; disconnect?: number[] }
+/** Owned children: new ones, and which existing ones go (all of them with `deleteMany`). */
+export interface ChildrenWrite { create?: ChildInput[]; deleteMany?: boolean; delete?: number[] }
+export interface ChildInput { data: Record<string, unknown>; connect: Record<string, number | null> }
+
+export interface EntityWrite {
+  /** Writable scalar fields, validated against the catalogue. */
+  data: Record<string, unknown>;
+  /** One-relations: target id, or null to disconnect. */
+  connect: Record<string, number | null>;
+  links?: Record<string, LinkWrite>;
+  children?: Record<string, ChildrenWrite>;
+}
+
+const DECIDERS = new Map<EntityName, ReturnType<typeof entityDecider>>();
+export function deciderOf(entity: EntityDef) {
+  let decider = DECIDERS.get(entity.name);
+  if (!decider) DECIDERS.set(entity.name, (decider = entityDecider(entity)));
+  return decider;
+}
+
+export async function createEntity(deps: CommandDeps, name: EntityName, write: EntityWrite, metadata: EventMetadata): Promise<number> {
+  const entity = ENTITIES[name];
+  const values: Record<string, unknown> = {};
+  for (const field of eventFields(entity)) {
+    const def = entity.fields[field];
+    if (def.fromActor) values[field] = metadata.actor.userId ?? null;
+    else if (field in write.data) values[field] = write.data[field];
+    else if (def.default !== undefined) values[field] = Array.isArray(def.default) ? [...def.default] : def.default;
+    else if (def.nullable) values[field] = null;
+  }
+  for (const [relation, targetId] of Object.entries(write.connect)) values[entity.relations[relation].scalar!] = targetId;
+  for (const [relation] of linkRelations(entity)) values[linkField(relation)] = applyLinks([], write.links?.[relation]);
+  for (const [relation, def] of ownedRelations(entity)) {
+    values[relation] = await newChildren(deps, ENTITIES[def.target], def, [], write.children?.[relation], metadata);
+  }
+  for (const field of eventFields(entity)) {
+    if (!(field in values)) throw new DomainError('invalid-argument', `${field} is required`, { path: `data.${field}` });
+  }
+
+  const facts = await factsFor(deps, entity, values, Object.keys(write.connect), write);
+  const decider = deciderOf(entity);
+  // Decide once against an empty stream before anything is claimed or reserved: a refused create appends nothing.
+  decider.decide({ type: 'Create', id: 1, values, facts, now: deps.clock().toISOString() }, decider.initialState);
+  const id = await deps.ids.next(name, metadata);
+  await claimUniqueValues(deps, entity, id, {}, values, metadata);
+  const outcome = await handleCommand(deps.store, streamOf(entity, id), decider, {
+    type: 'Create', id, values, facts, now: deps.clock().toISOString(),
+  }, metadata);
+  await readYourWrites(deps, outcome);
+  return id;
+}
+
+export async function updateEntity(deps: CommandDeps, name: EntityName, id: number, write: EntityWrite, metadata: EventMetadata): Promise<void> {
+  const entity = ENTITIES[name];
+  const decider = deciderOf(entity);
+  const { state } = await loadAggregate(deps.store, streamOf(entity, id), decider);
+  if (!state.exists) throw new DomainError(`${kebab(name)}-not-found`, `${name} ${id} does not exist`, { id });
+  const values: Record<string, unknown> = { ...write.data };
+  for (const [relation, targetId] of Object.entries(write.connect)) values[entity.relations[relation].scalar!] = targetId;
+  for (const [relation, links] of Object.entries(write.links ?? {})) {
+    values[linkField(relation)] = applyLinks((state.values[linkField(relation)] as number[] | undefined) ?? [], links);
+  }
+  for (const [relation, children] of Object.entries(write.children ?? {})) {
+    const def = entity.relations[relation];
+    const current = (state.values[relation] as Record<string, unknown>[] | undefined) ?? [];
+    values[relation] = await newChildren(deps, ENTITIES[def.target], def, current, children, metadata);
+  }
+  const merged = { ...state.values, ...values };
+  // The project path's first hop is looked up too, so that new references are checked against the row's project.
+  const changedRelations = [...Object.keys(write.connect), ...(entity.projectPath?.length ? [entity.projectPath[0]] : [])];
+  const facts = await factsFor(deps, entity, merged, changedRelations, write);
+  await claimUniqueValues(deps, entity, id, state.values, merged, metadata);
+  const outcome = await handleCommand(deps.store, streamOf(entity, id), decider, {
+    type: 'Update', id, values, facts, now: deps.clock().toISOString(),
+  }, metadata);
+  await readYourWrites(deps, outcome);
+}
+
+export async function deleteEntity(deps: CommandDeps, name: EntityName, id: number, metadata: EventMetadata): Promise<void> {
+  const entity = ENTITIES[name];
+  const outcome = await handleCommand(deps.store, streamOf(entity, id), deciderOf(entity), { type: 'Delete', id, now: deps.clock().toISOString() }, metadata);
+  await readYourWrites(deps, outcome);
+}
+
+// ---------------------------------------------------------------------------------------------
+// links and children
+
+function applyLinks(current: number[], write: LinkWrite | undefined): number[] {
+  if (!write) return current;
+  let ids = write.set ? [...write.set] : [...current];
+  for (const id of write.connect ?? []) if (!ids.includes(id)) ids.push(id);
+  if (write.disconnect) ids = ids.filter((id) => !write.disconnect!.includes(id));
+  return [...new Set(ids)];
+}
+
+async function newChildren(
+  deps: CommandDeps, child: EntityDef, relation: RelationDef, current: Record<string, unknown>[], write: ChildrenWrite | undefined, metadata: EventMetadata,
+): Promise<Record<string, unknown>[]> {
+  let kept = write?.deleteMany ? [] : current;
+  if (write?.delete) {
+    for (const id of write.delete) {
+      if (!kept.some((c) => c.id === id)) throw new DomainError(`${kebab(child.name)}-not-found`, `${child.name} ${id} is not one of these`, { id });
+    }
+    kept = kept.filter((c) => !write.delete!.includes(c.id as number));
+  }
+  const fields = eventFields(child).filter((f) => child.fields[f].column !== relation.foreignKey);
+  const created: Record<string, unknown>[] = [];
+  for (const input of write?.create ?? []) {
+    const row: Record<string, unknown> = { id: await deps.ids.next(child.name, metadata) };
+    for (const field of fields) {
+      const def = child.fields[field];
+      const scalarOf = Object.entries(child.relations).find(([, r]) => r.scalar === field)?.[0];
+      if (scalarOf && scalarOf in input.connect) row[field] = input.connect[scalarOf];
+      else if (field in input.data) row[field] = input.data[field];
+      else if (def.default !== undefined) row[field] = def.default;
+      else if (def.nullable) row[field] = null;
+      else throw new DomainError('invalid-argument', `${field} is required`, { path: `${relation.target}.${field}` });
+    }
+    created.push(row);
+  }
+  return [...kept, ...created];
+}
+
+// ---------------------------------------------------------------------------------------------
+// facts
+
+async function factsFor(deps: CommandDeps, entity: EntityDef, values: Record<string, unknown>, relations: string[], write: EntityWrite): Promise<Facts> {
+  const facts: Facts = {};
+  const lookups: Promise<void>[] = [];
+  for (const relation of new Set(relations)) {
+    const def = entity.relations[relation];
+    const targetId = values[def.scalar!] as number | null | undefined;
+    if (targetId == null) continue;
+    lookups.push(factOf(deps, def.target, targetId).then((f) => { facts[relation] = f; }));
+  }
+  for (const [relation, links] of Object.entries(write.links ?? {})) {
+    const def = entity.relations[relation];
+    const added = [...(links.set ?? []), ...(links.connect ?? [])];
+    lookups.push(Promise.all(added.map((id) => factOf(deps, def.target, id))).then((f) => { facts[relation] = f; }));
+  }
+  for (const [relation, children] of Object.entries(write.children ?? {})) {
+    const child = ENTITIES[entity.relations[relation].target];
+    for (const [i, input] of (children.create ?? []).entries()) {
+      for (const [childRelation, targetId] of Object.entries(input.connect)) {
+        if (targetId === null) continue;
+        lookups.push(factOf(deps, child.relations[childRelation].target, targetId).then((f) => { facts[`${relation}[${i}].${childRelation}`] = f; }));
+      }
+    }
+  }
+  await Promise.all(lookups);
+  return facts;
+}
+
+/** What a row is like now, from its own stream (never the read model, which may lag). */
+export async function factOf(deps: Pick<CommandDeps, 'store'>, name: EntityName, id: number, depth = 0): Promise<Fact> {
+  const entity = ENTITIES[name];
+  if (name === 'repositoryFolder') {
+    const { state } = await loadAggregate(deps.store, folderStream(id), repositoryFolderDecider);
+    return { entity: name, id, exists: state.exists, isDeleted: state.isDeleted, projectId: state.projectId, values: { ...state } };
+  }
+  if (name === 'user') {
+    const { state } = await loadAggregate(deps.store, userStream(id), userDecider);
+    return { entity: name, id, exists: state.exists, isDeleted: false, projectId: null, values: {} };
+  }
+  const { state } = await loadAggregate(deps.store, streamOf(entity, id), deciderOf(entity));
+  let projectId: number | null = name === 'project' ? id : null;
+  if (name !== 'project' && state.exists) {
+    projectId = projectIdOf(entity, state.values, {});
+    const hop = entity.projectPath?.[0];
+    if (projectId === null && hop && depth < 4) {
+      const parentId = state.values[entity.relations[hop].scalar!] as number | null;
+      if (parentId != null) projectId = (await factOf(deps, entity.relations[hop].target, parentId, depth + 1)).projectId;
+    }
+  }
+  return { entity: name, id, exists: state.exists, isDeleted: state.isDeleted, projectId, values: state.values };
+}
+
+// ---------------------------------------------------------------------------------------------
+// unique values
+
+/** How long a claim whose owner never appeared is honoured (a writer killed between claim and create). */
+const CLAIM_GRACE_MS = 60_000;
+
+function uniqueKeys(entity: EntityDef, values: Record<string, unknown>): { scope: string; value: string }[] {
+  const keys: { scope: string; value: string }[] = [];
+  for (const [name, f] of Object.entries(entity.fields)) {
+    if (f.unique && typeof values[name] === 'string') keys.push({ scope: `${entity.name}.${name}`, value: (values[name] as string).trim().toLowerCase() });
+  }
+  if (entity.uniqueTogether && entity.uniqueTogether.every((f) => values[f] != null)) {
+    keys.push({ scope: `${entity.name}.${entity.uniqueTogether.join('+')}`, value: entity.uniqueTogether.map((f) => String(values[f])).join('+') });
+  }
+  return keys;
+}
+
+const claimStream = (scope: string, value: string) =>
+  `unique-${scope}-${value.length <= 80 && /^[\w.+@-]*$/.test(value) ? value : createHash('sha256').update(value).digest('hex')}`;
+
+/**
+ * Claims each unique value the row will hold on its own stream. A claim holds while its owner
+ * exists, is not deleted and still has the value; otherwise (renamed, deleted, or never created
+ * and older than the grace period) it may be taken over, with the stream's revision as the lock.
+ */
+async function claimUniqueValues(
+  deps: CommandDeps, entity: EntityDef, ownerId: number, before: Record<string, unknown>, after: Record<string, unknown>, metadata: EventMetadata,
+): Promise<void> {
+  const previous = new Set(uniqueKeys(entity, before).map((k) => `${k.scope}=${k.value}`));
+  for (const key of uniqueKeys(entity, after)) {
+    if (previous.has(`${key.scope}=${key.value}`)) continue;
+    const streamId = claimStream(key.scope, key.value);
+    const [last] = await deps.store.readStream(streamId, { direction: 'backwards', maxCount: 1 });
+    if (last) {
+      const holder = (last.data as UniqueValueClaimed['data']).ownerId;
+      if (holder !== ownerId && (await claimHolds(deps, entity, holder, key, last.recordedAt))) {
+        throw new DomainError(`${kebab(entity.name)}-${kebab(key.scope.split('.')[1]).replace(/\+/g, '-')}-taken`,
+          `Another ${entity.name} already has this ${key.scope.split('.')[1]}`, { path: `data.${key.scope.split('.')[1]}`, ownerId: holder });
+      }
+    }
+    const claim: UniqueValueClaimed = { type: 'UniqueValueClaimed', data: { scope: key.scope, value: key.value, ownerId } };
+    try {
+      await deps.store.append(streamId, [claim], { expectedRevision: last ? BigInt(last.revision) : 'no-stream', metadata });
+    } catch (error) {
+      if (error instanceof ConcurrencyError) throw new DomainError(`${kebab(entity.name)}-taken`, `Another ${entity.name} is claiming this value right now`, { path: `data.${key.scope.split('.')[1]}` });
+      throw error;
+    }
+  }
+}
+
+async function claimHolds(deps: CommandDeps, entity: EntityDef, holder: number, key: { scope: string; value: string }, claimedAt: string): Promise<boolean> {
+  const fact = await factOf(deps, entity.name, holder);
+  if (!fact.exists) return Date.now() - Date.parse(claimedAt) < CLAIM_GRACE_MS;
+  if (fact.isDeleted) return false;
+  return uniqueKeys(entity, fact.values).some((k) => k.scope === key.scope && k.value === key.value);
+}

@@ -1,0 +1,47 @@
+import type { EntityDef } from '../../contracts/entities';
+import { DomainError } from '../shared/errors';
+import type { Fact, Facts } from './entity.decider';
+
+/**
+ * Rules of particular entities, beyond what the catalogue says (references exist, share the
+ * project, unique values). Pure, like the decider that calls them.
+ */
+
+/** Cases, runs and sessions each take a workflow state of their own scope. */
+const STATE_SCOPE: Record<string, string> = { repositoryCase: 'CASES', testRun: 'RUNS', session: 'SESSIONS' };
+
+const single = (fact: Fact | Fact[] | undefined): Fact | undefined => (Array.isArray(fact) ? undefined : fact);
+
+export function checkEntityRules(entity: EntityDef, values: Record<string, unknown>, facts: Facts): void {
+  for (const [name, f] of Object.entries(entity.fields)) {
+    if (f.requiredOnCreate && f.type === 'string' && !f.enum && typeof values[name] === 'string' && (values[name] as string).trim() === '') {
+      throw new DomainError('invalid-value', `${name} cannot be empty`, { path: `data.${name}` });
+    }
+  }
+  const scope = STATE_SCOPE[entity.name];
+  const state = single(facts.state);
+  if (scope && state && state.values.scope !== scope) {
+    throw new DomainError('workflow-scope-mismatch', `Workflow state ${state.id} is for ${String(state.values.scope)}, not ${scope}`, { path: 'data.state', id: state.id, scope });
+  }
+  switch (entity.name) {
+    case 'testRunResult': {
+      const runCase = single(facts.testRunCase);
+      if (runCase && runCase.values.testRunId !== values.testRunId) {
+        throw new DomainError('test-run-case-not-in-run', `Run case ${runCase.id} is not part of test run ${String(values.testRunId)}`, { path: 'data.testRunCase' });
+      }
+      break;
+    }
+    case 'fieldOption':
+      if ((values.caseFieldId == null) === (values.resultFieldId == null)) {
+        throw new DomainError('invalid-value', 'A field option belongs to exactly one case field or result field', { path: 'data.caseField' });
+      }
+      break;
+  }
+  for (const [name, f] of Object.entries(entity.fields)) {
+    if (f.type === 'int' && !f.list && typeof values[name] === 'number' && NON_NEGATIVE.has(name) && (values[name] as number) < 0) {
+      throw new DomainError('invalid-value', `${name} cannot be negative`, { path: `data.${name}` });
+    }
+  }
+}
+
+const NON_NEGATIVE = new Set(['size', 'attempt', 'durationMs', 'estimate', 'elapsedMs']);
