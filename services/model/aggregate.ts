@@ -1,13 +1,14 @@
 import type { Knex } from 'knex';
-import type { EntityDef } from '../../contracts/entities';
-import type { AggregateArgs, Aggregates, GroupByArgs } from './args';
-import { applyWhere, columnOf, columnsOf, ordering, sqlContext } from './query';
+import type { EntityDef, FieldDef } from '../../contracts/entities';
+import { havingAggregateField, type AggregateArgs, type Aggregates, type GroupByArgs } from './args';
+import { applyPage, applyScope, applyWhere, columnOf, columnsOf, sqlContext, type ReadOptions } from './query';
 import { toApiValue, type ApiObject, type Row } from './shape';
 
 /**
  * Prisma's `aggregate` and `groupBy` over the read model, one SQL query each. Values reach SQL as
  * bound parameters; identifiers come from the catalogue only; aggregate output columns get
- * generated aliases (`a0`, `g0`, ...) and are mapped back to API keys here.
+ * generated aliases (`a0`, `g0`, ...) and are mapped back to API keys here. Only rows within the
+ * caller's scope (see query.ts) are aggregated.
  *
  * Result conventions (as Prisma): `_count` values are numbers (`_count: true` → a bare number),
  * `_sum` of an int is a number (null over no rows), `_avg` a float (null over no rows), `_min` /
@@ -16,45 +17,64 @@ import { toApiValue, type ApiObject, type Row } from './shape';
 
 export type AggregateResult = ApiObject;
 
-export async function runAggregate(knex: Knex, entity: EntityDef, args: AggregateArgs): Promise<AggregateResult> {
-  const sql = sqlContext(knex);
+export async function runAggregate(knex: Knex, entity: EntityDef, args: AggregateArgs, options: ReadOptions = {}): Promise<AggregateResult> {
+  const sql = sqlContext(knex, options);
   const alias = sql.nextAlias();
-  // take/skip (and the order they depend on) choose the rows *before* aggregation: a subquery.
+  // orderBy/cursor/take/skip choose the rows *before* aggregation: a subquery.
   const rows = knex({ [alias]: entity.table }).select(columnsOf(entity, alias));
   applyWhere(sql, rows, entity, alias, args.where);
-  if (args.take !== undefined || args.skip) {
-    rows.orderBy(ordering(entity, alias, args.orderBy));
-    if (args.take !== undefined) rows.limit(args.take);
-    if (args.skip) rows.offset(args.skip);
-  }
+  applyScope(sql, rows, entity, alias);
+  if (args.take !== undefined || args.skip || args.cursor !== undefined) applyPage(sql, rows, entity, alias, args);
   const outerAlias = sql.nextAlias();
   const plan = aggregatePlan(entity, args.aggregates);
   const [row] = (await knex.from(rows.as(outerAlias)).select(plan.map((item) => item.select(knex, outerAlias)))) as Row[];
   return readAggregates(entity, plan, row);
 }
 
-export async function runGroupBy(knex: Knex, entity: EntityDef, args: GroupByArgs): Promise<AggregateResult[]> {
+/**
+ * The groups are computed in an inner query (by columns `g<i>`, requested aggregates `a<i>`,
+ * aggregates that `having` compares `h<i>` and that orderBy sorts on `o<i>`); the outer query
+ * filters them with `having` (through the ordinary where translation, over a pseudo-entity whose
+ * fields are those columns), orders and pages them.
+ */
+export async function runGroupBy(knex: Knex, entity: EntityDef, args: GroupByArgs, options: ReadOptions = {}): Promise<AggregateResult[]> {
   if (args.take === 0) return [];
-  const sql = sqlContext(knex);
+  const sql = sqlContext(knex, options);
   const alias = sql.nextAlias();
   const byColumns = args.by.map((field) => columnOf(entity, alias, field));
   const plan = aggregatePlan(entity, args.aggregates);
-  const query = knex({ [alias]: entity.table })
+  const groups = knex({ [alias]: entity.table })
     .select(byColumns.map((column, i) => ({ [`g${i}`]: column })))
     .select(plan.map((item) => item.select(knex, alias)))
     .groupBy(byColumns);
-  applyWhere(sql, query, entity, alias, args.where);
+  applyWhere(sql, groups, entity, alias, args.where);
+  applyScope(sql, groups, entity, alias);
+
+  const groupFields: Record<string, FieldDef> = {};
+  args.by.forEach((field, i) => (groupFields[field] = { ...entity.fields[field], column: `g${i}` }));
+  args.havingAggregates.forEach((aggregate, i) => {
+    groupFields[aggregate.name] = { ...havingAggregateField(entity, aggregate), column: `h${i}` };
+    groups.select(aggregateSql(knex, entity, alias, aggregate.fn, aggregate.field, `h${i}`));
+  });
+  args.orderBy.forEach((key, i) => {
+    if (key.kind === 'aggregate') groups.select(aggregateSql(knex, entity, alias, key.fn, key.field, `o${i}`));
+  });
+
+  const outer = sql.nextAlias();
+  const query = knex
+    .from(groups.as(outer))
+    .select([...args.by.map((_, i) => `g${i}`), ...plan.map((item) => item.alias)].map((column) => `${outer}.${column}`));
+  applyWhere(sql, query, { ...entity, fields: groupFields, relations: {} }, outer, args.having);
 
   // The requested order, then the by fields ascending, so that groups (and pages) come out stably.
-  const keys: { sql: string; bindings: string[] }[] = args.orderBy.map((key) =>
-    key.kind === 'field'
-      ? { sql: `?? ${key.direction}`, bindings: [columnOf(entity, alias, key.field)] }
-      : { sql: `${AGGREGATE_SQL[key.fn]}(??) ${key.direction}`, bindings: [columnOf(entity, alias, key.field)] },
-  );
-  for (const field of args.by) {
-    if (!args.orderBy.some((key) => key.kind === 'field' && key.field === field)) keys.push({ sql: '?? asc', bindings: [columnOf(entity, alias, field)] });
-  }
-  query.orderByRaw(keys.map((key) => key.sql).join(', '), keys.flatMap((key) => key.bindings));
+  const keys = args.orderBy.map((key, i) => ({
+    column: `${outer}.${key.kind === 'field' ? `g${args.by.indexOf(key.field)}` : `o${i}`}`,
+    direction: key.direction,
+  }));
+  args.by.forEach((field, i) => {
+    if (!args.orderBy.some((key) => key.kind === 'field' && key.field === field)) keys.push({ column: `${outer}.g${i}`, direction: 'asc' });
+  });
+  query.orderByRaw(keys.map((key) => `?? ${key.direction}`).join(', '), keys.map((key) => key.column));
   if (args.take !== undefined) query.limit(args.take);
   if (args.skip) query.offset(args.skip);
 
@@ -71,6 +91,11 @@ export async function runGroupBy(knex: Knex, entity: EntityDef, args: GroupByArg
 
 const AGGREGATE_SQL = { _count: 'count', _sum: 'sum', _avg: 'avg', _min: 'min', _max: 'max' } as const;
 type AggregateKey = keyof typeof AGGREGATE_SQL;
+
+/** `fn(column) as alias`; count of a field counts its non-null values. */
+function aggregateSql(knex: Knex, entity: EntityDef, tableAlias: string, key: AggregateKey, field: string, alias: string): Knex.Raw {
+  return knex.raw(`${AGGREGATE_SQL[key]}(??) as ??`, [columnOf(entity, tableAlias, field), alias]);
+}
 
 interface PlannedAggregate {
   key: AggregateKey;
@@ -89,8 +114,7 @@ function aggregatePlan(entity: EntityDef, aggregates: Aggregates): PlannedAggreg
       key,
       field,
       alias,
-      select: (knex, tableAlias) =>
-        counted ? knex.raw('count(*) as ??', [alias]) : knex.raw(`${AGGREGATE_SQL[key]}(??) as ??`, [columnOf(entity, tableAlias, field), alias]),
+      select: (knex, tableAlias) => (counted ? knex.raw('count(*) as ??', [alias]) : aggregateSql(knex, entity, tableAlias, key, field, alias)),
     });
   };
   const count = aggregates._count;

@@ -4,14 +4,34 @@ import { badRequest } from '../shared/errors';
 /**
  * Strict parsing of model API request bodies (Prisma-style) into plain, already-validated
  * structures. Every refusal is a 400 `invalid-argument` whose `details.path` names the offending
- * spot (`where.name.contains`, `orderBy[0].createdAt`, ...), so a client can point at it.
+ * spot (`where.name.contains`, `orderBy[0].folder.name`, `having.x._avg.gt`, ...), so a client can
+ * point at it.
  *
  * Semantics worth knowing:
  * - Filters are two-valued: a null column fails every comparison except `equals: null`, so `not`
  *   and `NOT` give the exact complement (`not: 'x'` keeps nulls, unlike SQL `<>`).
  * - `NOT: {...}` negates the whole object; `NOT: [a, b]` means neither a nor b.
  * - datetime values are ISO 8601 date-times with a zone (`Z` or `+01:00`), normalised to UTC ISO strings.
+ * - float fields take any finite number and filter like ints. An `enum` string field accepts only
+ *   its values (written, compared, or listed in `in`), filtered with equals / not / in / notIn.
+ * - json fields take any JSON value on write (null: no value) and are returned as stored; they
+ *   filter on null only (`field: null`, `equals: null`, `not: null`): Prisma's JSON filters (path,
+ *   string_contains, array_contains, equals on a value) are not offered. Not orderable, not
+ *   distinct or groupBy keys.
+ * - Scalar lists (`list: true`) are written as arrays (each item validated) and filtered as in
+ *   Prisma: `has` (one item), `hasSome` (any of; [] matches nothing), `hasEvery` (all of; []
+ *   matches every list), `isEmpty: true | false`, `equals` (same items in the same order). Not
+ *   orderable, not distinct or groupBy keys.
+ * - orderBy follows to-one relations to any depth (`{ folder: { parent: { name: 'asc' } } }`; a
+ *   missing related row sorts as null, so `nulls` is accepted on such paths) and sorts by the
+ *   number of related rows of a list relation (`{ repositoryCases: { _count: 'desc' } }`).
+ * - A negative `take` takes from the end of the ordering (after `skip` rows from the end); the rows
+ *   still come back in the requested order. `cursor: { id }` starts the page at that row
+ *   (inclusive) in the requested order, or ends it there with a negative take; a cursor row that
+ *   does not exist gives no rows. Both apply in list includes too.
  * - `count` accepts `where` only (Prisma's `select: { _all: true }` is refused: the answer is a bare integer).
+ * - groupBy `having`: aggregate filters on any scalar field (`{ rating: { _avg: { gt: 3 } } }`)
+ *   and plain filters on `by` fields, combined with AND / OR / NOT.
  */
 
 export type FindOperation = 'findMany' | 'findFirst' | 'findUnique' | 'count';
@@ -19,13 +39,27 @@ export type FindOperation = 'findMany' | 'findFirst' | 'findUnique' | 'count';
 /** A validated scalar value; datetimes are normalised ISO strings. */
 export type ScalarValue = string | number | boolean;
 
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** A written field value: a scalar, a list of scalars (list fields), any JSON (json fields), or null. */
+export type FieldValue = ScalarValue | ScalarValue[] | JsonValue;
+
 export type SortDirection = 'asc' | 'desc';
-export interface OrderBy {
-  field: string;
-  direction: SortDirection;
-  /** Where nulls go; absent: PostgreSQL's default (last ascending, first descending), as Prisma. */
-  nulls?: 'first' | 'last';
-}
+export type NullsPosition = 'first' | 'last';
+
+/**
+ * A sort key: a scalar field, or the number of rows of a list relation (`count`), of the row
+ * itself or of the row reached through the to-one relations in `via` (absent when empty).
+ */
+export type OrderBy =
+  | {
+      field: string;
+      direction: SortDirection;
+      /** Where nulls go; absent: PostgreSQL's default (last ascending, first descending), as Prisma. */
+      nulls?: NullsPosition;
+      via?: string[];
+    }
+  | { count: string; direction: SortDirection; via?: string[] };
 
 export type RelationQuantifier = 'some' | 'every' | 'none' | 'is' | 'isNot';
 
@@ -37,6 +71,9 @@ export type Where =
   | { kind: 'in'; field: string; negated: boolean; values: ScalarValue[]; insensitive: boolean }
   | { kind: 'like'; field: string; op: 'contains' | 'startsWith' | 'endsWith'; value: string; insensitive: boolean }
   | { kind: 'isNull'; field: string }
+  /** Scalar lists: `has` carries one value. */
+  | { kind: 'list'; field: string; op: 'has' | 'hasSome' | 'hasEvery' | 'equals'; values: ScalarValue[] }
+  | { kind: 'listEmpty'; field: string; empty: boolean }
   /** `where: null` only with `is`/`isNot`: the relation is (not) set. */
   | { kind: 'relation'; relation: string; quantifier: RelationQuantifier; where: Where | null };
 
@@ -51,11 +88,14 @@ export interface Shape {
 export interface ListQuery {
   where?: Where;
   orderBy: OrderBy[];
+  /** Negative: the last rows of the ordering, returned in the requested order. */
   take?: number;
   skip?: number;
+  /** The id of the row the page starts at (ends at, with a negative take). */
+  cursor?: number;
 }
 
-/** An included relation; where/orderBy/take/skip only ever set for kind 'many'. */
+/** An included relation; where/orderBy/take/skip/cursor only ever set for kind 'many'. */
 export interface RelationLoad extends ListQuery {
   shape: Shape;
 }
@@ -68,7 +108,7 @@ export interface FindArgs extends ListQuery {
 
 export interface CreateArgs {
   /** Writable scalar fields, keyed by field name. */
-  data: Record<string, ScalarValue | null>;
+  data: Record<string, FieldValue>;
   /** Relation name → target id (`connect`), or null (`disconnect`, update only). */
   connect: Record<string, number | null>;
   /** The parsed include/select, for `findRowById`. */
@@ -87,8 +127,8 @@ export interface DeleteArgs {
 type Json = Record<string, unknown>;
 
 const FIND_KEYS: Record<FindOperation, readonly string[]> = {
-  findMany: ['where', 'include', 'select', 'orderBy', 'take', 'skip', 'distinct'],
-  findFirst: ['where', 'include', 'select', 'orderBy', 'take', 'skip', 'distinct'],
+  findMany: ['where', 'include', 'select', 'orderBy', 'cursor', 'take', 'skip', 'distinct'],
+  findFirst: ['where', 'include', 'select', 'orderBy', 'cursor', 'take', 'skip', 'distinct'],
   findUnique: ['where', 'include', 'select'],
   count: ['where'],
 };
@@ -102,7 +142,14 @@ const OPERATORS_BY_TYPE: Record<FieldDef['type'], readonly string[]> = {
   // Only null checks (`equals: null`, `not: null`): Prisma's JSON path filters are not offered.
   json: ['equals', 'not'],
 };
-const ALL_OPERATORS = new Set(Object.values(OPERATORS_BY_TYPE).flat());
+/** Enum fields: equality only, as Prisma's enum filters. */
+const ENUM_OPERATORS = ['equals', 'not', 'in', 'notIn'] as const;
+/** Scalar lists, as Prisma's scalar list filters. */
+const LIST_OPERATORS = ['equals', 'has', 'hasSome', 'hasEvery', 'isEmpty'] as const;
+const ALL_OPERATORS = new Set([...Object.values(OPERATORS_BY_TYPE).flat(), ...LIST_OPERATORS]);
+
+const JSON_FILTERS_UNSUPPORTED =
+  'a JSON field can only be filtered on null (null, equals: null, not: null); JSON value and path filters (path, string_contains, array_contains, equals on a value) are not supported';
 
 const INT_MIN = -2147483648;
 const INT_MAX = 2147483647;
@@ -117,8 +164,9 @@ export function parseFindArgs(entity: EntityDef, op: FindOperation, body: unknow
   return {
     where,
     orderBy: parseOrderBy(entity, input.orderBy, 'orderBy'),
-    take: parsePageSize(input.take, 'take'),
+    take: parseTake(input.take, 'take'),
     skip: parsePageSize(input.skip, 'skip'),
+    ...(input.cursor !== undefined && { cursor: uniqueId(entity, input.cursor, 'cursor').id }),
     shape: parseShape(entity, input, ''),
     ...(input.distinct !== undefined && { distinct: parseDistinct(entity, input.distinct, 'distinct') }),
   };
@@ -128,11 +176,13 @@ export function parseFindArgs(entity: EntityDef, op: FindOperation, body: unknow
 function parseDistinct(entity: EntityDef, value: unknown, path: string): string[] {
   const fields = Array.isArray(value) ? value : [value];
   if (fields.length === 0) fail(path, 'needs at least one field');
-  return fields.map((field, i) => {
+  return fields.map((name, i) => {
     const fieldPath = Array.isArray(value) ? `${path}[${i}]` : path;
-    if (typeof field !== 'string' || !fieldOf(entity, field)) fail(fieldPath, `must be a scalar field of ${entity.name}`);
-    if (fields.indexOf(field) !== i) fail(fieldPath, 'is given twice');
-    return field;
+    const field = typeof name === 'string' ? fieldOf(entity, name) : undefined;
+    if (!field) return fail(fieldPath, `must be a scalar field of ${entity.name}`);
+    if (!isComparable(field)) fail(fieldPath, `a ${describeType(field)} field cannot be a distinct key`);
+    if (fields.indexOf(name) !== i) fail(fieldPath, 'is given twice');
+    return name as string;
   });
 }
 
@@ -222,20 +272,33 @@ function whereList(entity: EntityDef, value: unknown, path: string): Where[] {
 
 function parseFieldFilter(name: string, field: FieldDef, value: unknown, path: string): Where {
   if (value === null) return isNull(name, field, path);
+  if (field.list) return parseListFilter(name, field, value, path);
+  if (field.type === 'json') return parseJsonFilter(name, field, value, path);
   if (isPlainObject(value)) return parseFilterObject(name, field, value, path);
   return { kind: 'compare', field: name, op: 'equals', value: parseScalar(field, value, path), insensitive: false };
 }
 
 function parseFilterObject(name: string, field: FieldDef, input: Json, path: string): Where {
+  const allowed = operatorsOf(field);
+  // Checked before `mode` is read, so that a bad mode on a field without modes names the field's problem.
+  for (const op of Object.keys(input)) checkOperator(field, allowed, op, at(path, op));
   const insensitive = parseMode(input.mode, at(path, 'mode'));
   const items: Where[] = [];
   for (const [op, value] of definedEntries(input)) {
-    const opPath = at(path, op);
-    if (!ALL_OPERATORS.has(op)) fail(opPath, 'unknown filter operator');
-    if (!OPERATORS_BY_TYPE[field.type].includes(op)) fail(opPath, `does not apply to a ${field.type} field`);
-    if (op !== 'mode') items.push(parseOperator(name, field, op, value, opPath, insensitive));
+    if (op !== 'mode') items.push(parseOperator(name, field, op, value, at(path, op), insensitive));
   }
   return items.length === 1 ? items[0] : { kind: 'and', items };
+}
+
+function operatorsOf(field: FieldDef): readonly string[] {
+  if (field.list) return LIST_OPERATORS;
+  if (field.enum) return ENUM_OPERATORS;
+  return OPERATORS_BY_TYPE[field.type];
+}
+
+function checkOperator(field: FieldDef, allowed: readonly string[], op: string, path: string): void {
+  if (!ALL_OPERATORS.has(op)) fail(path, 'unknown filter operator');
+  if (!allowed.includes(op)) fail(path, `does not apply to ${article(describeType(field))} field (only ${allowed.join(', ')})`);
 }
 
 function parseOperator(name: string, field: FieldDef, op: string, value: unknown, path: string, insensitive: boolean): Where {
@@ -262,6 +325,39 @@ function parseOperator(name: string, field: FieldDef, op: string, value: unknown
     default:
       return fail(path, 'unknown filter operator');
   }
+}
+
+/** Prisma's scalar list filters; there is no shorthand (`tags: ['a']`) and no `not`. */
+function parseListFilter(name: string, field: FieldDef, value: unknown, path: string): Where {
+  if (!isPlainObject(value)) return fail(path, `a list field is filtered with an object of ${LIST_OPERATORS.join(', ')}`);
+  const items = definedEntries(value).map(([op, v]): Where => {
+    const opPath = at(path, op);
+    checkOperator(field, LIST_OPERATORS, op, opPath);
+    switch (op) {
+      case 'equals':
+        if (v === null) return isNull(name, field, opPath);
+        return { kind: 'list', field: name, op, values: parseScalarList(field, v, opPath) };
+      case 'has':
+        return { kind: 'list', field: name, op, values: [parseScalar(field, v, opPath)] };
+      case 'hasSome':
+      case 'hasEvery':
+        return { kind: 'list', field: name, op, values: parseScalarList(field, v, opPath) };
+      default:
+        if (typeof v !== 'boolean') fail(opPath, 'must be a boolean');
+        return { kind: 'listEmpty', field: name, empty: v };
+    }
+  });
+  return items.length === 1 ? items[0] : { kind: 'and', items };
+}
+
+function parseJsonFilter(name: string, field: FieldDef, value: unknown, path: string): Where {
+  if (!isPlainObject(value)) return fail(path, JSON_FILTERS_UNSUPPORTED);
+  const items = definedEntries(value).map(([op, v]): Where => {
+    const opPath = at(path, op);
+    if ((op !== 'equals' && op !== 'not') || v !== null) fail(opPath, JSON_FILTERS_UNSUPPORTED);
+    return op === 'equals' ? isNull(name, field, opPath) : negate(isNull(name, field, opPath));
+  });
+  return items.length === 1 ? items[0] : { kind: 'and', items };
 }
 
 function parseMode(value: unknown, path: string): boolean {
@@ -321,33 +417,55 @@ function isOptionalRelation(entity: EntityDef, relation: RelationDef): boolean {
 
 function parseOrderBy(entity: EntityDef, value: unknown, path: string): OrderBy[] {
   if (value === undefined) return [];
-  if (Array.isArray(value)) return value.map((item, i) => parseOrderByItem(entity, item, `${path}[${i}]`));
-  return [parseOrderByItem(entity, value, path)];
+  if (Array.isArray(value)) return value.map((item, i) => parseOrderByItem(entity, item, `${path}[${i}]`, [], false));
+  return [parseOrderByItem(entity, value, path, [], false)];
 }
 
-function parseOrderByItem(entity: EntityDef, value: unknown, path: string): OrderBy {
+/**
+ * One key per object, as in Prisma (the order of several keys would depend on JSON key order): a
+ * field, a to-one relation holding the next level, or a list relation holding `{ _count }`.
+ * `optional`: a relation on the way may be unset, so the sorted value may be null.
+ */
+function parseOrderByItem(entity: EntityDef, value: unknown, path: string, via: string[], optional: boolean): OrderBy {
   const entries = definedEntries(expectObject(value, path));
-  // One key per object, as in Prisma: the order of several keys would depend on JSON key order.
   if (entries.length !== 1) fail(path, 'needs exactly one field; use an array to order by several');
-  const [field, direction] = entries[0];
-  const fieldPath = at(path, field);
-  if (relationOf(entity, field)) fail(fieldPath, 'ordering by a relation is not supported');
-  if (!fieldOf(entity, field)) fail(fieldPath, `unknown field of ${entity.name}`);
-  if (direction === 'asc' || direction === 'desc') return { field, direction };
+  const [key, direction] = entries[0];
+  const keyPath = at(path, key);
+  const relation = relationOf(entity, key);
+  if (relation?.kind === 'one') {
+    if (!isPlainObject(direction)) fail(keyPath, 'a single relation orders by one of its fields: { field: "asc" | "desc" }');
+    return parseOrderByItem(ENTITIES[relation.target], direction, keyPath, [...via, key], optional || isOptionalRelation(entity, relation));
+  }
+  const withVia = via.length > 0 ? { via } : {};
+  if (relation) {
+    const input = isPlainObject(direction) ? direction : fail(keyPath, 'a list relation orders by its number of rows: { _count: "asc" | "desc" }');
+    allowOnlyKeys(input, ['_count'], keyPath, 'a list relation orders by');
+    return { count: key, direction: parseDirection(required(input, '_count', keyPath), at(keyPath, '_count')), ...withVia };
+  }
+  const field = fieldOf(entity, key);
+  if (!field) return fail(keyPath, `unknown field or relation of ${entity.name}`);
+  if (!isComparable(field)) fail(keyPath, `a ${describeType(field)} field is not orderable`);
+  if (direction === 'asc' || direction === 'desc') return { field: key, direction, ...withVia };
   // The long form: { sort: 'asc' | 'desc', nulls?: 'first' | 'last' }.
-  if (typeof direction !== 'object' || direction === null || Array.isArray(direction)) fail(fieldPath, "must be 'asc', 'desc' or { sort, nulls }");
-  const long = direction as Json;
-  allowOnlyKeys(long, ['sort', 'nulls'], fieldPath, 'an ordering accepts');
-  if (long.sort !== 'asc' && long.sort !== 'desc') fail(at(fieldPath, 'sort'), "must be 'asc' or 'desc'");
-  if (long.nulls === undefined) return { field, direction: long.sort };
-  if (long.nulls !== 'first' && long.nulls !== 'last') fail(at(fieldPath, 'nulls'), "must be 'first' or 'last'");
-  if (!fieldOf(entity, field)!.nullable) fail(at(fieldPath, 'nulls'), 'applies to optional fields only');
-  return { field, direction: long.sort, nulls: long.nulls };
+  if (!isPlainObject(direction)) return fail(keyPath, "must be 'asc', 'desc' or { sort, nulls }");
+  allowOnlyKeys(direction, ['sort', 'nulls'], keyPath, 'an ordering accepts');
+  const sort = parseDirection(direction.sort, at(keyPath, 'sort'));
+  if (direction.nulls === undefined) return { field: key, direction: sort, ...withVia };
+  if (direction.nulls !== 'first' && direction.nulls !== 'last') fail(at(keyPath, 'nulls'), "must be 'first' or 'last'");
+  if (!field.nullable && !optional) fail(at(keyPath, 'nulls'), 'applies to optional fields (or fields of optional relations) only');
+  return { field: key, direction: sort, nulls: direction.nulls, ...withVia };
 }
 
 function parsePageSize(value: unknown, path: string): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) fail(path, 'must be a non-negative integer');
+  return value;
+}
+
+/** A negative take counts from the end of the ordering. */
+function parseTake(value: unknown, path: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value)) fail(path, 'must be an integer (negative: from the end)');
   return value;
 }
 
@@ -401,13 +519,14 @@ function parseRelationLoad(relation: RelationDef, value: unknown, path: string):
   const target = ENTITIES[relation.target];
   if (value === true) return { orderBy: [], shape: defaultShape(target) };
   if (!isPlainObject(value)) return fail(path, 'must be true, false or an object');
-  const listKeys = ['where', 'orderBy', 'take', 'skip', 'include', 'select'];
+  const listKeys = ['where', 'orderBy', 'cursor', 'take', 'skip', 'include', 'select'];
   allowOnlyKeys(value, relation.kind === 'many' ? listKeys : ['include', 'select'], path, `a ${relation.kind === 'many' ? 'list' : 'single'} relation accepts`);
   return {
     where: optionalWhere(target, value.where, at(path, 'where')),
     orderBy: parseOrderBy(target, value.orderBy, at(path, 'orderBy')),
-    take: parsePageSize(value.take, at(path, 'take')),
+    take: parseTake(value.take, at(path, 'take')),
     skip: parsePageSize(value.skip, at(path, 'skip')),
+    ...(value.cursor !== undefined && { cursor: uniqueId(target, value.cursor, at(path, 'cursor')).id }),
     shape: parseShape(target, value, path),
   };
 }
@@ -448,9 +567,9 @@ function parseWriteData(entity: EntityDef, value: unknown, path: string, op: 'cr
     const field = fieldOf(entity, key);
     const relation = relationOf(entity, key);
     if (field) {
+      if (field.fromActor) fail(keyPath, 'is set by the server from the acting user');
       if (!field.writable) fail(keyPath, 'is not writable');
-      if (v === null && !field.nullable) fail(keyPath, 'cannot be null: the field is not nullable');
-      data[key] = v === null ? null : parseScalar(field, v, keyPath);
+      data[key] = parseFieldValue(field, v, keyPath);
     } else if (relation) {
       connect[key] = parseRelationWrite(entity, relation, v, keyPath, op);
     } else {
@@ -458,6 +577,17 @@ function parseWriteData(entity: EntityDef, value: unknown, path: string, op: 'cr
     }
   }
   return { data, connect };
+}
+
+/** A written value: null (nullable fields), a list of items (list fields), any JSON (json fields) or a scalar. */
+function parseFieldValue(field: FieldDef, value: unknown, path: string): FieldValue {
+  if (value === null) {
+    if (!field.nullable) fail(path, 'cannot be null: the field is not nullable');
+    return null;
+  }
+  if (field.list) return parseScalarList(field, value, path);
+  if (field.type === 'json') return parseJsonValue(value, path);
+  return parseScalar(field, value, path);
 }
 
 /** `{ connect: { id } }`, or `{ disconnect: true }` on update of an optional relation (→ null). */
@@ -487,6 +617,9 @@ function parseScalar(field: FieldDef, value: unknown, path: string): ScalarValue
       if (typeof value !== 'number' || !Number.isFinite(value)) fail(path, 'must be a number');
       return value;
     case 'string':
+      if (field.enum && (typeof value !== 'string' || !field.enum.includes(value))) {
+        fail(path, `must be one of ${field.enum.join(', ')}`, { allowed: field.enum });
+      }
       if (typeof value !== 'string') fail(path, 'must be a string');
       return value;
     case 'boolean':
@@ -495,13 +628,28 @@ function parseScalar(field: FieldDef, value: unknown, path: string): ScalarValue
     case 'datetime':
       return parseDateTime(value, path);
     case 'json':
-      return fail(path, 'JSON fields can only be filtered on null (equals: null, not: null); JSON value and path filters are not supported');
+      return fail(path, JSON_FILTERS_UNSUPPORTED);
   }
 }
 
 function parseScalarList(field: FieldDef, value: unknown, path: string): ScalarValue[] {
   if (!Array.isArray(value)) fail(path, 'must be an array');
   return value.map((item, i) => parseScalar(field, item, `${path}[${i}]`));
+}
+
+/** Any JSON value; a copy, without keys whose value is undefined (they do not exist in JSON). */
+function parseJsonValue(value: unknown, path: string): JsonValue {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) fail(path, 'must be a finite number');
+    return value;
+  }
+  if (Array.isArray(value)) return value.map((item, i) => parseJsonValue(item, `${path}[${i}]`));
+  const prototype = isPlainObject(value) ? Object.getPrototypeOf(value) : undefined;
+  if (prototype === Object.prototype || prototype === null) {
+    return Object.fromEntries(definedEntries(value as Json).map(([key, v]) => [key, parseJsonValue(v, at(path, key))]));
+  }
+  return fail(path, 'must be a JSON value');
 }
 
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/;
@@ -519,11 +667,26 @@ function parseDateTime(value: unknown, path: string): string {
   return new Date(parsed).toISOString();
 }
 
+/** Lists and JSON have no order (and JSON no equality worth grouping on). */
+function isComparable(field: FieldDef): boolean {
+  return !field.list && field.type !== 'json';
+}
+
+function describeType(field: FieldDef): string {
+  if (field.list) return `${field.type} list`;
+  if (field.enum) return 'enum';
+  return field.type === 'json' ? 'JSON' : field.type;
+}
+
+function article(word: string): string {
+  return /^[aeiou]/i.test(word) ? `an ${word}` : `a ${word}`;
+}
+
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-function fail(path: string, message: string): never {
-  throw badRequest('invalid-argument', path ? `${path}: ${message}` : message, { path });
+function fail(path: string, message: string, details: Record<string, unknown> = {}): never {
+  throw badRequest('invalid-argument', path ? `${path}: ${message}` : message, { ...details, path });
 }
 
 function at(path: string, key: string): string {
@@ -588,9 +751,22 @@ export type GroupOrderBy =
   | { kind: 'field'; field: string; direction: SortDirection }
   | { kind: 'aggregate'; fn: '_count' | AggregateFunction; field: string; direction: SortDirection };
 
+/** An aggregate a `having` filter compares; the filter names it `<fn>.<field>` (`_avg.estimate`). */
+export interface HavingAggregate {
+  name: string;
+  fn: '_count' | AggregateFunction;
+  field: string;
+}
+
 export interface GroupByArgs {
   by: string[];
   where?: Where;
+  /**
+   * A filter on the groups: its fields are `by` fields (by name) and aggregates (by the name of
+   * a `havingAggregates` entry, typed by `havingAggregateField`).
+   */
+  having?: Where;
+  havingAggregates: HavingAggregate[];
   orderBy: GroupOrderBy[];
   take?: number;
   skip?: number;
@@ -598,6 +774,7 @@ export interface GroupByArgs {
 }
 
 const AGGREGATE_KEYS = ['_count', '_sum', '_avg', '_min', '_max'] as const;
+type AggregateKey = (typeof AGGREGATE_KEYS)[number];
 
 /** Which field types each aggregate applies to (`_count` applies to every scalar field). */
 const AGGREGATE_TYPES: Record<AggregateFunction, readonly FieldDef['type'][]> = {
@@ -609,14 +786,15 @@ const AGGREGATE_TYPES: Record<AggregateFunction, readonly FieldDef['type'][]> = 
 
 export function parseAggregateArgs(entity: EntityDef, body: unknown): AggregateArgs {
   const input = expectObject(body, '');
-  allowOnlyKeys(input, ['where', 'orderBy', 'take', 'skip', ...AGGREGATE_KEYS], '', 'aggregate accepts');
+  allowOnlyKeys(input, ['where', 'orderBy', 'cursor', 'take', 'skip', ...AGGREGATE_KEYS], '', 'aggregate accepts');
   const aggregates = parseAggregates(entity, input);
   if (Object.keys(aggregates).length === 0) fail('', `aggregate needs at least one of ${AGGREGATE_KEYS.join(', ')}`);
   return {
     where: optionalWhere(entity, input.where, 'where'),
     orderBy: parseOrderBy(entity, input.orderBy, 'orderBy'),
-    take: parsePageSize(input.take, 'take'),
+    take: parseTake(input.take, 'take'),
     skip: parsePageSize(input.skip, 'skip'),
+    ...(input.cursor !== undefined && { cursor: uniqueId(entity, input.cursor, 'cursor').id }),
     aggregates,
   };
 }
@@ -625,15 +803,83 @@ export function parseGroupByArgs(entity: EntityDef, body: unknown): GroupByArgs 
   const input = expectObject(body, '');
   allowOnlyKeys(input, ['by', 'where', 'having', 'orderBy', 'take', 'skip', ...AGGREGATE_KEYS], '', 'groupBy accepts');
   const by = parseBy(entity, required(input, 'by', ''), 'by');
-  if (input.having !== undefined) fail('having', 'is not supported yet; filter the rows with where instead');
+  const havingAggregates = new Map<string, HavingAggregate>();
+  const having = input.having === undefined ? undefined : parseHaving(entity, by, input.having, 'having', havingAggregates);
   return {
     by,
     where: optionalWhere(entity, input.where, 'where'),
+    ...(having && { having }),
+    havingAggregates: [...havingAggregates.values()],
     orderBy: parseGroupOrderBy(entity, by, input.orderBy, 'orderBy'),
     take: parsePageSize(input.take, 'take'),
     skip: parsePageSize(input.skip, 'skip'),
     aggregates: parseAggregates(entity, input),
   };
+}
+
+/** How a `having` filter sees an aggregate: its value type and whether it can be null (no values in the group). */
+export function havingAggregateField(entity: EntityDef, aggregate: HavingAggregate): FieldDef {
+  const field = entity.fields[aggregate.field];
+  switch (aggregate.fn) {
+    case '_count':
+      return { column: '', type: 'int', nullable: false, writable: false };
+    case '_sum':
+    case '_avg':
+      // A sum of ints can leave the int range, an average is fractional: compared as numbers.
+      return { column: '', type: 'float', nullable: true, writable: false };
+    case '_min':
+    case '_max':
+      return { ...field, column: '', nullable: true, writable: false };
+  }
+}
+
+/**
+ * `having: { field: { _avg: { gt: 3 }, ...plain filter on a by field }, AND, OR, NOT }`. The
+ * aggregates it compares are collected in `used`.
+ */
+function parseHaving(entity: EntityDef, by: string[], value: unknown, path: string, used: Map<string, HavingAggregate>): Where {
+  const list = (v: unknown, listPath: string): Where[] =>
+    Array.isArray(v) ? v.map((item, i) => parseHaving(entity, by, item, `${listPath}[${i}]`, used)) : [parseHaving(entity, by, v, listPath, used)];
+  const items = definedEntries(expectObject(value, path)).map(([key, v]): Where => {
+    const keyPath = at(path, key);
+    if (key === 'AND') return { kind: 'and', items: list(v, keyPath) };
+    if (key === 'OR') return { kind: 'or', items: list(v, keyPath) };
+    if (key === 'NOT') return Array.isArray(v) ? { kind: 'and', items: list(v, keyPath).map(negate) } : negate(parseHaving(entity, by, v, keyPath, used));
+    if (relationOf(entity, key)) fail(keyPath, 'is a relation: having filters scalar fields and their aggregates');
+    const field = fieldOf(entity, key);
+    if (!field) return fail(keyPath, `unknown field of ${entity.name}`);
+    return parseHavingField(entity, by, key, field, v, keyPath, used);
+  });
+  return items.length === 1 ? items[0] : { kind: 'and', items };
+}
+
+function parseHavingField(entity: EntityDef, by: string[], name: string, field: FieldDef, value: unknown, path: string, used: Map<string, HavingAggregate>): Where {
+  const requireBy = () => {
+    if (!by.includes(name)) fail(path, `a plain filter needs a by field (${by.join(', ')}); filter an aggregate instead (${AGGREGATE_KEYS.join(', ')})`);
+  };
+  if (!isPlainObject(value)) {
+    requireBy();
+    return parseFieldFilter(name, field, value, path);
+  }
+  const items: Where[] = [];
+  const plain: Json = {};
+  for (const [key, v] of definedEntries(value)) {
+    if (!(AGGREGATE_KEYS as readonly string[]).includes(key)) {
+      plain[key] = v;
+      continue;
+    }
+    const fn = key as AggregateKey;
+    const fnPath = at(path, fn);
+    aggregateField(entity, name, fnPath, fn === '_count' ? undefined : fn);
+    const aggregate: HavingAggregate = { name: `${fn}.${name}`, fn, field: name };
+    used.set(aggregate.name, aggregate);
+    items.push(parseFieldFilter(aggregate.name, havingAggregateField(entity, aggregate), v, fnPath));
+  }
+  if (Object.keys(plain).length > 0) {
+    requireBy();
+    items.push(parseFieldFilter(name, field, plain, path));
+  }
+  return items.length === 1 ? items[0] : { kind: 'and', items };
 }
 
 function parseAggregates(entity: EntityDef, input: Json): Aggregates {
@@ -678,7 +924,9 @@ function aggregateField(entity: EntityDef, name: string, path: string, fn?: Aggr
   if (relationOf(entity, name)) fail(path, 'is a relation: only scalar fields can be aggregated');
   const field = fieldOf(entity, name);
   if (!field) return fail(path, `unknown field of ${entity.name}`);
-  if (fn && !AGGREGATE_TYPES[fn].includes(field.type)) fail(path, `${fn} does not apply to a ${field.type} field (only ${AGGREGATE_TYPES[fn].join(', ')})`);
+  if (fn && (field.list || !AGGREGATE_TYPES[fn].includes(field.type))) {
+    fail(path, `${fn} does not apply to ${article(describeType(field))} field (only ${AGGREGATE_TYPES[fn].join(', ')})`);
+  }
   return field;
 }
 
@@ -700,7 +948,9 @@ function parseBy(entity: EntityDef, value: unknown, path: string): string[] {
 function parseByField(entity: EntityDef, value: unknown, path: string): string {
   if (typeof value !== 'string') return fail(path, 'must be a field name');
   if (relationOf(entity, value)) fail(path, 'is a relation: group by scalar fields only');
-  if (!fieldOf(entity, value)) fail(path, `unknown field of ${entity.name}`);
+  const field = fieldOf(entity, value);
+  if (!field) return fail(path, `unknown field of ${entity.name}`);
+  if (!isComparable(field)) fail(path, `a ${describeType(field)} field cannot be a groupBy key`);
   return value;
 }
 
@@ -715,15 +965,16 @@ function parseGroupOrderByItem(entity: EntityDef, by: string[], value: unknown, 
   if (entries.length !== 1) fail(path, 'needs exactly one key; use an array to order by several');
   const [key, v] = entries[0];
   const keyPath = at(path, key);
-  if (key === '_count' || key === '_sum' || key === '_avg' || key === '_min' || key === '_max') {
+  if ((AGGREGATE_KEYS as readonly string[]).includes(key)) {
+    const fn = key as AggregateKey;
     const inner = definedEntries(expectObject(v, keyPath));
     if (inner.length !== 1) fail(keyPath, 'needs exactly one field');
     const [field, direction] = inner[0];
     const fieldPath = at(keyPath, field);
-    aggregateField(entity, field, fieldPath, key === '_count' ? undefined : key);
-    return { kind: 'aggregate', fn: key, field, direction: parseDirection(direction, fieldPath) };
+    aggregateField(entity, field, fieldPath, fn === '_count' ? undefined : fn);
+    return { kind: 'aggregate', fn, field, direction: parseDirection(direction, fieldPath) };
   }
-  if (relationOf(entity, key)) fail(keyPath, 'ordering by a relation is not supported');
+  if (relationOf(entity, key)) fail(keyPath, 'ordering groups by a relation is not supported');
   if (!fieldOf(entity, key)) fail(keyPath, `unknown field of ${entity.name}`);
   if (!by.includes(key)) fail(keyPath, `must be one of the by fields (${by.join(', ')}) or an aggregate`);
   return { kind: 'field', field: key, direction: parseDirection(v, keyPath) };

@@ -1,44 +1,66 @@
 import type { Knex } from 'knex';
 import { ENTITIES, type EntityDef, type RelationDef } from '../../contracts/entities';
 import { assertNever } from '../shared/errors';
-import { defaultShape, type FindArgs, type FindOperation, type ListQuery, type OrderBy, type RelationLoad, type Shape, type Where } from './args';
+import { defaultShape, type FindArgs, type FindOperation, type ListQuery, type OrderBy, type RelationLoad, type Shape, type SortDirection, type Where } from './args';
 import { catalogueColumns, toApiObject, type ApiObject, type Row } from './shape';
 
 /**
  * Executes parsed model API reads against the read model. Every value reaches SQL as a bound
  * parameter; identifiers come from the catalogue only. Relations are loaded one query per
  * relation per level (`fk = any(ids)`), never one query per row.
+ *
+ * A `scope` (row-level security) restricts the rows of each entity a caller may see, wherever
+ * they are read: top-level rows, includes at every level, relation filters, `_count`, count,
+ * sort keys through relations, the cursor row, aggregate and groupBy. A row outside the scope does
+ * not exist for the query: a to-one include of it is null, `is: null` matches it, it is not counted.
  */
+
+/** The rows of an entity a caller may see, as a filter (undefined: all of them). */
+export type Scope = (entity: EntityDef) => Where | undefined;
+
+export interface ReadOptions {
+  scope?: Scope;
+}
 
 /** Every query gets fresh table aliases so correlated subqueries on the same table (folder → children) stay apart. */
 export interface SqlContext {
   knex: Knex;
   nextAlias(): string;
+  scope?: Scope;
 }
 
 const RANK = '__rank';
+/** The id of the parent row a loaded child belongs to (the foreign key, or the join table's source key). */
+const PARENT = '__parent';
 
 const COMPARISON_SQL = { equals: '=', lt: '<', lte: '<=', gt: '>', gte: '>=' } as const;
 
-export async function runFind(knex: Knex, entity: EntityDef, op: FindOperation, args: FindArgs): Promise<unknown> {
-  const sql = sqlContext(knex);
+export async function runFind(knex: Knex, entity: EntityDef, op: FindOperation, args: FindArgs, options: ReadOptions = {}): Promise<unknown> {
+  const sql = sqlContext(knex, options);
   if (op === 'count') return countRows(sql, entity, args.where);
-  // findFirst/findUnique: at most one row, still honouring skip and a take of 0.
-  const take = op === 'findMany' ? args.take : Math.min(args.take ?? 1, 1);
+  // findFirst/findUnique: at most one row (the last one for a negative take), still honouring skip and a take of 0.
+  const take = op === 'findMany' ? args.take : Math.sign(args.take ?? 1);
   const rows = await selectRows(sql, entity, { ...args, take });
   const objects = await toObjects(sql, entity, rows, args.shape);
   return op === 'findMany' ? objects : (objects[0] ?? null);
 }
 
-/** The row as the read model has it now, with the requested include/select; null if absent. */
-export async function findRowById(knex: Knex, entity: EntityDef, id: number, shape: Shape = defaultShape(entity)): Promise<ApiObject | null> {
+/** The row as the read model has it now, with the requested include/select; null if absent (or out of scope). */
+export async function findRowById(knex: Knex, entity: EntityDef, id: number, shape: Shape = defaultShape(entity), options: ReadOptions = {}): Promise<ApiObject | null> {
   const where: Where = { kind: 'compare', field: 'id', op: 'equals', value: id, insensitive: false };
-  return (await runFind(knex, entity, 'findUnique', { where, orderBy: [], shape })) as ApiObject | null;
+  return (await runFind(knex, entity, 'findUnique', { where, orderBy: [], shape }, options)) as ApiObject | null;
 }
 
-export function sqlContext(knex: Knex): SqlContext {
+export function sqlContext(knex: Knex, options: ReadOptions = {}): SqlContext {
   let next = 0;
-  return { knex, nextAlias: () => `t${next++}` };
+  return { knex, nextAlias: () => `t${next++}`, ...(options.scope && { scope: options.scope }) };
+}
+
+/** Restricts `qb`'s rows of `entity` (under `alias`) to the caller's scope. */
+export function applyScope(sql: SqlContext, qb: Knex.QueryBuilder, entity: EntityDef, alias: string): void {
+  const where = sql.scope?.(entity);
+  // The scope's own relation filters are the policy's, evaluated as written (and so never recurse).
+  if (where) applyWhere({ knex: sql.knex, nextAlias: sql.nextAlias }, qb, entity, alias, where);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -49,33 +71,51 @@ async function selectRows(sql: SqlContext, entity: EntityDef, query: ListQuery &
   const alias = sql.nextAlias();
   const select = sql.knex({ [alias]: entity.table }).select(columnsOf(entity, alias));
   applyWhere(sql, select, entity, alias, query.where);
+  applyScope(sql, select, entity, alias);
   if (query.distinct) return selectDistinct(sql, entity, select, alias, query as ListQuery & { distinct: string[] });
-  select.orderBy(ordering(entity, alias, query.orderBy));
-  if (query.take !== undefined) select.limit(query.take);
-  if (query.skip) select.offset(query.skip);
-  return select;
+  const backwards = applyPage(sql, select, entity, alias, query);
+  const rows: Row[] = await select;
+  return backwards ? rows.reverse() : rows;
+}
+
+/**
+ * Orders `qb` and cuts the page: cursor, skip, take. A negative take reads the reversed order
+ * (the caller reverses the rows back): returns whether it did.
+ */
+export function applyPage(sql: SqlContext, qb: Knex.QueryBuilder, entity: EntityDef, alias: string, query: ListQuery): boolean {
+  const backwards = (query.take ?? 0) < 0;
+  const keys = pageKeys(sql, entity, query.orderBy, backwards);
+  if (query.cursor !== undefined) applyCursor(sql, qb, entity, alias, query.cursor, keys);
+  const order = orderSql(keys, alias);
+  qb.orderByRaw(order.sql, order.bindings);
+  if (query.take !== undefined) qb.limit(Math.abs(query.take));
+  if (query.skip) qb.offset(query.skip);
+  return backwards;
 }
 
 /**
  * `distinct`: DISTINCT ON the fields keeps the first row of each group in the requested order
  * (PostgreSQL needs the distinct columns first in its ORDER BY); the outer query restores the
- * requested order and pages the survivors.
+ * requested order and pages the survivors. The cursor, like a where, picks rows before that.
  */
 async function selectDistinct(sql: SqlContext, entity: EntityDef, select: Knex.QueryBuilder, alias: string, query: ListQuery & { distinct: string[] }): Promise<Row[]> {
+  const backwards = (query.take ?? 0) < 0;
+  if (query.cursor !== undefined) applyCursor(sql, select, entity, alias, query.cursor, pageKeys(sql, entity, query.orderBy, backwards));
   const distinctColumns = query.distinct.map((field) => columnOf(entity, alias, field));
-  select.distinctOn(distinctColumns).orderBy([...distinctColumns.map((column) => ({ column })), ...ordering(entity, alias, query.orderBy)]);
+  const firstInGroup = orderSql(sortKeys(sql, entity, query.orderBy), alias);
+  select.distinctOn(distinctColumns).orderByRaw([...distinctColumns.map(() => '??'), firstInGroup.sql].join(', '), [...distinctColumns, ...firstInGroup.bindings]);
   const outer = sql.nextAlias();
-  const page = sql.knex.from(select.as(outer)).select(catalogueColumns(entity).map((column) => `${outer}.${column}`))
-    .orderBy(ordering(entity, outer, query.orderBy));
-  if (query.take !== undefined) page.limit(query.take);
-  if (query.skip) page.offset(query.skip);
-  return page;
+  const page = sql.knex.from(select.as(outer)).select(columnsOf(entity, outer));
+  applyPage(sql, page, entity, outer, { ...query, cursor: undefined });
+  const rows: Row[] = await page;
+  return backwards ? rows.reverse() : rows;
 }
 
 async function countRows(sql: SqlContext, entity: EntityDef, where: Where | undefined): Promise<number> {
   const alias = sql.nextAlias();
   const count = sql.knex({ [alias]: entity.table }).count({ n: '*' });
   applyWhere(sql, count, entity, alias, where);
+  applyScope(sql, count, entity, alias);
   const [row] = await count;
   return Number(row.n);
 }
@@ -84,13 +124,83 @@ export function columnsOf(entity: EntityDef, alias: string): string[] {
   return catalogueColumns(entity).map((column) => `${alias}.${column}`);
 }
 
+export function columnOf(entity: EntityDef, alias: string, field: string): string {
+  return `${alias}.${entity.fields[field].column}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ordering and cursors
+
+/** A sort key as an SQL expression over the row under `alias`; nulls always placed explicitly. */
+interface SortKey {
+  value(alias: string): Knex.Raw;
+  direction: SortDirection;
+  nullsFirst: boolean;
+}
+
 /** The requested order, then id ascending so that equal keys (and pages) come out the same every time. */
-export function ordering(entity: EntityDef, alias: string, orderBy: OrderBy[]): { column: string; order: 'asc' | 'desc'; nulls?: 'first' | 'last' }[] {
-  const keys: { column: string; order: 'asc' | 'desc'; nulls?: 'first' | 'last' }[] = orderBy.map(({ field, direction, nulls }) => ({
-    column: `${alias}.${entity.fields[field].column}`, order: direction, ...(nulls && { nulls }),
+function sortKeys(sql: SqlContext, entity: EntityDef, orderBy: OrderBy[]): SortKey[] {
+  const keys: SortKey[] = orderBy.map((key) => ({
+    value: (alias) => sortValue(sql, entity, alias, key, key.via ?? []),
+    direction: key.direction,
+    // PostgreSQL's (and Prisma's) default: nulls last ascending, first descending.
+    nullsFirst: 'nulls' in key && key.nulls ? key.nulls === 'first' : key.direction === 'desc',
   }));
-  if (!orderBy.some(({ field }) => field === 'id')) keys.push({ column: `${alias}.id`, order: 'asc' });
+  const byId = orderBy.some((key) => 'field' in key && key.field === 'id' && !key.via);
+  if (!byId) keys.push({ value: (alias) => sql.knex.raw('??', [`${alias}.id`]), direction: 'asc', nullsFirst: false });
   return keys;
+}
+
+/** The keys a page is read in: the requested order, or its exact reverse for a negative take. */
+function pageKeys(sql: SqlContext, entity: EntityDef, orderBy: OrderBy[], backwards: boolean): SortKey[] {
+  const keys = sortKeys(sql, entity, orderBy);
+  if (!backwards) return keys;
+  return keys.map((key) => ({ ...key, direction: key.direction === 'asc' ? 'desc' : 'asc', nullsFirst: !key.nullsFirst }));
+}
+
+function orderSql(keys: SortKey[], alias: string): { sql: string; bindings: Knex.Raw[] } {
+  return {
+    // Directions come from the parser ('asc' | 'desc'), never from the client's text.
+    sql: keys.map((key) => `? ${key.direction} nulls ${key.nullsFirst ? 'first' : 'last'}`).join(', '),
+    bindings: keys.map((key) => key.value(alias)),
+  };
+}
+
+/**
+ * A field of the row, or of the row reached through the to-one relations `via` (a scalar
+ * subquery per hop: null when the related row is missing or out of scope), or a relation count.
+ */
+function sortValue(sql: SqlContext, entity: EntityDef, alias: string, key: OrderBy, via: string[]): Knex.Raw {
+  if (via.length === 0) {
+    if ('field' in key) return sql.knex.raw('??', [columnOf(entity, alias, key.field)]);
+    return sql.knex.raw('?', [relatedRows(sql, entity.relations[key.count], alias).qb.count('*')]);
+  }
+  const relation = entity.relations[via[0]];
+  const { qb, alias: relatedAlias } = relatedRows(sql, relation, alias);
+  return sql.knex.raw('?', [qb.select(sortValue(sql, ENTITIES[relation.target], relatedAlias, key, via.slice(1)))]);
+}
+
+/**
+ * `cursor`: keeps the rows at or after the cursor row in the order of `keys` (compared key by key,
+ * nulls where the order puts them). No cursor row (or one out of scope): no rows at all.
+ */
+function applyCursor(sql: SqlContext, qb: Knex.QueryBuilder, entity: EntityDef, alias: string, cursor: number, keys: SortKey[]): void {
+  const cursorAlias = sql.nextAlias();
+  const cursorRow = sql.knex({ [cursorAlias]: entity.table }).select(sql.knex.raw('1')).where(`${cursorAlias}.id`, cursor);
+  applyScope(sql, cursorRow, entity, cursorAlias);
+  cursorRow.where(atOrAfter(sql, keys, alias, cursorAlias));
+  qb.whereExists(cursorRow);
+}
+
+function atOrAfter(sql: SqlContext, keys: SortKey[], row: string, cursor: string): Knex.Raw {
+  if (keys.length === 0) return sql.knex.raw('true');
+  const [key, ...rest] = keys;
+  const [r, c] = [() => key.value(row), () => key.value(cursor)];
+  const comparison = key.direction === 'asc' ? '>' : '<';
+  const nullAfter = key.nullsFirst ? '(? is not null and ? is null)' : '(? is null and ? is not null)';
+  return sql.knex.raw(`((? ${comparison} ?) or ${nullAfter} or (? is not distinct from ? and ?))`, [
+    r(), c(), r(), c(), r(), c(), atOrAfter(sql, rest, row, cursor),
+  ]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -121,6 +231,8 @@ export function applyWhere(sql: SqlContext, qb: Knex.QueryBuilder, entity: Entit
     case 'compare':
     case 'in':
     case 'like':
+    case 'list':
+    case 'listEmpty':
       applyComparison(qb, entity, alias, where);
       return;
     case 'relation':
@@ -135,7 +247,7 @@ function isAlwaysTrue(where: Where): boolean {
   return where.kind === 'and' && where.items.every(isAlwaysTrue);
 }
 
-type Comparison = Extract<Where, { kind: 'compare' | 'in' | 'like' }>;
+type Comparison = Extract<Where, { kind: 'compare' | 'in' | 'like' | 'list' | 'listEmpty' }>;
 
 /** On a nullable column the comparison also demands a value, so that NOT of it is its exact complement. */
 function applyComparison(qb: Knex.QueryBuilder, entity: EntityDef, alias: string, where: Comparison): void {
@@ -147,6 +259,9 @@ function applyComparison(qb: Knex.QueryBuilder, entity: EntityDef, alias: string
   });
 }
 
+/** Array operators: the bound list takes the column's array type. */
+const LIST_SQL = { has: '@>', hasEvery: '@>', hasSome: '&&', equals: '=' } as const;
+
 function compare(qb: Knex.QueryBuilder, column: string, where: Comparison): void {
   switch (where.kind) {
     case 'compare':
@@ -157,6 +272,12 @@ function compare(qb: Knex.QueryBuilder, column: string, where: Comparison): void
       return compareWithList(qb, column, where);
     case 'like':
       qb.where(column, where.insensitive ? 'ilike' : 'like', likePattern(where.op, where.value));
+      return;
+    case 'list':
+      qb.whereRaw(`?? ${LIST_SQL[where.op]} ?`, [column, where.values as Knex.Value]);
+      return;
+    case 'listEmpty':
+      qb.whereRaw(`cardinality(??) ${where.empty ? '=' : '>'} 0`, [column]);
       return;
     default:
       assertNever(where);
@@ -188,37 +309,47 @@ export function likePattern(op: 'contains' | 'startsWith' | 'endsWith', text: st
 
 /**
  * some / is → EXISTS (related row matching), none / isNot → NOT EXISTS (related row matching),
- * every → NOT EXISTS (related row not matching).
+ * every → NOT EXISTS (related row not matching). Related rows out of scope do not exist.
  */
 function applyRelationFilter(sql: SqlContext, qb: Knex.QueryBuilder, entity: EntityDef, alias: string, where: Extract<Where, { kind: 'relation' }>): void {
   const relation = entity.relations[where.relation];
-  if (where.where === null) {
+  const target = ENTITIES[relation.target];
+  if (where.where === null && !sql.scope?.(target)) {
     // is: null / isNot: null only exist for kind 'one': the foreign key is (not) set.
     const foreignKey = `${alias}.${relation.foreignKey}`;
     if (where.quantifier === 'is') qb.whereNull(foreignKey);
     else qb.whereNotNull(foreignKey);
     return;
   }
-  const target = ENTITIES[relation.target];
-  const { subquery, subAlias } = relatedRowsOf(sql, relation, alias);
-  const filter: Where = where.quantifier === 'every' ? { kind: 'not', item: where.where } : where.where;
-  applyWhere(sql, subquery, target, subAlias, filter);
-  if (where.quantifier === 'some' || where.quantifier === 'is') qb.whereExists(subquery);
+  const { qb: subquery, alias: subAlias } = relatedRows(sql, relation, alias);
+  subquery.select(sql.knex.raw('1'));
+  if (where.where !== null) applyWhere(sql, subquery, target, subAlias, where.quantifier === 'every' ? { kind: 'not', item: where.where } : where.where);
+  // With a scope, `is: null` means "no related row the caller may see".
+  const exists = where.where === null ? where.quantifier === 'isNot' : where.quantifier === 'some' || where.quantifier === 'is';
+  if (exists) qb.whereExists(subquery);
   else qb.whereNotExists(subquery);
 }
 
-/** `select 1 from <target> where <target row belongs to the outer row>`. */
-function relatedRowsOf(sql: SqlContext, relation: RelationDef, outerAlias: string): { subquery: Knex.QueryBuilder; subAlias: string } {
+/** `from <target> where <target row belongs to the outer row>`, within the caller's scope; the caller selects. */
+function relatedRows(sql: SqlContext, relation: RelationDef, outerAlias: string): { qb: Knex.QueryBuilder; alias: string } {
   const target = ENTITIES[relation.target];
-  const subAlias = sql.nextAlias();
-  const subquery = sql.knex({ [subAlias]: target.table }).select(sql.knex.raw('1'));
-  if (relation.kind === 'many') subquery.where(`${subAlias}.${relation.foreignKey}`, sql.knex.ref(`${outerAlias}.id`));
-  else subquery.where(`${subAlias}.id`, sql.knex.ref(`${outerAlias}.${relation.foreignKey}`));
-  return { subquery, subAlias };
+  const alias = sql.nextAlias();
+  const qb = sql.knex({ [alias]: target.table });
+  if (relation.kind === 'one') qb.where(`${alias}.id`, sql.knex.ref(`${outerAlias}.${relation.foreignKey}`));
+  else qb.where(linkTo(sql, qb, relation, alias), sql.knex.ref(`${outerAlias}.id`));
+  applyScope(sql, qb, target, alias);
+  return { qb, alias };
 }
 
-export function columnOf(entity: EntityDef, alias: string, field: string): string {
-  return `${alias}.${entity.fields[field].column}`;
+/**
+ * The column that holds the parent's id for the target rows of a list relation (under `alias`):
+ * the foreign key, or for many-to-many the source key of the join table, joined here.
+ */
+function linkTo(sql: SqlContext, qb: Knex.QueryBuilder, relation: RelationDef, alias: string): string {
+  if (!relation.through) return `${alias}.${relation.foreignKey}`;
+  const link = sql.nextAlias();
+  qb.join({ [link]: relation.through.table }, `${link}.${relation.through.targetKey}`, `${alias}.id`);
+  return `${link}.${relation.through.sourceKey}`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -238,56 +369,60 @@ async function toObjects(sql: SqlContext, entity: EntityDef, rows: Row[], shape:
   return objects;
 }
 
+const distinctIds = (ids: unknown[]) => [...new Set(ids.filter((id) => id !== null && id !== undefined))] as number[];
+
 /** The children of every parent row, as one list per parent (same order as `parents`). */
 async function loadMany(sql: SqlContext, relation: RelationDef, parents: Row[], load: RelationLoad): Promise<ApiObject[][]> {
   const target = ENTITIES[relation.target];
-  const parentIds = parents.map((row) => row.id as number);
-  const children = parentIds.length === 0 || load.take === 0 ? [] : await selectChildren(sql, target, relation.foreignKey, parentIds, load);
+  const parentIds = distinctIds(parents.map((row) => row.id));
+  const children = parentIds.length === 0 || load.take === 0 ? [] : await selectChildren(sql, relation, parentIds, load);
   const objects = await toObjects(sql, target, children, load.shape);
   const byParent = new Map<unknown, ApiObject[]>();
   children.forEach((child, i) => {
-    const siblings = byParent.get(child[relation.foreignKey]) ?? [];
+    const siblings = byParent.get(child[PARENT]) ?? [];
     siblings.push(objects[i]);
-    byParent.set(child[relation.foreignKey], siblings);
+    byParent.set(child[PARENT], siblings);
   });
   return parents.map((parent) => byParent.get(parent.id) ?? []);
 }
 
 /**
- * One query for all parents; take/skip apply per parent, so rows are numbered within each
- * parent (row_number over the requested order) and the page is cut on that number.
+ * One query for all parents; take/skip/cursor apply per parent, so rows are numbered within each
+ * parent (row_number over the requested order, reversed for a negative take) and the page is cut
+ * on that number. A many-to-many target row comes once per parent it is linked to.
  */
-async function selectChildren(sql: SqlContext, target: EntityDef, foreignKey: string, parentIds: number[], query: ListQuery): Promise<Row[]> {
+async function selectChildren(sql: SqlContext, relation: RelationDef, parentIds: number[], query: ListQuery): Promise<Row[]> {
+  const target = ENTITIES[relation.target];
   const alias = sql.nextAlias();
-  const order = ordering(target, alias, query.orderBy);
-  // Directions are 'asc' | 'desc' from the parser; columns are bound as identifiers.
-  const rank = sql.knex.raw(`row_number() over (partition by ?? order by ${order.map((key) => `?? ${key.order}${key.nulls ? ` nulls ${key.nulls}` : ''}`).join(', ')}) as ??`, [
-    `${alias}.${foreignKey}`,
-    ...order.map((key) => key.column),
-    RANK,
-  ]);
-  const numbered = sql.knex({ [alias]: target.table })
-    .select(columnsOf(target, alias))
-    .select(rank)
-    .whereRaw('?? = any(?)', [`${alias}.${foreignKey}`, parentIds]);
+  const numbered = sql.knex({ [alias]: target.table }).select(columnsOf(target, alias));
+  const parent = linkTo(sql, numbered, relation, alias);
+  numbered.select({ [PARENT]: parent }).whereRaw('?? = any(?)', [parent, parentIds]);
   applyWhere(sql, numbered, target, alias, query.where);
+  applyScope(sql, numbered, target, alias);
+  const backwards = (query.take ?? 0) < 0;
+  const keys = pageKeys(sql, target, query.orderBy, backwards);
+  if (query.cursor !== undefined) applyCursor(sql, numbered, target, alias, query.cursor, keys);
+  const order = orderSql(keys, alias);
+  numbered.select(sql.knex.raw(`row_number() over (partition by ?? order by ${order.sql}) as ??`, [parent, ...order.bindings, RANK]));
 
   const first = query.skip ?? 0;
   const page = sql.knex
     .from(numbered.as('numbered'))
-    .select(catalogueColumns(target).map((column) => `numbered.${column}`))
+    .select([...catalogueColumns(target), PARENT].map((column) => `numbered.${column}`))
     .where(RANK, '>', first)
-    .orderBy([`numbered.${foreignKey}`, RANK]);
-  if (query.take !== undefined) page.where(RANK, '<=', first + query.take);
+    .orderBy([`numbered.${PARENT}`, { column: RANK, order: backwards ? 'desc' : 'asc' }]);
+  if (query.take !== undefined) page.where(RANK, '<=', first + Math.abs(query.take));
   return page;
 }
 
-/** The related row of every row of kind-'one' relation (null when the foreign key is not set). */
+/** The related row of every row of kind-'one' relation (null when the foreign key is not set, or the row is out of scope). */
 async function loadOne(sql: SqlContext, relation: RelationDef, rows: Row[], load: RelationLoad): Promise<(ApiObject | null)[]> {
   const target = ENTITIES[relation.target];
-  const ids = [...new Set(rows.map((row) => row[relation.foreignKey] as number | null).filter((id) => id !== null))];
+  const ids = distinctIds(rows.map((row) => row[relation.foreignKey]));
   const alias = sql.nextAlias();
-  const related: Row[] = ids.length === 0 ? [] : await sql.knex({ [alias]: target.table }).select(columnsOf(target, alias)).whereRaw('?? = any(?)', [`${alias}.id`, ids]);
+  const select = sql.knex({ [alias]: target.table }).select(columnsOf(target, alias)).whereRaw('?? = any(?)', [`${alias}.id`, ids]);
+  applyScope(sql, select, target, alias);
+  const related: Row[] = ids.length === 0 ? [] : await select;
   const objects = await toObjects(sql, target, related, load.shape);
   const byId = new Map(related.map((row, i) => [row.id, objects[i]]));
   return rows.map((row) => byId.get(row[relation.foreignKey]) ?? null);
@@ -296,18 +431,16 @@ async function loadOne(sql: SqlContext, relation: RelationDef, rows: Row[], load
 /** `_count`: one grouped count per relation for all rows. */
 async function loadCounts(sql: SqlContext, entity: EntityDef, rows: Row[], counts: Shape['counts']): Promise<Record<string, number>[]> {
   const result = rows.map((): Record<string, number> => ({}));
-  const ids = rows.map((row) => row.id as number);
+  const ids = distinctIds(rows.map((row) => row.id));
   for (const [name, where] of Object.entries(counts)) {
     const relation = entity.relations[name];
     const target = ENTITIES[relation.target];
     const alias = sql.nextAlias();
-    const foreignKey = `${alias}.${relation.foreignKey}`;
-    const grouped = sql.knex({ [alias]: target.table })
-      .select({ parent: foreignKey })
-      .count({ n: '*' })
-      .whereRaw('?? = any(?)', [foreignKey, ids])
-      .groupBy(foreignKey);
+    const grouped = sql.knex({ [alias]: target.table });
+    const parent = linkTo(sql, grouped, relation, alias);
+    grouped.select({ parent }).count({ n: '*' }).whereRaw('?? = any(?)', [parent, ids]).groupBy(parent);
     applyWhere(sql, grouped, target, alias, where ?? undefined);
+    applyScope(sql, grouped, target, alias);
     const counted: Row[] = ids.length === 0 ? [] : await grouped;
     const byParent = new Map(counted.map((row) => [row.parent, Number(row.n)]));
     rows.forEach((row, i) => (result[i][name] = byParent.get(row.id) ?? 0));

@@ -10,9 +10,17 @@ export type Row = Record<string, unknown>;
 
 export type ApiObject = Record<string, unknown>;
 
-/** The columns to select for an entity: the catalogue's, never `*`. */
+/**
+ * The columns to select for an entity: the catalogue's, never `*`: its fields' columns and the
+ * foreign keys of its to-one relations (needed to load and sort through them, never returned
+ * unless they are fields).
+ */
 export function catalogueColumns(entity: EntityDef): string[] {
-  return Object.values(entity.fields).map((field) => field.column);
+  const columns = Object.values(entity.fields).map((field) => field.column);
+  for (const relation of Object.values(entity.relations)) {
+    if (relation.kind === 'one' && !columns.includes(relation.foreignKey)) columns.push(relation.foreignKey);
+  }
+  return columns;
 }
 
 /** The named fields of a row (all catalogue fields by default), in catalogue order as given. */
@@ -27,6 +35,12 @@ export function toApiObject(entity: EntityDef, row: Row, fields: readonly string
 
 export function toApiValue(field: FieldDef, value: unknown): unknown {
   if (value === null || value === undefined) return null;
+  if (field.list && Array.isArray(value)) return value.map((item) => toApiScalar(field, item));
+  return toApiScalar(field, value);
+}
+
+function toApiScalar(field: FieldDef, value: unknown): unknown {
+  if (value === null || value === undefined) return null;
   switch (field.type) {
     case 'datetime':
       return (value instanceof Date ? value : new Date(String(value))).toISOString();
@@ -36,7 +50,9 @@ export function toApiValue(field: FieldDef, value: unknown): unknown {
       return typeof value === 'number' ? value : Number(value);
     case 'boolean':
     case 'string':
+      return value;
     case 'json':
+      // jsonb arrives parsed: returned as stored.
       return value;
   }
 }
