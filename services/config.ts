@@ -25,6 +25,10 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Kafka transport when set: the relay publishes the log, projections are consumer groups. */
   kafka: { brokers: string[]; topic: string; partitions: number; clientId: string } | null;
+  /** Uploaded files, content-addressed (default dataDir/uploads). */
+  uploadDir: string;
+  /** Largest file POST /api/files/upload accepts, in bytes. */
+  maxUploadBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -87,6 +91,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     trustProxy: optional(env, 'TRUST_PROXY') === 'true' || optional(env, 'TRUST_PROXY') === '1',
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0),
     kafka: kafkaConfig(env),
+    uploadDir: path.resolve(optional(env, 'UPLOAD_DIR') ?? path.join(dataDir, 'uploads')),
+    maxUploadBytes: int(env, 'MAX_UPLOAD_BYTES', 50 * 1024 * 1024, 1),
   };
   return Object.freeze(config);
 }

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { loadContracts } from '../contracts/validator';
+import { openLocalFileStore } from '../infra/files/localFileStore';
 import { createKafka, ensureTopic, partitionOf } from '../infra/kafka';
 import { ALL_PROJECTIONS } from '../projections';
 import { CheckpointWatcher, directCheckpointKey, type CheckpointKeyOf } from '../projections/runtime/checkpointWatcher';
@@ -84,9 +85,11 @@ export async function runApi(
     const created = await bootstrapAdministrator(deps, { email: config.adminEmail, password: config.adminPassword, name: config.adminName }, systemMetadata('bootstrap'));
     if (created !== null) logger.info({ userId: created, email: config.adminEmail }, 'administrator created');
   }
+  const files = await openLocalFileStore({ dir: config.uploadDir, logger });
   const app = buildApp({
     ...deps, logger, pool: platform.pool, ...platform.secrets,
     sessionMaxAgeMs: config.sessionMaxAgeMs, trustProxy: config.trustProxy, readiness,
+    files, maxUploadBytes: config.maxUploadBytes,
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
@@ -103,6 +106,7 @@ export async function runApi(
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs).unref();
       });
+      await files.close();
       await watcher.stop();
     },
   };

@@ -8,8 +8,10 @@ import { pinoHttp } from 'pino-http';
 import { bearerStrategy, requireAuthentication, TokenUsageRecorder } from '../identity/authentication';
 import { identityRoutes, loginRoutes } from '../identity/identity.routes';
 import { modelRoutes } from '../model/model.routes';
+import { fileRoutes, UPLOAD_PATH } from '../files/files.routes';
+import type { FileStore } from '../files/fileStore';
 import type { CommandDeps } from '../shared/commandBus';
-import { correlationId, errorHandler, jsonBodiesOnly, notFoundRoute } from './http';
+import { correlationId, errorHandler, jsonBodiesOnlyExcept, notFoundRoute } from './http';
 import { docsRoutes } from './docs.routes';
 import { docsPageRoutes } from './docsPage.routes';
 import { healthRoutes, type ReadinessCheck } from './health.routes';
@@ -25,6 +27,9 @@ export interface AppDeps extends CommandDeps {
   sessionMaxAgeMs: number;
   trustProxy: boolean;
   readiness: ReadinessCheck[];
+  /** Uploaded files (POST /api/files/upload, GET /api/files/:key). */
+  files: FileStore;
+  maxUploadBytes: number;
 }
 
 /** The HTTP application: plain wiring of routers over the dependencies given. */
@@ -45,7 +50,7 @@ export function buildApp(deps: AppDeps): Express {
   }));
   app.use(healthRoutes(deps.readiness));
   app.use(docsPageRoutes());
-  app.use('/api', express.json({ limit: '1mb' }), jsonBodiesOnly);
+  app.use('/api', express.json({ limit: '1mb' }), jsonBodiesOnlyExcept([UPLOAD_PATH]));
 
   const PgStore = connectPgSimple(session);
   app.use('/api', session({
@@ -67,6 +72,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use('/api', requireAuthentication({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage }));
   app.use(identityRoutes(deps, SESSION_COOKIE));
   app.use(modelRoutes(deps));
+  app.use(fileRoutes(deps));
   app.use(notFoundRoute);
   app.use(errorHandler(deps.logger));
   return app;

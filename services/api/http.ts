@@ -32,6 +32,10 @@ export const jsonBodiesOnly: RequestHandler = (req, _res, next) => {
   next();
 };
 
+/** jsonBodiesOnly, except on the given paths, whose routes parse multipart/form-data themselves (file uploads). */
+export const jsonBodiesOnlyExcept = (multipartPaths: readonly string[]): RequestHandler => (req, res, next) =>
+  multipartPaths.includes(req.baseUrl + req.path) ? next() : jsonBodiesOnly(req, res, next);
+
 export const notFoundRoute: RequestHandler = (req, _res, next) =>
   next(new HttpError(404, 'route-not-found', `No route for ${req.method} ${req.path}`, { method: req.method, path: req.path }));
 

@@ -1,8 +1,12 @@
+import fs from 'node:fs';
 import type { Server } from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { loadContracts } from '../../contracts/validator';
 import { PostgresEventStore, setupPostgresEventStore } from '../../infra/eventstore/postgres';
+import { openLocalFileStore } from '../../infra/files/localFileStore';
 import { createKnex, createPool } from '../../infra/postgres/database';
 import { ALL_PROJECTIONS } from '../../projections';
 import { migrateReadModel } from '../../projections/migrations';
@@ -27,13 +31,15 @@ export interface TestApp {
   url: string;
   deps: CommandDeps;
   clock: TestClock;
+  /** The directory of the app's file store (removed on stop). */
+  uploadDir: string;
   stop(): Promise<void>;
 }
 
 export const TEST_TOKEN_SECRET = 'x'.repeat(40);
 
 /** The API, projector and stores in this process on a throw-away database, with a test clock. */
-export async function startTestApp(): Promise<TestApp> {
+export async function startTestApp(options: { maxUploadBytes?: number } = {}): Promise<TestApp> {
   const db = await createTestDatabase('app');
   const pool = createPool(db.url);
   const knex = createKnex(db.url);
@@ -46,9 +52,11 @@ export async function startTestApp(): Promise<TestApp> {
   await watcher.start();
   const clock = new TestClock();
   const deps: CommandDeps = { store, ids: new IdAllocator(store), knex, watcher, writeTimeoutMs: 10_000, clock: clock.read };
+  const uploadDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-uploads-'));
+  const files = await openLocalFileStore({ dir: uploadDir, logger });
   const app = buildApp({
     ...deps, logger, pool, sessionSecret: 's'.repeat(40), tokenSecret: TEST_TOKEN_SECRET,
-    sessionMaxAgeMs: 3_600_000, trustProxy: false, readiness: [],
+    sessionMaxAgeMs: 3_600_000, trustProxy: false, readiness: [], files, maxUploadBytes: options.maxUploadBytes ?? 50 * 1024 * 1024,
   });
   const server = await new Promise<Server>((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
@@ -57,6 +65,7 @@ export async function startTestApp(): Promise<TestApp> {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     deps,
     clock,
+    uploadDir,
     async stop() {
       await new Promise((r) => server.close(r));
       server.closeAllConnections();
@@ -66,6 +75,8 @@ export async function startTestApp(): Promise<TestApp> {
       await knex.destroy();
       await pool.end();
       await db.drop();
+      await files.close();
+      fs.rmSync(uploadDir, { recursive: true, force: true });
     },
   };
 }

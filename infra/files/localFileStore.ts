@@ -1,0 +1,257 @@
+import { createHash, randomUUID } from 'node:crypto';
+import fsp, { type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { Writable, type Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import { DEFAULT_MIME_TYPE } from '../../services/files/fileMeta';
+import { FileTooLargeError, isFileKey, type FileMeta, type FileStore, type StagedFile, type StoredFile } from '../../services/files/fileStore';
+
+/**
+ * The file store on a local directory. Layout, flat in `dir`:
+ *   <sha256>             the content, never rewritten once there
+ *   <sha256>.meta.json   name and MIME type of its first upload (the sidecar)
+ *   .upload-<uuid>.tmp   content or sidecar being written
+ * A file appears under its key only by rename(2) of a temporary file that was fsynced, then the
+ * directory is fsynced: after a crash a key holds its whole content or does not exist. The sidecar
+ * is renamed into place before the content, so content is never visible without its metadata.
+ */
+export interface LocalFileStoreOptions {
+  dir: string;
+  logger: Logger;
+  /**
+   * A temporary file not written for this long belongs to no live upload (Node's HTTP server ends
+   * a request after 5 minutes), so the sweep removes it. Younger ones may be another process's.
+   */
+  staleAfterMs?: number;
+  /** How often the sweep runs again after the one at start. */
+  sweepIntervalMs?: number;
+}
+
+const TEMP_FILE = /^\.upload-[0-9a-f-]{36}\.tmp$/;
+const META_SUFFIX = '.meta.json';
+const TEN_MINUTES = 10 * 60 * 1000;
+
+/** Creates the directory if needed, removes abandoned temporary files, and sweeps again periodically. */
+export async function openLocalFileStore(options: LocalFileStoreOptions): Promise<LocalFileStore> {
+  const dir = path.resolve(options.dir);
+  await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  const store = new LocalFileStore(dir, options.logger, options.staleAfterMs ?? TEN_MINUTES);
+  await store.sweep();
+  store.sweepEvery(options.sweepIntervalMs ?? TEN_MINUTES);
+  return store;
+}
+
+interface Sidecar { name: string; mimeType: string }
+
+export class LocalFileStore implements FileStore {
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(readonly dir: string, private readonly logger: Logger, private readonly staleAfterMs: number) {}
+
+  async stage(content: Readable, options: { maxBytes: number }): Promise<StagedFile> {
+    // Listen before the first await: the source may fail while the temporary file is being created.
+    const interrupted = new Promise<never>((_resolve, reject) => {
+      content.once('error', reject);
+      content.once('close', () => {
+        if (!content.readableEnded) reject(new Error('The upload was interrupted'));
+      });
+    });
+    interrupted.catch(() => undefined); // raced below; a late rejection is of no interest
+    const temp = this.tempPath();
+    const handle = await fsp.open(temp, 'wx', 0o600).catch((err) => {
+      content.resume(); // drain: the parser behind `content` goes on
+      throw err;
+    });
+    const hash = createHash('sha256');
+    let size = 0;
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        size += chunk.length;
+        if (size > options.maxBytes) return done(new FileTooLargeError(options.maxBytes));
+        hash.update(chunk);
+        writeAll(handle, chunk).then(() => done(), done);
+      },
+      final(done) {
+        handle.sync().then(() => done(), done);
+      },
+    });
+    const written = new Promise<void>((resolve, reject) => {
+      sink.once('error', reject);
+      sink.once('finish', resolve);
+    });
+    content.pipe(sink);
+    try {
+      await Promise.race([written, interrupted]);
+      await handle.close();
+    } catch (err) {
+      content.unpipe(sink);
+      if (!content.destroyed) content.resume(); // drain the rest of this file
+      sink.destroy();
+      await handle.close().catch(() => undefined);
+      await fsp.rm(temp, { force: true });
+      throw err;
+    }
+    return { sha256: hash.digest('hex'), size, ref: temp };
+  }
+
+  async commit(staged: StagedFile, meta: FileMeta): Promise<StoredFile> {
+    const temp = this.ownTemp(staged);
+    const key = staged.sha256;
+    if (!isFileKey(key)) throw new Error(`Not a SHA-256: ${key}`);
+    const target = this.contentPath(key);
+    if (await exists(target)) {
+      // Identical content is stored once; its metadata stays that of the first upload.
+      await fsp.rm(temp, { force: true });
+      if (!(await exists(this.metaPath(key)))) await this.writeSidecar(key, meta);
+      const stored = await this.stat(key);
+      if (!stored) throw new Error(`Stored file ${key} vanished while committing`);
+      return stored;
+    }
+    await this.writeSidecar(key, meta);
+    await fsp.rename(temp, target);
+    await this.syncDir();
+    return { key, sha256: key, size: staged.size, name: meta.name, mimeType: meta.mimeType };
+  }
+
+  async discard(staged: StagedFile): Promise<void> {
+    await fsp.rm(this.ownTemp(staged), { force: true });
+  }
+
+  async put(content: Readable, meta: FileMeta, options: { maxBytes: number }): Promise<StoredFile> {
+    const staged = await this.stage(content, options);
+    try {
+      return await this.commit(staged, meta);
+    } finally {
+      await this.discard(staged);
+    }
+  }
+
+  async stat(key: string): Promise<StoredFile | null> {
+    if (!isFileKey(key)) return null;
+    const stats = await fsp.stat(this.contentPath(key)).catch(ifMissing(null));
+    if (!stats?.isFile()) return null;
+    return this.describe(key, stats.size);
+  }
+
+  async open(key: string): Promise<{ file: StoredFile; content: Readable } | null> {
+    if (!isFileKey(key)) return null;
+    const handle = await fsp.open(this.contentPath(key), 'r').catch(ifMissing(null));
+    if (!handle) return null;
+    try {
+      const stats = await handle.stat();
+      if (!stats.isFile()) {
+        await handle.close();
+        return null;
+      }
+      return { file: await this.describe(key, stats.size), content: handle.createReadStream() };
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
+  }
+
+  /** Removes temporary files nobody has written for staleAfterMs: what uploads interrupted by a crash left. */
+  async sweep(): Promise<number> {
+    const now = Date.now();
+    let removed = 0;
+    for (const name of await fsp.readdir(this.dir)) {
+      if (!TEMP_FILE.test(name)) continue;
+      const file = path.join(this.dir, name);
+      const stats = await fsp.lstat(file).catch(ifMissing(null));
+      if (!stats || now - stats.mtimeMs < this.staleAfterMs) continue;
+      await fsp.rm(file, { force: true });
+      removed++;
+    }
+    if (removed > 0) this.logger.info({ dir: this.dir, removed }, 'removed temporary files of interrupted uploads');
+    return removed;
+  }
+
+  sweepEvery(intervalMs: number): void {
+    this.timer = setInterval(() => {
+      this.sweep().catch((err) => this.logger.warn({ err, dir: this.dir }, 'cannot sweep temporary upload files'));
+    }, intervalMs);
+    this.timer.unref();
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  private async describe(key: string, size: number): Promise<StoredFile> {
+    const sidecar = await this.readSidecar(key);
+    return { key, sha256: key, size, name: sidecar?.name ?? key, mimeType: sidecar?.mimeType ?? DEFAULT_MIME_TYPE };
+  }
+
+  private async readSidecar(key: string): Promise<Sidecar | null> {
+    const text = await fsp.readFile(this.metaPath(key), 'utf8').catch(ifMissing(null));
+    if (text === null) return null;
+    try {
+      const parsed = JSON.parse(text) as Partial<Sidecar>;
+      return typeof parsed.name === 'string' && typeof parsed.mimeType === 'string' ? { name: parsed.name, mimeType: parsed.mimeType } : null;
+    } catch {
+      this.logger.warn({ key }, 'unreadable file metadata; serving as application/octet-stream');
+      return null;
+    }
+  }
+
+  private async writeSidecar(key: string, meta: FileMeta): Promise<void> {
+    const temp = this.tempPath();
+    const handle = await fsp.open(temp, 'wx', 0o600);
+    try {
+      await handle.writeFile(JSON.stringify({ name: meta.name, mimeType: meta.mimeType } satisfies Sidecar));
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    try {
+      await fsp.rename(temp, this.metaPath(key));
+    } catch (err) {
+      await fsp.rm(temp, { force: true });
+      throw err;
+    }
+  }
+
+  private async syncDir(): Promise<void> {
+    const handle = await fsp.open(this.dir, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  }
+
+  private tempPath(): string {
+    return path.join(this.dir, `.upload-${randomUUID()}.tmp`);
+  }
+
+  /** The temporary file of a staged upload, refusing anything that is not one of ours. */
+  private ownTemp(staged: StagedFile): string {
+    if (path.dirname(staged.ref) !== this.dir || !TEMP_FILE.test(path.basename(staged.ref))) throw new Error('Not a file staged by this store');
+    return staged.ref;
+  }
+
+  private contentPath(key: string): string {
+    return path.join(this.dir, key);
+  }
+
+  private metaPath(key: string): string {
+    return path.join(this.dir, key + META_SUFFIX);
+  }
+}
+
+async function writeAll(handle: FileHandle, chunk: Buffer): Promise<void> {
+  for (let offset = 0; offset < chunk.length;) {
+    const { bytesWritten } = await handle.write(chunk, offset, chunk.length - offset);
+    offset += bytesWritten;
+  }
+}
+
+const exists = (file: string) => fsp.access(file).then(() => true, ifMissing(false));
+
+function ifMissing<T>(value: T): (err: NodeJS.ErrnoException) => T {
+  return (err) => {
+    if (err.code === 'ENOENT') return value;
+    throw err;
+  };
+}
