@@ -18,6 +18,7 @@ export type AccessLevel = 'ADMIN' | 'PROJECTADMIN' | 'USER' | 'NONE';
 
 export type IdBlockReserved = DomainEvent<'IdBlockReserved', { category: string; from: number; to: number }>;
 export type UniqueValueClaimed = DomainEvent<'UniqueValueClaimed', { scope: string; value: string; ownerId: number }>;
+export type DefaultsPlanned = DomainEvent<'DefaultsPlanned', { items: { key: string; entity: string; id: number }[] }>;
 
 export type UserRegistered = DomainEvent<'UserRegistered', {
   userId: number; email: string; name: string; passwordHash: string; access: AccessLevel; createdAt: Iso;
@@ -36,7 +37,7 @@ export type RepositoryFolderUpdated = DomainEvent<'RepositoryFolderUpdated', {
 export type RepositoryFolderDeleted = DomainEvent<'RepositoryFolderDeleted', { folderId: number; deletedAt: Iso }>;
 
 export type TestamentEvent =
-  | IdBlockReserved | UniqueValueClaimed
+  | IdBlockReserved | UniqueValueClaimed | DefaultsPlanned
   | UserRegistered | ApiTokenCreated | ApiTokenRevoked
   | RepositoryFolderCreated | RepositoryFolderUpdated | RepositoryFolderDeleted
   | EntityEvent;
@@ -45,7 +46,7 @@ export type EventType = TestamentEvent['type'];
 
 /** Events with hand-written shapes (identity, ids, claims, folders). */
 export const HAND_WRITTEN_EVENT_TYPES: readonly EventType[] = [
-  'IdBlockReserved', 'UniqueValueClaimed',
+  'IdBlockReserved', 'UniqueValueClaimed', 'DefaultsPlanned',
   'UserRegistered', 'ApiTokenCreated', 'ApiTokenRevoked',
   'RepositoryFolderCreated', 'RepositoryFolderUpdated', 'RepositoryFolderDeleted',
 ];

@@ -140,10 +140,11 @@ export const readModelProjection: Projection = {
           const values = entity === FOLDERS ? { name: data.name, projectId: data.projectId, parentId: data.parentId } : (data as Values);
           rows.apply(id, event, () => {
             replaceLists(values);
+            // Fields an older event version does not carry, and derived ones, start at their defaults.
             const defaults: Values = {};
-            for (const field of eventFields(entity)) {
-              const f = entity.fields[field];
-              defaults[field] = f.default !== undefined ? f.default : null;
+            for (const [field, f] of Object.entries(entity.fields)) {
+              if (f.default !== undefined) defaults[field] = f.default;
+              else if (eventFields(entity).includes(field)) defaults[field] = null;
             }
             return {
               id,

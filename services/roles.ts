@@ -12,6 +12,7 @@ import { buildApp } from './api/app';
 import type { ReadinessCheck } from './api/health.routes';
 import type { Config } from './config';
 import { bootstrapAdministrator } from './identity/identity.handlers';
+import { seedDefaults } from './entities/seed';
 import type { Platform } from './platform';
 import type { CommandDeps } from './shared/commandBus';
 import { systemMetadata } from './shared/context';
@@ -85,6 +86,8 @@ export async function runApi(
     const created = await bootstrapAdministrator(deps, { email: config.adminEmail, password: config.adminPassword, name: config.adminName }, systemMetadata('bootstrap'));
     if (created !== null) logger.info({ userId: created, email: config.adminEmail }, 'administrator created');
   }
+  const seeded = await seedDefaults(deps, systemMetadata('seed-defaults'));
+  if (seeded > 0) logger.info({ rows: seeded }, 'default workflows, statuses, template, roles and milestone types created');
   const files = await openLocalFileStore({ dir: config.uploadDir, logger });
   const app = buildApp({
     ...deps, logger, pool: platform.pool, ...platform.secrets,

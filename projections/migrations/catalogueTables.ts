@@ -38,7 +38,7 @@ async function syncEntityTable(knex: Knex, entity: EntityDef): Promise<void> {
       if (!f.nullable && (fallback !== undefined || !exists)) c.notNullable();
       if (Object.values(entity.relations).some((r) => r.kind === 'one' && r.foreignKey === column)) c.index();
     }
-    if (!exists && entity.writtenAs !== 'projected') t.bigInteger('revision').notNullable();
+    if (!exists && (entity.writtenAs ?? 'aggregate') === 'aggregate') t.bigInteger('revision').notNullable();
   };
   if (!exists) await knex.schema.createTable(entity.table, build);
   else if (missing.length > 0) await knex.schema.alterTable(entity.table, build);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EventMetadata } from '../../contracts/envelope';
-import { ENTITIES, type EntityDef, type EntityName, type RelationDef } from '../../contracts/entities';
+import { ENTITIES, type EntityDef, type EntityName, type RelationDef, writtenAs } from '../../contracts/entities';
 import { eventFields, linkField, linkRelations, ownedRelations, streamOf } from '../../contracts/entityEvents';
 import type { UniqueValueClaimed } from '../../contracts/events';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
@@ -38,7 +38,8 @@ export function deciderOf(entity: EntityDef) {
   return decider;
 }
 
-export async function createEntity(deps: CommandDeps, name: EntityName, write: EntityWrite, metadata: EventMetadata): Promise<number> {
+/** Creates a row; `plannedId` is for seeding, whose ids are reserved ahead (see seed.ts). */
+export async function createEntity(deps: CommandDeps, name: EntityName, write: EntityWrite, metadata: EventMetadata, plannedId?: number): Promise<number> {
   const entity = ENTITIES[name];
   const values: Record<string, unknown> = {};
   for (const field of eventFields(entity)) {
@@ -61,7 +62,7 @@ export async function createEntity(deps: CommandDeps, name: EntityName, write: E
   const decider = deciderOf(entity);
   // Decide once against an empty stream before anything is claimed or reserved: a refused create appends nothing.
   decider.decide({ type: 'Create', id: 1, values, facts, now: deps.clock().toISOString() }, decider.initialState);
-  const id = await deps.ids.next(name, metadata);
+  const id = plannedId ?? (await deps.ids.next(name, metadata));
   await claimUniqueValues(deps, entity, id, {}, values, metadata);
   const outcome = await handleCommand(deps.store, streamOf(entity, id), decider, {
     type: 'Create', id, values, facts, now: deps.clock().toISOString(),
@@ -172,7 +173,7 @@ async function factsFor(deps: CommandDeps, entity: EntityDef, values: Record<str
 }
 
 /** What a row is like now, from its own stream (never the read model, which may lag). */
-export async function factOf(deps: Pick<CommandDeps, 'store'>, name: EntityName, id: number, depth = 0): Promise<Fact> {
+export async function factOf(deps: Pick<CommandDeps, 'store' | 'knex'>, name: EntityName, id: number, depth = 0): Promise<Fact> {
   const entity = ENTITIES[name];
   if (name === 'repositoryFolder') {
     const { state } = await loadAggregate(deps.store, folderStream(id), repositoryFolderDecider);
@@ -182,6 +183,7 @@ export async function factOf(deps: Pick<CommandDeps, 'store'>, name: EntityName,
     const { state } = await loadAggregate(deps.store, userStream(id), userDecider);
     return { entity: name, id, exists: state.exists, isDeleted: false, projectId: null, values: {} };
   }
+  if (writtenAs(entity) === 'owned') return ownedFact(deps, entity, id, depth);
   const { state } = await loadAggregate(deps.store, streamOf(entity, id), deciderOf(entity));
   let projectId: number | null = name === 'project' ? id : null;
   if (name !== 'project' && state.exists) {
@@ -193,6 +195,23 @@ export async function factOf(deps: Pick<CommandDeps, 'store'>, name: EntityName,
     }
   }
   return { entity: name, id, exists: state.exists, isDeleted: state.isDeleted, projectId, values: state.values };
+}
+
+/**
+ * An owned child (a case's step) has no stream: the read model says which parent holds it, and
+ * the parent's own stream confirms that it still does.
+ */
+async function ownedFact(deps: Pick<CommandDeps, 'store' | 'knex'>, child: EntityDef, id: number, depth: number): Promise<Fact> {
+  const [parentName, parentRelation] = Object.entries(child.relations).find(([name]) => name === child.projectPath?.[0])!;
+  const row = await deps.knex(child.table).where({ id }).first(parentRelation.foreignKey);
+  const parentId = row?.[parentRelation.foreignKey] as number | undefined;
+  const missing: Fact = { entity: child.name, id, exists: false, isDeleted: false, projectId: null, values: {} };
+  if (parentId === undefined) return missing;
+  const parent = await factOf(deps, parentRelation.target, parentId, depth + 1);
+  const listName = Object.entries(ENTITIES[parentRelation.target].relations).find(([, r]) => r.owned && r.target === child.name)![0];
+  const values = ((parent.values[listName] as Record<string, unknown>[] | undefined) ?? []).find((c) => c.id === id);
+  if (!values) return missing;
+  return { entity: child.name, id, exists: true, isDeleted: parent.isDeleted, projectId: parent.projectId, values: { ...values, [parentRelation.scalar ?? parentName]: parentId } };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ async function parentFact(deps: Pick<CommandDeps, 'store'>, folderId: number): P
 }
 
 /** What a folder needs to know about its project, from the project's own stream. */
-async function projectFact(deps: Pick<CommandDeps, 'store'>, projectId: number): Promise<ProjectFact> {
+async function projectFact(deps: Pick<CommandDeps, 'store' | 'knex'>, projectId: number): Promise<ProjectFact> {
   const { exists, isDeleted } = await factOf(deps, 'project', projectId);
   return { id: projectId, exists, isDeleted };
 }

@@ -11,13 +11,14 @@ import { MemoryEventStore } from '../support/memoryEventStore';
 const AT = '2024-03-01T10:00:00.000Z';
 const META: EventMetadata = { actor: { userId: 1, via: 'api' }, correlationId: 'req-1', causationId: null };
 
-type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'UserRegistered' | 'ApiTokenCreated' | 'ApiTokenRevoked'
+type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'DefaultsPlanned' | 'UserRegistered' | 'ApiTokenCreated' | 'ApiTokenRevoked'
   | 'RepositoryFolderCreated' | 'RepositoryFolderUpdated' | 'RepositoryFolderDeleted';
 
 /** One valid `data` per hand-written event type: the compiler keeps each shape right. */
 const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   IdBlockReserved: { category: 'project', from: 1, to: 50 },
   UniqueValueClaimed: { scope: 'user.email', value: 'ada@example.com', ownerId: 3 },
+  DefaultsPlanned: { items: [{ key: 'status:passed', entity: 'status', id: 2 }] },
   UserRegistered: {
     userId: 3, email: 'ada@example.com', name: 'Ada', passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA',
     access: 'USER', createdAt: AT,
