@@ -11,8 +11,10 @@ import { catalogueColumns, toApiObject, type ApiObject, type Row } from './shape
  *
  * A `scope` (row-level security) restricts the rows of each entity a caller may see, wherever
  * they are read: top-level rows, includes at every level, relation filters, `_count`, count,
- * sort keys through relations, the cursor row, aggregate and groupBy. A row outside the scope does
- * not exist for the query: a to-one include of it is null, `is: null` matches it, it is not counted.
+ * sort keys through relations, the cursor row, distinct, aggregate and groupBy. A row outside the
+ * scope does not exist for the query: a to-one include of it is null, `is: null` matches it, it is
+ * not counted, a sort key read through it is null, a cursor on it gives no rows. Scalar foreign
+ * keys (`folderId`) are fields of the visible row and still carry the id.
  */
 
 /** The rows of an entity a caller may see, as a filter (undefined: all of them). */
@@ -27,6 +29,8 @@ export interface SqlContext {
   knex: Knex;
   nextAlias(): string;
   scope?: Scope;
+  /** Entities whose scope is being applied around this point (a scope never applies inside itself). */
+  scoping?: ReadonlySet<string>;
 }
 
 const RANK = '__rank';
@@ -56,11 +60,19 @@ export function sqlContext(knex: Knex, options: ReadOptions = {}): SqlContext {
   return { knex, nextAlias: () => `t${next++}`, ...(options.scope && { scope: options.scope }) };
 }
 
-/** Restricts `qb`'s rows of `entity` (under `alias`) to the caller's scope. */
+/**
+ * Restricts `qb`'s rows of `entity` (under `alias`) to the caller's scope. The scope's own relation
+ * filters see only rows in scope too (a step whose case is out of scope is out of scope when the
+ * step's scope is "its case's project is visible"), except rows of an entity whose scope is being
+ * applied around them: that would never end.
+ */
 export function applyScope(sql: SqlContext, qb: Knex.QueryBuilder, entity: EntityDef, alias: string): void {
-  const where = sql.scope?.(entity);
-  // The scope's own relation filters are the policy's, evaluated as written (and so never recurse).
-  if (where) applyWhere({ knex: sql.knex, nextAlias: sql.nextAlias }, qb, entity, alias, where);
+  const where = scopeOf(sql, entity);
+  if (where) applyWhere({ ...sql, scoping: new Set([...(sql.scoping ?? []), entity.name]) }, qb, entity, alias, where);
+}
+
+function scopeOf(sql: SqlContext, entity: EntityDef): Where | undefined {
+  return sql.scoping?.has(entity.name) ? undefined : sql.scope?.(entity);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -314,7 +326,7 @@ export function likePattern(op: 'contains' | 'startsWith' | 'endsWith', text: st
 function applyRelationFilter(sql: SqlContext, qb: Knex.QueryBuilder, entity: EntityDef, alias: string, where: Extract<Where, { kind: 'relation' }>): void {
   const relation = entity.relations[where.relation];
   const target = ENTITIES[relation.target];
-  if (where.where === null && !sql.scope?.(target)) {
+  if (where.where === null && !scopeOf(sql, target)) {
     // is: null / isNot: null only exist for kind 'one': the foreign key is (not) set.
     const foreignKey = `${alias}.${relation.foreignKey}`;
     if (where.quantifier === 'is') qb.whereNull(foreignKey);

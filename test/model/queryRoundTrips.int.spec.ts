@@ -1,0 +1,79 @@
+import { expect } from 'chai';
+import knexFactory, { type Knex } from 'knex';
+import { ENTITIES } from '../../contracts/entities';
+import { migrateReadModel } from '../../projections/migrations';
+import { parseFindArgs, parseWhere } from '../../services/model/args';
+import { runFind, type ReadOptions } from '../../services/model/query';
+import { createTestDatabase, type TestDatabase } from '../support/database';
+import { insertRows, linkRows } from './queryFixtures';
+
+const { project, repositoryFolder: folder, repositoryCase: testCase, tag, step } = ENTITIES;
+
+const CASES = 200;
+
+describe("model API: a query's number of SQL round trips does not grow with the number of rows returned", () => {
+  let db: TestDatabase;
+  let knex: Knex;
+
+  before(async () => {
+    db = await createTestDatabase('model_round_trips');
+    knex = knexFactory({ client: 'pg', connection: db.url });
+    await migrateReadModel(knex);
+    await insertRows(knex, project, [{ id: 1, name: 'Alpha' }]);
+    await insertRows(knex, folder, [1, 2, 3, 4, 5].map((id) => ({ id, projectId: 1, parentId: id === 1 ? null : 1, name: `Folder ${id}` })));
+    await insertRows(knex, tag, [1, 2, 3, 4, 5].map((id) => ({ id, name: `tag ${id}` })));
+    const caseIds = Array.from({ length: CASES }, (_, i) => 1000 + i);
+    await insertRows(knex, testCase, caseIds.map((id, i) => ({ id, projectId: 1, folderId: (i % 5) + 1, title: `Case ${i}` })));
+    await linkRows(knex, testCase, 'tags', Object.fromEntries(caseIds.map((id, i) => [id, [(i % 5) + 1, ((i + 1) % 5) + 1]])));
+    await insertRows(knex, step, caseIds.flatMap((id, i) => [{ id: 2 * i + 1, repositoryCaseId: id, step: 'a', order: 2 }, { id: 2 * i + 2, repositoryCaseId: id, step: 'b', order: 1 }]));
+  });
+  after(async () => {
+    await knex?.destroy();
+    await db?.drop();
+  });
+
+  /** Runs the query and counts the SQL statements it sent. */
+  async function roundTrips(body: object, options: ReadOptions = {}): Promise<{ queries: number; rows: Record<string, unknown>[] }> {
+    let queries = 0;
+    const count = () => queries++;
+    knex.on('query', count);
+    try {
+      const rows = (await runFind(knex, testCase, 'findMany', parseFindArgs(testCase, 'findMany', body), options)) as Record<string, unknown>[];
+      return { queries, rows };
+    } finally {
+      knex.removeListener('query', count);
+    }
+  }
+
+  const nested = (take: number) => ({
+    take,
+    orderBy: [{ folder: { name: 'desc' } }, { tags: { _count: 'desc' } }],
+    include: {
+      folder: { include: { project: true, parent: true, children: { take: 2, orderBy: { repositoryCases: { _count: 'desc' } } } } },
+      tags: { orderBy: { name: 'asc' }, include: { repositoryCases: { take: -3, select: { id: true, _count: { select: { tags: true } } } } } },
+      steps: { orderBy: { order: 'asc' } },
+      project: { select: { _count: { select: { repositoryCases: true, folders: true } } } },
+      _count: { select: { tags: true, steps: true } },
+    },
+  });
+
+  it('a nested include (to-one, list, many-to-many, owned, _count) over 10 and over 200 rows', async () => {
+    const few = await roundTrips(nested(10));
+    const all = await roundTrips(nested(CASES));
+    expect(few.rows).to.have.length(10);
+    expect(all.rows).to.have.length(CASES);
+    expect(all.rows.every((row) => (row.tags as unknown[]).length === 2 && (row.steps as unknown[]).length === 2)).to.equal(true);
+    expect(all.queries).to.equal(few.queries);
+    // One per level and relation: cases; folder, its project, parent, children; tags, their cases, those cases' _count; steps; project, its _count (two); the cases' _count (two).
+    expect(few.queries).to.equal(14);
+  });
+
+  it('the same within a scope', async () => {
+    const scope: ReadOptions['scope'] = (entity) =>
+      entity.projectPath && parseWhere(entity, entity.projectPath.reduceRight<unknown>((inner, relation) => ({ [relation]: { is: inner } }), { id: 1 }), 'scope');
+    const few = await roundTrips(nested(10), { scope });
+    const all = await roundTrips(nested(CASES), { scope });
+    expect(all.rows).to.have.length(CASES);
+    expect(all.queries).to.equal(few.queries);
+  });
+});
