@@ -4,6 +4,7 @@ import type { CommandDeps } from '../shared/commandBus';
 import { HttpError, badRequest, notFound } from '../shared/errors';
 import { parseFindArgs, type Shape } from './args';
 import type { EntityWrite } from '../entities/entity.handlers';
+import { checkVisible, type Policy, targetsOf } from './policy';
 import { parseEntityCreate, parseEntityUpdate } from './writeArgs';
 import { ENTITY_COMMANDS } from './model.commands';
 import { findRowById, runFind } from './query';
@@ -29,9 +30,9 @@ function within<T>(prefix: string, replace: string, parse: () => T): T {
 }
 
 /** Rows that `where` matches, by id (the bulk operations act on each). */
-async function matchingIds(deps: CommandDeps, entity: EntityDef, where: unknown): Promise<number[]> {
+async function matchingIds(deps: CommandDeps, entity: EntityDef, where: unknown, policy: Policy): Promise<number[]> {
   const args = parseFindArgs(entity, 'findMany', where === undefined ? { select: { id: true } } : { where, select: { id: true } });
-  const rows = (await runFind(deps.knex, entity, 'findMany', args)) as { id: number }[];
+  const rows = (await runFind(deps.knex, entity, 'findMany', args, policy.read)) as { id: number }[];
   return rows.map((r) => r.id);
 }
 
@@ -54,38 +55,42 @@ async function checkConnectTargets(deps: CommandDeps, entity: EntityDef, items: 
 }
 
 /** createMany: `{ data: [...] }` → `{ count }`. Every element is validated, and its targets checked, first. */
-export async function createMany(deps: CommandDeps, name: EntityName, body: unknown, metadata: EventMetadata): Promise<{ count: number }> {
+export async function createMany(deps: CommandDeps, name: EntityName, body: unknown, metadata: EventMetadata, policy: Policy): Promise<{ count: number }> {
   const entity = ENTITIES[name];
   if (!isObject(body)) throw badRequest('invalid-argument', 'the body must be an object', { path: '' });
   onlyKeys(body, ['data'], 'createMany');
   if (!Array.isArray(body.data)) throw badRequest('invalid-argument', 'data must be a list', { path: 'data' });
   if (body.data.length > 1000) throw badRequest('invalid-argument', 'createMany takes at most 1000 elements', { path: 'data' });
   const items = body.data.map((data, i) => within('data', `data[${i}]`, () => parseEntityCreate(entity, { data }).write));
+  policy.checkWriteAccess(entity, 'create');
+  for (const item of items) await checkVisible(deps.knex, policy, targetsOf(entity, item));
   await checkConnectTargets(deps, entity, items);
   for (const item of items) await ENTITY_COMMANDS[name].create(deps, item, metadata);
   return { count: items.length };
 }
 
 /** updateMany: `{ where?, data }` (scalar fields only) → `{ count }`. */
-export async function updateMany(deps: CommandDeps, name: EntityName, body: unknown, metadata: EventMetadata): Promise<{ count: number }> {
+export async function updateMany(deps: CommandDeps, name: EntityName, body: unknown, metadata: EventMetadata, policy: Policy): Promise<{ count: number }> {
   const entity = ENTITIES[name];
   if (!isObject(body)) throw badRequest('invalid-argument', 'the body must be an object', { path: '' });
   onlyKeys(body, ['where', 'data'], 'updateMany');
   const { write } = parseEntityUpdate(entity, { where: { id: 1 }, data: body.data });
   const nested = [...Object.keys(write.connect), ...Object.keys(write.links ?? {}), ...Object.keys(write.children ?? {})];
   if (nested.length > 0) throw badRequest('invalid-argument', 'updateMany changes scalar fields only', { path: `data.${nested[0]}` });
-  const ids = await matchingIds(deps, entity, body.where);
+  policy.checkWriteAccess(entity, 'update');
+  const ids = await matchingIds(deps, entity, body.where, policy);
   for (const id of ids) await ENTITY_COMMANDS[name].update(deps, id, write, metadata);
   return { count: ids.length };
 }
 
 /** deleteMany: `{ where? }` → `{ count }` (soft deletes, like delete). */
-export async function deleteMany(deps: CommandDeps, name: EntityName, body: unknown, metadata: EventMetadata): Promise<{ count: number }> {
+export async function deleteMany(deps: CommandDeps, name: EntityName, body: unknown, metadata: EventMetadata, policy: Policy): Promise<{ count: number }> {
   const entity = ENTITIES[name];
   const input = body === undefined ? {} : body;
   if (!isObject(input)) throw badRequest('invalid-argument', 'the body must be an object', { path: '' });
   onlyKeys(input, ['where'], 'deleteMany');
-  const ids = await matchingIds(deps, entity, input.where);
+  policy.checkWriteAccess(entity, 'delete');
+  const ids = await matchingIds(deps, entity, input.where, policy);
   for (const id of ids) await ENTITY_COMMANDS[name].delete(deps, id, metadata);
   return { count: ids.length };
 }
@@ -94,7 +99,7 @@ export async function deleteMany(deps: CommandDeps, name: EntityName, body: unkn
  * upsert: `{ where: { id }, create, update, include?, select? }`: updates the row when it exists,
  * creates one otherwise (ids are allocated by the server: the new row gets its own id).
  */
-export async function upsert(deps: CommandDeps, name: EntityName, body: unknown, metadata: EventMetadata): Promise<{ row: unknown; created: boolean }> {
+export async function upsert(deps: CommandDeps, name: EntityName, body: unknown, metadata: EventMetadata, policy: Policy): Promise<{ row: unknown; created: boolean }> {
   const entity = ENTITIES[name];
   if (!isObject(body)) throw badRequest('invalid-argument', 'the body must be an object', { path: '' });
   onlyKeys(body, ['where', 'create', 'update', 'include', 'select'], 'upsert');
@@ -102,9 +107,12 @@ export async function upsert(deps: CommandDeps, name: EntityName, body: unknown,
   const update = within('data', 'update', () => parseEntityUpdate(entity, { where: body.where, data: body.update, ...shapeOnly }));
   const create = within('data', 'create', () => parseEntityCreate(entity, { data: body.create, ...shapeOnly }));
   const shape: Shape = update.shape;
-  const exists = (await findRowById(deps.knex, entity, update.where.id)) !== null;
+  // A row the caller may not see does not exist for them: upsert then creates.
+  const exists = (await findRowById(deps.knex, entity, update.where.id, undefined, policy.read)) !== null;
+  policy.checkWriteAccess(entity, exists ? 'update' : 'create');
+  await checkVisible(deps.knex, policy, targetsOf(entity, exists ? update.write : create.write));
   const id = exists
     ? await ENTITY_COMMANDS[name].update(deps, update.where.id, update.write, metadata)
     : await ENTITY_COMMANDS[name].create(deps, create.write, metadata);
-  return { row: await findRowById(deps.knex, entity, id, shape), created: !exists };
+  return { row: await findRowById(deps.knex, entity, id, shape, policy.read), created: !exists };
 }

@@ -9,6 +9,7 @@ import { type FindOperation, parseAggregateArgs, parseDeleteArgs, parseFindArgs,
 import { createMany, deleteMany, updateMany, upsert } from './bulk';
 import { ENTITY_COMMANDS } from './model.commands';
 import { findRowById, runFind } from './query';
+import { checkVisible, policyFor, targetsOf } from './policy';
 import { parseEntityCreate, parseEntityUpdate } from './writeArgs';
 
 const READS: readonly FindOperation[] = ['findMany', 'findFirst', 'findUnique', 'count'];
@@ -65,26 +66,27 @@ export function modelRoutes(deps: CommandDeps): Router {
     }
     const entity = ENTITIES[entityName];
     const body = argumentsOf(req);
+    const policy = await policyFor(deps.knex, req.auth!.user);
 
     if ((READS as readonly string[]).includes(operation)) {
       const op = operation as FindOperation;
-      res.json({ data: await runFind(deps.knex, entity, op, parseFindArgs(entity, op, body)) });
+      res.json({ data: await runFind(deps.knex, entity, op, parseFindArgs(entity, op, body), policy.read) });
       return;
     }
     if (operation in OR_THROW) {
       const op = OR_THROW[operation];
-      const data = await runFind(deps.knex, entity, op, parseFindArgs(entity, op, body));
+      const data = await runFind(deps.knex, entity, op, parseFindArgs(entity, op, body), policy.read);
       if (data === null) throw new HttpError(404, 'not-found', `No ${entityName} matches the query`, { entity: entityName });
       res.json({ data });
       return;
     }
 
     if (operation === 'aggregate') {
-      res.json({ data: await runAggregate(deps.knex, entity, parseAggregateArgs(entity, body)) });
+      res.json({ data: await runAggregate(deps.knex, entity, parseAggregateArgs(entity, body), policy.read) });
       return;
     }
     if (operation === 'groupBy') {
-      res.json({ data: await runGroupBy(deps.knex, entity, parseGroupByArgs(entity, body)) });
+      res.json({ data: await runGroupBy(deps.knex, entity, parseGroupByArgs(entity, body), policy.read) });
       return;
     }
 
@@ -92,12 +94,12 @@ export function modelRoutes(deps: CommandDeps): Router {
     const commands = ENTITY_COMMANDS[entityName];
     const writeDeps = withPositionHeader(deps, res);
     if (operation in BULK) {
-      const data = await BULK[operation as keyof typeof BULK](writeDeps, entityName, body, metadata);
+      const data = await BULK[operation as keyof typeof BULK](writeDeps, entityName, body, metadata, policy);
       res.status(operation === 'createMany' ? 201 : 200).json({ data });
       return;
     }
     if (operation === 'upsert') {
-      const { row, created } = await upsert(writeDeps, entityName, body, metadata);
+      const { row, created } = await upsert(writeDeps, entityName, body, metadata, policy);
       res.status(created ? 201 : 200).json({ data: row });
       return;
     }
@@ -107,23 +109,29 @@ export function modelRoutes(deps: CommandDeps): Router {
       case 'create': {
         const args = parseEntityCreate(entity, body);
         shape = args.shape;
+        policy.checkWriteAccess(entity, 'create');
+        await checkVisible(deps.knex, policy, targetsOf(entity, args.write));
         id = await commands.create(writeDeps, args.write, metadata);
         break;
       }
       case 'update': {
         const args = parseEntityUpdate(entity, body);
         shape = args.shape;
+        policy.checkWriteAccess(entity, 'update');
+        await checkVisible(deps.knex, policy, [{ entity: entityName, ids: [args.where.id], path: 'where.id' }, ...targetsOf(entity, args.write)]);
         id = await commands.update(writeDeps, args.where.id, args.write, metadata);
         break;
       }
       case 'delete': {
         const args = parseDeleteArgs(entity, body);
         shape = args.shape;
+        policy.checkWriteAccess(entity, 'delete');
+        await checkVisible(deps.knex, policy, [{ entity: entityName, ids: [args.where.id], path: 'where.id' }]);
         id = await commands.delete(writeDeps, args.where.id, metadata);
         break;
       }
     }
-    res.status(operation === 'create' ? 201 : 200).json({ data: await findRowById(deps.knex, entity, id, shape) });
+    res.status(operation === 'create' ? 201 : 200).json({ data: await findRowById(deps.knex, entity, id, shape, policy.read) });
   }));
   return router;
 }

@@ -46,7 +46,7 @@ export async function startTestApp(options: { maxUploadBytes?: number } = {}): P
   await migrateReadModel(knex);
   await setupPostgresEventStore(pool);
   const store = withContracts(new PostgresEventStore(pool, db.url), loadContracts());
-  const logger = pino({ level: 'silent' });
+  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const projector = startProjector({ store, knex, projections: ALL_PROJECTIONS, logger });
   const watcher = new CheckpointWatcher(knex, db.url, ALL_PROJECTIONS.map((p) => p.name));
   await watcher.start();

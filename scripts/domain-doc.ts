@@ -1,0 +1,90 @@
+/**
+ * `npx tsx scripts/domain-doc.ts > docs/domain.md`: the entity reference, written from the
+ * catalogue itself (test/contracts/domainDoc.unit.spec.ts checks that docs/domain.md is current).
+ */
+import { ENTITIES, type EntityDef, type FieldDef, type RelationDef, writtenAs } from '../contracts/entities';
+import { eventTypesOf, linkField, streamOf } from '../contracts/entityEvents';
+
+const INTRO = `# The domain: every entity of the model API
+
+Generated from the entity catalogue (\`contracts/entities.ts\`) by
+\`npx tsx scripts/domain-doc.ts > docs/domain.md\`. Every entity is reached at
+\`/api/model/{entity}/{operation}\` (see the README and \`/docs/api\`).
+
+How an entity is written:
+
+- **aggregate**: its own event stream (\`<entity>-<id>\`) with \`<Entity>Created\`, \`<Entity>Updated\`
+  (only what changed) and \`<Entity>Deleted\`, decided by the generic entity aggregate
+  (\`services/entities/\`): every referenced row must exist, not be deleted, and belong to the same
+  project; unique values are claimed on a stream of their own. Repository folders have an
+  aggregate of their own (a tree that must stay acyclic).
+- **owned**: rows that exist only inside their parent (a case's steps, its field values, a
+  result's step results); written with nested \`create\` / \`delete\` / \`deleteMany\` on the parent,
+  carried whole on the parent's events.
+- **projected**: derived by the read model (case versions, users from the identity events);
+  read-only through the model API.
+
+Deletes are soft where the entity has \`isDeleted\`: the row stays, marked, and can be found with
+\`where: { isDeleted: true }\`; otherwise the row goes. Who did it, when and through what is in
+the metadata of every event (\`docs/events.md\`).
+
+Visibility (the policy hook): administrators see everything; other users see the projects they are
+assigned to (\`projectAssignment\`) and what belongs to them, and the global configuration (the
+entities below without a project path). Only administrators write global configuration, projects
+and assignments; a row the caller cannot see answers 404 whether it exists or not.
+`;
+
+function typeOf(f: FieldDef): string {
+  const base = f.enum ? f.enum.map((v) => `\`${v}\``).join(' \\| ') : f.type;
+  return `${base}${f.list ? '[]' : ''}${f.nullable ? ' (nullable)' : ''}`;
+}
+
+function notes(name: string, f: FieldDef, entity: EntityDef): string {
+  const out: string[] = [];
+  if (f.fromActor) out.push('set from the caller');
+  else if (!f.writable && Object.values(entity.relations).some((r) => r.scalar === name)) out.push('set through its relation');
+  else if (!f.writable) out.push('read-only');
+  if (f.requiredOnCreate) out.push('required on create');
+  if (f.default !== undefined) out.push(`default \`${JSON.stringify(f.default)}\``);
+  if (f.unique) out.push('unique (case-insensitive, among rows not deleted)');
+  return out.join('; ');
+}
+
+function relationKind(r: RelationDef, name: string): string {
+  if (r.kind === 'one') return `one \`${r.target}\`${r.requiredOnCreate ? ' (required on create)' : ''}`;
+  if (r.through) return `many \`${r.target}\` (many-to-many; write with connect / disconnect / set; events carry \`${linkField(name)}\`)`;
+  if (r.owned) return `many \`${r.target}\` (owned; nested create / delete / deleteMany)`;
+  return `many \`${r.target}\``;
+}
+
+export function renderDomainDoc(): string {
+  const byCategory = new Map<string, EntityDef[]>();
+  for (const entity of Object.values(ENTITIES)) byCategory.set(entity.category, [...(byCategory.get(entity.category) ?? []), entity]);
+  const sections: string[] = [];
+  for (const [category, entities] of byCategory) {
+    sections.push(`## ${category}\n`);
+    for (const entity of entities) {
+      const how = writtenAs(entity);
+      const events = how === 'aggregate' ? `; stream \`${streamOf(entity, 1).replace(/1$/, '<id>')}\`, events ${Object.values(eventTypesOf(entity)).map((t) => `\`${t}\``).join(', ')}` : '';
+      sections.push([
+        `### ${entity.name}`,
+        '',
+        `Table \`${entity.table}\`; written as **${how}**${events}; ${entity.name === 'project' ? 'seen by the users assigned to it' : entity.projectPath ? `belongs to a project${entity.projectPath.length ? ` through ${entity.projectPath.map((p) => `\`${p}\``).join(' → ')}` : ''}` : 'global configuration'}${entity.softDeleteField ? '; soft delete' : ''}${entity.uniqueTogether ? `; unique together: ${entity.uniqueTogether.map((f) => `\`${f}\``).join(', ')}` : ''}.`,
+        '',
+        '| Field | Type | Notes |',
+        '|---|---|---|',
+        ...Object.entries(entity.fields).map(([name, f]) => `| \`${name}\` | ${typeOf(f)} | ${notes(name, f, entity)} |`),
+        '',
+        ...(Object.keys(entity.relations).length > 0 ? [
+          '| Relation | Kind |',
+          '|---|---|',
+          ...Object.entries(entity.relations).map(([name, r]) => `| \`${name}\` | ${relationKind(r, name)} |`),
+          '',
+        ] : []),
+      ].join('\n'));
+    }
+  }
+  return `${INTRO}\n${sections.join('\n')}`;
+}
+
+if (require.main === module) process.stdout.write(renderDomainDoc());
