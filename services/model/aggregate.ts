@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { EntityDef, FieldDef } from '../../contracts/entities';
 import { havingAggregateField, type AggregateArgs, type Aggregates, type GroupByArgs } from './args';
-import { applyPage, applyScope, applyWhere, columnOf, columnsOf, sqlContext, type ReadOptions } from './query';
+import { applyPage, applyScope, applyWhere, columnOf, columnsOf, fetchRows, sqlContext, type ReadOptions } from './query';
 import { toApiValue, type ApiObject, type Row } from './shape';
 
 /**
@@ -27,7 +27,7 @@ export async function runAggregate(knex: Knex, entity: EntityDef, args: Aggregat
   if (args.take !== undefined || args.skip || args.cursor !== undefined) applyPage(sql, rows, entity, alias, args);
   const outerAlias = sql.nextAlias();
   const plan = aggregatePlan(entity, args.aggregates);
-  const [row] = (await knex.from(rows.as(outerAlias)).select(plan.map((item) => item.select(knex, outerAlias)))) as Row[];
+  const [row] = await fetchRows(knex.from(rows.as(outerAlias)).select(plan.map((item) => item.select(knex, outerAlias))));
   return readAggregates(entity, plan, row);
 }
 
@@ -78,7 +78,7 @@ export async function runGroupBy(knex: Knex, entity: EntityDef, args: GroupByArg
   if (args.take !== undefined) query.limit(args.take);
   if (args.skip) query.offset(args.skip);
 
-  const rows = (await query) as Row[];
+  const rows = await fetchRows(query);
   return rows.map((row) => {
     const group: AggregateResult = {};
     args.by.forEach((field, i) => (group[field] = toApiValue(entity.fields[field], row[`g${i}`])));

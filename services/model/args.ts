@@ -158,7 +158,7 @@ const INT_MAX = 2147483647;
 // Entry points
 
 export function parseFindArgs(entity: EntityDef, op: FindOperation, body: unknown): FindArgs {
-  const input = expectObject(body, '');
+  const input = expectBody(body);
   allowOnlyKeys(input, FIND_KEYS[op], '', `${op} accepts`);
   const where = op === 'findUnique' ? parseUniqueWhere(entity, input.where, 'where') : optionalWhere(entity, input.where, 'where');
   return {
@@ -187,7 +187,7 @@ function parseDistinct(entity: EntityDef, value: unknown, path: string): string[
 }
 
 export function parseCreateArgs(entity: EntityDef, body: unknown): CreateArgs {
-  const input = expectObject(body, '');
+  const input = expectBody(body);
   allowOnlyKeys(input, ['data', 'include', 'select'], '', 'create accepts');
   const { data, connect } = parseWriteData(entity, required(input, 'data', ''), 'data', 'create');
   for (const [name, field] of Object.entries(entity.fields)) {
@@ -200,7 +200,7 @@ export function parseCreateArgs(entity: EntityDef, body: unknown): CreateArgs {
 }
 
 export function parseUpdateArgs(entity: EntityDef, body: unknown): UpdateArgs {
-  const input = expectObject(body, '');
+  const input = expectBody(body);
   allowOnlyKeys(input, ['where', 'data', 'include', 'select'], '', 'update accepts');
   const where = uniqueId(entity, input.where, 'where');
   const { data, connect } = parseWriteData(entity, required(input, 'data', ''), 'data', 'update');
@@ -209,7 +209,7 @@ export function parseUpdateArgs(entity: EntityDef, body: unknown): UpdateArgs {
 }
 
 export function parseDeleteArgs(entity: EntityDef, body: unknown): DeleteArgs {
-  const input = expectObject(body, '');
+  const input = expectBody(body);
   allowOnlyKeys(input, ['where', 'include', 'select'], '', 'delete accepts');
   return { where: uniqueId(entity, input.where, 'where'), shape: parseShape(entity, input, '') };
 }
@@ -621,7 +621,7 @@ function parseScalar(field: FieldDef, value: unknown, path: string): ScalarValue
         fail(path, `must be one of ${field.enum.join(', ')}`, { allowed: field.enum });
       }
       if (typeof value !== 'string') fail(path, 'must be a string');
-      return value;
+      return checkText(value, path);
     case 'boolean':
       if (typeof value !== 'boolean') fail(path, 'must be a boolean');
       return value;
@@ -639,7 +639,8 @@ function parseScalarList(field: FieldDef, value: unknown, path: string): ScalarV
 
 /** Any JSON value; a copy, without keys whose value is undefined (they do not exist in JSON). */
 function parseJsonValue(value: unknown, path: string): JsonValue {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'string') return checkText(value, path);
+  if (value === null || typeof value === 'boolean') return value;
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) fail(path, 'must be a finite number');
     return value;
@@ -647,9 +648,15 @@ function parseJsonValue(value: unknown, path: string): JsonValue {
   if (Array.isArray(value)) return value.map((item, i) => parseJsonValue(item, `${path}[${i}]`));
   const prototype = isPlainObject(value) ? Object.getPrototypeOf(value) : undefined;
   if (prototype === Object.prototype || prototype === null) {
-    return Object.fromEntries(definedEntries(value as Json).map(([key, v]) => [key, parseJsonValue(v, at(path, key))]));
+    return Object.fromEntries(definedEntries(value as Json).map(([key, v]) => [checkText(key, at(path, key)), parseJsonValue(v, at(path, key))]));
   }
   return fail(path, 'must be a JSON value');
+}
+
+/** PostgreSQL text and jsonb cannot hold the NUL character. */
+function checkText(value: string, path: string): string {
+  if (value.includes('\u0000')) fail(path, 'must not contain the NUL character (\\u0000)');
+  return value;
 }
 
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/;
@@ -664,6 +671,9 @@ function parseDateTime(value: unknown, path: string): string {
   const dateExists = calendar.getUTCMonth() === month - 1 && calendar.getUTCDate() === day;
   const parsed = Date.parse(value as string);
   if (!dateExists || hour > 23 || minute > 59 || second > 59 || Number.isNaN(parsed)) fail(path, 'is not a valid date-time');
+  // In UTC the year must stay within 0001..9999, what PostgreSQL reads in ISO form.
+  const utcYear = new Date(parsed).getUTCFullYear();
+  if (utcYear < 1 || utcYear > 9999) fail(path, 'must fall within the years 0001 to 9999 (UTC)');
   return new Date(parsed).toISOString();
 }
 
@@ -700,6 +710,23 @@ function isPlainObject(value: unknown): value is Json {
 function expectObject(value: unknown, path: string): Json {
   if (!isPlainObject(value)) fail(path, path ? 'must be an object' : 'the body must be a JSON object');
   return value;
+}
+
+/** How deeply a body may nest: deeper filters would exhaust the parser's stack, or PostgreSQL's. */
+export const MAX_DEPTH = 64;
+
+/** The body as an object, refused at the first value nested deeper than MAX_DEPTH. */
+function expectBody(body: unknown): Json {
+  const input = expectObject(body, '');
+  const pending: [unknown, string, number][] = [[input, '', 0]];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [value, path, depth] = next;
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth >= MAX_DEPTH) fail(path, `nests deeper than ${MAX_DEPTH} levels`);
+    if (Array.isArray(value)) value.forEach((item, i) => pending.push([item, `${path}[${i}]`, depth + 1]));
+    else for (const [key, item] of Object.entries(value)) pending.push([item, at(path, key), depth + 1]);
+  }
+  return input;
 }
 
 function required(input: Json, key: string, path: string): unknown {
@@ -785,7 +812,7 @@ const AGGREGATE_TYPES: Record<AggregateFunction, readonly FieldDef['type'][]> = 
 };
 
 export function parseAggregateArgs(entity: EntityDef, body: unknown): AggregateArgs {
-  const input = expectObject(body, '');
+  const input = expectBody(body);
   allowOnlyKeys(input, ['where', 'orderBy', 'cursor', 'take', 'skip', ...AGGREGATE_KEYS], '', 'aggregate accepts');
   const aggregates = parseAggregates(entity, input);
   if (Object.keys(aggregates).length === 0) fail('', `aggregate needs at least one of ${AGGREGATE_KEYS.join(', ')}`);
@@ -800,7 +827,7 @@ export function parseAggregateArgs(entity: EntityDef, body: unknown): AggregateA
 }
 
 export function parseGroupByArgs(entity: EntityDef, body: unknown): GroupByArgs {
-  const input = expectObject(body, '');
+  const input = expectBody(body);
   allowOnlyKeys(input, ['by', 'where', 'having', 'orderBy', 'take', 'skip', ...AGGREGATE_KEYS], '', 'groupBy accepts');
   const by = parseBy(entity, required(input, 'by', ''), 'by');
   const havingAggregates = new Map<string, HavingAggregate>();

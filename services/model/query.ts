@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { ENTITIES, type EntityDef, type RelationDef } from '../../contracts/entities';
-import { assertNever } from '../shared/errors';
+import { assertNever, badRequest } from '../shared/errors';
 import { defaultShape, type FindArgs, type FindOperation, type ListQuery, type OrderBy, type RelationLoad, type Shape, type SortDirection, type Where } from './args';
 import { catalogueColumns, toApiObject, type ApiObject, type Row } from './shape';
 
@@ -71,6 +71,21 @@ export function applyScope(sql: SqlContext, qb: Knex.QueryBuilder, entity: Entit
   if (where) applyWhere({ ...sql, scoping: new Set([...(sql.scoping ?? []), entity.name]) }, qb, entity, alias, where);
 }
 
+/** PostgreSQL's limit on the parameters of one statement. */
+const MAX_BINDINGS = 65535;
+
+/**
+ * Runs a query. One that needs more bound values than PostgreSQL takes in a statement (an OR of
+ * tens of thousands of conditions) is the request's fault: a 400, not a driver error.
+ */
+export async function fetchRows(qb: Knex.QueryBuilder): Promise<Row[]> {
+  const { bindings } = qb.toSQL();
+  if (bindings.length > MAX_BINDINGS) {
+    throw badRequest('invalid-argument', `the query needs ${bindings.length} values, more than the ${MAX_BINDINGS} one statement takes; split it`, { path: '' });
+  }
+  return (await qb) as Row[];
+}
+
 function scopeOf(sql: SqlContext, entity: EntityDef): Where | undefined {
   return sql.scoping?.has(entity.name) ? undefined : sql.scope?.(entity);
 }
@@ -86,7 +101,7 @@ async function selectRows(sql: SqlContext, entity: EntityDef, query: ListQuery &
   applyScope(sql, select, entity, alias);
   if (query.distinct) return selectDistinct(sql, entity, select, alias, query as ListQuery & { distinct: string[] });
   const backwards = applyPage(sql, select, entity, alias, query);
-  const rows: Row[] = await select;
+  const rows = await fetchRows(select);
   return backwards ? rows.reverse() : rows;
 }
 
@@ -119,7 +134,7 @@ async function selectDistinct(sql: SqlContext, entity: EntityDef, select: Knex.Q
   const outer = sql.nextAlias();
   const page = sql.knex.from(select.as(outer)).select(columnsOf(entity, outer));
   applyPage(sql, page, entity, outer, { ...query, cursor: undefined });
-  const rows: Row[] = await page;
+  const rows = await fetchRows(page);
   return backwards ? rows.reverse() : rows;
 }
 
@@ -128,7 +143,7 @@ async function countRows(sql: SqlContext, entity: EntityDef, where: Where | unde
   const count = sql.knex({ [alias]: entity.table }).count({ n: '*' });
   applyWhere(sql, count, entity, alias, where);
   applyScope(sql, count, entity, alias);
-  const [row] = await count;
+  const [row] = await fetchRows(count);
   return Number(row.n);
 }
 
@@ -296,19 +311,16 @@ function compare(qb: Knex.QueryBuilder, column: string, where: Comparison): void
   }
 }
 
+/** One bound array whatever the number of values: a long list never runs into the parameter limit. */
 function compareWithList(qb: Knex.QueryBuilder, column: string, where: Extract<Where, { kind: 'in' }>): void {
   const { values, negated, insensitive } = where;
   if (values.length === 0) {
     if (!negated) qb.whereRaw('false');
     return;
   }
-  if (!insensitive) {
-    if (negated) qb.whereNotIn(column, values);
-    else qb.whereIn(column, values);
-    return;
-  }
-  const placeholders = values.map(() => 'lower(?)').join(', ');
-  qb.whereRaw(`lower(??) ${negated ? 'not in' : 'in'} (${placeholders})`, [column, ...values]);
+  // The values are never null (the parser refuses null members), so NOT of = any is the exact complement.
+  const test = insensitive ? 'lower(??) = any(select lower(value) from unnest(?::text[]) as value)' : '?? = any(?)';
+  qb.whereRaw(negated ? `not (${test})` : test, [column, values as Knex.Value]);
 }
 
 /** LIKE pattern for contains/startsWith/endsWith: the search text's own %, _ and \ match literally. */
@@ -424,7 +436,7 @@ async function selectChildren(sql: SqlContext, relation: RelationDef, parentIds:
     .where(RANK, '>', first)
     .orderBy([`numbered.${PARENT}`, { column: RANK, order: backwards ? 'desc' : 'asc' }]);
   if (query.take !== undefined) page.where(RANK, '<=', first + Math.abs(query.take));
-  return page;
+  return fetchRows(page);
 }
 
 /** The related row of every row of kind-'one' relation (null when the foreign key is not set, or the row is out of scope). */
@@ -434,7 +446,7 @@ async function loadOne(sql: SqlContext, relation: RelationDef, rows: Row[], load
   const alias = sql.nextAlias();
   const select = sql.knex({ [alias]: target.table }).select(columnsOf(target, alias)).whereRaw('?? = any(?)', [`${alias}.id`, ids]);
   applyScope(sql, select, target, alias);
-  const related: Row[] = ids.length === 0 ? [] : await select;
+  const related = ids.length === 0 ? [] : await fetchRows(select);
   const objects = await toObjects(sql, target, related, load.shape);
   const byId = new Map(related.map((row, i) => [row.id, objects[i]]));
   return rows.map((row) => byId.get(row[relation.foreignKey]) ?? null);
@@ -453,7 +465,7 @@ async function loadCounts(sql: SqlContext, entity: EntityDef, rows: Row[], count
     grouped.select({ parent }).count({ n: '*' }).whereRaw('?? = any(?)', [parent, ids]).groupBy(parent);
     applyWhere(sql, grouped, target, alias, where ?? undefined);
     applyScope(sql, grouped, target, alias);
-    const counted: Row[] = ids.length === 0 ? [] : await grouped;
+    const counted = ids.length === 0 ? [] : await fetchRows(grouped);
     const byParent = new Map(counted.map((row) => [row.parent, Number(row.n)]));
     rows.forEach((row, i) => (result[i][name] = byParent.get(row.id) ?? 0));
   }

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { CASE_SOURCES, ENTITIES } from '../../contracts/entities';
-import { parseCreateArgs, parseFindArgs, parseUpdateArgs, type FindOperation } from '../../services/model/args';
+import { MAX_DEPTH, parseCreateArgs, parseFindArgs, parseGroupByArgs, parseUpdateArgs, type FindOperation } from '../../services/model/args';
 import { HttpError } from '../../services/shared/errors';
 
 const { project, repositoryCase: testCase, repositoryFolder: folder, caseField, caseFieldValue, integration, status, tag, testRunResult, repositoryCaseVersion } = ENTITIES;
@@ -169,6 +169,33 @@ describe('model API arguments: types, lists, relations in orderBy, paging', () =
       expect(args.shape.counts).to.deep.equal({ tags: null, steps: null });
       expect(Object.keys(find(testCase, { include: { _count: true } }).shape.counts)).to.include.members(['tags', 'steps', 'fieldValues']);
     });
+  });
+
+  describe('inputs PostgreSQL would choke on are refused up front', () => {
+    const deep = (levels: number, leaf: unknown) => Array.from({ length: levels }).reduce<unknown>((inner) => ({ NOT: inner }), leaf);
+    const cases: [string, () => unknown, string][] = [
+      ['a NUL character in a string filter', () => find(project, { where: { name: { contains: 'a\u0000b' } } }), 'where.name.contains'],
+      ['a NUL character in a written string', () => parseUpdateArgs(project, { where: { id: 1 }, data: { name: '\u0000' } }), 'data.name'],
+      ['a NUL character inside JSON', () => parseUpdateArgs(integration, { where: { id: 1 }, data: { settings: { a: ['ok', 'x\u0000'] } } }), 'data.settings.a[1]'],
+      ['a NUL character in a JSON key', () => parseUpdateArgs(integration, { where: { id: 1 }, data: { settings: { 'k\u0000': 1 } } }), 'data.settings.k\u0000'],
+      ['the year 0000', () => find(project, { where: { createdAt: '0000-06-01T00:00:00Z' } }), 'where.createdAt'],
+      ['a time before the year 0001 in UTC', () => find(project, { where: { createdAt: { gt: '0001-01-01T00:30:00+01:00' } } }), 'where.createdAt.gt'],
+      ['a time after the year 9999 in UTC', () => find(project, { where: { createdAt: { lt: '9999-12-31T23:00:00-05:00' } } }), 'where.createdAt.lt'],
+      ['a where nested too deeply', () => find(project, { where: deep(80, { id: 1 }) }), ['where', ...Array<string>(63).fill('NOT')].join('.')],
+      ['a JSON value nested too deeply', () => parseUpdateArgs(integration, { where: { id: 1 }, data: { settings: deep(70, 1) } }), ['data', 'settings', ...Array<string>(62).fill('NOT')].join('.')],
+      ['a groupBy having nested too deeply', () => parseGroupByArgs(testCase, { by: ['projectId'], having: deep(70, { projectId: 1 }) }), ['having', ...Array<string>(63).fill('NOT')].join('.')],
+    ];
+    const title = (path: string) => (path.length > 40 ? `${path.slice(0, 40)}…` : path).replace('\u0000', '\\u0000');
+    for (const [name, parse, path] of cases) it(`${name} → ${title(path)}`, () => expect(refusedAt(parse)).to.equal(path));
+    it('the years 0001 and 9999 themselves are fine', () =>
+      expect(find(project, { where: { createdAt: { gte: '0001-01-01T00:00:00Z', lte: '9999-12-31T23:59:59.999Z' } } }).where).to.deep.equal({
+        kind: 'and',
+        items: [
+          { kind: 'compare', field: 'createdAt', op: 'gte', value: '0001-01-01T00:00:00.000Z', insensitive: false },
+          { kind: 'compare', field: 'createdAt', op: 'lte', value: '9999-12-31T23:59:59.999Z', insensitive: false },
+        ],
+      }));
+    it(`a where nested ${MAX_DEPTH - 2} levels deep is fine`, () => expect(find(project, { where: deep(MAX_DEPTH - 3, { id: 1 }) }).where).to.have.property('kind', 'not'));
   });
 
   describe('written values', () => {

@@ -5,6 +5,7 @@ import { migrateReadModel } from '../../projections/migrations';
 import { runAggregate, runGroupBy } from '../../services/model/aggregate';
 import { parseAggregateArgs, parseFindArgs, parseGroupByArgs, type FindOperation } from '../../services/model/args';
 import { runFind } from '../../services/model/query';
+import { HttpError } from '../../services/shared/errors';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { seedWorld } from './queryFixtures';
 
@@ -264,6 +265,23 @@ describe('model API reads: float, json, enum, lists, many-to-many, relation orde
       // title order: 103 Auth root, 105 Gamma case, 101 Invoice, 100 Login, 102 Loose, 104 Root case.
       expect(await runAggregate(knex, testCase, args)).to.deep.equal({ _count: 2, _sum: { estimate: 1 } });
       expect(await runAggregate(knex, testCase, parseAggregateArgs(testCase, { cursor: { id: 999 }, _count: true }))).to.deep.equal({ _count: 0 });
+    });
+  });
+
+  describe('large inputs', () => {
+    it('in / notIn with more values than a statement takes parameters', async () => {
+      const values = Array.from({ length: 70_000 }, (_, i) => i);
+      expect(await whereIds(testCase, { id: { in: values } })).to.deep.equal([100, 101, 102, 103, 104, 105]);
+      expect(await whereIds(testCase, { id: { notIn: values } })).to.deep.equal([]);
+      expect(await whereIds(testCase, { title: { in: ['LOGIN', 'invoice', ...values.map(String)], mode: 'insensitive' } })).to.deep.equal([100, 101]);
+      expect(await whereIds(testCase, { title: { notIn: ['LOGIN', 'invoice'], mode: 'insensitive' }, projectId: 1 })).to.deep.equal([102, 103]);
+    });
+    it('a query that needs more parameters than PostgreSQL takes is a 400, not a driver error', async () => {
+      const or = Array.from({ length: 70_000 }, (_, i) => ({ title: `t${i}` }));
+      const error = await find(testCase, 'findMany', { where: { OR: or } }).then(() => null, (err: unknown) => err as HttpError);
+      expect(error).to.be.instanceOf(HttpError);
+      expect(error).to.include({ status: 400, code: 'invalid-argument' });
+      expect(error!.details.path).to.equal('');
     });
   });
 
