@@ -1,5 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
-import { ENTITIES, type EntityDef, type FieldDef, type ScalarType } from '../../contracts/entities';
+import { ENTITIES, type EntityDef, type EntityName, type FieldDef, type RelationDef, type ScalarType, writtenAs } from '../../contracts/entities';
 
 /** The API categories of the interface spec, in its order. */
 export const CATEGORIES = {
@@ -18,218 +18,559 @@ export function isCategory(name: string): name is Category {
   return Object.prototype.hasOwnProperty.call(CATEGORIES, name);
 }
 
+/*
+ * The descriptions follow what the model API accepts (services/model/args.ts, writeArgs.ts,
+ * bulk.ts, model.commands.ts): the same fields, operators and nesting, so that a request valid
+ * against the document is one the API takes. Names follow Prisma's where they have an equivalent
+ * (ProjectWhereInput, IntNullableFilter, ...).
+ */
+
 type Schema = OpenAPIV3.SchemaObject | OpenAPIV3.ReferenceObject;
+type Schemas = Record<string, Schema>;
 const ref = (name: string): OpenAPIV3.ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
 const pascal = (s: string) => s[0].toUpperCase() + s.slice(1);
+const object = (properties: Record<string, Schema>, extra: Partial<OpenAPIV3.NonArraySchemaObject> = {}): OpenAPIV3.SchemaObject =>
+  ({ type: 'object', additionalProperties: false, properties, ...extra });
+/** A referenced schema that may also be null. */
+const nullableRef = (name: string): OpenAPIV3.SchemaObject => ({ allOf: [ref(name)], nullable: true });
+/** `one` or a list of them, as the API accepts both. */
+const oneOrMany = (item: Schema, maxItems?: number): OpenAPIV3.SchemaObject =>
+  ({ anyOf: [item, { type: 'array', items: item, ...(maxItems !== undefined && { maxItems }) }] });
+/** null and nothing else (OpenAPI 3.0 has no null type). */
+const NULL_ONLY: OpenAPIV3.SchemaObject = { type: 'object', nullable: true, enum: [null], description: 'null' };
 
-function scalarSchema(field: FieldDef): OpenAPIV3.SchemaObject {
-  const base: OpenAPIV3.SchemaObject = SCALAR_SCHEMA[field.type];
-  return field.nullable ? { ...base, nullable: true } : base;
+const isReadOnly = (entity: EntityDef) => writtenAs(entity) !== 'aggregate';
+/** Lists and JSON have no order: not orderable, not distinct or groupBy keys. */
+const isComparable = (field: FieldDef) => !field.list && field.type !== 'json';
+const fieldsOf = (entity: EntityDef) => Object.entries(entity.fields);
+const relationsOf = (entity: EntityDef) => Object.entries(entity.relations);
+const listRelationsOf = (entity: EntityDef) => relationsOf(entity).filter(([, r]) => r.kind === 'many');
+/** A to-one relation may be unset when its scalar field is nullable. */
+const isOptionalRelation = (entity: EntityDef, relation: RelationDef) => (relation.scalar ? entity.fields[relation.scalar]?.nullable : true) ?? true;
+
+// ---------------------------------------------------------------------------------------------
+// values
+
+const BASE: Record<ScalarType, OpenAPIV3.SchemaObject> = {
+  int: { type: 'integer', format: 'int32' },
+  float: { type: 'number', format: 'double' },
+  string: { type: 'string' },
+  boolean: { type: 'boolean' },
+  datetime: { type: 'string', format: 'date-time' },
+  json: { description: 'any JSON value' },
+};
+
+/** One value of the field: an item of a list field, an enum value, or the scalar. */
+function itemSchema(field: FieldDef, nullable = false): OpenAPIV3.SchemaObject {
+  if (field.enum) return { type: 'string', enum: nullable ? [...field.enum, null] : [...field.enum], ...(nullable && { nullable: true }) };
+  return nullable ? { ...BASE[field.type], nullable: true } : { ...BASE[field.type] };
 }
 
-const SCALAR_SCHEMA: Record<ScalarType, OpenAPIV3.SchemaObject> = {
-  int: { type: 'integer' }, float: { type: 'number' }, string: { type: 'string' }, boolean: { type: 'boolean' },
-  datetime: { type: 'string', format: 'date-time' }, json: { description: 'any JSON value' },
-};
+/** The field's value as stored and written: lists as arrays, null where the field is nullable. */
+function valueSchema(field: FieldDef): OpenAPIV3.SchemaObject {
+  if (field.list) return { type: 'array', items: itemSchema(field), ...(field.nullable && { nullable: true }) };
+  return itemSchema(field, field.nullable);
+}
 
-const FILTER_OF: Record<ScalarType, string> = {
-  int: 'IntFilter', float: 'FloatFilter', string: 'StringFilter', datetime: 'DateTimeFilter', boolean: 'BoolFilter', json: 'JsonFilter',
-};
+function fieldNotes(entity: EntityDef, name: string, field: FieldDef): string | undefined {
+  const notes = [
+    field.unique && 'unique among rows not deleted',
+    entity.uniqueTogether?.includes(name) && `unique together with ${entity.uniqueTogether.filter((f) => f !== name).join(', ')}`,
+    field.fromActor && 'set by the server from the acting user',
+    field.type === 'json' && 'any JSON value',
+  ].filter(Boolean);
+  return notes.length > 0 ? notes.join('; ') : undefined;
+}
 
-/** Filter operators per scalar type: what services/model/args.ts accepts. */
-function filterSchemas(): Record<string, OpenAPIV3.SchemaObject> {
-  const comparable = (item: OpenAPIV3.SchemaObject): OpenAPIV3.SchemaObject => ({
-    type: 'object',
-    additionalProperties: false,
-    properties: {
-      equals: { ...item, nullable: true }, not: { ...item, nullable: true },
+// ---------------------------------------------------------------------------------------------
+// filters shared by every entity
+
+const FILTERED_TYPES = ['int', 'float', 'string', 'boolean', 'datetime'] as const;
+const filterName = (type: Exclude<ScalarType, 'json'>, nullable: boolean) =>
+  `${type === 'datetime' ? 'DateTime' : type === 'boolean' ? 'Bool' : pascal(type)}${nullable ? 'Nullable' : ''}Filter`;
+
+/** equals / not / in / notIn / lt / lte / gt / gte (+ contains / startsWith / endsWith / mode on strings; equals / not on booleans). */
+function scalarFilter(type: (typeof FILTERED_TYPES)[number], nullable: boolean): OpenAPIV3.SchemaObject {
+  const item = { ...BASE[type] };
+  const self = filterName(type, nullable);
+  const equals = nullable ? { ...item, nullable: true } : item;
+  const properties: Record<string, Schema> = { equals, not: { anyOf: [equals, ref(self)] } };
+  if (type !== 'boolean') {
+    Object.assign(properties, {
       in: { type: 'array', items: item }, notIn: { type: 'array', items: item },
       lt: item, lte: item, gt: item, gte: item,
-    },
-  });
-  const string = comparable({ type: 'string' });
-  string.properties = {
-    ...string.properties,
-    contains: { type: 'string' }, startsWith: { type: 'string' }, endsWith: { type: 'string' },
-    mode: { type: 'string', enum: ['default', 'insensitive'] },
-  };
+    });
+  }
+  if (type === 'string') {
+    Object.assign(properties, {
+      contains: item, startsWith: item, endsWith: item,
+      mode: { type: 'string', enum: ['default', 'insensitive'], description: 'insensitive: case-insensitive comparisons' },
+    });
+  }
+  return object(properties, nullable ? { description: 'null (equals / not) only on optional fields' } : {});
+}
+
+function sharedSchemas(): Schemas {
+  const filters = Object.fromEntries(FILTERED_TYPES.flatMap((t) => [false, true].map((n) => [filterName(t, n), scalarFilter(t, n)])));
+  const id = { type: 'integer', minimum: 1, maximum: 2147483647 } as const;
   return {
-    IntFilter: comparable({ type: 'integer' }),
-    FloatFilter: comparable({ type: 'number' }),
-    JsonFilter: { type: 'object', additionalProperties: false, description: 'null checks only', properties: { equals: { type: 'object', nullable: true, enum: [null] }, not: { type: 'object', nullable: true, enum: [null] } } },
-    DateTimeFilter: comparable({ type: 'string', format: 'date-time' }),
-    StringFilter: string,
-    BoolFilter: { type: 'object', additionalProperties: false, properties: { equals: { type: 'boolean', nullable: true }, not: { type: 'boolean', nullable: true } } },
+    ...filters,
+    JsonNullableFilter: object({ equals: NULL_ONLY, not: NULL_ONLY }, { description: 'a JSON field filters on null only; JSON value and path filters are not offered' }),
     SortOrder: { type: 'string', enum: ['asc', 'desc'] },
-    BatchPayload: { type: 'object', required: ['count'], properties: { count: { type: 'integer' } } },
-    Error: {
-      type: 'object', required: ['error', 'code', 'details'], additionalProperties: false,
-      properties: { error: { type: 'string' }, code: { type: 'string' }, details: { type: 'object', additionalProperties: true } },
-    },
+    NullsOrder: { type: 'string', enum: ['first', 'last'] },
+    SortOrderInput: object({ sort: ref('SortOrder'), nulls: ref('NullsOrder') }, { required: ['sort'], description: 'nulls: where null values go (default: last ascending, first descending)' }),
+    SortOrderWithoutNullsInput: object({ sort: ref('SortOrder') }, { required: ['sort'] }),
+    RelationCountOrderByInput: object({ _count: ref('SortOrder') }, { required: ['_count'], description: 'orders by the number of related rows' }),
+    IdInput: object({ id }, { required: ['id'] }),
+    ConnectInput: object({ connect: ref('IdInput') }, { required: ['connect'] }),
+    DisconnectInput: object({ disconnect: { type: 'boolean', enum: [true] } }, { required: ['disconnect'] }),
+    LinkCreateInput: object({ connect: oneOrMany(ref('IdInput')), set: oneOrMany(ref('IdInput')) }, {
+      minProperties: 1, description: 'many-to-many links: connect adds, set replaces the whole list',
+    }),
+    LinkUpdateInput: object({ connect: oneOrMany(ref('IdInput')), disconnect: oneOrMany(ref('IdInput')), set: oneOrMany(ref('IdInput')) }, {
+      minProperties: 1, description: 'many-to-many links: connect adds, disconnect removes, set replaces the whole list',
+    }),
+    BatchPayload: object({ count: { type: 'integer' } }, { required: ['count'] }),
+    Error: object({ error: { type: 'string' }, code: { type: 'string' }, details: { type: 'object', additionalProperties: true } }, { required: ['error', 'code', 'details'] }),
   };
 }
 
-/** `_count`, `_sum`, `_avg`, `_min`, `_max`: which fields each may name (as services/model/args.ts checks). */
-function aggregateSelections(fields: [string, FieldDef][]): Record<string, Schema> {
-  const pick = (names: string[], extra: Record<string, Schema> = {}): OpenAPIV3.SchemaObject => ({
-    type: 'object', additionalProperties: false, properties: { ...extra, ...Object.fromEntries(names.map((f) => [f, { type: 'boolean' }])) },
+// ---------------------------------------------------------------------------------------------
+// per entity: filters of enum and list fields, where, orderBy, include/select
+
+const enumFilterName = (entity: EntityDef, field: string, nullable: boolean) => `${pascal(entity.name)}${pascal(field)}${nullable ? 'Nullable' : ''}Filter`;
+const listFilterName = (entity: EntityDef, field: string) => `${pascal(entity.name)}${pascal(field)}ListFilter`;
+
+function enumFilter(entity: EntityDef, name: string, field: FieldDef, nullable: boolean): OpenAPIV3.SchemaObject {
+  const value = itemSchema(field, nullable);
+  const item = itemSchema(field);
+  return object({
+    equals: value, not: { anyOf: [value, ref(enumFilterName(entity, name, nullable))] },
+    in: { type: 'array', items: item }, notIn: { type: 'array', items: item },
   });
-  const ints = fields.filter(([, d]) => d.type === 'int').map(([f]) => f);
-  const ordered = fields.filter(([, d]) => d.type !== 'boolean').map(([f]) => f);
+}
+
+function listFilter(field: FieldDef): OpenAPIV3.SchemaObject {
+  const item = itemSchema(field);
+  const list: OpenAPIV3.SchemaObject = { type: 'array', items: item };
+  return object({
+    equals: field.nullable ? { ...list, nullable: true } : list,
+    has: item,
+    hasSome: { ...list, description: 'any of them ([] matches nothing)' },
+    hasEvery: { ...list, description: 'all of them ([] matches every list)' },
+    isEmpty: { type: 'boolean' },
+  }, { description: 'scalar list filters' });
+}
+
+/** The filter of a field in a where: a value (equals) or a filter object; absent when the field cannot be filtered. */
+function whereFieldSchema(entity: EntityDef, name: string, field: FieldDef): Schema | null {
+  if (field.list) return field.nullable ? nullableRef(listFilterName(entity, name)) : ref(listFilterName(entity, name));
+  if (field.type === 'json') return field.nullable ? nullableRef('JsonNullableFilter') : null; // a required JSON field has no null to look for
+  const filter = field.enum ? enumFilterName(entity, name, field.nullable) : filterName(field.type, field.nullable);
+  return { anyOf: [itemSchema(field, field.nullable), ref(filter)] };
+}
+
+function whereSchema(entity: EntityDef): OpenAPIV3.SchemaObject {
+  const self = `${pascal(entity.name)}WhereInput`;
+  const properties: Record<string, Schema> = {};
+  for (const [name, field] of fieldsOf(entity)) {
+    const schema = whereFieldSchema(entity, name, field);
+    if (schema) properties[name] = schema;
+  }
+  for (const [name, relation] of relationsOf(entity)) {
+    const target = `${pascal(relation.target)}WhereInput`;
+    if (relation.kind === 'many') {
+      properties[name] = object({ some: ref(target), every: ref(target), none: ref(target) });
+    } else {
+      const optional = isOptionalRelation(entity, relation);
+      const quantified = object({ is: optional ? nullableRef(target) : ref(target), isNot: optional ? nullableRef(target) : ref(target) });
+      properties[name] = { anyOf: [quantified, ref(target)], ...(optional && { nullable: true }), description: 'is / isNot, or a where on the related row (shorthand for is)' };
+    }
+  }
+  return object({ ...properties, AND: oneOrMany(ref(self)), OR: oneOrMany(ref(self)), NOT: oneOrMany(ref(self)) }, {
+    description: 'NOT with a list: none of them',
+  });
+}
+
+/**
+ * One key per object (use an array to order by several): a field, a to-one relation holding the
+ * next level, or a list relation by its number of rows. `optionalPath`: reached through an
+ * optional relation, where every field may be null, so `nulls` applies to all.
+ */
+function orderBySchema(entity: EntityDef, optionalPath: boolean): OpenAPIV3.SchemaObject {
+  const properties: Record<string, Schema> = {};
+  for (const [name, field] of fieldsOf(entity)) {
+    if (!isComparable(field)) continue;
+    properties[name] = { anyOf: [ref('SortOrder'), ref(field.nullable || optionalPath ? 'SortOrderInput' : 'SortOrderWithoutNullsInput')] };
+  }
+  for (const [name, relation] of relationsOf(entity)) {
+    if (relation.kind === 'many') properties[name] = ref('RelationCountOrderByInput');
+    else properties[name] = ref(orderByName(relation.target, optionalPath || isOptionalRelation(entity, relation)));
+  }
+  return object(properties, { minProperties: 1, maxProperties: 1 });
+}
+const orderByName = (entity: EntityName, optionalPath: boolean) => `${pascal(entity)}${optionalPath ? 'Optional' : ''}OrderByInput`;
+
+function relationLoad(relation: RelationDef): Schema {
+  return { anyOf: [{ type: 'boolean' }, ref(`${pascal(relation.target)}${relation.kind === 'many' ? 'ListRelationArgs' : 'RelationArgs'}`)] };
+}
+
+function countSelection(entity: EntityDef): Schema {
+  const lists = listRelationsOf(entity);
+  if (lists.length === 0) return { type: 'boolean' };
+  return { anyOf: [{ type: 'boolean', description: 'true: every list relation' }, ref(`${pascal(entity.name)}CountSelect`)] };
+}
+
+function shapeProperties(entity: EntityDef): Record<string, Schema> {
+  return { include: ref(`${pascal(entity.name)}Include`), select: ref(`${pascal(entity.name)}Select`) };
+}
+const SHAPE_NOTE = 'include and select cannot both be given';
+
+const take = (negative: boolean): OpenAPIV3.SchemaObject => (negative
+  ? { type: 'integer', description: 'negative: the last rows of the ordering (after skip rows from the end), returned in the requested order' }
+  : { type: 'integer', minimum: 0 });
+const skip: OpenAPIV3.SchemaObject = { type: 'integer', minimum: 0 };
+
+function listArgs(entity: EntityDef): Record<string, Schema> {
+  const name = pascal(entity.name);
   return {
-    _count: { anyOf: [{ type: 'boolean' }, pick(fields.map(([f]) => f), { _all: { type: 'boolean' } })] },
-    _sum: pick(ints), _avg: pick(ints), _min: pick(ordered), _max: pick(ordered),
+    where: ref(`${name}WhereInput`),
+    orderBy: oneOrMany(ref(`${name}OrderByInput`)),
+    cursor: { allOf: [ref(`${name}WhereUniqueInput`)], description: 'the page starts at this row (ends there with a negative take)' },
+    take: take(true),
+    skip,
   };
 }
 
-function entitySchemas(entity: EntityDef): Record<string, OpenAPIV3.SchemaObject> {
+// ---------------------------------------------------------------------------------------------
+// per entity: aggregates
+
+const SUMMABLE: readonly ScalarType[] = ['int', 'float'];
+const ORDERED: readonly ScalarType[] = ['int', 'float', 'datetime', 'string'];
+const aggregatable = (entity: EntityDef, types: readonly ScalarType[]) => fieldsOf(entity).filter(([, f]) => !f.list && types.includes(f.type));
+
+function aggregateSelections(entity: EntityDef): Record<string, Schema> {
+  const pick = (names: string[], extra: Record<string, Schema> = {}) =>
+    object({ ...extra, ...Object.fromEntries(names.map((f) => [f, { type: 'boolean' }])) }, { minProperties: 1 });
+  const selections: Record<string, Schema> = {
+    _count: { anyOf: [{ type: 'boolean', enum: [true] }, pick(fieldsOf(entity).map(([f]) => f), { _all: { type: 'boolean' } })] },
+  };
+  const summable = aggregatable(entity, SUMMABLE).map(([f]) => f);
+  const ordered = aggregatable(entity, ORDERED).map(([f]) => f);
+  if (summable.length > 0) Object.assign(selections, { _sum: pick(summable), _avg: pick(summable) });
+  if (ordered.length > 0) Object.assign(selections, { _min: pick(ordered), _max: pick(ordered) });
+  return selections;
+}
+
+function aggregateResults(entity: EntityDef): Record<string, Schema> {
+  const numbers = (names: string[]) => object(Object.fromEntries(names.map((f) => [f, { type: 'number', nullable: true }])));
+  const results: Record<string, Schema> = {
+    _count: { anyOf: [{ type: 'integer' }, object({ _all: { type: 'integer' }, ...Object.fromEntries(fieldsOf(entity).map(([f]) => [f, { type: 'integer' }])) })] },
+  };
+  const summable = aggregatable(entity, SUMMABLE).map(([f]) => f);
+  const ordered = aggregatable(entity, ORDERED);
+  if (summable.length > 0) Object.assign(results, { _sum: numbers(summable), _avg: numbers(summable) });
+  if (ordered.length > 0) {
+    const extremes = object(Object.fromEntries(ordered.map(([f, def]) => [f, itemSchema(def, true)])));
+    Object.assign(results, { _min: extremes, _max: extremes });
+  }
+  return results;
+}
+
+/** groupBy `having`: per field, aggregate filters (`{ _avg: { gt: 3 } }`) and, on by fields, plain filters. */
+function havingSchema(entity: EntityDef): OpenAPIV3.SchemaObject {
+  const self = `${pascal(entity.name)}HavingInput`;
+  const properties: Record<string, Schema> = {};
+  for (const [name, field] of fieldsOf(entity)) {
+    const aggregates: Record<string, Schema> = { _count: ref('IntFilter') };
+    if (!field.list && SUMMABLE.includes(field.type)) Object.assign(aggregates, { _sum: ref('FloatNullableFilter'), _avg: ref('FloatNullableFilter') });
+    if (!field.list && ORDERED.includes(field.type)) {
+      const extreme = ref(field.enum ? enumFilterName(entity, name, true) : filterName(field.type as Exclude<ScalarType, 'json'>, true));
+      Object.assign(aggregates, { _min: extreme, _max: extreme });
+    }
+    if (!isComparable(field)) {
+      properties[name] = object(aggregates);
+      continue;
+    }
+    const plain = field.enum ? enumFilter(entity, name, field, field.nullable) : scalarFilter(field.type as (typeof FILTERED_TYPES)[number], field.nullable);
+    properties[name] = {
+      anyOf: [itemSchema(field, field.nullable), object({ ...plain.properties, ...aggregates })],
+      description: 'a value or plain operators filter a by field; _count, _sum, _avg, _min, _max filter that aggregate of the group',
+    };
+  }
+  return object({ ...properties, AND: oneOrMany(ref(self)), OR: oneOrMany(ref(self)), NOT: oneOrMany(ref(self)) });
+}
+
+function groupByOrderBy(entity: EntityDef): OpenAPIV3.SchemaObject {
+  const one = (names: string[]) => object(Object.fromEntries(names.map((f) => [f, ref('SortOrder')])), { minProperties: 1, maxProperties: 1 });
+  const comparable = fieldsOf(entity).filter(([, f]) => isComparable(f)).map(([f]) => f);
+  const properties: Record<string, Schema> = {
+    ...Object.fromEntries(comparable.map((f) => [f, { allOf: [ref('SortOrder')], description: 'must be one of the by fields' }])),
+    _count: one(fieldsOf(entity).map(([f]) => f)),
+  };
+  const summable = aggregatable(entity, SUMMABLE).map(([f]) => f);
+  const ordered = aggregatable(entity, ORDERED).map(([f]) => f);
+  if (summable.length > 0) Object.assign(properties, { _sum: one(summable), _avg: one(summable) });
+  if (ordered.length > 0) Object.assign(properties, { _min: one(ordered), _max: one(ordered) });
+  return object(properties, { minProperties: 1, maxProperties: 1 });
+}
+
+// ---------------------------------------------------------------------------------------------
+// per entity: write inputs
+
+/** The to-one relation of an owned child that points back at its parent (set by the parent, never given). */
+function parentRelationOf(parent: EntityDef, relation: RelationDef): string | undefined {
+  return relationsOf(ENTITIES[relation.target]).find(([, r]) => r.kind === 'one' && r.target === parent.name && r.foreignKey === relation.foreignKey)?.[0];
+}
+
+/** A relation whose scalar the server sets from the acting user (createdBy) is not the client's to write. */
+const isActorRelation = (entity: EntityDef, relation: RelationDef) => !!(relation.scalar && entity.fields[relation.scalar]?.fromActor);
+
+function writableFields(entity: EntityDef, op: 'create' | 'update'): [string, FieldDef][] {
+  return fieldsOf(entity).filter(([name, f]) => f.writable && !f.fromActor && !(op === 'create' && name === entity.softDeleteField));
+}
+
+function fieldInput(entity: EntityDef, name: string, field: FieldDef, withDefault: boolean): OpenAPIV3.SchemaObject {
+  const description = fieldNotes(entity, name, field);
+  return {
+    ...valueSchema(field),
+    ...(withDefault && field.default !== undefined && { default: Array.isArray(field.default) ? [...field.default] : field.default }),
+    ...(description && { description }),
+  };
+}
+
+/**
+ * Create data: writable fields, to-one `connect`, many-to-many links, owned children (`create`).
+ * An owned child created inside its parent (`parent` given) takes fields and to-one relations only.
+ */
+function createInput(entity: EntityDef, parent?: string): OpenAPIV3.SchemaObject {
+  const properties: Record<string, Schema> = {};
+  const required: string[] = [];
+  for (const [name, field] of writableFields(entity, 'create')) {
+    properties[name] = fieldInput(entity, name, field, true);
+    if (field.requiredOnCreate) required.push(name);
+  }
+  for (const [name, relation] of relationsOf(entity)) {
+    if (name === parent || isActorRelation(entity, relation)) continue;
+    if (relation.kind === 'one') {
+      properties[name] = ref('ConnectInput');
+      if (relation.requiredOnCreate) required.push(name);
+    } else if (parent !== undefined) {
+      continue;
+    } else if (relation.through) {
+      properties[name] = ref('LinkCreateInput');
+    } else if (relation.owned) {
+      properties[name] = object({ create: oneOrMany(ref(`${pascal(relation.target)}NestedCreateInput`), 1000) }, {
+        required: ['create'], description: `the ${relation.target} rows, created with this ${entity.name} and owned by it`,
+      });
+    }
+  }
+  return object(properties, required.length > 0 ? { required } : {});
+}
+
+/** Update data: as create, plus `disconnect` on optional to-one relations and `set`/`disconnect`/`delete`/`deleteMany` on lists. */
+function updateInput(entity: EntityDef): OpenAPIV3.SchemaObject {
+  const properties: Record<string, Schema> = {};
+  for (const [name, field] of writableFields(entity, 'update')) properties[name] = fieldInput(entity, name, field, false);
+  // A row never moves to another project (model.commands.ts refuses `project` on update).
+  const fixed = entity.projectPath?.[0] === 'project' ? 'project' : undefined;
+  for (const [name, relation] of relationsOf(entity)) {
+    if (name === fixed || isActorRelation(entity, relation)) continue;
+    if (relation.kind === 'one') {
+      properties[name] = isOptionalRelation(entity, relation) ? { anyOf: [ref('ConnectInput'), ref('DisconnectInput')] } : ref('ConnectInput');
+    } else if (relation.through) {
+      properties[name] = ref('LinkUpdateInput');
+    } else if (relation.owned) {
+      properties[name] = object({
+        create: oneOrMany(ref(`${pascal(relation.target)}NestedCreateInput`), 1000),
+        delete: oneOrMany(ref('IdInput')),
+        deleteMany: { type: 'object', maxProperties: 0, description: '{}: remove them all (with create: replace the list)' },
+      }, { minProperties: 1 });
+    }
+  }
+  return object(properties, { minProperties: 1, description: 'must change at least one field or relation' });
+}
+
+function writeSchemas(entity: EntityDef): Schemas {
   const name = pascal(entity.name);
-  const fields = Object.entries(entity.fields);
-  const relations = Object.entries(entity.relations);
+  const unique = ref(`${name}WhereUniqueInput`);
+  const scalarsOnly = object(Object.fromEntries(writableFields(entity, 'update').map(([f, def]) => [f, fieldInput(entity, f, def, false)])), {
+    minProperties: 1, description: 'scalar fields only',
+  });
+  return {
+    [`${name}CreateInput`]: createInput(entity),
+    [`${name}UpdateInput`]: updateInput(entity),
+    [`${name}CreateArgs`]: object({ data: ref(`${name}CreateInput`), ...shapeProperties(entity) }, { required: ['data'], description: SHAPE_NOTE }),
+    [`${name}UpdateArgs`]: object({ where: unique, data: ref(`${name}UpdateInput`), ...shapeProperties(entity) }, { required: ['where', 'data'], description: SHAPE_NOTE }),
+    [`${name}DeleteArgs`]: object({ where: unique, ...shapeProperties(entity) }, {
+      required: ['where'], description: entity.softDeleteField ? `sets ${entity.softDeleteField}; ${SHAPE_NOTE}` : SHAPE_NOTE,
+    }),
+    [`${name}CreateManyArgs`]: object({ data: { type: 'array', maxItems: 1000, items: ref(`${name}CreateInput`) } }, {
+      required: ['data'], description: 'all or nothing: every element is validated, and its connect targets checked, before anything is written',
+    }),
+    [`${name}UpdateManyArgs`]: object({ where: ref(`${name}WhereInput`), data: scalarsOnly }, { required: ['data'] }),
+    [`${name}DeleteManyArgs`]: object({ where: ref(`${name}WhereInput`) }),
+    [`${name}UpsertArgs`]: object({ where: unique, create: ref(`${name}CreateInput`), update: ref(`${name}UpdateInput`), ...shapeProperties(entity) }, {
+      required: ['where', 'create', 'update'], description: `updates the row when it exists, creates one (with an id of its own) otherwise; ${SHAPE_NOTE}`,
+    }),
+    // Owned children are created inside this entity's data.
+    ...Object.fromEntries(relationsOf(entity).filter(([, r]) => r.owned).map(([, r]) =>
+      [`${pascal(r.target)}NestedCreateInput`, createInput(ENTITIES[r.target], parentRelationOf(entity, r) ?? ''),
+    ])),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// per entity: everything
+
+function entityDescription(entity: EntityDef): string {
+  const how = writtenAs(entity) === 'owned'
+    ? 'Read-only here: rows are written through their parent (nested create / delete / deleteMany).'
+    : writtenAs(entity) === 'projected' ? 'Read-only: derived from other changes.' : '';
+  const together = entity.uniqueTogether ? `${entity.uniqueTogether.join(' + ')} unique together among rows not deleted.` : '';
+  const soft = entity.softDeleteField ? `delete sets ${entity.softDeleteField}.` : '';
+  return [how, together, soft].filter(Boolean).join(' ');
+}
+
+function entitySchemas(entity: EntityDef): Schemas {
+  const name = pascal(entity.name);
+  const fields = fieldsOf(entity);
+  const relations = relationsOf(entity);
+  const comparable = fields.filter(([, f]) => isComparable(f)).map(([f]) => f);
+  const fieldList = (names: string[]) => oneOrMany({ type: 'string', enum: names });
+  const description = entityDescription(entity);
   const row: OpenAPIV3.SchemaObject = {
     type: 'object',
     required: fields.map(([f]) => f),
+    ...(description && { description }),
     properties: {
-      ...Object.fromEntries(fields.map(([f, def]) => [f, scalarSchema(def)])),
+      ...Object.fromEntries(fields.map(([f, def]) => {
+        const notes = fieldNotes(entity, f, def);
+        return [f, { ...valueSchema(def), ...(def.fromActor && { readOnly: true }), ...(notes && { description: notes }) }];
+      })),
       ...Object.fromEntries(relations.map(([r, def]) => [r, def.kind === 'many'
         ? { type: 'array', items: ref(pascal(def.target)), description: 'present when included' }
         : { allOf: [ref(pascal(def.target))], nullable: true, description: 'present when included' }])),
+      _count: { type: 'object', additionalProperties: { type: 'integer' }, description: 'numbers of related rows, present when requested' },
     },
   };
-  const where: OpenAPIV3.SchemaObject = {
-    type: 'object',
-    additionalProperties: false,
-    properties: {
-      ...Object.fromEntries(fields.map(([f, def]) => [f, { anyOf: [scalarSchema(def), ref(FILTER_OF[def.type])] }])),
-      ...Object.fromEntries(relations.map(([r, def]) => [r, def.kind === 'many'
-        ? { type: 'object', additionalProperties: false, properties: { some: ref(`${pascal(def.target)}WhereInput`), every: ref(`${pascal(def.target)}WhereInput`), none: ref(`${pascal(def.target)}WhereInput`) } }
-        : { type: 'object', additionalProperties: false, nullable: true, properties: { is: ref(`${pascal(def.target)}WhereInput`), isNot: ref(`${pascal(def.target)}WhereInput`) } }])),
-      AND: { anyOf: [ref(`${name}WhereInput`), { type: 'array', items: ref(`${name}WhereInput`) }] },
-      OR: { type: 'array', items: ref(`${name}WhereInput`) },
-      NOT: { anyOf: [ref(`${name}WhereInput`), { type: 'array', items: ref(`${name}WhereInput`) }] },
-    },
-  };
-  const connect: OpenAPIV3.SchemaObject = {
-    type: 'object', additionalProperties: false,
-    properties: { connect: { type: 'object', required: ['id'], additionalProperties: false, properties: { id: { type: 'integer' } } }, disconnect: { type: 'boolean' } },
-  };
-  const writable = fields.filter(([, def]) => def.writable);
-  const oneRelations = relations.filter(([, def]) => def.kind === 'one');
-  const data = (create: boolean): OpenAPIV3.SchemaObject => ({
-    type: 'object',
-    additionalProperties: false,
-    required: create ? [...writable.filter(([, d]) => d.requiredOnCreate).map(([f]) => f), ...oneRelations.filter(([, d]) => d.requiredOnCreate).map(([r]) => r)] : undefined,
-    properties: {
-      ...Object.fromEntries(writable.map(([f, def]) => [f, scalarSchema(def)])),
-      ...Object.fromEntries(oneRelations.map(([r]) => [r, connect])),
-    },
-  });
-  const createData = data(true);
-  if (createData.required?.length === 0) delete createData.required;
-  const shape = { include: { type: 'object', additionalProperties: true } as Schema, select: { type: 'object', additionalProperties: true } as Schema };
-  const orderBy: Schema = {
-    anyOf: [
-      { type: 'object', additionalProperties: false, properties: Object.fromEntries(fields.map(([f]) => [f, ref('SortOrder')])) },
-      { type: 'array', items: { type: 'object', additionalProperties: false, properties: Object.fromEntries(fields.map(([f]) => [f, ref('SortOrder')])) } },
-    ],
-  };
-  const unique: OpenAPIV3.SchemaObject = { type: 'object', required: ['id'], additionalProperties: false, properties: { id: { type: 'integer' } } };
-  return {
+  const schemas: Schemas = {
     [name]: row,
-    [`${name}WhereInput`]: where,
-    [`${name}WhereUniqueInput`]: unique,
-    [`${name}FindManyArgs`]: {
-      type: 'object', additionalProperties: false,
-      properties: {
-        where: ref(`${name}WhereInput`), orderBy, take: { type: 'integer' }, skip: { type: 'integer', minimum: 0 }, ...shape,
-        distinct: { anyOf: [{ type: 'string', enum: fields.map(([f]) => f) }, { type: 'array', minItems: 1, items: { type: 'string', enum: fields.map(([f]) => f) } }] },
-      },
-    },
-    [`${name}FindUniqueArgs`]: { type: 'object', required: ['where'], additionalProperties: false, properties: { where: ref(`${name}WhereUniqueInput`), ...shape } },
-    [`${name}CountArgs`]: { type: 'object', additionalProperties: false, properties: { where: ref(`${name}WhereInput`) } },
-    [`${name}CreateArgs`]: { type: 'object', required: ['data'], additionalProperties: false, properties: { data: createData, ...shape } },
-    [`${name}UpdateArgs`]: { type: 'object', required: ['where', 'data'], additionalProperties: false, properties: { where: ref(`${name}WhereUniqueInput`), data: data(false), ...shape } },
-    [`${name}DeleteArgs`]: { type: 'object', required: ['where'], additionalProperties: false, properties: { where: ref(`${name}WhereUniqueInput`), ...shape } },
-    [`${name}AggregateArgs`]: {
-      type: 'object', additionalProperties: false,
-      properties: { where: ref(`${name}WhereInput`), orderBy, take: { type: 'integer' }, skip: { type: 'integer', minimum: 0 }, ...aggregateSelections(fields) },
-    },
-    [`${name}GroupByArgs`]: {
-      type: 'object', required: ['by'], additionalProperties: false,
-      properties: {
-        by: { anyOf: [{ type: 'string', enum: fields.map(([f]) => f) }, { type: 'array', minItems: 1, items: { type: 'string', enum: fields.map(([f]) => f) } }] },
-        where: ref(`${name}WhereInput`), orderBy: { anyOf: [{ type: 'object' }, { type: 'array', items: { type: 'object' } }] },
-        take: { type: 'integer' }, skip: { type: 'integer', minimum: 0 }, ...aggregateSelections(fields),
-      },
-    },
-    [`${name}CreateManyArgs`]: { type: 'object', required: ['data'], additionalProperties: false, properties: { data: { type: 'array', maxItems: 1000, items: createData } } },
-    [`${name}UpdateManyArgs`]: { type: 'object', required: ['data'], additionalProperties: false, properties: { where: ref(`${name}WhereInput`), data: { ...data(false), properties: Object.fromEntries(writable.map(([f, def]) => [f, scalarSchema(def)])) } } },
-    [`${name}DeleteManyArgs`]: { type: 'object', additionalProperties: false, properties: { where: ref(`${name}WhereInput`) } },
-    [`${name}UpsertArgs`]: {
-      type: 'object', required: ['where', 'create', 'update'], additionalProperties: false,
-      properties: { where: ref(`${name}WhereUniqueInput`), create: createData, update: data(false), ...shape },
-    },
+    [`${name}WhereInput`]: whereSchema(entity),
+    [`${name}WhereUniqueInput`]: ref('IdInput'),
+    [`${name}OrderByInput`]: orderBySchema(entity, false),
+    [`${name}OptionalOrderByInput`]: orderBySchema(entity, true),
+    [`${name}Include`]: object({ ...Object.fromEntries(relations.map(([r, def]) => [r, relationLoad(def)])), _count: countSelection(entity) }),
+    [`${name}Select`]: object({
+      ...Object.fromEntries(fields.map(([f]) => [f, { type: 'boolean' }])),
+      ...Object.fromEntries(relations.map(([r, def]) => [r, relationLoad(def)])),
+      _count: countSelection(entity),
+    }, { minProperties: 1 }),
+    [`${name}ListRelationArgs`]: object({ ...listArgs(entity), ...shapeProperties(entity) }, { description: SHAPE_NOTE }),
+    [`${name}RelationArgs`]: object(shapeProperties(entity), { description: SHAPE_NOTE }),
+    [`${name}FindManyArgs`]: object({
+      ...listArgs(entity), ...shapeProperties(entity),
+      distinct: { ...fieldList(comparable), description: 'of rows equal on these fields, only the first in the requested order' },
+    }, { description: SHAPE_NOTE }),
+    [`${name}FindUniqueArgs`]: object({ where: ref(`${name}WhereUniqueInput`), ...shapeProperties(entity) }, { required: ['where'], description: SHAPE_NOTE }),
+    [`${name}CountArgs`]: object({ where: ref(`${name}WhereInput`) }),
+    [`${name}AggregateArgs`]: object({ ...listArgs(entity), ...aggregateSelections(entity) }, { description: 'at least one of _count, _sum, _avg, _min, _max' }),
+    [`${name}AggregateResult`]: object(aggregateResults(entity)),
+    [`${name}HavingInput`]: havingSchema(entity),
+    [`${name}GroupByArgs`]: object({
+      by: { ...fieldList(comparable), description: 'scalar fields (not lists or JSON), each once' },
+      where: ref(`${name}WhereInput`),
+      having: ref(`${name}HavingInput`),
+      orderBy: oneOrMany(ref(`${name}GroupByOrderByInput`)),
+      take: take(false), skip,
+      ...aggregateSelections(entity),
+    }, { required: ['by'] }),
+    [`${name}GroupByOrderByInput`]: groupByOrderBy(entity),
+    [`${name}GroupByResult`]: object({
+      ...Object.fromEntries(fields.filter(([, f]) => isComparable(f)).map(([f, def]) => [f, valueSchema(def)])),
+      ...aggregateResults(entity),
+    }, { description: 'the by fields and the requested aggregates of one group' }),
   };
+  if (listRelationsOf(entity).length > 0) {
+    schemas[`${name}CountSelect`] = object({
+      select: object(Object.fromEntries(listRelationsOf(entity).map(([r, def]) =>
+        [r, { anyOf: [{ type: 'boolean' }, object({ where: ref(`${pascal(def.target)}WhereInput`) }, { required: ['where'] })] }])), { minProperties: 1 }),
+    }, { required: ['select'] });
+  }
+  for (const [f, def] of fields) {
+    if (def.list) schemas[listFilterName(entity, f)] = listFilter(def);
+    else if (def.enum) for (const nullable of [false, true]) schemas[enumFilterName(entity, f, nullable)] = enumFilter(entity, f, def, nullable);
+  }
+  return isReadOnly(entity) ? schemas : { ...schemas, ...writeSchemas(entity) };
 }
+
+// ---------------------------------------------------------------------------------------------
+// paths
 
 const errors = (...statuses: number[]): OpenAPIV3.ResponsesObject =>
   Object.fromEntries(statuses.map((s) => [String(s), { description: ERROR_TEXT[s], content: { 'application/json': { schema: ref('Error') } } }]));
 const ERROR_TEXT: Record<number, string> = {
   400: 'invalid parameters; details.path names the offending field', 401: 'not authenticated', 404: 'not found',
-  405: 'method not allowed for this operation', 409: 'concurrency conflict', 415: 'body is not JSON', 503: 'read model lagging',
+  405: 'method not allowed for this operation', 409: 'conflict: changed concurrently, or a unique value taken', 413: 'request body too large',
+  415: 'unsupported media type', 503: 'read model lagging',
 };
 const dataOf = (schema: Schema): OpenAPIV3.MediaTypeObject => ({ schema: { type: 'object', required: ['data'], properties: { data: schema } } });
+
+const READ_OPERATIONS = ['findMany', 'findFirst', 'findFirstOrThrow', 'findUnique', 'findUniqueOrThrow', 'count', 'aggregate', 'groupBy'] as const;
+const WRITE_OPERATIONS = ['create', 'createMany', 'update', 'updateMany', 'upsert', 'delete', 'deleteMany'] as const;
+/** The operations the model API offers for an entity: owned and projected entities are read-only. */
+export function operationsOf(entity: EntityDef): readonly string[] {
+  return isReadOnly(entity) ? READ_OPERATIONS : [...READ_OPERATIONS, ...WRITE_OPERATIONS];
+}
 
 function entityPaths(entity: EntityDef): OpenAPIV3.PathsObject {
   const name = pascal(entity.name);
   const base = `/api/model/${entity.name}`;
-  const body = (args: string): OpenAPIV3.RequestBodyObject => ({ required: false, content: { 'application/json': { schema: ref(`${name}${args}`) } } });
+  const tags = [entity.name];
+  const body = (args: string, required = false): OpenAPIV3.RequestBodyObject => ({ required, content: { 'application/json': { schema: ref(`${name}${args}`) } } });
   const q = (args: string): OpenAPIV3.ParameterObject => ({
     name: 'q', in: 'query', required: false, description: `URL-encoded JSON: ${name}${args} (ZenStack RPC convention)`,
     content: { 'application/json': { schema: ref(`${name}${args}`) } },
   });
   const ok = (schema: Schema, status = '200'): OpenAPIV3.ResponsesObject => ({ [status]: { description: 'success', content: { 'application/json': dataOf(schema) } } });
   const read = (op: string, args: string, result: Schema, extra: number[] = []): OpenAPIV3.PathItemObject => ({
-    post: { operationId: `${entity.name}_${op}`, tags: [entity.name], summary: `${op} ${entity.name}`, requestBody: body(args), responses: { ...ok(result), ...errors(400, 401, ...extra) } },
-    get: { operationId: `${entity.name}_${op}_get`, tags: [entity.name], summary: `${op} ${entity.name} (GET)`, parameters: [q(args)], responses: { ...ok(result), ...errors(400, 401, ...extra) } },
+    post: { operationId: `${entity.name}_${op}`, tags, summary: `${op} ${entity.name}`, requestBody: body(args), responses: { ...ok(result), ...errors(400, 401, ...extra, 413, 415) } },
+    get: { operationId: `${entity.name}_${op}_get`, tags, summary: `${op} ${entity.name} (GET)`, parameters: [q(args)], responses: { ...ok(result), ...errors(400, 401, ...extra) } },
   });
-  const writeErrors = errors(400, 401, 404, 409, 503);
-  return {
-    [`${base}/findMany`]: read('findMany', 'FindManyArgs', { type: 'array', items: ref(name) }),
-    [`${base}/findFirst`]: read('findFirst', 'FindManyArgs', { allOf: [ref(name)], nullable: true }),
-    [`${base}/findFirstOrThrow`]: read('findFirstOrThrow', 'FindManyArgs', ref(name), [404]),
-    [`${base}/findUnique`]: read('findUnique', 'FindUniqueArgs', { allOf: [ref(name)], nullable: true }),
-    [`${base}/findUniqueOrThrow`]: read('findUniqueOrThrow', 'FindUniqueArgs', ref(name), [404]),
+  const row = ref(name);
+  const paths: OpenAPIV3.PathsObject = {
+    [`${base}/findMany`]: read('findMany', 'FindManyArgs', { type: 'array', items: row }),
+    [`${base}/findFirst`]: read('findFirst', 'FindManyArgs', { allOf: [row], nullable: true }),
+    [`${base}/findFirstOrThrow`]: read('findFirstOrThrow', 'FindManyArgs', row, [404]),
+    [`${base}/findUnique`]: read('findUnique', 'FindUniqueArgs', { allOf: [row], nullable: true }),
+    [`${base}/findUniqueOrThrow`]: read('findUniqueOrThrow', 'FindUniqueArgs', row, [404]),
     [`${base}/count`]: read('count', 'CountArgs', { type: 'integer' }),
-    [`${base}/aggregate`]: read('aggregate', 'AggregateArgs', { type: 'object', additionalProperties: true, description: '_count, _sum, _avg, _min, _max as requested' }),
-    [`${base}/groupBy`]: read('groupBy', 'GroupByArgs', { type: 'array', items: { type: 'object', additionalProperties: true } }),
-    [`${base}/create`]: {
-      post: { operationId: `${entity.name}_create`, tags: [entity.name], summary: `create ${entity.name}`, requestBody: { ...body('CreateArgs'), required: true }, responses: { ...ok(ref(name), '201'), ...writeErrors } },
-    },
-    [`${base}/update`]: Object.fromEntries((['post', 'put', 'patch'] as const).map((m) => [m, {
-      operationId: `${entity.name}_update${m === 'post' ? '' : `_${m}`}`, tags: [entity.name], summary: `update ${entity.name}`,
-      requestBody: { ...body('UpdateArgs'), required: true }, responses: { ...ok(ref(name)), ...writeErrors },
-    }])),
-    [`${base}/createMany`]: {
-      post: { operationId: `${entity.name}_createMany`, tags: [entity.name], summary: `createMany ${entity.name}`, requestBody: { ...body('CreateManyArgs'), required: true }, responses: { ...ok(ref('BatchPayload'), '201'), ...writeErrors } },
-    },
-    [`${base}/updateMany`]: Object.fromEntries((['post', 'put', 'patch'] as const).map((m) => [m, {
-      operationId: `${entity.name}_updateMany${m === 'post' ? '' : `_${m}`}`, tags: [entity.name], summary: `updateMany ${entity.name}`,
-      requestBody: { ...body('UpdateManyArgs'), required: true }, responses: { ...ok(ref('BatchPayload')), ...writeErrors },
-    }])),
-    [`${base}/deleteMany`]: {
-      post: { operationId: `${entity.name}_deleteMany`, tags: [entity.name], summary: `deleteMany ${entity.name}`, requestBody: body('DeleteManyArgs'), responses: { ...ok(ref('BatchPayload')), ...writeErrors } },
-      delete: { operationId: `${entity.name}_deleteMany_delete`, tags: [entity.name], summary: `deleteMany ${entity.name} (DELETE)`, parameters: [q('DeleteManyArgs')], responses: { ...ok(ref('BatchPayload')), ...writeErrors } },
-    },
-    [`${base}/upsert`]: {
-      post: {
-        operationId: `${entity.name}_upsert`, tags: [entity.name], summary: `upsert ${entity.name}`, requestBody: { ...body('UpsertArgs'), required: true },
-        responses: { ...ok(ref(name)), ...ok(ref(name), '201'), ...writeErrors },
-      },
-    },
+    [`${base}/aggregate`]: read('aggregate', 'AggregateArgs', ref(`${name}AggregateResult`)),
+    [`${base}/groupBy`]: read('groupBy', 'GroupByArgs', { type: 'array', items: ref(`${name}GroupByResult`) }),
+  };
+  if (isReadOnly(entity)) return paths;
+
+  const writeErrors = errors(400, 401, 404, 409, 413, 415, 503);
+  const deleteErrors = errors(400, 401, 404, 409, 503);
+  const write = (op: string, args: string, responses: OpenAPIV3.ResponsesObject, required = true, suffix = ''): OpenAPIV3.OperationObject => ({
+    operationId: `${entity.name}_${op}${suffix}`, tags, summary: `${op} ${entity.name}`, requestBody: body(args, required), responses,
+  });
+  return {
+    ...paths,
+    [`${base}/create`]: { post: write('create', 'CreateArgs', { ...ok(row, '201'), ...writeErrors }) },
+    [`${base}/createMany`]: { post: write('createMany', 'CreateManyArgs', { ...ok(ref('BatchPayload'), '201'), ...writeErrors }) },
+    [`${base}/update`]: Object.fromEntries((['post', 'put', 'patch'] as const).map((m) =>
+      [m, write('update', 'UpdateArgs', { ...ok(row), ...writeErrors }, true, m === 'post' ? '' : `_${m}`)])),
+    [`${base}/updateMany`]: Object.fromEntries((['post', 'put', 'patch'] as const).map((m) =>
+      [m, write('updateMany', 'UpdateManyArgs', { ...ok(ref('BatchPayload')), ...writeErrors }, true, m === 'post' ? '' : `_${m}`)])),
+    [`${base}/upsert`]: { post: write('upsert', 'UpsertArgs', { ...ok(row), ...ok(row, '201'), ...writeErrors }) },
     [`${base}/delete`]: {
-      post: { operationId: `${entity.name}_delete`, tags: [entity.name], summary: `delete ${entity.name}`, requestBody: { ...body('DeleteArgs'), required: true }, responses: { ...ok(ref(name)), ...writeErrors } },
-      delete: { operationId: `${entity.name}_delete_delete`, tags: [entity.name], summary: `delete ${entity.name} (DELETE)`, parameters: [q('DeleteArgs')], responses: { ...ok(ref(name)), ...writeErrors } },
+      post: write('delete', 'DeleteArgs', { ...ok(row), ...writeErrors }),
+      delete: { operationId: `${entity.name}_delete_delete`, tags, summary: `delete ${entity.name} (DELETE)`, parameters: [q('DeleteArgs')], responses: { ...ok(row), ...deleteErrors } },
+    },
+    [`${base}/deleteMany`]: {
+      post: write('deleteMany', 'DeleteManyArgs', { ...ok(ref('BatchPayload')), ...writeErrors }, false),
+      delete: { operationId: `${entity.name}_deleteMany_delete`, tags, summary: `deleteMany ${entity.name} (DELETE)`, parameters: [q('DeleteManyArgs')], responses: { ...ok(ref('BatchPayload')), ...deleteErrors } },
     },
   };
 }
@@ -245,6 +586,13 @@ function customPaths(): OpenAPIV3.PathsObject {
       createdAt: { type: 'string', format: 'date-time' }, lastUsedAt: { type: 'string', format: 'date-time', nullable: true }, revokedAt: { type: 'string', format: 'date-time', nullable: true },
     },
   };
+  const storedFile: Schema = object({
+    key: { type: 'string', pattern: '^[a-f0-9]{64}$', description: 'what an attachment references (its url / storage key); GET /api/files/{key}' },
+    name: { type: 'string', description: 'the original file name, sanitised: no path, no control characters, at most 255 bytes' },
+    size: { type: 'integer', minimum: 0 },
+    mimeType: { type: 'string', description: 'type/subtype as the client declared it (application/octet-stream when malformed)' },
+    sha256: { type: 'string', pattern: '^[a-f0-9]{64}$' },
+  }, { required: ['key', 'name', 'size', 'mimeType', 'sha256'] });
   return {
     '/api/auth/login': {
       post: {
@@ -269,6 +617,49 @@ function customPaths(): OpenAPIV3.PathsObject {
         responses: { 204: { description: 'revoked' }, ...errors(400, 401, 404) },
       },
     },
+    '/api/files/upload': {
+      post: {
+        operationId: 'uploadFiles', tags: ['files'],
+        summary: 'store files by their SHA-256; identical content is stored once',
+        description: 'One or more (at most 20) `file` fields, each at most MAX_UPLOAD_BYTES (default 50 MiB). All files of a request are stored, or none. '
+          + 'Each answer element names this upload (its own name and type); the key is shared by identical content.',
+        requestBody: {
+          required: true,
+          content: {
+            'multipart/form-data': {
+              schema: object({ file: { type: 'array', minItems: 1, maxItems: 20, items: { type: 'string', format: 'binary' } } }, { required: ['file'] }),
+              encoding: { file: { contentType: '*/*' } },
+            },
+          },
+        },
+        responses: {
+          201: { description: 'stored, in the order of the request', content: json(object({ data: { type: 'array', items: storedFile } }, { required: ['data'] })) },
+          ...errors(400, 401),
+          413: { description: 'a file over MAX_UPLOAD_BYTES (code payload-too-large, details.limit), or more than 20 files (too-many-files); nothing stored', content: json(ref('Error')) },
+          415: { description: 'the body is not multipart/form-data', content: json(ref('Error')) },
+        },
+      },
+    },
+    '/api/files/{key}': {
+      get: {
+        operationId: 'downloadFile', tags: ['files'], summary: 'a stored file, as an attachment',
+        parameters: [{ name: 'key', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-f0-9]{64}$' }, description: 'the key from the upload (a SHA-256 in lower-case hex)' }],
+        responses: {
+          200: {
+            description: 'the content, with the type of its first upload',
+            headers: {
+              'Content-Disposition': { schema: { type: 'string' }, description: 'attachment; with the file name of its first upload' },
+              'X-Content-Type-Options': { schema: { type: 'string', enum: ['nosniff'] } },
+              ETag: { schema: { type: 'string' }, description: 'the SHA-256 in quotes' },
+            },
+            content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
+          },
+          304: { description: 'If-None-Match matched' },
+          ...errors(401),
+          404: { description: 'no file under this key, or not a key at all (file-not-found)', content: json(ref('Error')) },
+        },
+      },
+    },
     '/api/docs': {
       get: {
         operationId: 'apiDocs', tags: ['docs'], security: [], summary: 'the categories, or the OpenAPI description of one',
@@ -281,21 +672,46 @@ function customPaths(): OpenAPIV3.PathsObject {
   };
 }
 
+// ---------------------------------------------------------------------------------------------
+// documents
+
+/** The entities whose schemas a document needs: those given and every entity reachable through relations. */
+function reachable(from: EntityDef[]): EntityDef[] {
+  const seen = new Set<EntityName>();
+  const visit = (name: EntityName) => {
+    if (seen.has(name)) return;
+    seen.add(name);
+    for (const relation of Object.values(ENTITIES[name].relations)) visit(relation.target);
+  };
+  from.forEach((e) => visit(e.name));
+  return [...seen].map((n) => ENTITIES[n]);
+}
+
+/** Merges component schemas; two different schemas under one name would make a wrong document, so that fails loudly. */
+function mergeSchemas(target: Schemas, source: Schemas): void {
+  for (const [name, schema] of Object.entries(source)) {
+    if (name in target && JSON.stringify(target[name]) !== JSON.stringify(schema)) throw new Error(`OpenAPI: two different schemas named ${name}`);
+    target[name] = schema;
+  }
+}
+
 /** The OpenAPI 3.0 description of one category, generated from the entity catalogue. */
 export function openApiFor(category: Category, version: string): OpenAPIV3.Document {
   const entities = Object.values(ENTITIES).filter((e) => e.category === category);
-  // A category's documents reference the schemas of related entities in other categories too.
-  const referenced = new Set(entities.flatMap((e) => [e.name, ...Object.values(e.relations).map((r) => r.target)]));
-  const schemas = Object.assign(filterSchemas(), ...[...referenced].map((n) => entitySchemas(ENTITIES[n as keyof typeof ENTITIES])));
+  const schemas: Schemas = {};
+  mergeSchemas(schemas, sharedSchemas());
+  for (const entity of reachable(entities)) mergeSchemas(schemas, entitySchemas(entity));
   return {
     openapi: '3.0.3',
     info: { title: `Testament API: ${category}`, version, description: CATEGORIES[category] },
     servers: [{ url: '/' }],
     security: [{ bearer: [] }, { session: [] }],
-    tags: category === 'custom' ? [{ name: 'auth' }, { name: 'tokens' }, { name: 'docs' }, { name: 'health' }] : entities.map((e) => ({ name: e.name })),
+    tags: category === 'custom'
+      ? [{ name: 'auth' }, { name: 'tokens' }, { name: 'files' }, { name: 'docs' }, { name: 'health' }]
+      : entities.map((e) => ({ name: e.name, ...(entityDescription(e) && { description: entityDescription(e) }) })),
     paths: category === 'custom' ? customPaths() : Object.assign({}, ...entities.map(entityPaths)),
     components: {
-      schemas,
+      schemas: schemas as Record<string, OpenAPIV3.SchemaObject | OpenAPIV3.ReferenceObject>,
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'an API token (POST /api/tokens)' },
         session: { type: 'apiKey', in: 'cookie', name: 'testament.sid', description: 'the session cookie set by POST /api/auth/login' },
