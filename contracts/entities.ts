@@ -101,6 +101,9 @@ const createdAt: FieldDef = { column: 'created_at', type: 'datetime', nullable: 
 const updatedAt: FieldDef = { column: 'updated_at', type: 'datetime', nullable: false, writable: false };
 const isDeleted: FieldDef = { column: 'is_deleted', type: 'boolean', nullable: false, writable: false, default: false };
 
+/** The trailing fields of most entities: soft delete and the two timestamps. */
+const softDeleteAndTimes = { isDeleted, createdAt, updatedAt };
+
 const one = (target: EntityName, foreignKey: string, scalar: string, requiredOnCreate = false): RelationDef =>
   ({ kind: 'one', target, foreignKey, scalar, ...(requiredOnCreate && { requiredOnCreate }) });
 const many = (target: EntityName, foreignKey: string): RelationDef => ({ kind: 'many', target, foreignKey });
@@ -142,9 +145,7 @@ const customField = (name: 'caseField' | 'resultField', table: string, valueEnti
     minValue: field('float', 'min_value', { nullable: true }),
     maxValue: field('float', 'max_value', { nullable: true }),
     initialHeight: optionalInt('initial_height'),
-    isDeleted,
-    createdAt,
-    updatedAt,
+    ...softDeleteAndTimes,
   },
   relations: {
     options: many('fieldOption', `${name === 'caseField' ? 'case' : 'result'}_field_id`),
@@ -196,9 +197,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       name: text('name', { requiredOnCreate: true }),
       projectId: reference('project_id', false),
       parentId: reference('parent_id'),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       project: one('project', 'project_id', 'projectId', true),
@@ -249,9 +248,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       templateId: reference('template_id'),
       stateId: reference('state_id'),
       createdById: actor('created_by_id'),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       project: one('project', 'project_id', 'projectId', true),
@@ -333,9 +330,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       name: text('name', { requiredOnCreate: true, unique: true }),
       isEnabled: flag('is_enabled', true),
       isDefault: flag('is_default'),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       caseFields: linked('caseField', 'template_case_fields', 'template_id', 'case_field_id'),
@@ -357,9 +352,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       order: integer('sort_order', { default: 0 }),
       caseFieldId: reference('case_field_id'),
       resultFieldId: reference('result_field_id'),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       caseField: one('caseField', 'case_field_id', 'caseFieldId'),
@@ -387,9 +380,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       milestoneId: reference('milestone_id'),
       stateId: reference('state_id'),
       createdById: actor('created_by_id'),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       project: one('project', 'project_id', 'projectId', true),
@@ -423,9 +414,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       repositoryCaseId: reference('repository_case_id', false),
       statusId: reference('status_id'),
       assignedToId: reference('assigned_to_id'),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       testRun: one('testRun', 'test_run_id', 'testRunId', true),
@@ -452,9 +441,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       testRunCaseId: reference('test_run_case_id', false),
       statusId: reference('status_id', false),
       executedById: actor('executed_by_id'),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       testRun: one('testRun', 'test_run_id', 'testRunId', true),
@@ -525,9 +512,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       stateId: reference('state_id'),
       assignedToId: reference('assigned_to_id'),
       createdById: actor('created_by_id'),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       project: one('project', 'project_id', 'projectId', true),
@@ -556,9 +541,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       sessionId: reference('session_id', false),
       statusId: reference('status_id', false),
       createdById: actor('created_by_id'),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       session: one('session', 'session_id', 'sessionId', true),
@@ -587,9 +570,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       parentId: reference('parent_id'),
       milestoneTypeId: reference('milestone_type_id'),
       createdById: actor('created_by_id'),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       project: one('project', 'project_id', 'projectId', true),
@@ -611,9 +592,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       id,
       name: text('name', { requiredOnCreate: true, unique: true }),
       isDefault: flag('is_default'),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       milestones: many('milestone', 'milestone_type_id'),
@@ -628,9 +607,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       id,
       name: text('name', { requiredOnCreate: true, unique: true }),
       isEnabled: flag('is_enabled', true),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       variants: linked('configVariant', 'configuration_variants', 'configuration_id', 'variant_id'),
@@ -646,9 +623,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     fields: {
       id,
       name: text('name', { requiredOnCreate: true, unique: true }),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       variants: many('configVariant', 'category_id'),
@@ -664,9 +639,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       name: text('name', { requiredOnCreate: true }),
       isEnabled: flag('is_enabled', true),
       categoryId: reference('category_id', false),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       category: one('configCategory', 'category_id', 'categoryId', true),
@@ -681,9 +654,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     fields: {
       id,
       name: text('name', { requiredOnCreate: true, unique: true }),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       repositoryCases: linked('repositoryCase', 'repository_case_tags', 'tag_id', 'repository_case_id'),
@@ -706,9 +677,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       color: optionalText('color'),
       isEnabled: flag('is_enabled', true),
       isDefault: flag('is_default'),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       repositoryCases: many('repositoryCase', 'state_id'),
@@ -733,9 +702,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       isFailure: flag('is_failure'),
       isCompleted: flag('is_completed'),
       scopes: field('string', 'scopes', { list: true, enum: STATUS_SCOPES, default: [...STATUS_SCOPES] }),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       testRunCases: many('testRunCase', 'status_id'),
@@ -774,9 +741,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       id,
       name: text('name', { requiredOnCreate: true, unique: true }),
       isDefault: flag('is_default'),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       permissions: many('rolePermission', 'role_id'),
@@ -814,9 +779,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       url: optionalText('url'),
       isEnabled: flag('is_enabled', true),
       settings: field('json', 'settings', { nullable: true }),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {},
   },
@@ -841,9 +804,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       testRunResultId: reference('test_run_result_id'),
       sessionId: reference('session_id'),
       createdById: actor('created_by_id'),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       project: one('project', 'project_id', 'projectId', true),
@@ -870,9 +831,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       sessionId: reference('session_id'),
       milestoneId: reference('milestone_id'),
       createdById: actor('created_by_id'),
-      isDeleted,
-      createdAt,
-      updatedAt,
+      ...softDeleteAndTimes,
     },
     relations: {
       project: one('project', 'project_id', 'projectId', true),
