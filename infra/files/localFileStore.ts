@@ -19,11 +19,11 @@ export interface LocalFileStoreOptions {
   dir: string;
   logger: Logger;
   /**
-   * A temporary file not written for this long belongs to no live upload (Node's HTTP server ends
-   * a request after 5 minutes), so the sweep removes it. Younger ones may be another process's.
+   * While running, a temporary file not written for this long belongs to no live upload (Node's
+   * HTTP server ends a request after 5 minutes) and is swept.
    */
   staleAfterMs?: number;
-  /** How often the sweep runs again after the one at start. */
+  /** How often that sweep runs. */
   sweepIntervalMs?: number;
 }
 
@@ -31,13 +31,18 @@ const TEMP_FILE = /^\.upload-[0-9a-f-]{36}\.tmp$/;
 const META_SUFFIX = '.meta.json';
 const TEN_MINUTES = 10 * 60 * 1000;
 
-/** Creates the directory if needed, removes abandoned temporary files, and sweeps again periodically. */
+/**
+ * Creates the directory if needed and removes every temporary file in it: at start no upload is
+ * in flight, so they are what uploads interrupted by a crash left. The directory belongs to one
+ * API process (several replicas share files through an object store behind the FileStore port).
+ * While running, temporary files left stale (a failed clean-up) are swept periodically.
+ */
 export async function openLocalFileStore(options: LocalFileStoreOptions): Promise<LocalFileStore> {
   const dir = path.resolve(options.dir);
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
-  const store = new LocalFileStore(dir, options.logger, options.staleAfterMs ?? TEN_MINUTES);
-  await store.sweep();
-  store.sweepEvery(options.sweepIntervalMs ?? TEN_MINUTES);
+  const store = new LocalFileStore(dir, options.logger);
+  await store.sweep(0);
+  store.sweepEvery(options.sweepIntervalMs ?? TEN_MINUTES, options.staleAfterMs ?? TEN_MINUTES);
   return store;
 }
 
@@ -46,7 +51,7 @@ interface Sidecar { name: string; mimeType: string }
 export class LocalFileStore implements FileStore {
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(readonly dir: string, private readonly logger: Logger, private readonly staleAfterMs: number) {}
+  constructor(readonly dir: string, private readonly logger: Logger) {}
 
   async stage(content: Readable, options: { maxBytes: number }): Promise<StagedFile> {
     // Listen before the first await: the source may fail while the temporary file is being created.
@@ -150,15 +155,15 @@ export class LocalFileStore implements FileStore {
     }
   }
 
-  /** Removes temporary files nobody has written for staleAfterMs: what uploads interrupted by a crash left. */
-  async sweep(): Promise<number> {
+  /** Removes temporary files nobody has written for `olderThanMs`; answers how many. */
+  async sweep(olderThanMs: number): Promise<number> {
     const now = Date.now();
     let removed = 0;
     for (const name of await fsp.readdir(this.dir)) {
       if (!TEMP_FILE.test(name)) continue;
       const file = path.join(this.dir, name);
       const stats = await fsp.lstat(file).catch(ifMissing(null));
-      if (!stats || now - stats.mtimeMs < this.staleAfterMs) continue;
+      if (!stats || now - stats.mtimeMs < olderThanMs) continue;
       await fsp.rm(file, { force: true });
       removed++;
     }
@@ -166,9 +171,9 @@ export class LocalFileStore implements FileStore {
     return removed;
   }
 
-  sweepEvery(intervalMs: number): void {
+  sweepEvery(intervalMs: number, olderThanMs: number): void {
     this.timer = setInterval(() => {
-      this.sweep().catch((err) => this.logger.warn({ err, dir: this.dir }, 'cannot sweep temporary upload files'));
+      this.sweep(olderThanMs).catch((err) => this.logger.warn({ err, dir: this.dir }, 'cannot sweep temporary upload files'));
     }, intervalMs);
     this.timer.unref();
   }
