@@ -54,7 +54,9 @@ export async function runGroupBy(knex: Knex, entity: EntityDef, args: GroupByArg
   args.by.forEach((field, i) => (groupFields[field] = { ...entity.fields[field], column: `g${i}` }));
   args.havingAggregates.forEach((aggregate, i) => {
     groupFields[aggregate.name] = { ...havingAggregateField(entity, aggregate), column: `h${i}` };
-    groups.select(aggregateSql(knex, entity, alias, aggregate.fn, aggregate.field, `h${i}`));
+    // Sums and averages compare as numeric: a bigint sum must take a fractional bound too.
+    const numeric = aggregate.fn === '_sum' || aggregate.fn === '_avg';
+    groups.select(knex.raw(`${AGGREGATE_SQL[aggregate.fn]}(??)${numeric ? '::numeric' : ''} as ??`, [columnOf(entity, alias, aggregate.field), `h${i}`]));
   });
   args.orderBy.forEach((key, i) => {
     if (key.kind === 'aggregate') groups.select(aggregateSql(knex, entity, alias, key.fn, key.field, `o${i}`));

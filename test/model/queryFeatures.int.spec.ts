@@ -291,6 +291,7 @@ describe('model API reads: float, json, enum, lists, many-to-many, relation orde
     it('aggregate filters', async () => {
       expect(await projects({ estimate: { _avg: { gt: 3 } } })).to.deep.equal([1]);
       expect(await projects({ estimate: { _sum: { lte: 2 } } })).to.deep.equal([2, 3]);
+      expect(await projects({ estimate: { _sum: { lt: 1.5 } } })).to.deep.equal([3]);
       expect(await projects({ id: { _count: { gte: 2 } } })).to.deep.equal([1]);
       expect(await projects({ title: { _min: { startsWith: 'a', mode: 'insensitive' } } })).to.deep.equal([1]);
       expect(await projects({ estimate: { _max: { in: [1, 2] } } })).to.deep.equal([2, 3]);
