@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Router } from 'express';
 import { badRequest } from '../shared/errors';
-import { CATEGORIES, isCategory, openApiFor } from './openapi';
+import { CATEGORIES, type Category, isCategory, openApiFor } from './openapi';
 
 /** The version in the nearest package.json above this file (the same from src and from dist). */
 function packageVersion(): string {
@@ -17,6 +17,12 @@ function packageVersion(): string {
 export function docsRoutes(): Router {
   const router = Router();
   const version = packageVersion();
+  // The catalogue does not change while the process runs: each document is generated once.
+  const documents = new Map<Category, string>();
+  const documentOf = (category: Category) => {
+    if (!documents.has(category)) documents.set(category, JSON.stringify(openApiFor(category, version)));
+    return documents.get(category)!;
+  };
   router.get('/api/docs', (req, res) => {
     const { category } = req.query;
     if (category === undefined) {
@@ -27,7 +33,7 @@ export function docsRoutes(): Router {
     }
     if (typeof category !== 'string' || !isCategory(category))
       throw badRequest('unknown-category', `Unknown category "${String(category)}"`, { path: 'category', categories: Object.keys(CATEGORIES) });
-    res.json(openApiFor(category, version));
+    res.type('application/json').send(documentOf(category));
   });
   return router;
 }

@@ -432,7 +432,11 @@ function entityDescription(entity: EntityDef): string {
   return [how, together, soft].filter(Boolean).join(' ');
 }
 
-function entitySchemas(entity: EntityDef): Schemas {
+/**
+ * An entity's schemas. `own`: its category's document, with the arguments and results of its
+ * operations; otherwise only what other entities' schemas reference (row, where, orderBy, shapes).
+ */
+function entitySchemas(entity: EntityDef, own: boolean): Schemas {
   const name = pascal(entity.name);
   const fields = fieldsOf(entity);
   const relations = relationsOf(entity);
@@ -468,6 +472,20 @@ function entitySchemas(entity: EntityDef): Schemas {
     }, { minProperties: 1 }),
     [`${name}ListRelationArgs`]: object({ ...listArgs(entity), ...shapeProperties(entity) }, { description: SHAPE_NOTE }),
     [`${name}RelationArgs`]: object(shapeProperties(entity), { description: SHAPE_NOTE }),
+  };
+  if (listRelationsOf(entity).length > 0) {
+    schemas[`${name}CountSelect`] = object({
+      select: object(Object.fromEntries(listRelationsOf(entity).map(([r, def]) =>
+        [r, { anyOf: [{ type: 'boolean' }, object({ where: ref(`${pascal(def.target)}WhereInput`) }, { required: ['where'] })] }])), { minProperties: 1 }),
+    }, { required: ['select'] });
+  }
+  for (const [f, def] of fields) {
+    if (def.list) schemas[listFilterName(entity, f)] = listFilter(def);
+    else if (def.enum) for (const nullable of [false, true]) schemas[enumFilterName(entity, f, nullable)] = enumFilter(entity, f, def, nullable);
+  }
+  if (!own) return schemas;
+
+  const operations: Schemas = {
     [`${name}FindManyArgs`]: object({
       ...listArgs(entity), ...shapeProperties(entity),
       distinct: { ...fieldList(comparable), description: 'of rows equal on these fields, only the first in the requested order' },
@@ -491,17 +509,7 @@ function entitySchemas(entity: EntityDef): Schemas {
       ...aggregateResults(entity),
     }, { description: 'the by fields and the requested aggregates of one group' }),
   };
-  if (listRelationsOf(entity).length > 0) {
-    schemas[`${name}CountSelect`] = object({
-      select: object(Object.fromEntries(listRelationsOf(entity).map(([r, def]) =>
-        [r, { anyOf: [{ type: 'boolean' }, object({ where: ref(`${pascal(def.target)}WhereInput`) }, { required: ['where'] })] }])), { minProperties: 1 }),
-    }, { required: ['select'] });
-  }
-  for (const [f, def] of fields) {
-    if (def.list) schemas[listFilterName(entity, f)] = listFilter(def);
-    else if (def.enum) for (const nullable of [false, true]) schemas[enumFilterName(entity, f, nullable)] = enumFilter(entity, f, def, nullable);
-  }
-  return isReadOnly(entity) ? schemas : { ...schemas, ...writeSchemas(entity) };
+  return { ...schemas, ...operations, ...(isReadOnly(entity) ? {} : writeSchemas(entity)) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -700,7 +708,7 @@ export function openApiFor(category: Category, version: string): OpenAPIV3.Docum
   const entities = Object.values(ENTITIES).filter((e) => e.category === category);
   const schemas: Schemas = {};
   mergeSchemas(schemas, sharedSchemas());
-  for (const entity of reachable(entities)) mergeSchemas(schemas, entitySchemas(entity));
+  for (const entity of reachable(entities)) mergeSchemas(schemas, entitySchemas(entity, entity.category === category));
   return {
     openapi: '3.0.3',
     info: { title: `Testament API: ${category}`, version, description: CATEGORIES[category] },
