@@ -278,11 +278,12 @@ function parseFieldFilter(name: string, field: FieldDef, value: unknown, path: s
   return { kind: 'compare', field: name, op: 'equals', value: parseScalar(field, value, path), insensitive: false };
 }
 
-function parseFilterObject(name: string, field: FieldDef, input: Json, path: string): Where {
+/** `inherited`: an insensitive mode beside `not: {...}` applies inside it too, as in Prisma. */
+function parseFilterObject(name: string, field: FieldDef, input: Json, path: string, inherited = false): Where {
   const allowed = operatorsOf(field);
   // Checked before `mode` is read, so that a bad mode on a field without modes names the field's problem.
   for (const op of Object.keys(input)) checkOperator(field, allowed, op, at(path, op));
-  const insensitive = parseMode(input.mode, at(path, 'mode'));
+  const insensitive = parseMode(input.mode, at(path, 'mode')) || inherited;
   const items: Where[] = [];
   for (const [op, value] of definedEntries(input)) {
     if (op !== 'mode') items.push(parseOperator(name, field, op, value, at(path, op), insensitive));
@@ -308,7 +309,7 @@ function parseOperator(name: string, field: FieldDef, op: string, value: unknown
       return { kind: 'compare', field: name, op, value: parseScalar(field, value, path), insensitive };
     case 'not':
       if (value === null) return negate(isNull(name, field, path));
-      if (isPlainObject(value)) return negate(parseFilterObject(name, field, value, path));
+      if (isPlainObject(value)) return negate(parseFilterObject(name, field, value, path, insensitive));
       return negate({ kind: 'compare', field: name, op: 'equals', value: parseScalar(field, value, path), insensitive });
     case 'in':
     case 'notIn':

@@ -278,6 +278,9 @@ type Comparison = Extract<Where, { kind: 'compare' | 'in' | 'like' | 'list' | 'l
 
 /** On a nullable column the comparison also demands a value, so that NOT of it is its exact complement. */
 function applyComparison(qb: Knex.QueryBuilder, entity: EntityDef, alias: string, where: Comparison): void {
+  // As Prisma: `in: []` holds for no row, `notIn: []` for every row, nulls included. An explicit
+  // clause, so that knex never drops it as an empty group under OR / NOT.
+  if (where.kind === 'in' && where.values.length === 0) return void qb.whereRaw(where.negated ? 'true' : 'false');
   const column = columnOf(entity, alias, where.field);
   if (!entity.fields[where.field].nullable) return compare(qb, column, where);
   qb.where((guarded) => {
@@ -314,10 +317,6 @@ function compare(qb: Knex.QueryBuilder, column: string, where: Comparison): void
 /** One bound array whatever the number of values: a long list never runs into the parameter limit. */
 function compareWithList(qb: Knex.QueryBuilder, column: string, where: Extract<Where, { kind: 'in' }>): void {
   const { values, negated, insensitive } = where;
-  if (values.length === 0) {
-    if (!negated) qb.whereRaw('false');
-    return;
-  }
   // The values are never null (the parser refuses null members), so NOT of = any is the exact complement.
   const test = insensitive ? 'lower(??) = any(select lower(value) from unnest(?::text[]) as value)' : '?? = any(?)';
   qb.whereRaw(negated ? `not (${test})` : test, [column, values as Knex.Value]);

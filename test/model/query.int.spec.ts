@@ -79,6 +79,9 @@ describe('model API reads against the read model', () => {
       expect(await projectIds({ name: { contains: 'GAMMA', mode: 'insensitive' } })).to.deep.equal([3, 4]);
       expect(await projectIds({ name: { equals: 'BETA', mode: 'insensitive' } })).to.deep.equal([2]);
       expect(await projectIds({ name: { in: ['ALPHA', 'BETA'], mode: 'insensitive' } })).to.deep.equal([1, 2]);
+      // As Prisma: the mode applies inside a nested not too.
+      expect(await projectIds({ name: { not: { startsWith: 'gamma' }, mode: 'insensitive' } })).to.deep.equal([1, 2, 5, 6]);
+      expect(await projectIds({ name: { not: { startsWith: 'gamma' } } })).to.deep.equal([1, 2, 3, 4, 5, 6]);
     });
     it('a quote in the search text is only text', async () => {
       expect(await projectIds({ name: { contains: "'; drop table projects; --" } })).to.deep.equal([]);
@@ -87,6 +90,12 @@ describe('model API reads against the read model', () => {
     it('in and notIn', async () => {
       expect(await projectIds({ id: { in: [2, 4, 99] } })).to.deep.equal([2, 4]);
       expect(await projectIds({ id: { in: [] } })).to.deep.equal([]);
+      // As Prisma: notIn [] holds for every row, nulls included, also under OR and NOT.
+      expect(await caseIds({ description: { notIn: [] } })).to.deep.equal([100, 101, 102, 103, 104, 105]);
+      expect(await caseIds({ OR: [{ description: { notIn: [] } }, { id: -1 }] })).to.deep.equal([100, 101, 102, 103, 104, 105]);
+      expect(await caseIds({ NOT: { description: { notIn: [] } } })).to.deep.equal([]);
+      expect(await caseIds({ NOT: { description: { in: [] } } })).to.deep.equal([100, 101, 102, 103, 104, 105]);
+      expect(await caseIds({ description: { not: { notIn: [] } } })).to.deep.equal([]);
       expect(await projectIds({ name: { notIn: ['Alpha', 'beta'] } })).to.deep.equal([3, 4, 5, 6]);
     });
     it('lt / lte / gt / gte on ints', async () => {
