@@ -35,24 +35,31 @@ export const eventTypesOf = (entity: EntityDef): EntityEventTypes => ({
 /** `tags` → `tagIds`, `caseFields` → `caseFieldIds`, `variants` → `variantIds`. */
 export const linkField = (relationName: string): string => `${relationName.replace(/s$/, '')}Ids`;
 
+/** Memoised per entity: these run for every event a projection applies. */
+function perEntity<T>(compute: (entity: EntityDef) => T): (entity: EntityDef) => T {
+  const cache = new Map<string, T>();
+  return (entity) => {
+    let value = cache.get(entity.name);
+    if (value === undefined) cache.set(entity.name, (value = compute(entity)));
+    return value;
+  };
+}
+
 /** Fields kept in events: what a client or the server decides, not what the projection derives. */
-export function eventFields(entity: EntityDef): string[] {
-  return Object.entries(entity.fields)
+export const eventFields = perEntity((entity: EntityDef): string[] =>
+  Object.entries(entity.fields)
     .filter(([name, f]) => name !== 'id' && name !== 'createdAt' && name !== 'updatedAt' && name !== entity.softDeleteField
       && (f.writable || f.fromActor || isForeignKey(entity, name)))
-    .map(([name]) => name);
-}
+    .map(([name]) => name));
 
 export const isForeignKey = (entity: EntityDef, field: string): boolean =>
   Object.values(entity.relations).some((r) => r.kind === 'one' && r.scalar === field);
 
-export function linkRelations(entity: EntityDef): [string, RelationDef][] {
-  return Object.entries(entity.relations).filter(([, r]) => r.through !== undefined && writesLinks(entity, r));
-}
+export const linkRelations = perEntity((entity: EntityDef): [string, RelationDef][] =>
+  Object.entries(entity.relations).filter(([, r]) => r.through !== undefined && writesLinks(entity, r)));
 
-export function ownedRelations(entity: EntityDef): [string, RelationDef][] {
-  return Object.entries(entity.relations).filter(([, r]) => r.owned === true);
-}
+export const ownedRelations = perEntity((entity: EntityDef): [string, RelationDef][] =>
+  Object.entries(entity.relations).filter(([, r]) => r.owned === true));
 
 /**
  * A many-to-many link is written by one side only: the side the catalogue lists first among

@@ -31,6 +31,22 @@ function toColumns(entity: EntityDef, values: Values): Values {
   return row;
 }
 
+/** Columns of a new row before its event's values: defaults, and null for what older event versions lack. */
+const DEFAULT_ROWS = new Map<string, Values>();
+function createdDefaults(entity: EntityDef): Values {
+  let row = DEFAULT_ROWS.get(entity.name);
+  if (!row) {
+    row = {};
+    const carried = new Set(eventFields(entity));
+    for (const [field, f] of Object.entries(entity.fields)) {
+      if (f.default !== undefined) row[f.column] = f.default;
+      else if (carried.has(field)) row[f.column] = null;
+    }
+    DEFAULT_ROWS.set(entity.name, row);
+  }
+  return row;
+}
+
 const FOLDERS = ENTITIES.repositoryFolder;
 const CASES = ENTITIES.repositoryCase;
 
@@ -73,7 +89,8 @@ class Replacements {
     if (this.versions.length > 0) {
       const types = columnTypesWithoutRevision(ENTITIES.repositoryCaseVersion);
       delete types.id;
-      await insertRecords(trx, 'repository_case_versions', types, this.versions, 'ON CONFLICT (repository_case_id, version) DO NOTHING');
+      // No ON CONFLICT: a version is only added when its case row applied the event, so a redelivery adds none.
+      await insertRecords(trx, 'repository_case_versions', types, this.versions);
     }
   }
 }
@@ -83,20 +100,22 @@ function columnTypesWithoutRevision(entity: EntityDef): ColumnTypes {
   return types;
 }
 
-async function insertRecords(trx: Knex.Transaction, table: string, types: ColumnTypes, rows: Values[], conflict = ''): Promise<void> {
+async function insertRecords(trx: Knex.Transaction, table: string, types: ColumnTypes, rows: Values[]): Promise<void> {
   if (rows.length === 0) return;
   const columns = Object.keys(types);
   const list = columns.map((c) => `"${c}"`).join(', ');
   const record = columns.map((c) => `"${c}" ${types[c]}`).join(', ');
   for (let i = 0; i < rows.length; i += 5000) {
-    await trx.raw(`INSERT INTO "${table}" (${list}) SELECT ${list} FROM jsonb_to_recordset(?::jsonb) AS x(${record}) ${conflict}`, [JSON.stringify(rows.slice(i, i + 5000))]);
+    await trx.raw(`INSERT INTO "${table}" (${list}) SELECT ${list} FROM jsonb_to_recordset(?::jsonb) AS x(${record})`, [JSON.stringify(rows.slice(i, i + 5000))]);
   }
 }
 
-/** What a case version keeps: the case's values as they were after the change. */
+/** What a case version keeps: the case's own values after the change (not its ids, counters or timestamps). */
+const SNAPSHOT_FIELDS = Object.entries(CASES.fields).filter(([name, f]) => f.writable || CASES.fields[name].column.endsWith('_id') && name !== 'id');
 function caseSnapshot(row: VersionedRow): Values {
   const snapshot: Values = {};
-  for (const [name, f] of Object.entries(CASES.fields)) snapshot[name] = row[f.column] instanceof Date ? (row[f.column] as Date).toISOString() : row[f.column];
+  for (const [name, f] of SNAPSHOT_FIELDS) snapshot[name] = row[f.column];
+  snapshot.isDeleted = row.is_deleted;
   return snapshot;
 }
 
@@ -140,15 +159,10 @@ export const readModelProjection: Projection = {
           const values = entity === FOLDERS ? { name: data.name, projectId: data.projectId, parentId: data.parentId } : (data as Values);
           rows.apply(id, event, () => {
             replaceLists(values);
-            // Fields an older event version does not carry, and derived ones, start at their defaults.
-            const defaults: Values = {};
-            for (const [field, f] of Object.entries(entity.fields)) {
-              if (f.default !== undefined) defaults[field] = f.default;
-              else if (eventFields(entity).includes(field)) defaults[field] = null;
-            }
             return {
               id,
-              ...toColumns(entity, { ...defaults, ...values }),
+              ...createdDefaults(entity),
+              ...toColumns(entity, values),
               ...(entity.softDeleteField && { [entity.fields[entity.softDeleteField].column]: false }),
               ...(entity.fields.currentVersion && { current_version: Number(event.revision) + 1 }),
               created_at: data.createdAt,

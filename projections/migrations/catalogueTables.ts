@@ -18,6 +18,9 @@ function columnDefault(knex: Knex, f: FieldDef): Knex.Raw | undefined {
   return knex.raw('?', [f.default as string | number | boolean]);
 }
 
+/** Foreign keys that lead a unique index of their own (added by a migration): no second index. */
+const COVERED: Record<string, string[]> = { repository_case_versions: ['repository_case_id'] };
+
 async function syncEntityTable(knex: Knex, entity: EntityDef): Promise<void> {
   const exists = await knex.schema.hasTable(entity.table);
   const missing: [string, FieldDef][] = [];
@@ -36,7 +39,7 @@ async function syncEntityTable(knex: Knex, entity: EntityDef): Promise<void> {
       const fallback = columnDefault(knex, f);
       if (fallback !== undefined) c.defaultTo(fallback);
       if (!f.nullable && (fallback !== undefined || !exists)) c.notNullable();
-      if (Object.values(entity.relations).some((r) => r.kind === 'one' && r.foreignKey === column)) c.index();
+      if (Object.values(entity.relations).some((r) => r.kind === 'one' && r.foreignKey === column) && !COVERED[entity.table]?.includes(column)) c.index();
     }
     if (!exists && (entity.writtenAs ?? 'aggregate') === 'aggregate') t.bigInteger('revision').notNullable();
   };

@@ -21,6 +21,7 @@ export async function rebuildProjection(
   await deps.knex.transaction(async (trx) => {
     await lockCheckpoint(trx, projection.name);
     await trx.raw(`TRUNCATE ${projection.tables.map((t) => `"${t}"`).join(', ')} RESTART IDENTITY`);
+    const indexes = await dropSecondaryIndexes(trx, projection.tables);
     // The next page is read (on the store's own connections) while this one is applied.
     let next = deps.store.readAll({ after, maxCount: pageSize });
     for (;;) {
@@ -33,6 +34,7 @@ export async function rebuildProjection(
       after = page[page.length - 1].position;
       deps.onProgress?.(events, after);
     }
+    for (const definition of indexes) await trx.raw(definition);
     await saveCheckpoint(trx, projection.name, BigInt(after));
     // On the Kafka transport the checkpoints are per partition: everything up to `after` is applied now.
     await trx('projection_checkpoints').where('name', 'like', `${projection.name}#%`).andWhere('position', '<', after).update({ position: after });
@@ -41,4 +43,18 @@ export async function rebuildProjection(
   });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   return { projection: projection.name, events, position: after, seconds };
+}
+
+/**
+ * Secondary indexes (those not backing a constraint) are dropped while the empty tables are
+ * filled and built again at the end: one sort per index instead of an index update per row.
+ * Inside the rebuild's transaction, so a failed rebuild leaves them as they were.
+ */
+async function dropSecondaryIndexes(trx: Knex.Transaction, tables: string[]): Promise<string[]> {
+  const { rows } = await trx.raw(`
+    SELECT i.indexname, i.indexdef FROM pg_indexes i
+    WHERE i.schemaname = current_schema() AND i.tablename = ANY(?)
+      AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = (quote_ident(i.schemaname) || '.' || quote_ident(i.indexname))::regclass)`, [tables]);
+  for (const { indexname } of rows as { indexname: string }[]) await trx.raw(`DROP INDEX "${indexname}"`);
+  return (rows as { indexdef: string }[]).map((r) => r.indexdef);
 }

@@ -35,6 +35,7 @@ function split(entity: EntityDef, body: unknown): { rest: Json; data: Json | und
   if (data) {
     for (const [key, value] of Object.entries(data)) {
       const relation = Object.hasOwn(entity.relations, key) ? entity.relations[key] : undefined;
+      if (relation?.scalar && entity.fields[relation.scalar]?.fromActor) fail(`data.${key}`, 'is set by the server to the caller, not written');
       if (relation && relation.kind === 'many' && (relation.through || relation.owned) && value !== undefined) {
         lists.push([key, relation, value]);
         delete data[key];

@@ -63,7 +63,6 @@ const FILES: SchemaFile[] = fs.readdirSync(EVENTS_SCHEMA_DIR).sort().map((file) 
     schema: JSON.parse(fs.readFileSync(path.join(EVENTS_SCHEMA_DIR, file), 'utf8')),
   };
 });
-const schemaOf = (type: string) => FILES.find((f) => f.type === type)!.schema;
 
 const contracts = loadContracts();
 

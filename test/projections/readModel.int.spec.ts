@@ -121,7 +121,7 @@ describe('readModel projection (PostgreSQL)', () => {
       [100, 1, 'Pay by card'], [100, 2, 'Pay by credit card'], [100, 3, 'Pay by credit card'],
       [101, 1, 'Refund'], [101, 2, 'Refund'], [102, 1, 'Login'],
     ]);
-    expect(versions[2].snapshot).to.include({ id: 100, title: 'Pay by credit card', description: 'Happy path', folderId: 10, currentVersion: 3 });
+    expect(versions[2].snapshot).to.include({ title: 'Pay by credit card', description: 'Happy path', folderId: 10, projectId: 1 });
     expect(versions[4].snapshot).to.include({ isDeleted: true });
   });
 
@@ -153,7 +153,7 @@ describe('readModel projection (PostgreSQL)', () => {
 
     it('a batch, then a batch that overlaps it (every split point)', async () => {
       for (let split = 1; split < EVENTS.length; split++) {
-        await knex.raw('TRUNCATE projects, repository_folders, repository_cases, projection_checkpoints');
+        await knex.raw(`TRUNCATE ${[...readModelProjection.tables, 'projection_checkpoints'].join(', ')}`);
         await apply(EVENTS.slice(0, split));
         await checkpointIs(EVENTS[split - 1].position);
         await apply(EVENTS.slice(Math.max(0, split - 3)));

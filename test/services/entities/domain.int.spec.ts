@@ -149,6 +149,8 @@ describe('the domain through the model API', function () {
       await refused('repositoryCase', 'create', { data: { ...base, tags: { connect: { id: 999_999 } } } }, 404, 'tag-not-found');
       await refused('repositoryCase', 'create', { data: { ...base, steps: { create: [{ expectedResult: 'no step' }] } } }, 400, 'invalid-argument');
       await refused('repositoryCase', 'create', { data: { ...base, source: 'FAX' } }, 400, 'invalid-argument');
+      const forged = await refused('repositoryCase', 'create', { data: { ...base, createdBy: { connect: { id: adminId + 1 } } } }, 400, 'invalid-argument');
+      expect(forged.details.path).to.equal('data.createdBy');
     });
 
     it('owned and derived entities are read-only on their own', async () => {
