@@ -11,12 +11,15 @@
  * 20,000; BENCH_TRANSPORT_LAG_SECONDS (or --lag-seconds=N) the measured window of each lag round,
  * default 15; --transport-rounds=N the rounds per transport, default 3; --writers=N the concurrent
  * writers of a throughput round, default 32.
+ * query: BENCH_QUERY_CASES (or --cases=N) scales the repository (default 100,000 cases);
+ * --iterations=N sets the measured calls per query and way, default 300.
  */
 import { APPEND_DEFAULTS, runAppend } from './append';
+import { QUERY_DEFAULTS, runQuery } from './query';
 import { REBUILD_DEFAULTS, runRebuild } from './rebuild';
 import { runTransport, TRANSPORT_DEFAULTS } from './transport';
 
-const BENCHMARKS = ['append', 'rebuild', 'transport'] as const;
+const BENCHMARKS = ['append', 'rebuild', 'transport', 'query'] as const;
 type Benchmark = (typeof BENCHMARKS)[number];
 
 function positiveInt(name: string, value: string | undefined, fallback: number): number {
@@ -33,7 +36,7 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
     const flag = /^--([a-z-]+)=(.*)$/.exec(arg);
     if (flag) flags.set(flag[1], flag[2]);
     else if ((BENCHMARKS as readonly string[]).includes(arg)) names.push(arg as Benchmark);
-    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N`);
+    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N, --cases=N, --iterations=N`);
   }
   return {
     benchmarks: names.length > 0 ? names : [...BENCHMARKS],
@@ -51,6 +54,11 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
       writers: positiveInt('--writers', flags.get('writers'), TRANSPORT_DEFAULTS.writers),
       brokers: env.KAFKA_BROKERS ? env.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean) : TRANSPORT_DEFAULTS.brokers,
     },
+    query: {
+      ...QUERY_DEFAULTS,
+      cases: positiveInt('--cases', flags.get('cases') ?? env.BENCH_QUERY_CASES, QUERY_DEFAULTS.cases),
+      iterations: positiveInt('--iterations', flags.get('iterations'), QUERY_DEFAULTS.iterations),
+    },
   };
 }
 
@@ -60,6 +68,7 @@ async function main(): Promise<void> {
   for (const name of args.benchmarks) {
     if (name === 'append') passed[name] = await runAppend(args.append);
     else if (name === 'rebuild') passed[name] = await runRebuild(args.rebuild);
+    else if (name === 'query') passed[name] = await runQuery(args.query);
     else passed[name] = await runTransport(args.transport);
   }
   const missed = Object.keys(passed).filter((n) => !passed[n]);

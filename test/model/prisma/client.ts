@@ -104,7 +104,7 @@ export function prismaClientFor(catalogue: Catalogue): GeneratedClient {
   };
 }
 
-function prismaVersion(): string {
+export function prismaVersion(): string {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   return (require('@prisma/client/package.json') as { version: string }).version;
 }
