@@ -361,6 +361,7 @@ export async function runQuery(o: QueryOptions): Promise<boolean> {
 
     knex = createKnex(dbUrl);
     pool = new pg.Pool({ connectionString: dbUrl, max: 10 });
+    const machine = await describeMachine(pool);
     const client = prismaClientFor(ENTITIES);
     prisma = client.connect(dbUrl);
     await prisma.$connect();
@@ -431,7 +432,6 @@ export async function runQuery(o: QueryOptions): Promise<boolean> {
     const roundTripsFlat = Object.values(roundTrips).every((r) => r.engine.rows10 === r.engine.rows100);
     const passed = goals.every((g) => g.engineAtLeastAsFastAsPrisma && g.httpWithin2xSql) && roundTripsFlat;
 
-    const machine = await describeMachine(pool);
     const file = writeResult('query', {
       benchmark: 'query',
       date: new Date().toISOString(),

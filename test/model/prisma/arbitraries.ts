@@ -53,6 +53,12 @@ export interface GeneratorOptions {
 
 export interface KnownDivergences {
   /**
+   * An `OR` with a branch true by its form (`{}`, `OR: [{}]`) emits no SQL in our engine; inside
+   * another OR, NOT or every, that empty group is dropped: `{ OR: [{ OR: [{}] }, { id: 0 }] }`
+   * matches nothing, `{ NOT: { OR: [{}] } }` everything.
+   */
+  orWithTrueBranch: boolean;
+  /**
    * orderBy a list relation's `_count` through an optional to-one relation that is unset:
    * Prisma counts 0 (COALESCE), our engine sorts it as null.
    */
@@ -177,7 +183,8 @@ export function queryArbitraries(catalogue: Catalogue, features: Features, { row
         entries.push(fc.constant(null).chain(() => relationFilter(entity, relation, depth)).map((f): [string, unknown] => [name, f]));
       }
     }
-    const arb = fc.uniqueArray(fc.oneof(...entries), { maxLength: depth > 0 ? 3 : 2, selector: ([k]) => k }).map((pairs) => Object.fromEntries(pairs));
+    let arb = fc.uniqueArray(fc.oneof(...entries), { maxLength: depth > 0 ? 3 : 2, selector: ([k]) => k }).map((pairs) => Object.fromEntries(pairs));
+    if (avoid.orWithTrueBranch) arb = arb.filter((w) => !hasOrWithTrueBranch(w));
     whereCache.set(key, arb);
     return arb;
   }
@@ -334,10 +341,13 @@ export function queryArbitraries(catalogue: Catalogue, features: Features, { row
       fc.tuple(fc.constantFrom(...fields), comparison(fc.integer({ min: 0, max: 4 }))).map(([[name], c]) => ({ [name]: { _count: c } })),
     ];
     if (numeric.length > 0) {
-      // _sum and _avg compare as numbers; _min and _max take the field's own type.
+      // _avg compares as a float; _sum, _min and _max take the field's own type (Prisma truncates
+      // a fractional bound on an Int sum, where a fraction can never be equal).
       aggregate.push(
-        fc.tuple(fc.constantFrom(...numeric), fc.constantFrom('_sum', '_avg'), comparison(fc.constantFrom(...POOLS.int, 1.5, 10, 50))).map(([[name], fn, c]) => ({ [name]: { [fn]: c } })),
-        fc.constantFrom(...numeric).chain(([name, field]) => fc.tuple(fc.constantFrom('_min', '_max'), comparison(values(field, entity, name))).map(([fn, c]) => ({ [name]: { [fn]: c } }))),
+        fc.tuple(fc.constantFrom(...numeric), comparison(fc.constantFrom(...POOLS.int, 1.5, 10, 50))).map(([[name], c]) => ({ [name]: { _avg: c } })),
+        fc.constantFrom(...numeric).chain(([name, field]) =>
+          fc.tuple(fc.constantFrom('_sum', '_min', '_max'), comparison(field.type === 'int' ? fc.constantFrom(...POOLS.int, 10, 50) : fc.constantFrom(...POOLS.float, 1.5, 10, 50)))
+            .map(([fn, c]) => ({ [name]: { [fn]: c } }))),
       );
     }
     const plain = fc.constantFrom(...by).chain((name) => fieldFilter(entity, name, entity.fields[name]).map((f) => ({ [name]: f })));
@@ -377,6 +387,28 @@ export function queryArbitraries(catalogue: Catalogue, features: Features, { row
         })));
     },
   };
+}
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Somewhere in the where (relation filters included): an OR list with a branch true by its form. */
+function hasOrWithTrueBranch(where: Json): boolean {
+  return Object.entries(where).some(([key, v]) => {
+    if (key === 'OR' && Array.isArray(v) && v.some((item) => isObject(item) && isTrueByForm(item))) return true;
+    const nested = Array.isArray(v) ? v : isObject(v) ? [v, ...Object.values(v)] : [];
+    return nested.some((item) => isObject(item) && hasOrWithTrueBranch(item));
+  });
+}
+
+/** `{}`, and AND / OR / NOT combinations of it that hold for every row. */
+function isTrueByForm(where: Json): boolean {
+  return Object.entries(where).every(([key, v]) => {
+    const items = (Array.isArray(v) ? v : [v]).filter(isObject);
+    if (key === 'AND') return items.every(isTrueByForm);
+    if (key === 'OR') return items.some(isTrueByForm);
+    if (key === 'NOT') return Array.isArray(v) && v.length === 0;
+    return false;
+  });
 }
 
 function isForeignKey(entity: EntityDef, field: FieldDef): boolean {

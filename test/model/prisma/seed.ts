@@ -151,7 +151,7 @@ export async function seedCatalogue(knex: Knex, catalogue: Catalogue, tables: Ma
       }
       throw new Error(`no row for ${entity.table} satisfies its unique indexes ${JSON.stringify(uniqueKeys)}`);
     });
-    if (rows.length > 0) await knex.batchInsert(entity.table, rows, 500);
+    await insertRows(knex, entity.table, rows);
     counts[entity.table] = rows.length;
   }
 
@@ -173,10 +173,15 @@ export async function seedCatalogue(knex: Knex, catalogue: Catalogue, tables: Ma
       }
       pairs.set(`${sourceId}:${targetId}`, row);
     }
-    await knex.batchInsert(table, [...pairs.values()], 500);
+    await insertRows(knex, table, [...pairs.values()]);
     counts[table] = pairs.size;
   }
   return counts;
+}
+
+/** Rows already there (a user registered through events) are kept. */
+async function insertRows(knex: Knex, table: string, rows: Record<string, unknown>[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += 500) await knex(table).insert(rows.slice(i, i + 500)).onConflict().ignore();
 }
 
 function valueFor(field: FieldDef, id: number, random: () => number, pick: <T>(values: readonly T[]) => T, unique: boolean): unknown {
