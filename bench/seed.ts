@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EventMetadata, NewEvent } from '../contracts/envelope';
-import type { DataOf, EventType } from '../contracts/events';
+import type { DataOf } from '../contracts/events';
 import type { AppendRequest } from '../infra/eventstore/postgres';
 import { seededRandom } from './support';
 

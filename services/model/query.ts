@@ -204,16 +204,22 @@ function sortValue(sql: SqlContext, entity: EntityDef, alias: string, key: Order
   }
   const relation = entity.relations[via[0]];
   const { qb, alias: relatedAlias } = relatedRows(sql, relation, alias);
-  return sql.knex.raw('?', [qb.select(sortValue(sql, ENTITIES[relation.target], relatedAlias, key, via.slice(1)))]);
+  const value = sql.knex.raw('?', [qb.select(sortValue(sql, ENTITIES[relation.target], relatedAlias, key, via.slice(1)))]);
+  // As Prisma: a count through a relation that is not set (or out of scope) counts 0, not null.
+  return 'field' in key ? value : sql.knex.raw('coalesce(?, 0)', [value]);
 }
 
 /**
  * `cursor`: keeps the rows at or after the cursor row in the order of `keys` (compared key by key,
  * nulls where the order puts them). No cursor row (or one out of scope): no rows at all.
  */
-function applyCursor(sql: SqlContext, qb: Knex.QueryBuilder, entity: EntityDef, alias: string, cursor: number, keys: SortKey[]): void {
+function applyCursor(
+  sql: SqlContext, qb: Knex.QueryBuilder, entity: EntityDef, alias: string, cursor: number, keys: SortKey[],
+  sameParent?: (cursorRow: Knex.QueryBuilder, cursorAlias: string) => void,
+): void {
   const cursorAlias = sql.nextAlias();
   const cursorRow = sql.knex({ [cursorAlias]: entity.table }).select(sql.knex.raw('1')).where(`${cursorAlias}.id`, cursor);
+  sameParent?.(cursorRow, cursorAlias);
   applyScope(sql, cursorRow, entity, cursorAlias);
   cursorRow.where(atOrAfter(sql, keys, alias, cursorAlias));
   qb.whereExists(cursorRow);
@@ -270,8 +276,11 @@ export function applyWhere(sql: SqlContext, qb: Knex.QueryBuilder, entity: Entit
   }
 }
 
+/** `{}`, an AND of always-true parts, or an OR with an always-true branch: no SQL to write, and none to lose under NOT. */
 function isAlwaysTrue(where: Where): boolean {
-  return where.kind === 'and' && where.items.every(isAlwaysTrue);
+  if (where.kind === 'and') return where.items.every(isAlwaysTrue);
+  if (where.kind === 'or') return where.items.some(isAlwaysTrue);
+  return false;
 }
 
 type Comparison = Extract<Where, { kind: 'compare' | 'in' | 'like' | 'list' | 'listEmpty' }>;
@@ -424,7 +433,16 @@ async function selectChildren(sql: SqlContext, relation: RelationDef, parentIds:
   applyScope(sql, numbered, target, alias);
   const backwards = (query.take ?? 0) < 0;
   const keys = pageKeys(sql, target, query.orderBy, backwards);
-  if (query.cursor !== undefined) applyCursor(sql, numbered, target, alias, query.cursor, keys);
+  // As Prisma: within an include, the cursor row must be one of this parent's rows, else the parent gets none.
+  if (query.cursor !== undefined) applyCursor(sql, numbered, target, alias, query.cursor, keys, (cursorRow, cursorAlias) => {
+    if (!relation.through) cursorRow.whereRaw('?? = ??', [`${cursorAlias}.${relation.foreignKey}`, parent]);
+    else {
+      const link = sql.nextAlias();
+      cursorRow.whereExists(sql.knex({ [link]: relation.through.table }).select(sql.knex.raw('1'))
+        .whereRaw('?? = ??', [`${link}.${relation.through.targetKey}`, `${cursorAlias}.id`])
+        .whereRaw('?? = ??', [`${link}.${relation.through.sourceKey}`, parent]));
+    }
+  });
   const order = orderSql(keys, alias);
   numbered.select(sql.knex.raw(`row_number() over (partition by ?? order by ${order.sql}) as ??`, [parent, ...order.bindings, RANK]));
 

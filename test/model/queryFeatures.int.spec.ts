@@ -197,8 +197,8 @@ describe('model API reads: float, json, enum, lists, many-to-many, relation orde
       expect(await order(testCase, { tags: { _count: 'desc' } }, { projectId: 1 })).to.deep.equal([100, 103, 101, 102]);
       expect(await order(project, { repositoryCases: { _count: 'asc' } })).to.deep.equal([2, 3, 1]);
       expect(await order(folder, { children: { _count: 'asc' } }, { projectId: 1 })).to.deep.equal([12, 10, 11]);
-      // Without a folder the count is null: first, descending.
-      expect(await order(testCase, [{ folder: { repositoryCases: { _count: 'desc' } } }, { id: 'desc' }])).to.deep.equal([102, 105, 104, 103, 101, 100]);
+      // Without a folder the count is 0, as Prisma has it: last, descending.
+      expect(await order(testCase, [{ folder: { repositoryCases: { _count: 'desc' } } }, { id: 'desc' }])).to.deep.equal([105, 104, 103, 101, 100, 102]);
     });
     it('inside list includes', async () => {
       const [alpha] = await many(project, {
@@ -248,8 +248,8 @@ describe('model API reads: float, json, enum, lists, many-to-many, relation orde
     it('in list includes, per parent', async () => {
       const cases = async (body: object) => ((await many(project, { where: { id: { in: [1, 2] } }, select: { repositoryCases: { select: { id: true }, ...body } } })) as { repositoryCases: Obj[] }[]).map((p) => p.repositoryCases.map((c) => c.id));
       expect(await cases({ orderBy: { title: 'asc' }, take: -2 })).to.deep.equal([[100, 102], [104]]);
-      // The cursor marks a position in the order, for every parent (Prisma's cursor condition).
-      expect(await cases({ orderBy: { title: 'asc' }, cursor: { id: 101 } })).to.deep.equal([[101, 100, 102], [104]]);
+      // As Prisma: the cursor row must be one of the parent's rows; a parent without it gets none.
+      expect(await cases({ orderBy: { title: 'asc' }, cursor: { id: 101 } })).to.deep.equal([[101, 100, 102], []]);
       expect(await cases({ orderBy: { title: 'asc' }, cursor: { id: 100 }, take: -2, skip: 1 })).to.deep.equal([[103, 101], []]);
     });
     it('findFirst with a negative take is the last row', async () => {
