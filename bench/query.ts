@@ -20,7 +20,8 @@ import { BenchSanityError, describeCode, describeMachine, percentile, round, wri
  * folders across 20 projects, tags, test runs with run cases and statuses), each measured four ways
  * in the same run, interleaved: through the HTTP API of a started app (bearer token of an
  * administrator), our engine in-process (parse + run), one hand-written SQL statement through
- * `pg`, and Prisma Client 7 on the same tables. Also counts the SQL round trips of our engine (and
+ * `pg` (building the same rows, with every field the API answers, as JSON in PostgreSQL), and Prisma
+ * Client 7 on the same tables. Also counts the SQL round trips of our engine (and
  * of Prisma) for 10 and for 100 rows returned.
  */
 
@@ -94,8 +95,8 @@ function queries(o: QueryOptions): BenchQuery[] {
       },
       sql: {
         text: `SELECT p.*,
-                 (SELECT json_agg(json_build_object('id', f.id, 'name', f.name, 'parentId', f.parent_id,
-                          '_count', json_build_object('repositoryCases', (SELECT count(*) FROM repository_cases c WHERE c.folder_id = f.id)))
+                 (SELECT json_agg(to_jsonb(f) || jsonb_build_object(
+                          '_count', jsonb_build_object('repositoryCases', (SELECT count(*) FROM repository_cases c WHERE c.folder_id = f.id)))
                           ORDER BY f.name, f.id)
                     FROM repository_folders f WHERE f.project_id = p.id) AS folders,
                  json_build_object('repositoryCases', (SELECT count(*) FROM repository_cases c WHERE c.project_id = p.id),
@@ -127,8 +128,8 @@ function queries(o: QueryOptions): BenchQuery[] {
       },
       sql: {
         text: `SELECT r.*,
-                 (SELECT json_agg(json_build_object('id', rc.id, 'order', rc.sort_order, 'isCompleted', rc.is_completed,
-                          'status', row_to_json(s), 'repositoryCase', json_build_object('id', c.id, 'title', c.title))
+                 (SELECT json_agg(to_jsonb(rc) || jsonb_build_object(
+                          'status', to_jsonb(s), 'repositoryCase', jsonb_build_object('id', c.id, 'title', c.title))
                           ORDER BY rc.sort_order, rc.id)
                     FROM test_run_cases rc LEFT JOIN statuses s ON s.id = rc.status_id JOIN repository_cases c ON c.id = rc.repository_case_id
                    WHERE rc.test_run_id = r.id) AS test_run_cases

@@ -52,6 +52,16 @@ export class CheckpointWatcher {
     else this.client = client;
   }
 
+  /**
+   * Changes whenever the projection applies anything (any of its checkpoints moves): lets a cache
+   * of what that projection holds know it may be stale.
+   */
+  generation(projection: string): string {
+    let sum = 0n;
+    for (const [key, position] of this.positions) if (key === projection || key.startsWith(`${projection}#`)) sum += position;
+    return sum.toString();
+  }
+
   private async refresh(): Promise<void> {
     for (const [name, position] of await readCheckpoints(this.knex)) this.advance(name, position);
   }

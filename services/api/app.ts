@@ -64,7 +64,7 @@ export function buildApp(deps: AppDeps): Express {
   }));
 
   const usage = new TokenUsageRecorder(deps.knex, deps.logger);
-  passport.use(bearerStrategy({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage }));
+  passport.use(bearerStrategy({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage, identityGeneration: () => deps.watcher.generation('identity') }));
   app.use(passport.initialize());
 
   app.use(loginRoutes(deps));

@@ -41,23 +41,47 @@ export class TokenUsageRecorder {
   }
 }
 
-export interface AuthDeps { knex: Knex; tokenSecret: string; clock: () => Date; usage: TokenUsageRecorder }
+export interface AuthDeps {
+  knex: Knex; tokenSecret: string; clock: () => Date; usage: TokenUsageRecorder;
+  /** Changes whenever the identity read model changes (see CheckpointWatcher.generation). */
+  identityGeneration?: () => string;
+}
+
+interface CachedToken { auth: RequestAuth; expiresAt: number | null; generation: string; cachedAt: number }
+
+/** How long a token's lookup is reused at most, even if no identity change is noticed. */
+const TOKEN_CACHE_MS = 5_000;
+const TOKEN_CACHE_SIZE = 10_000;
 
 /** The bearer strategy: the token's HMAC is looked up; revoked, expired or deactivated → refused. */
 export function bearerStrategy(deps: AuthDeps): passport.Strategy {
+  // Repeated requests with the same token skip the lookup, until the identity read model changes
+  // (a revocation, an expiry set, a user deactivated) or a few seconds pass, whichever is first.
+  const cache = new Map<string, CachedToken>();
   return new BearerStrategy((token, done) => {
     const now = deps.clock();
+    const hash = hashToken(deps.tokenSecret, token);
+    const generation = deps.identityGeneration?.();
+    const cached = generation === undefined ? undefined : cache.get(hash);
+    if (cached && cached.generation === generation && Date.now() - cached.cachedAt < TOKEN_CACHE_MS && (cached.expiresAt === null || cached.expiresAt > now.getTime())) {
+      deps.usage.touch(cached.auth.tokenId!, now);
+      return done(null, cached.auth);
+    }
     deps.knex('api_tokens as t')
       .join('users as u', 'u.id', 't.user_id')
-      .where('t.token_hash', hashToken(deps.tokenSecret, token))
+      .where('t.token_hash', hash)
       .whereNull('t.revoked_at')
       .where((q) => q.whereNull('t.expires_at').orWhere('t.expires_at', '>', now))
       .where('u.is_active', true)
-      .first('t.id as token_id', 'u.id', 'u.email', 'u.name', 'u.access', 'u.is_active')
-      .then((row: (UserRow & { token_id: number }) | undefined) => {
+      .first('t.id as token_id', 't.expires_at', 'u.id', 'u.email', 'u.name', 'u.access', 'u.is_active')
+      .then((row: (UserRow & { token_id: number; expires_at: Date | null }) | undefined) => {
         if (!row) return done(null, false);
         deps.usage.touch(row.token_id, now);
         const auth: RequestAuth = { user: toUser(row), tokenId: row.token_id, via: 'api' };
+        if (generation !== undefined) {
+          if (cache.size >= TOKEN_CACHE_SIZE) cache.clear();
+          cache.set(hash, { auth, expiresAt: row.expires_at ? row.expires_at.getTime() : null, generation, cachedAt: Date.now() });
+        }
         return done(null, auth);
       }, done);
   });

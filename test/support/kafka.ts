@@ -298,9 +298,10 @@ const at = (second: number) => new Date(Date.UTC(2026, 0, 1) + second * 1000).to
 /** The event a writer appends at `revision` of case `caseId`: created first, then retitled. */
 export function caseEvent(caseId: number, revision: number, writer = 0): NewEvent {
   if (revision === 0) {
-    return { type: 'RepositoryCaseCreated', data: { caseId, projectId: 1, folderId: null, title: `case ${caseId}`, description: null, createdAt: at(0) } };
+    // The first shape of these events (v1): still valid, and still applied by the read model.
+    return { type: 'RepositoryCaseCreated', schemaVersion: 1, data: { caseId, projectId: 1, folderId: null, title: `case ${caseId}`, description: null, createdAt: at(0) } };
   }
-  return { type: 'RepositoryCaseUpdated', data: { caseId, changes: { title: `case ${caseId} r${revision} w${writer}` }, updatedAt: at(revision) } };
+  return { type: 'RepositoryCaseUpdated', schemaVersion: 1, data: { caseId, changes: { title: `case ${caseId} r${revision} w${writer}` }, updatedAt: at(revision) } };
 }
 
 /** Appends `count` events to case `caseId`'s stream (one append each, expected revisions). */

@@ -51,6 +51,16 @@ describe('API tokens', function () {
     expect((await session.request('DELETE', '/api/tokens/abc')).status).to.equal(400);
   });
 
+  it('a revoked token is refused on the very next request, though its lookups were being reused', async () => {
+    const created = await session.post('/api/tokens', { name: 'soon revoked' });
+    const bearer = new HttpClient(app.url, created.body.token);
+    for (let i = 0; i < 3; i++) expect((await bearer.get('/api/auth/me')).status).to.equal(200);
+    expect((await session.request('DELETE', `/api/tokens/${created.body.id}`)).status).to.equal(204);
+    const refused = await bearer.get('/api/auth/me');
+    expect(refused.status).to.equal(401);
+    expect(refused.body.code).to.equal('invalid-token');
+  });
+
   it('logout ends the session server-side', async () => {
     const c = new HttpClient(app.url);
     await c.post('/api/auth/login', { email: 'bob@example.com', password: 'bob-password-1' });
