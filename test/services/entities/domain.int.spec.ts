@@ -121,6 +121,15 @@ describe('the domain through the model API', function () {
       expect(kase.fieldValues).to.have.length(1);
       expect(kase.fieldValues[0]).to.include({ fieldId: ids.priority, value: 'High' });
       ids.step = kase.steps[0].id;
+      // One event says it all: links as ids, children whole, who did it in the metadata.
+      const [event] = await app.deps.store.readStream(`repositoryCase-${kase.id}`);
+      expect(event.type).to.equal('RepositoryCaseCreated');
+      expect(event.data).to.deep.include({ caseId: kase.id, title: 'Pay by card', tagIds: [ids.smoke, ids.slow], createdById: adminId, templateId: ids.template });
+      expect((event.data as { steps: unknown[] }).steps).to.deep.equal([
+        { id: kase.steps[0].id, step: 'Open the cart', expectedResult: 'The cart shows', order: 1 },
+        { id: kase.steps[1].id, step: 'Pay', expectedResult: null, order: 2 },
+      ]);
+      expect(event.metadata.actor).to.deep.include({ userId: adminId, via: 'session' });
     });
 
     it('updates links with set / disconnect and replaces steps; every change is a new version', async () => {
@@ -134,6 +143,9 @@ describe('the domain through the model API', function () {
       expect(res.body.data.steps.map((s: { step: string }) => s.step).sort()).to.deep.equal(['Pay', 'Pay again']);
       expect(res.body.data.currentVersion).to.equal(2);
       expect(res.body.data.versions.map((v: { version: number }) => v.version)).to.deep.equal([1, 2]);
+      const [, updated] = await app.deps.store.readStream(`repositoryCase-${ids.case}`);
+      expect(updated.type).to.equal('RepositoryCaseUpdated');
+      expect(Object.keys((updated.data as { changes: object }).changes).sort()).to.deep.equal(['steps', 'tagIds']);
       const set = await c.post('/api/model/repositoryCase/update', { where: { id: ids.case }, data: { title: 'Pay by card (3DS)', tags: { set: [] } }, include: { tags: true } });
       expect(set.body.data.tags).to.deep.equal([]);
       expect(set.body.data.currentVersion).to.equal(3);
