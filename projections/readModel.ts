@@ -54,7 +54,8 @@ const CASES = ENTITIES.repositoryCase;
 class Replacements {
   readonly children = new Map<string, Map<number, Values[]>>();
   readonly links = new Map<string, Map<number, number[]>>();
-  readonly versions: Values[] = [];
+  /** One per applied case event, with the case row as it was right after it. */
+  readonly versions: { values: Values; row: VersionedRow }[] = [];
 
   child(table: string, parentId: number, rows: Values[]): void {
     if (!this.children.has(table)) this.children.set(table, new Map());
@@ -87,10 +88,23 @@ class Replacements {
       }
     }
     if (this.versions.length > 0) {
+      // No ON CONFLICT: a version is only added when its case row applied the event, so a redelivery adds none.
+      // The latest version of each case is the row as flushed: PostgreSQL builds its snapshot from
+      // the table (no JSON round trip); earlier versions in the same batch carry theirs from here.
+      const latest = new Map<unknown, number>();
+      this.versions.forEach((v, i) => latest.set(v.values.repository_case_id, i));
+      const fromTable = this.versions.filter((_, i) => latest.get(this.versions[i].values.repository_case_id) === i).map((v) => v.values);
+      const earlier = this.versions.filter((_, i) => latest.get(this.versions[i].values.repository_case_id) !== i)
+        .map(({ values, row }) => ({ ...values, title: row.title, snapshot: caseSnapshot(row) }));
       const types = columnTypesWithoutRevision(ENTITIES.repositoryCaseVersion);
       delete types.id;
-      // No ON CONFLICT: a version is only added when its case row applied the event, so a redelivery adds none.
-      await insertRecords(trx, 'repository_case_versions', types, this.versions);
+      await insertRecords(trx, 'repository_case_versions', types, earlier);
+      for (let i = 0; i < fromTable.length; i += 5000) {
+        await trx.raw(`INSERT INTO repository_case_versions (repository_case_id, version, title, snapshot, changed_by_id, created_at)
+          SELECT x.repository_case_id, x.version, c.title, ${SNAPSHOT_SQL}, x.changed_by_id, x.created_at
+          FROM jsonb_to_recordset(?::jsonb) AS x(repository_case_id integer, version integer, changed_by_id integer, created_at timestamptz)
+          JOIN repository_cases c ON c.id = x.repository_case_id`, [JSON.stringify(fromTable.slice(i, i + 5000))]);
+      }
     }
   }
 }
@@ -118,6 +132,8 @@ function caseSnapshot(row: VersionedRow): Values {
   snapshot.isDeleted = row.is_deleted;
   return snapshot;
 }
+/** The same snapshot, built by PostgreSQL from the case row `c`. */
+const SNAPSHOT_SQL = `jsonb_build_object(${[...SNAPSHOT_FIELDS.map(([name, f]) => `'${name}', c."${f.column}"`), `'isDeleted', c.is_deleted`].join(', ')})`;
 
 export const readModelProjection: Projection = {
   name: 'readModel',
@@ -202,8 +218,8 @@ export const readModelProjection: Projection = {
         const row = batchOf(CASES).peek(id);
         if (row && row.revision === BigInt(event.revision)) {
           replaced.versions.push({
-            repository_case_id: id, version: Number(event.revision) + 1, title: row.title, snapshot: caseSnapshot(row),
-            changed_by_id: event.metadata.actor.userId ?? null, created_at: event.recordedAt,
+            values: { repository_case_id: id, version: Number(event.revision) + 1, changed_by_id: event.metadata.actor.userId ?? null, created_at: event.recordedAt },
+            row,
           });
         }
       }
