@@ -87,6 +87,7 @@ export async function updateEntity(deps: CommandDeps, name: EntityName, id: numb
     values[relation] = await newChildren(deps, ENTITIES[def.target], def, current, children, metadata);
   }
   const merged = { ...state.values, ...values };
+  await refuseCycles(deps, entity, id, write.connect);
   // The project path's first hop is looked up too, so that new references are checked against the row's project.
   const changedRelations = [...Object.keys(write.connect), ...(entity.projectPath?.length ? [entity.projectPath[0]] : [])];
   const facts = await factsFor(deps, entity, merged, changedRelations, write);
@@ -101,6 +102,23 @@ export async function deleteEntity(deps: CommandDeps, name: EntityName, id: numb
   const entity = ENTITIES[name];
   const outcome = await handleCommand(deps.store, streamOf(entity, id), deciderOf(entity), { type: 'Delete', id, now: deps.clock().toISOString() }, metadata);
   await readYourWrites(deps, outcome);
+}
+
+/** How far up a tree (milestones) is followed when a move is checked. */
+const MAX_TREE_DEPTH = 1000;
+
+/** A row of a tree (a milestone under its parent) cannot move under itself or its own descendants. */
+async function refuseCycles(deps: CommandDeps, entity: EntityDef, id: number, connect: Record<string, number | null>): Promise<void> {
+  for (const [relation, targetId] of Object.entries(connect)) {
+    const def = entity.relations[relation];
+    if (def.target !== entity.name || targetId === null) continue;
+    let current: number | null = targetId;
+    for (let depth = 0; current !== null && depth < MAX_TREE_DEPTH; depth++) {
+      if (current === id) throw new DomainError(`${kebab(entity.name)}-cycle`, `${entity.name} ${id} cannot move under itself or its descendants`, { path: `data.${relation}` });
+      const fact = await factOf(deps, entity.name, current);
+      current = (fact.values[def.scalar!] as number | null | undefined) ?? null;
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

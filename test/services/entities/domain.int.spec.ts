@@ -238,6 +238,18 @@ describe('the domain through the model API', function () {
       expect(integration.settings).to.deep.equal({ projectKey: 'SHOP' });
     });
 
+    it('milestones form a tree: a milestone cannot move under itself or its descendants', async () => {
+      const root = (await create('milestone', { name: '2.0', project: { connect: { id: ids.project } } })).id;
+      const child = (await create('milestone', { name: '2.0-beta', project: { connect: { id: ids.project } }, parent: { connect: { id: root } } })).id;
+      const grandchild = (await create('milestone', { name: '2.0-beta-1', project: { connect: { id: ids.project } }, parent: { connect: { id: child } } })).id;
+      await refused('milestone', 'update', { where: { id: root }, data: { parent: { connect: { id: grandchild } } } }, 400, 'milestone-cycle');
+      await refused('milestone', 'update', { where: { id: root }, data: { parent: { connect: { id: root } } } }, 400, 'milestone-cycle');
+      const tree = (await c.post('/api/model/milestone/findUnique', { where: { id: root }, include: { children: { include: { children: true } } } })).body.data;
+      expect(tree.children[0].children[0].id).to.equal(grandchild);
+      const moved = await c.post('/api/model/milestone/update', { where: { id: grandchild }, data: { parent: { disconnect: true } } });
+      expect(moved.body.data.parentId).to.equal(null);
+    });
+
     it('a project assignment is removed for good on delete; a deleted project can be restored', async () => {
       const assignment = await first('projectAssignment', { projectId: ids.project });
       expect((await c.post('/api/model/projectAssignment/delete', { where: { id: assignment.id } })).status).to.equal(200);
