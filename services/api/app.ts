@@ -53,7 +53,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use('/api', express.json({ limit: '1mb' }), jsonBodiesOnlyExcept([UPLOAD_PATH]));
 
   const PgStore = connectPgSimple(session);
-  app.use('/api', session({
+  const sessions = session({
     name: SESSION_COOKIE,
     secret: deps.sessionSecret,
     store: new PgStore({ pool: deps.pool, tableName: 'http_sessions', createTableIfMissing: true }),
@@ -61,7 +61,10 @@ export function buildApp(deps: AppDeps): Express {
     saveUninitialized: false,
     rolling: true,
     cookie: { httpOnly: true, sameSite: 'lax', secure: deps.trustProxy ? 'auto' : false, maxAge: deps.sessionMaxAgeMs },
-  }));
+  });
+  // A request with a bearer token and no cookie (CI, scripts) has no session to load: skip the store.
+  app.use('/api', (req, res, next) =>
+    req.headers.authorization?.startsWith('Bearer ') && req.headers.cookie === undefined && req.path !== '/auth/login' ? next() : sessions(req, res, next));
 
   const usage = new TokenUsageRecorder(deps.knex, deps.logger);
   passport.use(bearerStrategy({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage, identityGeneration: () => deps.watcher.generation('identity') }));
