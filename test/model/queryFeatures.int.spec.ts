@@ -1,32 +1,19 @@
 import { expect } from 'chai';
-import knexFactory, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import { ENTITIES, type EntityDef } from '../../contracts/entities';
-import { migrateReadModel } from '../../projections/migrations';
 import { runAggregate, runGroupBy } from '../../services/model/aggregate';
 import { parseAggregateArgs, parseFindArgs, parseGroupByArgs, type FindOperation } from '../../services/model/args';
 import { runFind } from '../../services/model/query';
 import { HttpError } from '../../services/shared/errors';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { seedWorld } from './queryFixtures';
+import { useSeededWorld } from './queryFixtures';
 
 const { project, repositoryFolder: folder, repositoryCase: testCase, tag, status, caseField, caseFieldValue, testRunResult, step } = ENTITIES;
 
 type Obj = Record<string, unknown>;
 
 describe('model API reads: float, json, enum, lists, many-to-many, relation ordering, paging, having', () => {
-  let db: TestDatabase;
   let knex: Knex;
-
-  before(async () => {
-    db = await createTestDatabase('model_features');
-    knex = knexFactory({ client: 'pg', connection: db.url });
-    await migrateReadModel(knex);
-    await seedWorld(knex);
-  });
-  after(async () => {
-    await knex?.destroy();
-    await db?.drop();
-  });
+  useSeededWorld('model_features', (k) => (knex = k));
 
   const find = (entity: EntityDef, op: FindOperation, body: unknown) => runFind(knex, entity, op, parseFindArgs(entity, op, body));
   const many = async (entity: EntityDef, body: unknown) => (await find(entity, 'findMany', body)) as Obj[];

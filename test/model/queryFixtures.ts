@@ -1,5 +1,7 @@
-import type { Knex } from 'knex';
+import knexFactory, { type Knex } from 'knex';
 import { ENTITIES, type EntityDef, type FieldDef } from '../../contracts/entities';
+import { migrateReadModel } from '../../projections/migrations';
+import { createTestDatabase, type TestDatabase } from '../support/database';
 
 /**
  * Read-model rows for model API tests, written by field name (columns come from the catalogue,
@@ -127,4 +129,21 @@ export async function seedWorld(knex: Knex, entities: Record<string, EntityDef> 
     { id: 5, repositoryCaseId: 103, fieldId: 2, value: null },
     { id: 6, repositoryCaseId: 104, fieldId: 1, value: true },
   ]);
+}
+
+/** For a describe block: a throw-away database with the read model and the fixture world, handed to `use`. */
+export function useSeededWorld(name: string, use: (knex: Knex) => void): void {
+  let db: TestDatabase | undefined;
+  let knex: Knex | undefined;
+  before(async () => {
+    db = await createTestDatabase(name);
+    knex = knexFactory({ client: 'pg', connection: db.url });
+    await migrateReadModel(knex);
+    await seedWorld(knex);
+    use(knex);
+  });
+  after(async () => {
+    await knex?.destroy();
+    await db?.drop();
+  });
 }

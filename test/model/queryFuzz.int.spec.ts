@@ -1,13 +1,11 @@
 import { expect } from 'chai';
-import knexFactory, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import { ENTITIES, type EntityDef, type FieldDef } from '../../contracts/entities';
-import { migrateReadModel } from '../../projections/migrations';
 import { runAggregate, runGroupBy } from '../../services/model/aggregate';
 import { parseAggregateArgs, parseFindArgs, parseGroupByArgs, parseWhere, type FindOperation } from '../../services/model/args';
 import { runFind, type Scope } from '../../services/model/query';
 import { HttpError } from '../../services/shared/errors';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { seedWorld } from './queryFixtures';
+import { useSeededWorld } from './queryFixtures';
 
 /**
  * Random read bodies, built from the catalogue and mostly well-formed, with bad values, keys and
@@ -148,19 +146,8 @@ const scope: Scope = (entity) => {
 };
 
 describe('model API reads: random bodies answer or are refused with a 400, never another error', () => {
-  let db: TestDatabase;
   let knex: Knex;
-
-  before(async () => {
-    db = await createTestDatabase('model_fuzz');
-    knex = knexFactory({ client: 'pg', connection: db.url });
-    await migrateReadModel(knex);
-    await seedWorld(knex);
-  });
-  after(async () => {
-    await knex?.destroy();
-    await db?.drop();
-  });
+  useSeededWorld('model_fuzz', (k) => (knex = k));
 
   const entities = [ENTITIES.project, ENTITIES.repositoryFolder, ENTITIES.repositoryCase, ENTITIES.tag, ENTITIES.step, ENTITIES.testRunResult, ENTITIES.status, ENTITIES.caseField, ENTITIES.caseFieldValue];
 

@@ -1,12 +1,10 @@
 import { expect } from 'chai';
-import knexFactory, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import { ENTITIES, type EntityDef } from '../../contracts/entities';
-import { migrateReadModel } from '../../projections/migrations';
 import { runAggregate, runGroupBy } from '../../services/model/aggregate';
 import { parseAggregateArgs, parseFindArgs, parseGroupByArgs, parseWhere, type FindOperation } from '../../services/model/args';
 import { findRowById, runFind, type Scope } from '../../services/model/query';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { seedWorld } from './queryFixtures';
+import { useSeededWorld } from './queryFixtures';
 
 const { project, repositoryFolder: folder, repositoryCase: testCase, tag, step, testRunResult } = ENTITIES;
 
@@ -32,19 +30,8 @@ const scope: Scope = (entity) => {
 };
 
 describe('model API reads within a scope (row-level security): nothing out of scope leaks', () => {
-  let db: TestDatabase;
   let knex: Knex;
-
-  before(async () => {
-    db = await createTestDatabase('model_scope');
-    knex = knexFactory({ client: 'pg', connection: db.url });
-    await migrateReadModel(knex);
-    await seedWorld(knex);
-  });
-  after(async () => {
-    await knex?.destroy();
-    await db?.drop();
-  });
+  useSeededWorld('model_scope', (k) => (knex = k));
 
   const read = (scoped: boolean) => (entity: EntityDef, op: FindOperation, body: unknown) =>
     runFind(knex, entity, op, parseFindArgs(entity, op, body), scoped ? { scope } : {});
