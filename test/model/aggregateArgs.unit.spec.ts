@@ -1,23 +1,11 @@
 import { expect } from 'chai';
 import { ENTITIES } from '../../contracts/entities';
 import { parseAggregateArgs, parseGroupByArgs } from '../../services/model/args';
-import { HttpError } from '../../services/shared/errors';
+import { refusedAt } from './refusal';
 
 const { project, repositoryCase: testCase } = ENTITIES;
 
 /** Runs `parse` and returns the `details.path` of the 400 it must throw. */
-function refusedAt(parse: () => unknown): string {
-  try {
-    parse();
-  } catch (err) {
-    expect(err).to.be.instanceOf(HttpError);
-    const error = err as HttpError;
-    expect(error.status).to.equal(400);
-    expect(error.code).to.equal('invalid-argument');
-    return error.details.path as string;
-  }
-  throw new Error('expected the arguments to be refused');
-}
 
 const aggregate = (body: unknown) => parseAggregateArgs(testCase, body);
 const groupBy = (body: unknown) => parseGroupByArgs(testCase, body);

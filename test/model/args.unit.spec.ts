@@ -1,28 +1,15 @@
 import { expect } from 'chai';
 import { ENTITIES } from '../../contracts/entities';
-import { HttpError } from '../../services/shared/errors';
 import {
   parseCreateArgs,
   parseDeleteArgs,
   parseFindArgs,
   parseUpdateArgs,
 } from '../../services/model/args';
+import { refusedAt } from './refusal';
 
 const { project, repositoryFolder: folder, repositoryCase: testCase } = ENTITIES;
 
-/** Runs `parse` and returns the `details.path` of the 400 it must throw. */
-function refusedAt(parse: () => unknown): string {
-  try {
-    parse();
-  } catch (err) {
-    expect(err).to.be.instanceOf(HttpError);
-    const error = err as HttpError;
-    expect(error.status).to.equal(400);
-    expect(error.code).to.equal('invalid-argument');
-    return error.details.path as string;
-  }
-  throw new Error('expected the arguments to be refused');
-}
 
 const findMany = (body: unknown) => parseFindArgs(project, 'findMany', body);
 const findCases = (body: unknown) => parseFindArgs(testCase, 'findMany', body);

@@ -1,24 +1,11 @@
 import { expect } from 'chai';
 import { CASE_SOURCES, ENTITIES } from '../../contracts/entities';
 import { MAX_DEPTH, parseCreateArgs, parseFindArgs, parseGroupByArgs, parseUpdateArgs, type FindOperation } from '../../services/model/args';
-import { HttpError } from '../../services/shared/errors';
+import { refusal, refusedAt } from './refusal';
 
 const { project, repositoryCase: testCase, repositoryFolder: folder, caseField, caseFieldValue, integration, status, tag, testRunResult, repositoryCaseVersion } = ENTITIES;
 
 /** Runs `parse` and returns the 400 it must throw. */
-function refusal(parse: () => unknown): HttpError {
-  try {
-    parse();
-  } catch (err) {
-    expect(err).to.be.instanceOf(HttpError);
-    const error = err as HttpError;
-    expect(error.status).to.equal(400);
-    expect(error.code).to.equal('invalid-argument');
-    return error;
-  }
-  throw new Error('expected the arguments to be refused');
-}
-const refusedAt = (parse: () => unknown) => refusal(parse).details.path as string;
 
 const find = (entity: (typeof ENTITIES)[keyof typeof ENTITIES], body: unknown, op: FindOperation = 'findMany') => parseFindArgs(entity, op, body);
 
