@@ -193,6 +193,23 @@ for (const transport of ['direct', 'kafka'] as const) describe(`HTTP end to end 
     }
   });
 
+  it('a fresh installation was seeded with its defaults through events, once across restarts and a rebuild', async () => {
+    const c = new HttpClient(server.url);
+    expect((await c.post('/api/auth/login', ADMIN)).status).to.equal(200);
+    const statuses = await c.post('/api/model/status/findMany', { orderBy: { order: 'asc' }, select: { systemName: true } });
+    expect(statuses.body.data.map((s: { systemName: string }) => s.systemName)).to.deep.equal(['untested', 'passed', 'failed', 'error', 'skipped', 'blocked', 'retest']);
+    const runStates = await c.post('/api/model/workflow/findMany', { where: { scope: 'RUNS' }, orderBy: { order: 'asc' }, select: { workflowType: true } });
+    expect(runStates.body.data.map((w: { workflowType: string }) => w.workflowType)).to.deep.equal(['NOT_STARTED', 'IN_PROGRESS', 'DONE']);
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query("SELECT type, count(*)::int AS n FROM es_events WHERE type IN ('DefaultsPlanned', 'StatusCreated', 'TemplateCreated') GROUP BY type ORDER BY type");
+      expect(rows).to.deep.equal([{ type: 'DefaultsPlanned', n: 1 }, { type: 'StatusCreated', n: 7 }, { type: 'TemplateCreated', n: 1 }]);
+    } finally {
+      await client.end();
+    }
+  });
+
   it('answers 400 naming the offending path, and writes nothing', async () => {
     const c = new HttpClient(server.url);
     await c.post('/api/auth/login', ADMIN);
