@@ -61,9 +61,12 @@ export class RowBatch {
     const current = this.rows.get(id);
     const revision = BigInt(event.revision);
     if (current && current.revision >= revision) return;
-    const next = change(current);
+    const next = change(current) as VersionedRow | undefined;
     if (!next) return;
-    this.rows.set(id, { ...next, id, revision });
+    // `change` returns a fresh object (it never edits `current`): stamp it instead of copying it again.
+    next.id = id;
+    next.revision = revision;
+    this.rows.set(id, next);
     this.dirty.add(id);
   }
 
