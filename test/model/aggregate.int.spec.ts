@@ -1,10 +1,9 @@
 import { expect } from 'chai';
-import knexFactory, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import { ENTITIES } from '../../contracts/entities';
-import { migrateReadModel } from '../../projections/migrations';
 import { runAggregate, runGroupBy } from '../../services/model/aggregate';
 import { parseAggregateArgs, parseGroupByArgs } from '../../services/model/args';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { useSeededWorld } from './queryFixtures';
 
 const { repositoryCase: testCase } = ENTITIES;
 
@@ -32,21 +31,12 @@ const CASES = [
 ];
 
 describe('model API aggregate and groupBy against the read model', () => {
-  let db: TestDatabase;
   let knex: Knex;
-
-  before(async () => {
-    db = await createTestDatabase('model_aggregate');
-    knex = knexFactory({ client: 'pg', connection: db.url });
-    await migrateReadModel(knex);
+  useSeededWorld('model_aggregate', (k) => (knex = k), async (k) => {
     const internal = <Row extends { created_at: string }>(row: Row) => ({ ...row, updated_at: row.created_at, revision: 0 });
-    await knex('projects').insert(PROJECTS.map(internal));
-    await knex('repository_folders').insert(FOLDERS.map(internal));
-    await knex('repository_cases').insert(CASES.map((row) => ({ ...internal(row), is_deleted: false })));
-  });
-  after(async () => {
-    await knex?.destroy();
-    await db?.drop();
+    await k('projects').insert(PROJECTS.map(internal));
+    await k('repository_folders').insert(FOLDERS.map(internal));
+    await k('repository_cases').insert(CASES.map((row) => ({ ...internal(row), is_deleted: false })));
   });
 
   /** Parses the body like the route would, then runs it. */

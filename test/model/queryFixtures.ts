@@ -131,15 +131,18 @@ export async function seedWorld(knex: Knex, entities: Record<string, EntityDef> 
   ]);
 }
 
-/** For a describe block: a throw-away database with the read model and the fixture world, handed to `use`. */
-export function useSeededWorld(name: string, use: (knex: Knex) => void): void {
+/**
+ * For a describe block: a throw-away database with the read model, filled by `seed` (the fixture
+ * world by default), handed to `use`.
+ */
+export function useSeededWorld(name: string, use: (knex: Knex) => void, seed: (knex: Knex) => Promise<void> = (knex) => seedWorld(knex)): void {
   let db: TestDatabase | undefined;
   let knex: Knex | undefined;
   before(async () => {
     db = await createTestDatabase(name);
     knex = knexFactory({ client: 'pg', connection: db.url });
     await migrateReadModel(knex);
-    await seedWorld(knex);
+    await seed(knex);
     use(knex);
   });
   after(async () => {

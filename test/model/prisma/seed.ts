@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { EntityDef, FieldDef } from '../../../contracts/entities';
 import type { Catalogue } from './schema';
+import { seededRandom } from '../../../bench/support';
 
 /**
  * Small, collision-rich data for every catalogue entity whose table exists, written straight into
@@ -225,14 +226,3 @@ function shuffle<T>(values: T[], random: () => number): T[] {
   return values;
 }
 
-/** mulberry32. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
