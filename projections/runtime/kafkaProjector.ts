@@ -50,8 +50,12 @@ export function startKafkaProjector(deps: {
       if (toCommit.size === 0) return;
       const offsets = [...toCommit].map(([partition, offset]) => ({ topic: deps.topic, partition, offset }));
       toCommit.clear();
-      // A commit lost to a rebalance only means a redelivery, which the checkpoints recognise.
-      await consumer.commitOffsets(offsets).catch((err) => log.debug({ err }, 'offset commit failed'));
+      await consumer.commitOffsets(offsets).catch((err) => {
+        // Kept for the next tick (unless a newer offset came meanwhile): a commit lost while the
+        // broker was away must not leave the group's lag standing once everything is applied.
+        for (const { partition, offset } of offsets) if (!toCommit.has(partition)) toCommit.set(partition, offset);
+        log.debug({ err }, 'offset commit failed; retried on the next tick');
+      });
     };
     const committer = setInterval(() => void commitOffsets(), OFFSET_COMMIT_INTERVAL_MS);
     const consumer = deps.kafka.consumer({ groupId: consumerGroupOf(deps.topic, projection.name), allowAutoTopicCreation: false });
@@ -184,6 +188,11 @@ export function startKafkaProjector(deps: {
       status.state = 'stopped';
       status.lastError = error instanceof Error ? error.message : String(error);
       log.error({ err: error }, 'kafka projector stopped');
+    });
+    // After a rebalance, only offsets of partitions still ours are worth committing.
+    consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      const ours = new Set(e.payload.memberAssignment[deps.topic] ?? []);
+      for (const partition of [...toCommit.keys()]) if (!ours.has(partition)) toCommit.delete(partition);
     });
     consumer.on(consumer.events.CRASH, (e) => {
       status.lastError = e.payload.error.message;
