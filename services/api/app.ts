@@ -4,14 +4,13 @@ import connectPgSimple from 'connect-pg-simple';
 import passport from 'passport';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { pinoHttp } from 'pino-http';
 import { bearerStrategy, requireAuthentication, TokenUsageRecorder } from '../identity/authentication';
 import { identityRoutes, loginRoutes } from '../identity/identity.routes';
 import { modelRoutes } from '../model/model.routes';
 import { fileRoutes, UPLOAD_PATH } from '../files/files.routes';
 import type { FileStore } from '../files/fileStore';
 import type { CommandDeps } from '../shared/commandBus';
-import { correlationId, errorHandler, jsonBodiesOnlyExcept, notFoundRoute } from './http';
+import { accessLog, correlationId, errorHandler, jsonBodiesOnlyExcept, notFoundRoute } from './http';
 import { docsRoutes } from './docs.routes';
 import { docsPageRoutes } from './docsPage.routes';
 import { healthRoutes, type ReadinessCheck } from './health.routes';
@@ -36,6 +35,8 @@ export interface AppDeps extends CommandDeps {
 export function buildApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
+  // Answers change with every event and most requests are POSTs: no ETag hashing of every body.
+  app.set('etag', false);
   if (deps.trustProxy) app.set('trust proxy', 1);
 
   app.use((req, res, next) => {
@@ -43,11 +44,7 @@ export function buildApp(deps: AppDeps): Express {
     res.setHeader('X-Correlation-Id', req.correlationId);
     next();
   });
-  app.use(pinoHttp({
-    logger: deps.logger,
-    genReqId: (req) => (req as express.Request).correlationId,
-    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-  }));
+  app.use(accessLog(deps.logger));
   app.use(healthRoutes(deps.readiness));
   app.use(docsPageRoutes());
   app.use('/api', express.json({ limit: '1mb' }), jsonBodiesOnlyExcept([UPLOAD_PATH]));

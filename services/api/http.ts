@@ -17,6 +17,31 @@ export function correlationId(header: string | undefined): string {
   return header && CORRELATION_ID.test(header) ? header : randomUUID();
 }
 
+/**
+ * One log line per request once its answer is sent (or the client went away): correlation id,
+ * method, URL, status and time taken; warn for 4xx, error for 5xx (whose cause the error handler
+ * logged already). Nothing is built for a level the logger does not write.
+ */
+export function accessLog(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const started = process.hrtime.bigint();
+    let logged = false;
+    const done = () => {
+      if (logged) return;
+      logged = true;
+      const status = res.writableFinished ? res.statusCode : 499;
+      const level = status >= 500 ? 'error' : status >= 400 ? 'warn' : 'info';
+      if (!logger.isLevelEnabled(level)) return;
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      logger[level]({ correlationId: req.correlationId, method: req.method, url: req.originalUrl, status, ms: Math.round(ms * 10) / 10 },
+        status === 499 ? 'request aborted' : 'request completed');
+    };
+    res.once('finish', done);
+    res.once('close', done);
+    next();
+  };
+}
+
 /** Status of a domain rule violation, by the shape of its stable code. */
 export function statusOfDomainCode(code: string): number {
   if (code.endsWith('-not-found')) return 404;
