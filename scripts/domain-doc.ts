@@ -4,6 +4,12 @@
  */
 import { ENTITIES, type EntityDef, type FieldDef, type RelationDef, writtenAs } from '../contracts/entities';
 import { eventTypesOf, linkField, streamOf } from '../contracts/entityEvents';
+import { CREATE_ONLY_FIELDS, WRITE_ONLY_INPUTS } from '../services/model/writeArgs';
+
+/** Entities with an aggregate of their own, whose events are not the generic three. */
+const OWN_EVENTS: Partial<Record<string, string[]>> = {
+  user: ['UserRegistered', 'UserUpdated', 'UserDeactivated', 'UserReactivated', 'UserPasswordChanged', 'UserDeleted'],
+};
 
 const INTRO = `# The domain: every entity of the model API
 
@@ -17,12 +23,13 @@ How an entity is written:
   (only what changed) and \`<Entity>Deleted\`, decided by the generic entity aggregate
   (\`services/entities/\`): every referenced row must exist, not be deleted, and belong to the same
   project; unique values are claimed on a stream of their own. Repository folders have an
-  aggregate of their own (a tree that must stay acyclic).
+  aggregate of their own (a tree that must stay acyclic), and so have users (\`services/identity\`:
+  the e-mail claimed for good, the password hashed, deactivation and deletion end sessions and
+  tokens at once; only administrators write users, and none may demote, deactivate or delete themselves).
 - **owned**: rows that exist only inside their parent (a case's steps, its field values, a
   result's step results); written with nested \`create\` / \`delete\` / \`deleteMany\` on the parent,
   carried whole on the parent's events.
-- **projected**: derived by the read model (case versions, users from the identity events);
-  read-only through the model API.
+- **projected**: derived by the read model (case versions); read-only through the model API.
 
 Deletes are soft where the entity has \`isDeleted\`: the row stays, marked, and can be found with
 \`where: { isDeleted: true }\`; otherwise the row goes. Who did it, when and through what is in
@@ -45,6 +52,7 @@ function notes(name: string, f: FieldDef, entity: EntityDef): string {
   else if (!f.writable && Object.values(entity.relations).some((r) => r.scalar === name)) out.push('set through its relation');
   else if (!f.writable) out.push('read-only');
   if (f.requiredOnCreate) out.push('required on create');
+  if (CREATE_ONLY_FIELDS[entity.name]?.includes(name)) out.push('set on create only (an update naming it is refused)');
   if (f.default !== undefined) out.push(`default \`${JSON.stringify(f.default)}\``);
   if (f.unique) out.push('unique (case-insensitive, among rows not deleted)');
   return out.join('; ');
@@ -65,7 +73,10 @@ export function renderDomainDoc(): string {
     sections.push(`## ${category}\n`);
     for (const entity of entities) {
       const how = writtenAs(entity);
-      const events = how === 'aggregate' ? `; stream \`${streamOf(entity, 1).replace(/1$/, '<id>')}\`, events ${Object.values(eventTypesOf(entity)).map((t) => `\`${t}\``).join(', ')}` : '';
+      const types = OWN_EVENTS[entity.name] ?? Object.values(eventTypesOf(entity));
+      const events = how === 'aggregate' ? `; stream \`${streamOf(entity, 1).replace(/1$/, '<id>')}\`, events ${types.map((t) => `\`${t}\``).join(', ')}` : '';
+      const writeOnly = Object.entries(WRITE_ONLY_INPUTS[entity.name] ?? {}).map(([name, input]) =>
+        `| \`${name}\` (input) | string, ${input.minLength} to ${input.maxLength} characters | ${input.requiredOnCreate ? 'required on create; ' : ''}${input.description} |`);
       sections.push([
         `### ${entity.name}`,
         '',
@@ -74,6 +85,7 @@ export function renderDomainDoc(): string {
         '| Field | Type | Notes |',
         '|---|---|---|',
         ...Object.entries(entity.fields).map(([name, f]) => `| \`${name}\` | ${typeOf(f)} | ${notes(name, f, entity)} |`),
+        ...writeOnly,
         '',
         ...(Object.keys(entity.relations).length > 0 ? [
           '| Relation | Kind |',

@@ -29,6 +29,8 @@ export interface EntityWrite {
   connect: Record<string, number | null>;
   links?: Record<string, LinkWrite>;
   children?: Record<string, ChildrenWrite>;
+  /** Inputs that are not fields (a user's password): used by the entity's own commands, never stored or read back as given. */
+  writeOnly?: Record<string, string>;
 }
 
 const DECIDERS = new Map<EntityName, ReturnType<typeof entityDecider>>();
@@ -199,7 +201,7 @@ export async function factOf(deps: Pick<CommandDeps, 'store' | 'knex'>, name: En
   }
   if (name === 'user') {
     const { state } = await loadAggregate(deps.store, userStream(id), userDecider);
-    return { entity: name, id, exists: state.exists, isDeleted: false, projectId: null, values: {} };
+    return { entity: name, id, exists: state.exists, isDeleted: state.isDeleted, projectId: null, values: {} };
   }
   if (writtenAs(entity) === 'owned') return ownedFact(deps, entity, id, depth);
   const { state } = await loadAggregate(deps.store, streamOf(entity, id), deciderOf(entity));

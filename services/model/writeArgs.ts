@@ -1,5 +1,6 @@
-import { ENTITIES, type EntityDef, type RelationDef } from '../../contracts/entities';
+import { ENTITIES, type EntityDef, type EntityName, type RelationDef } from '../../contracts/entities';
 import type { ChildInput, ChildrenWrite, EntityWrite, LinkWrite } from '../entities/entity.handlers';
+import { PASSWORD_LENGTH } from '../identity/user.decider';
 import { badRequest } from '../shared/errors';
 import { type CreateArgs, parseCreateArgs, parseDeleteArgs, parseUpdateArgs, type Shape } from './args';
 
@@ -12,6 +13,24 @@ import { type CreateArgs, parseCreateArgs, parseDeleteArgs, parseUpdateArgs, typ
  *   on update (`deleteMany: {}` removes them all; with `create`, the list is replaced).
  * Other to-many relations are written from the other side (`connect` on the child).
  */
+
+/**
+ * Inputs an entity takes that are not catalogue fields: written, never read (no select, where,
+ * orderBy or answer names them). A user's password is hashed by the user's commands; only the
+ * hash is stored, and it is not a field either.
+ */
+export interface WriteOnlyInput { minLength: number; maxLength: number; requiredOnCreate: boolean; description: string }
+export const WRITE_ONLY_INPUTS: Partial<Record<EntityName, Record<string, WriteOnlyInput>>> = {
+  user: {
+    password: {
+      minLength: PASSWORD_LENGTH.min, maxLength: PASSWORD_LENGTH.max, requiredOnCreate: true,
+      description: 'write-only: hashed (argon2id) by the server; neither the password nor its hash can ever be read',
+    },
+  },
+};
+
+/** Fields given on create only: an update naming them is refused (a user's e-mail is their identity and claimed for good). */
+export const CREATE_ONLY_FIELDS: Partial<Record<EntityName, readonly string[]>> = { user: ['email'] };
 
 export interface EntityCreateArgs { write: EntityWrite; shape: Shape }
 export interface EntityUpdateArgs extends EntityCreateArgs { where: { id: number } }
@@ -26,13 +45,30 @@ function allowOnly(input: Json, allowed: string[], path: string): void {
   for (const key of Object.keys(input)) if (!allowed.includes(key)) fail(`${path}.${key}`, `unknown argument; accepted: ${allowed.join(', ')}`);
 }
 
-/** Splits `data` into what args.ts parses and the list-relation writes parsed here. */
-function split(entity: EntityDef, body: unknown): { rest: Json; data: Json | undefined; lists: [string, RelationDef, unknown][] } {
+/** Splits `data` into what args.ts parses, the list-relation writes and the write-only inputs parsed here. */
+function split(entity: EntityDef, body: unknown, op: 'create' | 'update'): { rest: Json; data: Json | undefined; lists: [string, RelationDef, unknown][]; writeOnly: Record<string, string> } {
   if (!isObject(body)) fail('', 'the body must be a JSON object');
   const rest = { ...(body as Json) };
   const data = isObject(rest.data) ? { ...rest.data } : undefined;
   const lists: [string, RelationDef, unknown][] = [];
+  const writeOnly: Record<string, string> = {};
   if (data) {
+    for (const key of CREATE_ONLY_FIELDS[entity.name] ?? []) {
+      if (op === 'update' && data[key] !== undefined) fail(`data.${key}`, `is set on create only and cannot be changed`);
+    }
+    for (const [key, input] of Object.entries(WRITE_ONLY_INPUTS[entity.name] ?? {})) {
+      const value = data[key];
+      delete data[key];
+      // The value is never echoed in a message: it may be a password.
+      if (value === undefined) {
+        if (op === 'create' && input.requiredOnCreate) fail(`data.${key}`, 'is required');
+        continue;
+      }
+      if (typeof value !== 'string' || value.length < input.minLength || value.length > input.maxLength) {
+        fail(`data.${key}`, `must be a string of ${input.minLength} to ${input.maxLength} characters`);
+      }
+      writeOnly[key] = value as string;
+    }
     for (const [key, value] of Object.entries(data)) {
       const relation = Object.hasOwn(entity.relations, key) ? entity.relations[key] : undefined;
       if (relation?.scalar && entity.fields[relation.scalar]?.fromActor) fail(`data.${key}`, 'is set by the server to the caller, not written');
@@ -43,7 +79,7 @@ function split(entity: EntityDef, body: unknown): { rest: Json; data: Json | und
     }
     rest.data = data;
   }
-  return { rest, data, lists };
+  return { rest, data, lists, writeOnly };
 }
 
 function ids(value: unknown, path: string): number[] {
@@ -118,17 +154,19 @@ function listWrites(entity: EntityDef, lists: [string, RelationDef, unknown][], 
 
 const toWrite = (args: Pick<CreateArgs, 'data' | 'connect'>): EntityWrite => ({ data: args.data, connect: args.connect });
 
+const withWriteOnly = (writeOnly: Record<string, string>) => (Object.keys(writeOnly).length > 0 ? { writeOnly } : {});
+
 export function parseEntityCreate(entity: EntityDef, body: unknown): EntityCreateArgs {
-  const { rest, lists } = split(entity, body);
+  const { rest, lists, writeOnly } = split(entity, body, 'create');
   const args = parseCreateArgs(entity, rest);
-  return { write: { ...toWrite(args), ...listWrites(entity, lists, 'create') }, shape: args.shape };
+  return { write: { ...toWrite(args), ...listWrites(entity, lists, 'create'), ...withWriteOnly(writeOnly) }, shape: args.shape };
 }
 
 export function parseEntityUpdate(entity: EntityDef, body: unknown): EntityUpdateArgs {
-  const { rest, data, lists } = split(entity, body);
-  const nested = listWrites(entity, lists, 'update');
-  if (lists.length > 0 && data && Object.keys(data).length === 0) {
-    // Only list relations change: args.ts would refuse the empty remainder.
+  const { rest, data, lists, writeOnly } = split(entity, body, 'update');
+  const nested = { ...listWrites(entity, lists, 'update'), ...withWriteOnly(writeOnly) };
+  if ((lists.length > 0 || Object.keys(writeOnly).length > 0) && data && Object.keys(data).length === 0) {
+    // Only list relations or write-only inputs change: args.ts would refuse the empty remainder.
     const { data: _data, ...others } = rest;
     const args = parseDeleteArgs(entity, others);
     return { where: args.where, shape: args.shape, write: { data: {}, connect: {}, ...nested } };

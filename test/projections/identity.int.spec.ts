@@ -3,19 +3,23 @@ import type { Knex } from 'knex';
 import type { EventEnvelope } from '../../contracts/envelope';
 import { createKnex } from '../../infra/postgres/database';
 import { identityProjection } from '../../projections/identity';
-import { migrateReadModel } from '../../projections/migrations';
+import { migrateReadModel, migrationSource } from '../../projections/migrations';
 import { applyBatch } from '../../projections/runtime/applyBatch';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { at, checkpoints, dateAt, envelope, envelopes, twice } from './envelopes';
 
 const ADA_HASH = '$argon2id$v=19$m=19456,t=2,p=1$YWRh$YWRhYWRh';
 const GRACE_HASH = '$argon2id$v=19$m=19456,t=2,p=1$Z3JhY2U$Z3JhY2VncmFjZQ';
+const GRACE_NEW_HASH = '$argon2id$v=19$m=19456,t=2,p=1$bmV3$bmV3Z3JhY2U';
+const LINUS_HASH = '$argon2id$v=19$m=19456,t=2,p=1$bGludXM$bGludXNsaW51cw';
 const CI_HASH = 'a1'.repeat(32);
 const LAPTOP_HASH = 'b2'.repeat(32);
 const DEPLOY_HASH = 'c3'.repeat(32);
 
-// Ada and Grace register; Ada's CI token is revoked, Grace's laptop token expires, Ada's deploy
-// token stays. Events of other models are interleaved, and the last event is one of them.
+// Ada and Grace register (v1: no role); Ada's CI token is revoked, Grace's laptop token expires,
+// Ada's deploy token stays. Grace is renamed and given a role, deactivated, reactivated, gets a
+// new password and another access level; Linus registers with a role (v2) and is deleted. Events
+// of other models are interleaved, and the last event is one of them.
 const EVENTS = envelopes([
   ['uniqueEmail-ada@example.com', { type: 'UniqueValueClaimed', data: { scope: 'user.email', value: 'ada@example.com', ownerId: 1 } }],
   ['user-1', {
@@ -38,14 +42,34 @@ const EVENTS = envelopes([
     type: 'ApiTokenCreated',
     data: { tokenId: 7, userId: 1, name: 'Deploy', prefix: 'tst_c3c3', tokenHash: DEPLOY_HASH, expiresAt: null, createdAt: at(7) },
   }],
+  ['user-2', { type: 'UserUpdated', data: { userId: 2, changes: { name: 'Grace H.', roleId: 4 }, updatedAt: at(8) } }],
+  ['user-2', { type: 'UserDeactivated', data: { userId: 2, at: at(9) } }],
+  ['user-3', {
+    type: 'UserRegistered',
+    data: { userId: 3, email: 'linus@example.com', name: 'Linus', passwordHash: LINUS_HASH, access: 'USER', roleId: 4, createdAt: at(10) },
+  }],
+  ['user-2', { type: 'UserReactivated', data: { userId: 2, at: at(11) } }],
+  ['user-2', { type: 'UserPasswordChanged', data: { userId: 2, passwordHash: GRACE_NEW_HASH, at: at(12) } }],
+  ['user-3', { type: 'UserDeleted', data: { userId: 3, at: at(13) } }],
+  ['user-2', { type: 'UserUpdated', data: { userId: 2, changes: { access: 'PROJECTADMIN' }, updatedAt: at(14) } }],
   ['ids-apiToken', { type: 'IdBlockReserved', data: { category: 'apiToken', from: 51, to: 100 } }],
 ]);
 const LAST = EVENTS[EVENTS.length - 1].position;
 
 const EXPECTED = {
   users: [
-    { id: 1, email: 'ada@example.com', name: 'Ada', access: 'ADMIN', password_hash: ADA_HASH, is_active: true, created_at: dateAt(1), revision: '0' },
-    { id: 2, email: 'grace@example.com', name: 'Grace', access: 'USER', password_hash: GRACE_HASH, is_active: true, created_at: dateAt(3), revision: '0' },
+    {
+      id: 1, email: 'ada@example.com', name: 'Ada', access: 'ADMIN', password_hash: ADA_HASH, role_id: null, is_active: true, is_deleted: false,
+      created_at: dateAt(1), updated_at: dateAt(1), revision: '0',
+    },
+    {
+      id: 2, email: 'grace@example.com', name: 'Grace H.', access: 'PROJECTADMIN', password_hash: GRACE_NEW_HASH, role_id: 4, is_active: true,
+      is_deleted: false, created_at: dateAt(3), updated_at: dateAt(14), revision: '5',
+    },
+    {
+      id: 3, email: 'linus@example.com', name: 'Linus', access: 'USER', password_hash: LINUS_HASH, role_id: 4, is_active: false, is_deleted: true,
+      created_at: dateAt(10), updated_at: dateAt(13), revision: '1',
+    },
   ],
   tokens: [
     {
@@ -166,10 +190,50 @@ describe('identity projection (PostgreSQL)', () => {
     });
   });
 
+  it('a deactivation leaves the user inactive until the reactivation', async () => {
+    const upTo = (type: string, stream: string) => EVENTS.slice(0, EVENTS.findIndex((e) => e.type === type && e.streamId === stream) + 1);
+    await apply(upTo('UserDeactivated', 'user-2'));
+    expect(await knex('users').where({ id: 2 }).first('is_active', 'updated_at')).to.deep.equal({ is_active: false, updated_at: dateAt(9) });
+    await apply(upTo('UserReactivated', 'user-2'));
+    expect(await knex('users').where({ id: 2 }).first('is_active', 'updated_at')).to.deep.equal({ is_active: true, updated_at: dateAt(11) });
+  });
+
+  it('a change of a user it never saw creates nothing', async () => {
+    const [updated, deactivated, deleted] = envelopes([
+      ['user-9', { type: 'UserUpdated', data: { userId: 9, changes: { name: 'Ghost' }, updatedAt: at(1) } }],
+      ['user-9', { type: 'UserDeactivated', data: { userId: 9, at: at(2) } }],
+      ['user-9', { type: 'UserDeleted', data: { userId: 9, at: at(3) } }],
+    ]);
+    await apply([updated, deactivated, deleted]);
+    expect(await rows()).to.deep.equal({ users: [], tokens: [] });
+    await checkpointIs(deleted.position);
+  });
+
   it('a revocation of a token it never saw creates nothing', async () => {
     const [revoked] = envelopes([['apiToken-9', { type: 'ApiTokenRevoked', data: { tokenId: 9, userId: 1, revokedAt: at(1) } }]]);
     await apply([revoked]);
     expect(await rows()).to.deep.equal({ users: [], tokens: [] });
     await checkpointIs(revoked.position);
+  });
+});
+
+describe('migration 006_accounts', () => {
+  it('gives the users already there no role, not deleted, last changed when created: what their events say', async () => {
+    const db = await createTestDatabase('accounts');
+    const knex = createKnex(db.url, 2);
+    try {
+      const before006 = { ...migrationSource, getMigrations: async () => (await migrationSource.getMigrations([])).filter((name) => name < '006') };
+      await knex.migrate.latest({ migrationSource: before006, tableName: 'read_model_migrations' });
+      await knex('users').insert({ id: 1, email: 'ada@example.com', name: 'Ada', access: 'ADMIN', password_hash: ADA_HASH, is_active: true, created_at: at(1), revision: 0 });
+      await migrateReadModel(knex);
+      expect(await knex('users').first('role_id', 'is_deleted', 'updated_at')).to.deep.equal({ role_id: null, is_deleted: false, updated_at: dateAt(1) });
+      // The rows a projection of the same UserRegistered (v1) writes.
+      await knex.raw('TRUNCATE users');
+      await applyBatch(knex, identityProjection, EVENTS.slice(0, 2));
+      expect(await knex('users').first('role_id', 'is_deleted', 'updated_at')).to.deep.equal({ role_id: null, is_deleted: false, updated_at: dateAt(1) });
+    } finally {
+      await knex.destroy();
+      await db.drop();
+    }
   });
 });
