@@ -76,6 +76,7 @@ export type EntityName =
   | 'testRun' | 'testRunCase' | 'testRunResult' | 'testRunStepResult' | 'resultFieldValue' | 'session' | 'sessionResult'
   | 'milestone' | 'milestoneType' | 'configuration' | 'configCategory' | 'configVariant' | 'tag' | 'workflow' | 'status'
   | 'user' | 'projectAssignment' | 'role' | 'rolePermission'
+  | 'group' | 'groupAssignment' | 'userProjectPermission' | 'groupProjectPermission'
   | 'integration' | 'attachment' | 'comment';
 
 // ---------------------------------------------------------------------------------------------
@@ -123,6 +124,11 @@ export const APPLICATION_AREAS = [
   'TestRunResultRestrictedFields', 'Sessions', 'SessionsRestrictedFields', 'ClosedSessions', 'SessionResults', 'Tags', 'SharedSteps',
   'Issues', 'IssueIntegration', 'Forecasting', 'Reporting', 'Settings',
 ] as const;
+/**
+ * How a user or a group reaches a project (TestPlanIt's ProjectAccessType): DEFAULT follows the
+ * next rule, NO_ACCESS shuts out, GLOBAL_ROLE grants the user's own role, SPECIFIC_ROLE the role named.
+ */
+export const PROJECT_ACCESS_TYPES = ['DEFAULT', 'NO_ACCESS', 'GLOBAL_ROLE', 'SPECIFIC_ROLE'] as const;
 export const INTEGRATION_PROVIDERS = ['JIRA', 'GITHUB', 'AZURE_DEVOPS', 'GITLAB', 'SIMPLE_URL'] as const;
 
 /** Case fields and result fields share their shape (TestPlanIt's CaseFields / ResultFields). */
@@ -169,6 +175,8 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       iconUrl: optionalText('icon_url'),
       isCompleted: flag('is_completed'),
       completedAt: optionalTime('completed_at'),
+      defaultAccessType: oneOf('default_access_type', PROJECT_ACCESS_TYPES, 'GLOBAL_ROLE'),
+      defaultRoleId: reference('default_role_id'),
       createdById: actor('created_by_id'),
       isDeleted: { ...isDeleted, writable: true },
       createdAt,
@@ -176,12 +184,15 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     },
     relations: {
       createdBy: one('user', 'created_by_id', 'createdById'),
+      defaultRole: one('role', 'default_role_id', 'defaultRoleId'),
       folders: many('repositoryFolder', 'project_id'),
       repositoryCases: many('repositoryCase', 'project_id'),
       testRuns: many('testRun', 'project_id'),
       sessions: many('session', 'project_id'),
       milestones: many('milestone', 'project_id'),
       assignments: many('projectAssignment', 'project_id'),
+      userPermissions: many('userProjectPermission', 'project_id'),
+      groupPermissions: many('groupProjectPermission', 'project_id'),
       attachments: many('attachment', 'project_id'),
       comments: many('comment', 'project_id'),
     },
@@ -716,17 +727,25 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     name: 'user',
     table: 'users',
     category: 'users',
-    writtenAs: 'projected',
+    // Its own aggregate (services/identity): the e-mail is claimed on a stream, the password is
+    // hashed on the command side and never readable; the identity projection writes the rows.
+    softDeleteField: 'isDeleted',
     fields: {
       id,
-      email: text('email', { writable: false }),
-      name: text('name', { writable: false }),
-      access: field('string', 'access', { enum: ACCESS_LEVELS, writable: false }),
-      isActive: flag('is_active', true, { writable: false }),
+      email: text('email', { requiredOnCreate: true }),
+      name: text('name', { requiredOnCreate: true }),
+      access: oneOf('access', ACCESS_LEVELS, 'USER'),
+      isActive: flag('is_active', true),
+      roleId: reference('role_id'),
+      isDeleted,
       createdAt,
+      updatedAt,
     },
     relations: {
+      role: one('role', 'role_id', 'roleId'),
       projectAssignments: many('projectAssignment', 'user_id'),
+      groupAssignments: many('groupAssignment', 'user_id'),
+      projectPermissions: many('userProjectPermission', 'user_id'),
       createdRepositoryCases: many('repositoryCase', 'created_by_id'),
       createdTestRuns: many('testRun', 'created_by_id'),
       executedResults: many('testRunResult', 'executed_by_id'),
@@ -763,6 +782,83 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     },
     relations: {
       role: one('role', 'role_id', 'roleId', true),
+    },
+  },
+
+  group: {
+    name: 'group',
+    table: 'groups',
+    category: 'users',
+    softDeleteField: 'isDeleted',
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true, unique: true }),
+      externalId: optionalText('external_id'),
+      note: optionalText('note'),
+      ...softDeleteAndTimes,
+    },
+    relations: {
+      assignments: many('groupAssignment', 'group_id'),
+      projectPermissions: many('groupProjectPermission', 'group_id'),
+    },
+  },
+  groupAssignment: {
+    name: 'groupAssignment',
+    table: 'group_assignments',
+    category: 'users',
+    uniqueTogether: ['userId', 'groupId'],
+    fields: {
+      id,
+      userId: reference('user_id', false),
+      groupId: reference('group_id', false),
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      user: one('user', 'user_id', 'userId', true),
+      group: one('group', 'group_id', 'groupId', true),
+    },
+  },
+  userProjectPermission: {
+    name: 'userProjectPermission',
+    table: 'user_project_permissions',
+    category: 'users',
+    projectPath: ['project'],
+    uniqueTogether: ['userId', 'projectId'],
+    fields: {
+      id,
+      accessType: field('string', 'access_type', { enum: PROJECT_ACCESS_TYPES, requiredOnCreate: true }),
+      userId: reference('user_id', false),
+      projectId: reference('project_id', false),
+      roleId: reference('role_id'),
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      user: one('user', 'user_id', 'userId', true),
+      project: one('project', 'project_id', 'projectId', true),
+      role: one('role', 'role_id', 'roleId'),
+    },
+  },
+  groupProjectPermission: {
+    name: 'groupProjectPermission',
+    table: 'group_project_permissions',
+    category: 'users',
+    projectPath: ['project'],
+    uniqueTogether: ['groupId', 'projectId'],
+    fields: {
+      id,
+      accessType: field('string', 'access_type', { enum: PROJECT_ACCESS_TYPES, requiredOnCreate: true }),
+      groupId: reference('group_id', false),
+      projectId: reference('project_id', false),
+      roleId: reference('role_id'),
+      createdAt,
+      updatedAt,
+    },
+    relations: {
+      group: one('group', 'group_id', 'groupId', true),
+      project: one('project', 'project_id', 'projectId', true),
+      role: one('role', 'role_id', 'roleId'),
     },
   },
 

@@ -17,9 +17,9 @@ import { ENTITIES, type EntityDef, type EntityName, type RelationDef, writtenAs 
 
 /** Entities whose events are written by the generic aggregate (folders and users have their own). */
 export const GENERIC_ENTITIES: readonly EntityName[] = (Object.keys(ENTITIES) as EntityName[])
-  .filter((name) => writtenAs(ENTITIES[name]) === 'aggregate' && name !== 'repositoryFolder');
+  .filter((name) => writtenAs(ENTITIES[name]) === 'aggregate' && name !== 'repositoryFolder' && name !== 'user');
 
-const ID_KEYS: Partial<Record<EntityName, string>> = { repositoryCase: 'caseId', repositoryFolder: 'folderId' };
+const ID_KEYS: Partial<Record<EntityName, string>> = { repositoryCase: 'caseId', repositoryFolder: 'folderId', user: 'userId' };
 
 export const idKeyOf = (entity: EntityDef): string => ID_KEYS[entity.name] ?? `${entity.name}Id`;
 export const streamOf = (entity: EntityDef, id: number): string => `${entity.name}-${id}`;

@@ -31,6 +31,19 @@ export function checkEntityRules(entity: EntityDef, values: Record<string, unkno
       }
       break;
     }
+    case 'project':
+    case 'userProjectPermission':
+    case 'groupProjectPermission': {
+      // SPECIFIC_ROLE names its role; the other access types take none.
+      const [typeField, roleField, rolePath] = entity.name === 'project' ? ['defaultAccessType', 'defaultRoleId', 'data.defaultRole'] : ['accessType', 'roleId', 'data.role'];
+      if (values[typeField] === 'SPECIFIC_ROLE' && values[roleField] == null) {
+        throw new DomainError('role-required', `${typeField} SPECIFIC_ROLE needs a role`, { path: rolePath });
+      }
+      if (values[typeField] !== 'SPECIFIC_ROLE' && values[typeField] !== undefined && values[roleField] != null) {
+        throw new DomainError('invalid-value', `Only ${typeField} SPECIFIC_ROLE takes a role`, { path: rolePath });
+      }
+      break;
+    }
     case 'fieldOption':
       if ((values.caseFieldId == null) === (values.resultFieldId == null)) {
         throw new DomainError('invalid-value', 'A field option belongs to exactly one case field or result field', { path: 'data.caseField' });

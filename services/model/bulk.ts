@@ -4,7 +4,7 @@ import type { CommandDeps } from '../shared/commandBus';
 import { HttpError, badRequest, notFound } from '../shared/errors';
 import { parseFindArgs, type Shape } from './args';
 import type { EntityWrite } from '../entities/entity.handlers';
-import { checkVisible, type Policy, targetsOf } from './policy';
+import { authorizeWrite, checkVisible, type Policy, targetsOf } from './policy';
 import { parseEntityCreate, parseEntityUpdate } from './writeArgs';
 import { ENTITY_COMMANDS } from './model.commands';
 import { findRowById, runFind } from './query';
@@ -64,6 +64,7 @@ export async function createMany(deps: CommandDeps, name: EntityName, body: unkn
   const items = body.data.map((data, i) => within('data', `data[${i}]`, () => parseEntityCreate(entity, { data }).write));
   policy.checkWriteAccess(entity, 'create');
   for (const item of items) await checkVisible(deps.knex, policy, targetsOf(entity, item));
+  for (const item of items) await authorizeWrite(deps.knex, policy, entity, 'create', { write: item });
   await checkConnectTargets(deps, entity, items);
   for (const item of items) await ENTITY_COMMANDS[name].create(deps, item, metadata);
   return { count: items.length };
@@ -75,10 +76,13 @@ export async function updateMany(deps: CommandDeps, name: EntityName, body: unkn
   if (!isObject(body)) throw badRequest('invalid-argument', 'the body must be an object', { path: '' });
   onlyKeys(body, ['where', 'data'], 'updateMany');
   const { write } = parseEntityUpdate(entity, { where: { id: 1 }, data: body.data });
-  const nested = [...Object.keys(write.connect), ...Object.keys(write.links ?? {}), ...Object.keys(write.children ?? {})];
+  // Nor a write-only input: one password for many accounts is a mistake, not a bulk edit.
+  const nested = [...Object.keys(write.connect), ...Object.keys(write.links ?? {}), ...Object.keys(write.children ?? {}), ...Object.keys(write.writeOnly ?? {})];
   if (nested.length > 0) throw badRequest('invalid-argument', 'updateMany changes scalar fields only', { path: `data.${nested[0]}` });
   policy.checkWriteAccess(entity, 'update');
   const ids = await matchingIds(deps, entity, body.where, policy);
+  // Every row is authorised before the first is changed: a refused updateMany changes nothing.
+  for (const id of ids) await authorizeWrite(deps.knex, policy, entity, 'update', { id, write });
   for (const id of ids) await ENTITY_COMMANDS[name].update(deps, id, write, metadata);
   return { count: ids.length };
 }
@@ -91,6 +95,7 @@ export async function deleteMany(deps: CommandDeps, name: EntityName, body: unkn
   onlyKeys(input, ['where'], 'deleteMany');
   policy.checkWriteAccess(entity, 'delete');
   const ids = await matchingIds(deps, entity, input.where, policy);
+  for (const id of ids) await authorizeWrite(deps.knex, policy, entity, 'delete', { id });
   for (const id of ids) await ENTITY_COMMANDS[name].delete(deps, id, metadata);
   return { count: ids.length };
 }
@@ -111,6 +116,7 @@ export async function upsert(deps: CommandDeps, name: EntityName, body: unknown,
   const exists = (await findRowById(deps.knex, entity, update.where.id, undefined, policy.read)) !== null;
   policy.checkWriteAccess(entity, exists ? 'update' : 'create');
   await checkVisible(deps.knex, policy, targetsOf(entity, exists ? update.write : create.write));
+  await authorizeWrite(deps.knex, policy, entity, exists ? 'update' : 'create', exists ? { id: update.where.id, write: update.write } : { write: create.write });
   const id = exists
     ? await ENTITY_COMMANDS[name].update(deps, update.where.id, update.write, metadata)
     : await ENTITY_COMMANDS[name].create(deps, create.write, metadata);

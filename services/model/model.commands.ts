@@ -1,14 +1,17 @@
 import type { EventMetadata } from '../../contracts/envelope';
 import { ENTITIES, type EntityName, writtenAs } from '../../contracts/entities';
 import { createEntity, deleteEntity, type EntityWrite, updateEntity } from '../entities/entity.handlers';
+import type { AccessLevel } from '../../contracts/events';
 import { createFolder, deleteFolder, updateFolder } from '../repository/repository.handlers';
+import { deleteUser, registerUser, updateUser } from '../identity/identity.handlers';
 import type { CommandDeps } from '../shared/commandBus';
 import { HttpError, badRequest } from '../shared/errors';
 
 /**
  * Model API writes, translated into commands: repository folders have their own aggregate (a
- * tree that must stay acyclic); every other writable entity goes through the generic entity
- * aggregate. Each returns the entity's id once the read model has applied the events.
+ * tree that must stay acyclic), users theirs (services/identity: e-mail claimed, password hashed,
+ * deactivation ends sessions and tokens); every other writable entity goes through the generic
+ * entity aggregate. Each returns the entity's id once the read model has applied the events.
  */
 export interface EntityCommands {
   create(deps: CommandDeps, write: EntityWrite, metadata: EventMetadata): Promise<number>;
@@ -27,6 +30,27 @@ const folderCommands: EntityCommands = {
   },
   async delete(deps, id, metadata) {
     await deleteFolder(deps, { folderId: id }, metadata);
+    return id;
+  },
+};
+
+const userCommands: EntityCommands = {
+  async create(deps, { data, connect, writeOnly }, metadata) {
+    return registerUser(deps, {
+      email: data.email as string, name: data.name as string, password: writeOnly?.password as string,
+      access: (data.access as AccessLevel | undefined) ?? 'USER', roleId: connect.role ?? null, isActive: data.isActive as boolean | undefined,
+    }, metadata);
+  },
+  async update(deps, id, { data, connect, writeOnly }, metadata) {
+    if (data.email !== undefined) throw badRequest('invalid-argument', 'data.email: is set on create only and cannot be changed', { path: 'data.email' });
+    await updateUser(deps, {
+      userId: id, name: data.name as string | undefined, access: data.access as AccessLevel | undefined, roleId: connect.role,
+      isActive: data.isActive as boolean | undefined, password: writeOnly?.password,
+    }, metadata);
+    return id;
+  },
+  async delete(deps, id, metadata) {
+    await deleteUser(deps, { userId: id }, metadata);
     return id;
   },
 };
@@ -54,15 +78,23 @@ function genericCommands(name: EntityName): EntityCommands {
   };
 }
 
+/** Refuses any write of an entity nobody writes directly (owned children, projections): 400 read-only-entity. */
+export function assertWritable(name: EntityName): void {
+  if (writtenAs(ENTITIES[name]) === 'aggregate') return;
+  const how = writtenAs(ENTITIES[name]) === 'owned' ? 'write it through its parent (nested create / deleteMany)' : 'it is derived from other changes';
+  throw new HttpError(400, 'read-only-entity', `${name} cannot be written directly: ${how}`, { entity: name });
+}
+
 function readOnly(name: EntityName): EntityCommands {
-  const refuse = (): never => {
-    const how = writtenAs(ENTITIES[name]) === 'owned' ? 'write it through its parent (nested create / deleteMany)' : 'it is derived from other changes';
-    throw new HttpError(400, 'read-only-entity', `${name} cannot be written directly: ${how}`, { entity: name });
+  const refuse = async (): Promise<never> => {
+    assertWritable(name);
+    throw new Error(`${name} is writable`);
   };
-  return { create: async () => refuse(), update: async () => refuse(), delete: async () => refuse() };
+  return { create: refuse, update: refuse, delete: refuse };
 }
 
 export const ENTITY_COMMANDS = Object.fromEntries((Object.keys(ENTITIES) as EntityName[]).map((name) => [
   name,
-  name === 'repositoryFolder' ? folderCommands : writtenAs(ENTITIES[name]) === 'aggregate' ? genericCommands(name) : readOnly(name),
+  name === 'repositoryFolder' ? folderCommands : name === 'user' ? userCommands
+    : writtenAs(ENTITIES[name]) === 'aggregate' ? genericCommands(name) : readOnly(name),
 ])) as Record<EntityName, EntityCommands>;

@@ -7,9 +7,9 @@ import { HttpError, badRequest } from '../shared/errors';
 import { runAggregate, runGroupBy } from './aggregate';
 import { type FindOperation, parseAggregateArgs, parseDeleteArgs, parseFindArgs, parseGroupByArgs } from './args';
 import { createMany, deleteMany, updateMany, upsert } from './bulk';
-import { ENTITY_COMMANDS } from './model.commands';
+import { ENTITY_COMMANDS, assertWritable } from './model.commands';
 import { findRowById, runFind } from './query';
-import { checkVisible, policyFor, targetsOf } from './policy';
+import { authorizeWrite, checkVisible, policyFor, targetsOf } from './policy';
 import { parseEntityCreate, parseEntityUpdate } from './writeArgs';
 
 const READS: readonly FindOperation[] = ['findMany', 'findFirst', 'findUnique', 'count'];
@@ -20,6 +20,8 @@ type WriteOperation = (typeof WRITES)[number];
 /** Writes over many rows: each row is still its own command and events. */
 const BULK = { createMany, updateMany, deleteMany } as const;
 const AGGREGATES: readonly string[] = ['aggregate', 'groupBy'];
+/** Entities whose writes can change the caller's own access. */
+const ACCESS_CHANGING: ReadonlySet<string> = new Set(['project', 'projectAssignment', 'userProjectPermission', 'groupProjectPermission', 'group', 'groupAssignment', 'role', 'rolePermission', 'user']);
 const OPERATIONS = [...READS, ...Object.keys(OR_THROW), ...AGGREGATES, ...WRITES, ...Object.keys(BULK), 'upsert'];
 
 /**
@@ -90,6 +92,7 @@ export function modelRoutes(deps: CommandDeps): Router {
       return;
     }
 
+    assertWritable(entityName); // before any other check: nobody writes a derived or owned entity directly
     const metadata = metadataFor(req.auth!, req);
     const commands = ENTITY_COMMANDS[entityName];
     const writeDeps = withPositionHeader(deps, res);
@@ -111,6 +114,7 @@ export function modelRoutes(deps: CommandDeps): Router {
         shape = args.shape;
         policy.checkWriteAccess(entity, 'create');
         await checkVisible(deps.knex, policy, targetsOf(entity, args.write));
+        await authorizeWrite(deps.knex, policy, entity, 'create', { write: args.write });
         id = await commands.create(writeDeps, args.write, metadata);
         break;
       }
@@ -119,6 +123,7 @@ export function modelRoutes(deps: CommandDeps): Router {
         shape = args.shape;
         policy.checkWriteAccess(entity, 'update');
         await checkVisible(deps.knex, policy, [{ entity: entityName, ids: [args.where.id], path: 'where.id' }, ...targetsOf(entity, args.write)]);
+        await authorizeWrite(deps.knex, policy, entity, 'update', { id: args.where.id, write: args.write });
         id = await commands.update(writeDeps, args.where.id, args.write, metadata);
         break;
       }
@@ -127,11 +132,14 @@ export function modelRoutes(deps: CommandDeps): Router {
         shape = args.shape;
         policy.checkWriteAccess(entity, 'delete');
         await checkVisible(deps.knex, policy, [{ entity: entityName, ids: [args.where.id], path: 'where.id' }]);
+        await authorizeWrite(deps.knex, policy, entity, 'delete', { id: args.where.id });
         id = await commands.delete(writeDeps, args.where.id, metadata);
         break;
       }
     }
-    res.status(operation === 'create' ? 201 : 200).json({ data: await findRowById(deps.knex, entity, id, shape, policy.read) });
+    // A write that changes who reaches what (a project created, a member added) is answered with the new access.
+    const after = ACCESS_CHANGING.has(entityName) ? await policyFor(deps.knex, req.auth!.user) : policy;
+    res.status(operation === 'create' ? 201 : 200).json({ data: await findRowById(deps.knex, entity, id, shape, after.read) });
   }));
   return router;
 }

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
-import { ENTITIES, type EntityDef, type EntityName } from '../../contracts/entities';
+import { ENTITIES, type EntityDef, type EntityName, writtenAs } from '../../contracts/entities';
 import type { AuthenticatedUser } from '../shared/context';
+import { type Area, administeredProjectIds, type ProjectAccess, permits, permitsAnywhere, resolveProjectAccess } from '../access/projectAccess';
 import { HttpError, notFound } from '../shared/errors';
 import type { EntityWrite } from '../entities/entity.handlers';
 import type { Where } from './args';
@@ -10,46 +11,124 @@ import { applyScope, type ReadOptions, sqlContext } from './query';
  * Row-level security: the one place that decides what a caller may see and change through the
  * model API. Every read passes the caller's scope to the query engine, which applies it to every
  * row it touches (top level, includes, relation filters, counts, aggregates); every write is
- * checked here before its command runs.
+ * checked here before its command runs: `checkWriteAccess` (may this caller write this entity at
+ * all), then `checkVisible` (every row named is visible, else 404), then `authorizeWrite` (the
+ * caller's role in the row's project permits it, else 403).
  *
- * The rules of this release: administrators see and change everything. Other users see the
- * projects they are assigned to and everything that belongs to those projects, plus the global
- * configuration (statuses, workflows, templates, fields, tags, ...), which only administrators
- * change; they may write within their projects. The identity issue refines this with roles,
- * groups and per-area permissions.
+ * Who reaches which project, and with which permissions, is services/access/projectAccess.ts.
+ * Reads: administrators see everything; others the projects they reach and everything in them,
+ * plus the global configuration (statuses, workflows, templates, fields, tags, roles, groups);
+ * integrations only administrators; users themselves and those they share a project with; group
+ * memberships their own. Access level NONE sees nothing at all.
  */
 export interface Policy {
   readonly user: AuthenticatedUser;
-  /** For the query engine: undefined for administrators (no restriction). */
+  readonly access: ProjectAccess;
+  /** For the query engine: undefined scope for administrators (no restriction). */
   readonly read: ReadOptions;
   /** Throws 403 unless the caller may create / change / delete rows of the entity at all. */
-  checkWriteAccess(entity: EntityDef, operation: 'create' | 'update' | 'delete'): void;
+  checkWriteAccess(entity: EntityDef, operation: WriteOperation): void;
 }
 
-/** Entities only administrators write, even inside a project the caller belongs to. */
-const ADMINISTRATIVE: ReadonlySet<EntityName> = new Set(['project', 'projectAssignment']);
+export type WriteOperation = 'create' | 'update' | 'delete';
+
+/** Global entities some non-administrators write: tags, with the Tags permission in any project. */
+const GLOBAL_WRITES: Partial<Record<EntityName, Area>> = { tag: 'Tags' };
+/** Project entities only the project's admins write (members and access). */
+const PROJECT_ADMINISTRATION: ReadonlySet<EntityName> = new Set(['projectAssignment', 'userProjectPermission', 'groupProjectPermission']);
+/** The application area whose permissions govern writes of each project entity. */
+const AREA: Partial<Record<EntityName, Area>> = {
+  repositoryFolder: 'TestCaseRepository', repositoryCase: 'TestCaseRepository',
+  testRun: 'TestRuns', testRunCase: 'TestRuns', testRunResult: 'TestRunResults',
+  session: 'Sessions', sessionResult: 'SessionResults', milestone: 'Milestones',
+  attachment: 'Documentation', comment: 'Documentation',
+};
+
+const forbidden = (message: string, details: Record<string, unknown>) => new HttpError(403, 'forbidden', message, details);
+const NOTHING: Where = { kind: 'in', field: 'id', negated: false, values: [], insensitive: false };
 
 export async function policyFor(knex: Knex, user: AuthenticatedUser): Promise<Policy> {
-  if (user.access === 'ADMIN') {
-    return { user, read: {}, checkWriteAccess: () => undefined };
-  }
-  const projectIds = (await knex('project_assignments').where({ user_id: user.id }).pluck('project_id')) as number[];
+  const access = await resolveProjectAccess(knex, user);
+  if (access.all) return { user, access, read: {}, checkWriteAccess: () => undefined };
+  const projectIds = [...access.projects.keys()];
+  const administers = administeredProjectIds(access).length > 0;
   const scopes = new Map<EntityName, Where | undefined>();
   const scope = (entity: EntityDef): Where | undefined => {
-    if (!scopes.has(entity.name)) scopes.set(entity.name, scopeOf(entity, user, projectIds));
+    if (!scopes.has(entity.name)) scopes.set(entity.name, user.access === 'NONE' ? NOTHING : scopeOf(entity, user, projectIds, administers));
     return scopes.get(entity.name);
   };
   return {
     user,
+    access,
     read: { scope },
     checkWriteAccess(entity, operation) {
-      const global = entity.projectPath === undefined;
-      const administrative = ADMINISTRATIVE.has(entity.name) && !(entity.name === 'project' && operation === 'update');
-      if (global || administrative || user.access === 'NONE') {
-        throw new HttpError(403, 'forbidden', `Only administrators may ${operation} ${entity.name} rows`, { entity: entity.name, operation });
+      const refuse = () => forbidden(`You may not ${operation} ${entity.name} rows`, { entity: entity.name, operation });
+      if (writtenAs(entity) !== 'aggregate') return; // nobody writes it directly: its command answers 400 read-only-entity
+      if (user.access === 'NONE') throw refuse();
+      if (entity.name === 'project') {
+        // Project administrators create projects (and administer what they create); only administrators delete them.
+        if (operation === 'create' && user.access !== 'PROJECTADMIN') throw refuse();
+        if (operation === 'delete') throw refuse();
+        return;
+      }
+      if (entity.projectPath === undefined) {
+        const area = GLOBAL_WRITES[entity.name];
+        if (!area || !permitsAnywhere(access, area, operation === 'delete' ? 'canDelete' : 'canAddEdit')) throw refuse();
       }
     },
   };
+}
+
+/**
+ * The per-project check of a write, once every row it names is known to be visible: the caller's
+ * grant in the row's project must permit the action in the entity's area (closing a run, session
+ * or milestone needs canClose; members and access need a project admin). `id` is the row written
+ * (update, delete), `write` its new content (create, update).
+ */
+export async function authorizeWrite(knex: Knex, policy: Policy, entity: EntityDef, operation: WriteOperation, target: { id?: number; write?: EntityWrite }): Promise<void> {
+  if (policy.access.all || entity.projectPath === undefined || writtenAs(entity) !== 'aggregate') return;
+  const projectId = target.id !== undefined ? await projectOfRow(knex, entity, target.id) : await projectOfNewRow(knex, entity, target.write);
+  if (projectId === null) return; // the command itself refuses a row without its project
+  const grant = policy.access.projects.get(projectId);
+  const refuse = (why: string) => forbidden(`You may not ${operation} ${entity.name} rows in project ${projectId}: ${why}`, { entity: entity.name, operation, projectId });
+  if (!grant) throw refuse('no access');
+  if (entity.name === 'project' || PROJECT_ADMINISTRATION.has(entity.name)) {
+    if (!grant.projectAdmin) throw refuse('only its project admins may');
+    return;
+  }
+  const area = AREA[entity.name];
+  if (!area) throw refuse('only administrators may');
+  const closing = operation === 'update' && entity.fields.isCompleted !== undefined && target.write?.data.isCompleted === true;
+  const action = operation === 'delete' ? 'canDelete' : closing ? 'canClose' : 'canAddEdit';
+  if (!permits(grant, area, action)) throw refuse(`the role has no ${action} on ${area}`);
+}
+
+/** The project of an existing row, along its project path (one statement). */
+async function projectOfRow(knex: Knex, entity: EntityDef, id: number): Promise<number | null> {
+  if (entity.name === 'project') return id;
+  const path = entity.projectPath!;
+  let current = entity;
+  const query = knex({ t0: entity.table }).where('t0.id', id).first();
+  let column = '';
+  for (const [i, hop] of path.entries()) {
+    const relation = current.relations[hop];
+    column = `t${i}.${relation.foreignKey}`;
+    if (relation.target === 'project') break;
+    query.leftJoin({ [`t${i + 1}`]: ENTITIES[relation.target].table }, `t${i + 1}.id`, column);
+    current = ENTITIES[relation.target];
+  }
+  const row = await query.select({ projectId: column });
+  return row?.projectId ?? null;
+}
+
+/** The project a row about to be created belongs to: through the first hop of its project path. */
+async function projectOfNewRow(knex: Knex, entity: EntityDef, write: EntityWrite | undefined): Promise<number | null> {
+  if (entity.name === 'project' || !write) return null;
+  const hop = entity.projectPath![0];
+  const parentId = write.connect[hop];
+  if (parentId === undefined || parentId === null) return null;
+  const target = ENTITIES[entity.relations[hop].target];
+  return target.name === 'project' ? parentId : projectOfRow(knex, target, parentId);
 }
 
 /** "Belongs to one of these projects", along the entity's path of to-one relations. */
@@ -60,19 +139,21 @@ function inProjects(entity: EntityDef, projectIds: number[]): Where {
   return { kind: 'relation', relation: hop, quantifier: 'is', where: inProjects(ENTITIES[entity.relations[hop].target], projectIds) };
 }
 
-function scopeOf(entity: EntityDef, user: AuthenticatedUser, projectIds: number[]): Where | undefined {
-  if (entity.name === 'user') {
-    // Yourself, and the people you share a project with.
-    return {
-      kind: 'or',
-      items: [
-        { kind: 'compare', field: 'id', op: 'equals', value: user.id, insensitive: false },
-        { kind: 'relation', relation: 'projectAssignments', quantifier: 'some', where: inProjects(ENTITIES.projectAssignment, projectIds) },
-      ],
-    };
+function scopeOf(entity: EntityDef, user: AuthenticatedUser, projectIds: number[], administers: boolean): Where | undefined {
+  const self = (field: string): Where => ({ kind: 'compare', field, op: 'equals', value: user.id, insensitive: false });
+  switch (entity.name) {
+    case 'user':
+      // Project admins see everyone (to add them as members); others themselves and the people they share a project with.
+      if (administers) return undefined;
+      return { kind: 'or', items: [self('id'), { kind: 'relation', relation: 'projectAssignments', quantifier: 'some', where: inProjects(ENTITIES.projectAssignment, projectIds) }] };
+    case 'groupAssignment':
+      return self('userId');
+    case 'integration':
+      return NOTHING; // their settings are administrators' business
+    default:
+      if (entity.projectPath === undefined) return undefined; // global configuration: everyone reads it
+      return inProjects(entity, projectIds);
   }
-  if (entity.projectPath === undefined) return undefined; // global configuration: everyone reads it
-  return inProjects(entity, projectIds);
 }
 
 /** The rows a write names besides itself: `connect` targets, linked rows, children's references. */

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { seedDefaults } from '../../../services/entities/seed';
 import { registerUser } from '../../../services/identity/identity.handlers';
 import { systemMetadata } from '../../../services/shared/context';
 import { startTestApp, type TestApp } from '../../support/app';
@@ -44,6 +45,7 @@ describe('model API row-level security (the policy hook)', function () {
   before(async () => {
     app = await startTestApp();
     const meta = systemMetadata('test');
+    await seedDefaults(app.deps, meta); // the default role (Tester) is what an assigned user gets
     await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: 'policy-password-1', access: 'ADMIN' }, meta);
     userId = await registerUser(app.deps, { email: 'user@example.com', name: 'User', password: 'policy-password-1', access: 'USER' }, meta);
     await registerUser(app.deps, { email: 'stranger@example.com', name: 'Stranger', password: 'policy-password-1', access: 'USER' }, meta);
@@ -89,12 +91,16 @@ describe('model API row-level security (the policy hook)', function () {
   });
 
   it('global configuration is readable by everyone, written only by administrators (403)', async () => {
-    expect((await data(stranger, 'status', 'findMany', {})).length).to.equal(0); // not seeded in this app
+    expect((await data(stranger, 'status', 'findMany', {})).length).to.equal(7);
     expect((await data(user, 'tag', 'findMany', {})).map((t: { name: string }) => t.name)).to.deep.equal(['shared-tag']);
-    const refusal = await refusedWith(user, 'tag', 'create', { data: { name: 'mine' } }, 403);
+    const refusal = await refusedWith(user, 'status', 'create', { data: { name: 'Mine', systemName: 'mine' } }, 403);
     expect(refusal.code).to.equal('forbidden');
+    // Tags are global too, but whoever holds the Tags permission in a project creates them; a stranger holds none.
+    await refusedWith(stranger, 'tag', 'create', { data: { name: 'mine' } }, 403);
     await refusedWith(user, 'project', 'create', { data: { name: 'Mine too' } }, 403);
-    await refusedWith(user, 'projectAssignment', 'create', { data: { user: { connect: { id: userId } }, project: { connect: { id: ids.theirs } } } }, 403);
+    // Another project does not exist for them (404); their own project's members are its project admins' business (403).
+    await refusedWith(user, 'projectAssignment', 'create', { data: { user: { connect: { id: userId } }, project: { connect: { id: ids.theirs } } } }, 404);
+    await refusedWith(user, 'projectAssignment', 'create', { data: { user: { connect: { id: userId } }, project: { connect: { id: ids.mine } } } }, 403);
   });
 
   it('a user writes within their projects; naming a row they cannot see is a 404, as if it did not exist', async () => {
