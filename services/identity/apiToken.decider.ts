@@ -5,7 +5,8 @@ export type ApiTokenEvent = ApiTokenCreated | ApiTokenRevoked;
 
 export type ApiTokenCommand =
   | { type: 'CreateApiToken'; tokenId: number; userId: number; name: string; prefix: string; tokenHash: string; expiresAt: string | null; now: string }
-  | { type: 'RevokeApiToken'; tokenId: number; requestedBy: number; now: string };
+  /** byAdministrator: the requester may revoke anyone's token (checked by the caller: ADMIN access). */
+  | { type: 'RevokeApiToken'; tokenId: number; requestedBy: number; byAdministrator?: boolean; now: string };
 
 export interface ApiTokenState { exists: boolean; userId: number | null; revoked: boolean }
 
@@ -26,8 +27,8 @@ export function decide(cmd: ApiTokenCommand, s: ApiTokenState): ApiTokenEvent[] 
         },
       }];
     case 'RevokeApiToken':
-      // Someone else's token is reported as missing, so token ids do not leak.
-      if (!s.exists || s.userId !== cmd.requestedBy) throw new DomainError('token-not-found', `Token ${cmd.tokenId} does not exist`);
+      // Someone else's token is reported as missing, so token ids do not leak (administrators see every token).
+      if (!s.exists || s.userId === null || (s.userId !== cmd.requestedBy && !cmd.byAdministrator)) throw new DomainError('api-token-not-found', `Token ${cmd.tokenId} does not exist`);
       if (s.revoked) return [];
       return [{ type: 'ApiTokenRevoked', data: { tokenId: cmd.tokenId, userId: s.userId, revokedAt: cmd.now } }];
     default:

@@ -126,7 +126,7 @@ describe('files: POST /api/files/upload and GET /api/files/:key', function () {
   });
 
   it('works with the session cookie as well as with a bearer token', async () => {
-    const res = await upload([{ name: 's.txt', content: 'via session' }], { cookie: session.cookie! });
+    const res = await upload([{ name: 's.txt', content: 'via session' }], { cookie: session.cookie!, origin: app.url });
     expect(res.status).to.equal(201);
     expect((await download(res.body.data[0].key, { cookie: session.cookie! })).bytes.toString()).to.equal('via session');
   });

@@ -72,7 +72,7 @@ export function startServer(env: NodeJS.ProcessEnv, script = 'services/main.ts')
   });
 }
 
-/** A small fetch wrapper that keeps a cookie jar of one session cookie. */
+/** A small fetch wrapper that keeps a cookie jar of one session cookie and sends Origin as a browser's page would. */
 export class HttpClient {
   cookie: string | null = null;
   constructor(private readonly base: string, public bearer: string | null = null) {}
@@ -82,6 +82,8 @@ export class HttpClient {
     if (body !== undefined || raw !== undefined) headers['content-type'] = 'application/json';
     if (this.bearer) headers.authorization = `Bearer ${this.bearer}`;
     if (this.cookie) headers.cookie = this.cookie;
+    // What a browser sends with an unsafe request of its own page (the CSRF check reads it).
+    if (!['GET', 'HEAD', 'OPTIONS'].includes(method.toUpperCase())) headers.origin = new URL(this.base).origin;
     const res = await fetch(this.base + path, { method, headers, body: raw ?? (body === undefined ? undefined : JSON.stringify(body)) });
     const setCookie = res.headers.get('set-cookie');
     if (setCookie) this.cookie = setCookie.split(';')[0];

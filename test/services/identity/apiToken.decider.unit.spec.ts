@@ -20,6 +20,7 @@ const create = (expiresAt: string | null): ApiTokenCommand => ({
   type: 'CreateApiToken', tokenId: 5, userId: 3, name: 'CI', prefix: 'tst_ab12', tokenHash: HASH, expiresAt, now: NOW,
 });
 const revokeBy = (requestedBy: number): ApiTokenCommand => ({ type: 'RevokeApiToken', tokenId: 5, requestedBy, now: NOW });
+const revokeByAdministrator = (requestedBy: number): ApiTokenCommand => ({ type: 'RevokeApiToken', tokenId: 5, requestedBy, byAdministrator: true, now: NOW });
 
 const token = (...past: (ApiTokenCreated | ApiTokenRevoked)[]) => given(apiTokenDecider, past);
 
@@ -47,9 +48,13 @@ describe('ApiToken decider', () => {
     it('the owner revokes it', () =>
       token(created).when(revokeBy(3)).then([{ type: 'ApiTokenRevoked', data: { tokenId: 5, userId: 3, revokedAt: NOW } }]));
     it('revoking twice changes nothing', () => token(created, revoked).when(revokeBy(3)).thenNothing());
-    it("someone else's token is reported as missing", () => token(created).when(revokeBy(4)).thenFailsWith('token-not-found'));
-    it("someone else's revoked token is reported as missing too", () => token(created, revoked).when(revokeBy(4)).thenFailsWith('token-not-found'));
-    it('refuses an unknown token', () => token().when(revokeBy(3)).thenFailsWith('token-not-found'));
+    it("someone else's token is reported as missing", () => token(created).when(revokeBy(4)).thenFailsWith('api-token-not-found'));
+    it("someone else's revoked token is reported as missing too", () => token(created, revoked).when(revokeBy(4)).thenFailsWith('api-token-not-found'));
+    it('refuses an unknown token', () => token().when(revokeBy(3)).thenFailsWith('api-token-not-found'));
+    it("an administrator revokes someone else's token; the event names the owner", () =>
+      token(created).when(revokeByAdministrator(4)).then([{ type: 'ApiTokenRevoked', data: { tokenId: 5, userId: 3, revokedAt: NOW } }]));
+    it('an administrator revoking a revoked token changes nothing', () => token(created, revoked).when(revokeByAdministrator(4)).thenNothing());
+    it('an administrator is refused an unknown token too', () => token().when(revokeByAdministrator(4)).thenFailsWith('api-token-not-found'));
   });
 
   describe('evolve', () => {

@@ -13,6 +13,9 @@ describe('API tokens', function () {
     app = await startTestApp();
     await registerUser(app.deps, { email: 'ann@example.com', name: 'Ann', password: 'ann-password-1', access: 'USER' }, systemMetadata('test'));
     await registerUser(app.deps, { email: 'bob@example.com', name: 'Bob', password: 'bob-password-1', access: 'USER' }, systemMetadata('test'));
+  });
+  // A session of its own for each test: one that moves the clock by an hour outlives the session's idle timeout.
+  beforeEach(async () => {
     session = new HttpClient(app.url);
     expect((await session.post('/api/auth/login', { email: 'ann@example.com', password: 'ann-password-1' })).status).to.equal(200);
   });
