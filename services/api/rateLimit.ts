@@ -1,0 +1,261 @@
+import { isIPv4, isIPv6 } from 'node:net';
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import type { Logger } from 'pino';
+import { emailDigest, normaliseEmail } from '../identity/loginAttempts';
+import type { RequestAuth } from '../shared/context';
+import { HttpError } from '../shared/errors';
+
+/**
+ * Request rate limits: per API token and per session user (authenticated /api requests), per
+ * client address (requests without credentials, and failed authentications), and a stricter one
+ * for POST /api/auth/login per address and per e-mail address. Counters live behind the
+ * RateLimitStore port, shared by every API replica (PostgreSQL: infra/rateLimit/postgres.ts).
+ *
+ * Windows are fixed: a counter counts the requests of one window and the next window starts from
+ * zero, so a client waiting Retry-After seconds is let through. Each key's windows are shifted by
+ * an offset derived from the key, so that not every client's counter resets at the same instant.
+ */
+
+/** The limits, from RATE_LIMIT_* and LOGIN_RATE_LIMIT_* (services/config.ts). */
+export interface RateLimitSettings {
+  /** The window of the token, user and anonymous limits (ms). */
+  windowMs: number;
+  /** Requests per window of one API token, or of one user's sessions. */
+  max: number;
+  /** Requests per window from one client address without credentials, failed authentications included. */
+  anonymousMax: number;
+  /** Login attempts per login window from one address, and for one e-mail address; a successful one is given back. */
+  loginMax: number;
+  loginWindowMs: number;
+}
+
+/** One counter in one window. */
+export interface CounterWindow {
+  key: string;
+  windowStart: Date;
+  /** The end of the window: after it the counter is no longer read and may be deleted. */
+  expiresAt: Date;
+}
+
+/** The port: request counters shared by every API replica. */
+export interface RateLimitStore {
+  /** Adds one to each counter (keys distinct), all in one round trip; answers each count including this hit, in order. */
+  hit(counters: readonly CounterWindow[]): Promise<number[]>;
+  /** Takes one back from each counter, never below zero. */
+  refund(counters: readonly CounterWindow[]): Promise<void>;
+  /** Deletes the counters whose window ended before `before`; answers how many. */
+  prune(before: Date): Promise<number>;
+}
+
+export interface Limit {
+  key: string;
+  max: number;
+  windowMs: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pure parts: keys and window arithmetic.
+
+/** Where a key's windows start within the window length: 32-bit FNV-1a of the key, modulo the length. */
+export function keyOffset(key: string, windowMs: number): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return (h >>> 0) % windowMs;
+}
+
+/** The window of `key` that holds the instant `nowMs`: start ≤ now < end. */
+export function windowOf(key: string, windowMs: number, nowMs: number): { start: number; end: number } {
+  const offset = keyOffset(key, windowMs);
+  const start = Math.floor((nowMs - offset) / windowMs) * windowMs + offset;
+  return { start, end: start + windowMs };
+}
+
+/** Whole seconds until `atMs`, at least 1 (what Retry-After and RateLimit-Reset say). */
+export function secondsUntil(atMs: number, nowMs: number): number {
+  return Math.max(1, Math.ceil((atMs - nowMs) / 1000));
+}
+
+/** A limit's state after a hit. */
+export interface LimitState {
+  limit: Limit;
+  counter: CounterWindow;
+  count: number;
+}
+
+const remainingOf = (s: LimitState) => Math.max(0, s.limit.max - s.count);
+
+/**
+ * What the answer says: the limit closest to exhaustion (the one the RateLimit-* headers describe)
+ * and, when some are exceeded, the one that ends last (a retry must wait for all of them).
+ */
+export function verdict(states: readonly LimitState[]): { shown: LimitState; exceeded: LimitState | null } {
+  const latestEnd = (a: LimitState, b: LimitState) => (b.counter.expiresAt.getTime() > a.counter.expiresAt.getTime() ? b : a);
+  const shown = states.reduce((a, b) => (remainingOf(b) < remainingOf(a) ? b : remainingOf(b) === remainingOf(a) ? latestEnd(a, b) : a));
+  const over = states.filter((s) => s.count > s.limit.max);
+  return { shown, exceeded: over.length === 0 ? null : over.reduce(latestEnd) };
+}
+
+/** The key of an authenticated caller: its token, or for a session its user. */
+export function callerKey(auth: RequestAuth): string {
+  return auth.tokenId !== undefined ? `token:${auth.tokenId}` : `user:${auth.user.id}`;
+}
+
+/** The eight 16-bit groups of an IPv6 address, or null when it is not one. */
+function ipv6Groups(address: string): number[] | null {
+  const bare = address.split('%')[0];
+  if (!isIPv6(bare)) return null;
+  let text = bare;
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (v4) {
+    const [a, b, c, d] = v4[1].split('.').map(Number);
+    text = `${text.slice(0, -v4[1].length)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.includes('::') ? text.split('::') : [text, null];
+  const parse = (part: string) => (part === '' ? [] : part.split(':').map((g) => parseInt(g, 16)));
+  const left = parse(head);
+  const right = tail === null ? [] : parse(tail);
+  return [...left, ...new Array(8 - left.length - right.length).fill(0), ...right];
+}
+
+/**
+ * The address a limit counts by: IPv4 as it is (also when written IPv4-mapped, ::ffff:a.b.c.d),
+ * IPv6 by its /64 prefix, since one client usually holds a whole /64.
+ */
+export function clientAddress(ip: string | undefined): string {
+  if (ip === undefined || ip === '') return 'unknown';
+  if (isIPv4(ip)) return ip;
+  const groups = ipv6Groups(ip);
+  if (groups === null) return ip;
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff)
+    return [groups[6] >> 8, groups[6] & 0xff, groups[7] >> 8, groups[7] & 0xff].join('.');
+  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Middleware.
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** Set by the login limit: gives this attempt back (a successful login does not count). Never rejects. */
+    refundRateLimit?: () => Promise<void>;
+  }
+}
+
+export interface RateLimitDeps {
+  store: RateLimitStore;
+  settings: RateLimitSettings;
+  clock: () => Date;
+  logger: Logger;
+  /** Called once per window and key, when a login counter first goes over its limit (LoginFailed, reason rate-limited). */
+  onLoginThrottled?: (req: Request, normalisedEmail: string) => Promise<void>;
+}
+
+export interface RateLimiters {
+  /** POST /api/auth/login, before its handler: per address and per e-mail; refuses before any password is checked. */
+  login: RequestHandler;
+  /** /api requests that carry no credentials (no Authorization header, no logged-in session): per address. */
+  anonymous: RequestHandler;
+  /** Right after authentication on /api: a 401 counts for the address; an authenticated request for its token or user. */
+  afterAuthentication: [ErrorRequestHandler, RequestHandler];
+}
+
+/** Expired counters are deleted at most this often per process, in the background. */
+const PRUNE_INTERVAL_MS = 60_000;
+/** ...and only this long after their window ended, so that replicas whose clocks differ a little never lose a live one. */
+const PRUNE_GRACE_MS = 60_000;
+
+const LIMITED = Symbol('rate limit counted');
+const counted = (res: Response) => (res.locals as Record<symbol, boolean>)[LIMITED] === true;
+
+export function rateLimiters(deps: RateLimitDeps): RateLimiters {
+  const { settings: s, store, logger } = deps;
+  let lastPrune = -Infinity;
+
+  const maybePrune = (nowMs: number) => {
+    if (nowMs - lastPrune < PRUNE_INTERVAL_MS) return;
+    lastPrune = nowMs;
+    store.prune(new Date(nowMs - PRUNE_GRACE_MS)).then(
+      (deleted) => deleted > 0 && logger.debug({ deleted }, 'expired rate limit counters deleted'),
+      (err) => logger.warn({ err }, 'cannot delete expired rate limit counters'),
+    );
+  };
+
+  /** One round trip: every limit's counter goes up by one; the headers describe the tightest. */
+  const take = async (res: Response, limits: Limit[]): Promise<{ states: LimitState[]; refused: HttpError | null }> => {
+    const nowMs = deps.clock().getTime();
+    const counters = limits.map((l) => {
+      const w = windowOf(l.key, l.windowMs, nowMs);
+      return { key: l.key, windowStart: new Date(w.start), expiresAt: new Date(w.end) };
+    });
+    const counts = await store.hit(counters);
+    maybePrune(nowMs);
+    (res.locals as Record<symbol, boolean>)[LIMITED] = true;
+    const states = limits.map((limit, i) => ({ limit, counter: counters[i], count: counts[i] }));
+    const { shown, exceeded } = verdict(states);
+    res.setHeader('RateLimit-Limit', String(shown.limit.max));
+    res.setHeader('RateLimit-Remaining', String(remainingOf(shown)));
+    res.setHeader('RateLimit-Reset', String(secondsUntil(shown.counter.expiresAt.getTime(), nowMs)));
+    res.setHeader('RateLimit-Policy', `${shown.limit.max};w=${Math.ceil(shown.limit.windowMs / 1000)}`);
+    if (!exceeded) return { states, refused: null };
+    const retryAfterSeconds = secondsUntil(exceeded.counter.expiresAt.getTime(), nowMs);
+    res.setHeader('Retry-After', String(retryAfterSeconds));
+    const { max, windowMs } = exceeded.limit;
+    return {
+      states,
+      refused: new HttpError(429, 'rate-limited', `Too many requests (at most ${max} in ${windowMs / 1000} s); retry in ${retryAfterSeconds} s`,
+        { limit: max, windowMs, retryAfterSeconds }),
+    };
+  };
+
+  /** The general limits let a request through when the store fails: the API stays up, the failure is logged. */
+  const limitOpen = (req: Request, res: Response, next: (err?: unknown) => void, limit: Limit, passOn?: unknown) => {
+    take(res, [limit]).then(
+      ({ refused }) => next(refused ?? passOn),
+      (err) => {
+        logger.warn({ err, correlationId: req.correlationId, key: limit.key }, 'rate limit store failed: request let through');
+        next(passOn);
+      },
+    );
+  };
+  const byAddress = (req: Request): Limit => ({ key: `ip:${clientAddress(req.ip)}`, max: s.anonymousMax, windowMs: s.windowMs });
+
+  const login: RequestHandler = (req, res, next) => {
+    const raw: unknown = (req.body as { email?: unknown } | undefined)?.email;
+    const email = typeof raw === 'string' ? normaliseEmail(raw) : '';
+    const known = email.length > 0 && email.length <= 320;
+    const limits: Limit[] = [{ key: `login-ip:${clientAddress(req.ip)}`, max: s.loginMax, windowMs: s.loginWindowMs }];
+    if (known) limits.push({ key: `login-email:${emailDigest(email)}`, max: s.loginMax, windowMs: s.loginWindowMs });
+    // Unlike the others this limit fails closed: password guessing must never run unthrottled.
+    take(res, limits).then(async ({ states, refused }) => {
+      if (refused) {
+        if (known && deps.onLoginThrottled && states.some((st) => st.count === st.limit.max + 1)) {
+          // Recorded or not, the attempt is refused: a failure to record it is logged, the answer stays 429.
+          await deps.onLoginThrottled(req, email).catch((err) => logger.error({ err, correlationId: req.correlationId }, 'cannot record a throttled login'));
+        }
+        return next(refused);
+      }
+      req.refundRateLimit = () => store.refund(states.map((st) => st.counter)).catch((err) => {
+        logger.warn({ err, correlationId: req.correlationId }, 'cannot give a successful login back to the rate limit');
+      });
+      next();
+    }).catch(next);
+  };
+
+  const anonymous: RequestHandler = (req, res, next) => {
+    if (req.headers.authorization !== undefined || req.session?.userId !== undefined) return next();
+    limitOpen(req, res, next, byAddress(req));
+  };
+
+  const authenticationFailed: ErrorRequestHandler = (err, req, res, next) => {
+    if (!(err instanceof HttpError) || err.status !== 401 || counted(res)) return next(err);
+    // The 401 stands unless the address is over its limit.
+    limitOpen(req, res, next, byAddress(req), err);
+  };
+
+  const caller: RequestHandler = (req, res, next) => {
+    if (!req.auth) return next();
+    limitOpen(req, res, next, { key: callerKey(req.auth), max: s.max, windowMs: s.windowMs });
+  };
+
+  return { login, anonymous, afterAuthentication: [authenticationFailed, caller] };
+}

@@ -1,0 +1,199 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'chai';
+import pg from 'pg';
+import { PostgresRateLimitStore } from '../../../infra/rateLimit/postgres';
+import { buildApp } from '../../../services/api/app';
+import type { RateLimitSettings } from '../../../services/api/rateLimit';
+import { createApiToken, registerUser } from '../../../services/identity/identity.handlers';
+import { loginAttemptsStream } from '../../../services/identity/loginAttempts';
+import { systemMetadata } from '../../../services/shared/context';
+import { startTestApp, TEST_TOKEN_SECRET, type TestApp } from '../../support/app';
+import { HttpClient } from '../../support/server';
+
+const LIMITS: RateLimitSettings = { windowMs: 10_000, max: 3, anonymousMax: 2, loginMax: 3, loginWindowMs: 60_000 };
+
+interface Answer { status: number; body: any; headers: Headers }
+
+/**
+ * One request; `ip` arrives as X-Forwarded-For, which the app (TRUST_PROXY) takes as the client's
+ * address, so that one test process can be several clients.
+ */
+async function send(base: string, path: string, o: { method?: string; ip?: string; bearer?: string; cookie?: string | null; body?: unknown } = {}): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  if (o.ip) headers['x-forwarded-for'] = o.ip;
+  if (o.bearer) headers.authorization = `Bearer ${o.bearer}`;
+  if (o.cookie) headers.cookie = o.cookie;
+  if (o.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(base + path, { method: o.method ?? (o.body === undefined ? 'GET' : 'POST'), headers, body: o.body === undefined ? undefined : JSON.stringify(o.body) });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
+}
+
+function expectRateLimited(res: Answer, limit: number, windowMs: number): number {
+  expect(res.status, JSON.stringify(res.body)).to.equal(429);
+  expect(res.body).to.have.all.keys('error', 'code', 'details');
+  expect(res.body.code).to.equal('rate-limited');
+  expect(res.body.error).to.be.a('string');
+  expect(res.body.details).to.have.all.keys('limit', 'windowMs', 'retryAfterSeconds');
+  expect(res.body.details).to.include({ limit, windowMs });
+  const retryAfter = res.body.details.retryAfterSeconds as number;
+  expect(retryAfter).to.be.within(1, Math.ceil(windowMs / 1000));
+  expect(res.headers.get('retry-after')).to.equal(String(retryAfter));
+  expect(res.headers.get('ratelimit-limit')).to.equal(String(limit));
+  expect(res.headers.get('ratelimit-remaining')).to.equal('0');
+  return retryAfter;
+}
+
+describe('rate limits over HTTP', function () {
+  this.timeout(60_000);
+  let app: TestApp;
+  let annId: number;
+  const tokens: string[] = [];
+
+  before(async () => {
+    app = await startTestApp({ trustProxy: true, rateLimits: LIMITS });
+    const deps = { ...app.deps, tokenSecret: TEST_TOKEN_SECRET };
+    annId = await registerUser(app.deps, { email: 'ann@example.com', name: 'Ann', password: 'ann-password-1', access: 'USER' }, systemMetadata('test'));
+    await registerUser(app.deps, { email: 'bob@example.com', name: 'Bob', password: 'bob-password-1', access: 'USER' }, systemMetadata('test'));
+    await registerUser(app.deps, { email: 'carol@example.com', name: 'Carol', password: 'carol-password-1', access: 'USER' }, systemMetadata('test'));
+    for (const name of ['one', 'two', 'three']) tokens.push((await createApiToken(deps, { userId: annId, name, expiresAt: null }, systemMetadata('test'))).token);
+  });
+  after(() => app?.stop());
+  // Every test starts in fresh windows of every key.
+  beforeEach(() => app.clock.advance(LIMITS.loginWindowMs));
+
+  it('a token over its limit gets 429 rate-limited with Retry-After; its other tokens and sessions are not affected', async () => {
+    for (let i = 0; i < LIMITS.max; i++) {
+      const res = await send(app.url, '/api/auth/me', { bearer: tokens[0] });
+      expect(res.status).to.equal(200);
+      expect(res.headers.get('ratelimit-limit')).to.equal('3');
+      expect(res.headers.get('ratelimit-remaining')).to.equal(String(LIMITS.max - 1 - i));
+      expect(Number(res.headers.get('ratelimit-reset'))).to.be.within(1, 10);
+      expect(res.headers.get('ratelimit-policy')).to.equal('3;w=10');
+    }
+    expectRateLimited(await send(app.url, '/api/auth/me', { bearer: tokens[0] }), 3, 10_000);
+    expectRateLimited(await send(app.url, '/api/model/project/findMany', { bearer: tokens[0], body: {} }), 3, 10_000);
+    expect((await send(app.url, '/api/auth/me', { bearer: tokens[1] })).status).to.equal(200);
+    const session = new HttpClient(app.url);
+    expect((await session.post('/api/auth/login', { email: 'ann@example.com', password: 'ann-password-1' })).status).to.equal(200);
+    expect((await session.get('/api/auth/me')).status).to.equal(200);
+  });
+
+  it('once Retry-After has passed the token is let through again, and not a second earlier', async () => {
+    for (let i = 0; i < LIMITS.max; i++) expect((await send(app.url, '/api/auth/me', { bearer: tokens[0] })).status).to.equal(200);
+    const retryAfter = expectRateLimited(await send(app.url, '/api/auth/me', { bearer: tokens[0] }), 3, 10_000);
+    app.clock.advance((retryAfter - 1) * 1000);
+    expectRateLimited(await send(app.url, '/api/auth/me', { bearer: tokens[0] }), 3, 10_000);
+    app.clock.advance(1000);
+    const again = await send(app.url, '/api/auth/me', { bearer: tokens[0] });
+    expect(again.status).to.equal(200);
+    expect(again.headers.get('ratelimit-remaining')).to.equal('2');
+  });
+
+  it('a session user is limited as one caller, whichever of their sessions asks', async () => {
+    const first = new HttpClient(app.url);
+    const second = new HttpClient(app.url);
+    for (const c of [first, second]) expect((await c.post('/api/auth/login', { email: 'bob@example.com', password: 'bob-password-1' })).status).to.equal(200);
+    expect((await first.get('/api/auth/me')).status).to.equal(200);
+    expect((await first.get('/api/tokens')).status).to.equal(200);
+    expect((await second.get('/api/auth/me')).status).to.equal(200);
+    expectRateLimited(await second.get('/api/auth/me'), 3, 10_000);
+    expectRateLimited(await first.get('/api/tokens'), 3, 10_000);
+  });
+
+  it('requests without credentials are limited per client address; health checks and documentation are not limited', async () => {
+    for (let i = 0; i < LIMITS.anonymousMax; i++) {
+      const res = await send(app.url, '/api/auth/me', { ip: '198.51.100.1' });
+      expect(res.status).to.equal(401);
+      expect(res.body.code).to.equal('unauthenticated');
+      expect(res.headers.get('ratelimit-remaining')).to.equal(String(LIMITS.anonymousMax - 1 - i));
+    }
+    expectRateLimited(await send(app.url, '/api/model/project/findMany', { ip: '198.51.100.1', body: {} }), 2, 10_000);
+    expect((await send(app.url, '/api/auth/me', { ip: '198.51.100.2' })).status).to.equal(401);
+    for (let i = 0; i < 5; i++) {
+      for (const path of ['/healthz', '/readyz', '/api/docs', '/docs/api']) {
+        const res = await fetch(app.url + path, { headers: { 'x-forwarded-for': '198.51.100.1' } });
+        expect(res.status, path).to.equal(200);
+        expect(res.headers.get('ratelimit-limit'), path).to.equal(null);
+        await res.arrayBuffer();
+      }
+    }
+    // The same address with a token counts by the token.
+    expect((await send(app.url, '/api/auth/me', { ip: '198.51.100.1', bearer: tokens[2] })).status).to.equal(200);
+  });
+
+  it('a failed authentication counts for the address: guessing tokens is limited like anonymous requests', async () => {
+    for (let i = 0; i < LIMITS.anonymousMax; i++) {
+      const res = await send(app.url, '/api/auth/me', { ip: '198.51.100.3', bearer: `tst_guess-${i}` });
+      expect(res.status).to.equal(401);
+      expect(res.body.code).to.equal('invalid-token');
+    }
+    expectRateLimited(await send(app.url, '/api/auth/me', { ip: '198.51.100.3', bearer: 'tst_guess-x' }), 2, 10_000);
+    expectRateLimited(await send(app.url, '/api/auth/me', { ip: '198.51.100.3', cookie: 'testament.sid=s%3Anothing.at-all' }), 2, 10_000);
+    expect((await send(app.url, '/api/auth/me', { ip: '198.51.100.3', bearer: tokens[2] })).status).to.equal(200);
+  });
+
+  it('login is limited per e-mail address, over any number of addresses, before the password is checked', async () => {
+    const login = (password: string, ip: string) => send(app.url, '/api/auth/login', { ip, body: { email: 'Carol@Example.com', password } });
+    for (let i = 0; i < LIMITS.loginMax; i++) {
+      const res = await login('wrong', `203.0.113.${10 + i}`);
+      expect(res.status).to.equal(401);
+      expect(res.body.code).to.equal('invalid-credentials');
+    }
+    const retryAfter = expectRateLimited(await login('carol-password-1', '203.0.113.20'), 3, 60_000);
+    expectRateLimited(await login('carol-password-1', '203.0.113.21'), 3, 60_000);
+    // The first throttled attempt of the window is recorded, not every one.
+    const reasons = (await app.deps.store.readStream(loginAttemptsStream('carol@example.com'))).map((e) => (e.data as { reason: string }).reason);
+    expect(reasons).to.deep.equal(['wrong-password', 'wrong-password', 'wrong-password', 'rate-limited']);
+    const throttled = (await app.deps.store.readStream(loginAttemptsStream('carol@example.com'))).at(-1)!;
+    expect(throttled.data).to.deep.equal({ email: 'carol@example.com', userId: null, reason: 'rate-limited', ip: '203.0.113.20', attemptedAt: app.clock.now.toISOString() });
+
+    app.clock.advance(retryAfter * 1000);
+    expect((await login('carol-password-1', '203.0.113.22')).status).to.equal(200);
+  });
+
+  it('login is limited per address, over any number of e-mail addresses; other addresses are not affected', async () => {
+    for (let i = 0; i < LIMITS.loginMax; i++) {
+      expect((await send(app.url, '/api/auth/login', { ip: '203.0.113.50', body: { email: `nobody${i}@example.com`, password: 'guess' } })).status).to.equal(401);
+    }
+    expectRateLimited(await send(app.url, '/api/auth/login', { ip: '203.0.113.50', body: { email: 'ann@example.com', password: 'ann-password-1' } }), 3, 60_000);
+    expectRateLimited(await send(app.url, '/api/auth/login', { ip: '203.0.113.50', body: { password: 'no e-mail at all' } }), 3, 60_000);
+    expect((await send(app.url, '/api/auth/login', { ip: '203.0.113.51', body: { email: 'ann@example.com', password: 'ann-password-1' } })).status).to.equal(200);
+  });
+
+  it('a successful login is given back: logging in again and again is never throttled', async () => {
+    for (let i = 0; i < 3 * LIMITS.loginMax; i++) {
+      const res = await send(app.url, '/api/auth/login', { ip: '203.0.113.60', body: { email: 'bob@example.com', password: 'bob-password-1' } });
+      expect(res.status, `login ${i + 1}`).to.equal(200);
+    }
+  });
+
+  it('two API instances on one database share the counters', async () => {
+    const pool = new pg.Pool({ connectionString: app.databaseUrl, max: 2 });
+    const second = buildApp({ ...app.appDeps, pool, rateLimits: { settings: LIMITS, store: new PostgresRateLimitStore(pool) } });
+    const server = await new Promise<Server>((resolve) => {
+      const s = second.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    const secondUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      expect((await send(app.url, '/api/auth/me', { bearer: tokens[1] })).status).to.equal(200);
+      expect((await send(secondUrl, '/api/auth/me', { bearer: tokens[1] })).status).to.equal(200);
+      const third = await send(app.url, '/api/auth/me', { bearer: tokens[1] });
+      expect(third.status).to.equal(200);
+      expect(third.headers.get('ratelimit-remaining')).to.equal('0');
+      expectRateLimited(await send(secondUrl, '/api/auth/me', { bearer: tokens[1] }), 3, 10_000);
+      expectRateLimited(await send(app.url, '/api/auth/me', { bearer: tokens[1] }), 3, 10_000);
+
+      for (let i = 0; i < LIMITS.loginMax; i++) {
+        const base = i % 2 === 0 ? app.url : secondUrl;
+        expect((await send(base, '/api/auth/login', { ip: `203.0.113.${70 + i}`, body: { email: 'ann@example.com', password: 'wrong' } })).status).to.equal(401);
+      }
+      expectRateLimited(await send(secondUrl, '/api/auth/login', { ip: '203.0.113.80', body: { email: 'ann@example.com', password: 'ann-password-1' } }), 3, 60_000);
+    } finally {
+      await new Promise((r) => server.close(r));
+      server.closeAllConnections();
+      await pool.end();
+    }
+  });
+});
