@@ -6,6 +6,11 @@ export interface Actor {
   /** Integer id of the user, or null for the system itself (bootstrap, migrations). */
   userId: number | null;
   tokenId?: number;
+  /**
+   * For `via: 'session'`: which login session, as the first 16 hex digits of SHA-256 of the
+   * session id (it names the session without being able to use it). Absent on older events.
+   */
+  sessionRef?: string;
   via: ActorVia;
 }
 
