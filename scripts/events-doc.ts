@@ -27,9 +27,10 @@ your own (in any language) can follow it. This page is generated from \`contract
   acknowledged checkpoint, so an event may appear twice. Recognise repeats by \`position\`: on a
   partition, positions only increase; an event whose position is not above the last one you
   applied from that partition is a repeat (or, per stream, by \`revision\`).
-- Access: identity events carry credentials in derived form — \`UserRegistered.passwordHash\`
-  (argon2id) and \`ApiTokenCreated.tokenHash\` (HMAC-SHA256 with the server's \`TOKEN_SECRET\`;
-  never the token itself). Grant read access to the topic as you would to the database.
+- Access: identity events carry credentials in derived form — \`UserRegistered.passwordHash\` and
+  \`UserPasswordChanged.passwordHash\` (argon2id; never the password itself) and
+  \`ApiTokenCreated.tokenHash\` (HMAC-SHA256 with the server's \`TOKEN_SECRET\`; never the token
+  itself). Grant read access to the topic as you would to the database.
 
 ## The envelope
 
@@ -43,7 +44,7 @@ your own (in any language) can follow it. This page is generated from \`contract
 | \`position\` | decimal string | position in the global log (64-bit: do not parse into a double) |
 | \`recordedAt\` | ISO 8601 | when it was stored |
 | \`data\` | object | the event itself, per its schema below |
-| \`metadata.actor\` | object | \`userId\` (integer, null for the system), \`tokenId\` (when an API token was used), \`via\` (\`api\`, \`session\`, \`cli\`, \`import\`, \`system\`) |
+| \`metadata.actor\` | object | \`userId\` (integer, null for the system), \`tokenId\` (when an API token was used), \`sessionRef\` (for \`via: session\`: 16 hex digits of SHA-256 of the session id; not on older events), \`via\` (\`api\`: a bearer token, \`cli\`: a bearer token from the command-line client, \`session\`, \`import\`, \`system\`) |
 | \`metadata.ip\` | string | caller's address, when known |
 | \`metadata.correlationId\` | string | the request that caused it (\`X-Correlation-Id\`) |
 | \`metadata.causationId\` | string or null | the event or command that caused it, when not a request |

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { RateLimitSettings } from './api/rateLimit';
 
 /** Everything the processes read from the environment, validated once, typed and frozen. */
 export interface Config {
@@ -20,8 +21,13 @@ export interface Config {
   logLevel: string;
   /** How long a write waits for the read model before answering 503 read-model-lagging. */
   writeTimeoutMs: number;
-  sessionMaxAgeMs: number;
+  /** No request for this long ends a session (SESSION_IDLE_TIMEOUT_MS; formerly SESSION_MAX_AGE_MS). */
+  sessionIdleTimeoutMs: number;
+  /** This long after login a session ends, whatever the activity. */
+  sessionAbsoluteTimeoutMs: number;
   trustProxy: boolean;
+  /** Other origins (scheme://host[:port]) whose pages may send cookie-authenticated unsafe requests. */
+  allowedOrigins: readonly string[];
   shutdownTimeoutMs: number;
   /** Kafka transport when set: the relay publishes the log, projections are consumer groups. */
   kafka: { brokers: string[]; topic: string; partitions: number; clientId: string } | null;
@@ -29,6 +35,8 @@ export interface Config {
   uploadDir: string;
   /** Largest file POST /api/files/upload accepts, in bytes. */
   maxUploadBytes: number;
+  /** Request rate limits (RATE_LIMIT_*, LOGIN_RATE_LIMIT_*); null when RATE_LIMIT_ENABLED=false. */
+  rateLimits: Readonly<RateLimitSettings> | null;
 }
 
 export class ConfigError extends Error {}
@@ -50,6 +58,44 @@ function secret(env: NodeJS.ProcessEnv, name: string): string | null {
   const v = optional(env, name);
   if (v !== null && v.length < 32) throw new ConfigError(`${name} must be at least 32 characters`);
   return v;
+}
+
+/** SESSION_IDLE_TIMEOUT_MS, or SESSION_MAX_AGE_MS, its former name (the same rolling lifetime). */
+function sessionIdleTimeout(env: NodeJS.ProcessEnv): number {
+  const current = optional(env, 'SESSION_IDLE_TIMEOUT_MS');
+  const former = optional(env, 'SESSION_MAX_AGE_MS');
+  if (current !== null && former !== null) throw new ConfigError('SESSION_MAX_AGE_MS is the former name of SESSION_IDLE_TIMEOUT_MS: set only SESSION_IDLE_TIMEOUT_MS');
+  return int(env, former !== null ? 'SESSION_MAX_AGE_MS' : 'SESSION_IDLE_TIMEOUT_MS', 30 * 60 * 1000, 1000);
+}
+
+function allowedOrigins(env: NodeJS.ProcessEnv): string[] {
+  const raw = optional(env, 'ALLOWED_ORIGINS');
+  if (raw === null) return [];
+  return raw.split(',').map((o) => o.trim()).filter(Boolean).map((o) => {
+    let url: URL | null = null;
+    try {
+      url = new URL(o);
+    } catch { /* reported below */ }
+    if (!url || !/^https?:$/.test(url.protocol) || url.pathname !== '/' || url.search || url.hash || url.username || url.password)
+      throw new ConfigError(`ALLOWED_ORIGINS must be a comma-separated list of origins such as https://app.example.com, got "${o}"`);
+    return url.origin;
+  });
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** The limits are checked even when switched off, so that a typo surfaces before they are switched on. */
+function rateLimitConfig(env: NodeJS.ProcessEnv): Config['rateLimits'] {
+  const enabled = optional(env, 'RATE_LIMIT_ENABLED');
+  if (enabled !== null && !['true', 'false', '1', '0'].includes(enabled)) throw new ConfigError(`RATE_LIMIT_ENABLED must be true or false, got "${enabled}"`);
+  const limits: RateLimitSettings = {
+    windowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1000, DAY_MS),
+    max: int(env, 'RATE_LIMIT_MAX', 1200, 1, 1_000_000_000),
+    anonymousMax: int(env, 'RATE_LIMIT_ANONYMOUS_MAX', 60, 1, 1_000_000_000),
+    loginMax: int(env, 'LOGIN_RATE_LIMIT_MAX', 10, 1, 1_000_000_000),
+    loginWindowMs: int(env, 'LOGIN_RATE_LIMIT_WINDOW_MS', 15 * 60_000, 1000, DAY_MS),
+  };
+  return enabled === 'false' || enabled === '0' ? null : Object.freeze(limits);
 }
 
 function kafkaConfig(env: NodeJS.ProcessEnv): Config['kafka'] {
@@ -87,12 +133,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     adminName: optional(env, 'ADMIN_NAME') ?? 'Administrator',
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
     writeTimeoutMs: int(env, 'WRITE_TIMEOUT_MS', 10_000, 1),
-    sessionMaxAgeMs: int(env, 'SESSION_MAX_AGE_MS', 8 * 60 * 60 * 1000, 1000),
+    sessionIdleTimeoutMs: sessionIdleTimeout(env),
+    sessionAbsoluteTimeoutMs: int(env, 'SESSION_ABSOLUTE_TIMEOUT_MS', 12 * 60 * 60 * 1000, 1000),
     trustProxy: optional(env, 'TRUST_PROXY') === 'true' || optional(env, 'TRUST_PROXY') === '1',
+    allowedOrigins: Object.freeze(allowedOrigins(env)),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0),
     kafka: kafkaConfig(env),
     uploadDir: path.resolve(optional(env, 'UPLOAD_DIR') ?? path.join(dataDir, 'uploads')),
     maxUploadBytes: int(env, 'MAX_UPLOAD_BYTES', 50 * 1024 * 1024, 1),
+    rateLimits: rateLimitConfig(env),
   };
   return Object.freeze(config);
 }

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { loadContracts } from '../contracts/validator';
 import { openLocalFileStore } from '../infra/files/localFileStore';
+import { PostgresRateLimitStore } from '../infra/rateLimit/postgres';
 import { createKafka, ensureTopic, partitionOf } from '../infra/kafka';
 import { ALL_PROJECTIONS } from '../projections';
 import { CheckpointWatcher, directCheckpointKey, type CheckpointKeyOf } from '../projections/runtime/checkpointWatcher';
@@ -91,8 +92,10 @@ export async function runApi(
   const files = await openLocalFileStore({ dir: config.uploadDir, logger });
   const app = buildApp({
     ...deps, logger, pool: platform.pool, ...platform.secrets,
-    sessionMaxAgeMs: config.sessionMaxAgeMs, trustProxy: config.trustProxy, readiness,
+    sessionIdleTimeoutMs: config.sessionIdleTimeoutMs, sessionAbsoluteTimeoutMs: config.sessionAbsoluteTimeoutMs,
+    trustProxy: config.trustProxy, allowedOrigins: config.allowedOrigins, readiness,
     files, maxUploadBytes: config.maxUploadBytes,
+    rateLimits: config.rateLimits && { settings: config.rateLimits, store: new PostgresRateLimitStore(platform.pool) },
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));

@@ -2,12 +2,18 @@ import type { Knex } from 'knex';
 import * as m001 from './001_read_model';
 import * as m002 from './002_relay';
 import * as m003 from './003_catalogue';
+import * as m004 from './004_rate_limits';
+import * as m005 from './005_audit';
+import * as m006 from './006_accounts';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
   '001_read_model': m001,
   '002_relay': m002,
   '003_catalogue': m003,
+  '004_rate_limits': m004,
+  '005_audit': m005,
+  '006_accounts': m006,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

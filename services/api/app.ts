@@ -1,11 +1,13 @@
 import express, { type Express } from 'express';
-import session from 'express-session';
-import connectPgSimple from 'connect-pg-simple';
 import passport from 'passport';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { bearerStrategy, requireAuthentication, TokenUsageRecorder } from '../identity/authentication';
 import { identityRoutes, loginRoutes } from '../identity/identity.routes';
+import { recordLoginFailure } from '../identity/loginAttempts';
+import { loginOriginGuard, sessionGuard, sessionMiddleware, type SessionSettings } from '../identity/sessions';
+import { adminRoutes } from '../admin/admin.routes';
+import { auditRoutes } from '../audit/audit.routes';
 import { modelRoutes } from '../model/model.routes';
 import { fileRoutes, UPLOAD_PATH } from '../files/files.routes';
 import type { FileStore } from '../files/fileStore';
@@ -14,21 +16,19 @@ import { accessLog, correlationId, errorHandler, jsonBodiesOnlyExcept, notFoundR
 import { docsRoutes } from './docs.routes';
 import { docsPageRoutes } from './docsPage.routes';
 import { healthRoutes, type ReadinessCheck } from './health.routes';
+import { rateLimiters, type RateLimitSettings, type RateLimitStore } from './rateLimit';
 
-export const SESSION_COOKIE = 'testament.sid';
-
-export interface AppDeps extends CommandDeps {
+export interface AppDeps extends CommandDeps, SessionSettings {
   logger: Logger;
   /** Pool for the session store. */
   pool: pg.Pool;
-  sessionSecret: string;
   tokenSecret: string;
-  sessionMaxAgeMs: number;
-  trustProxy: boolean;
   readiness: ReadinessCheck[];
   /** Uploaded files (POST /api/files/upload, GET /api/files/:key). */
   files: FileStore;
   maxUploadBytes: number;
+  /** Request limits and the store their counters share with other replicas; null switches limiting off (logged). */
+  rateLimits: { settings: RateLimitSettings; store: RateLimitStore } | null;
 }
 
 /** The HTTP application: plain wiring of routers over the dependencies given. */
@@ -49,29 +49,29 @@ export function buildApp(deps: AppDeps): Express {
   app.use(docsPageRoutes());
   app.use('/api', express.json({ limit: '1mb' }), jsonBodiesOnlyExcept([UPLOAD_PATH]));
 
-  const PgStore = connectPgSimple(session);
-  const sessions = session({
-    name: SESSION_COOKIE,
-    secret: deps.sessionSecret,
-    store: new PgStore({ pool: deps.pool, tableName: 'http_sessions', createTableIfMissing: true }),
-    resave: false,
-    saveUninitialized: false,
-    rolling: true,
-    cookie: { httpOnly: true, sameSite: 'lax', secure: deps.trustProxy ? 'auto' : false, maxAge: deps.sessionMaxAgeMs },
-  });
-  // A request with a bearer token and no cookie (CI, scripts) has no session to load: skip the store.
-  app.use('/api', (req, res, next) =>
-    req.headers.authorization?.startsWith('Bearer ') && req.headers.cookie === undefined && req.path !== '/auth/login' ? next() : sessions(req, res, next));
+  app.use('/api', sessionMiddleware(deps));
 
   const usage = new TokenUsageRecorder(deps.knex, deps.logger);
   passport.use(bearerStrategy({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage, identityGeneration: () => deps.watcher.generation('identity') }));
   app.use(passport.initialize());
 
+  // Per address before authentication (login also per e-mail), per token or user after it.
+  const limits = deps.rateLimits && rateLimiters({
+    ...deps.rateLimits, clock: deps.clock, logger: deps.logger,
+    onLoginThrottled: (req, email) => recordLoginFailure(deps, { email, userId: null, reason: 'rate-limited', at: deps.clock() }, req),
+  });
+  if (!limits) deps.logger.warn('rate limiting is off (RATE_LIMIT_ENABLED=false)');
+  app.post('/api/auth/login', loginOriginGuard(deps));
+  if (limits) app.post('/api/auth/login', limits.login);
   app.use(loginRoutes(deps));
   app.use(docsRoutes());
-  app.use('/api', requireAuthentication({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage }));
-  app.use(identityRoutes(deps, SESSION_COOKIE));
+  if (limits) app.use('/api', limits.anonymous);
+  app.use('/api', sessionGuard(deps), requireAuthentication({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage }));
+  if (limits) app.use('/api', ...limits.afterAuthentication);
+  app.use(identityRoutes(deps));
+  app.use(adminRoutes(deps));
   app.use(modelRoutes(deps));
+  app.use(auditRoutes(deps));
   app.use(fileRoutes(deps));
   app.use(notFoundRoute);
   app.use(errorHandler(deps.logger));

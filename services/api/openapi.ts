@@ -1,5 +1,8 @@
 import type { OpenAPIV3 } from 'openapi-types';
 import { ENTITIES, type EntityDef, type EntityName, type FieldDef, type RelationDef, type ScalarType, writtenAs } from '../../contracts/entities';
+import { CREATE_ONLY_FIELDS, WRITE_ONLY_INPUTS } from '../model/writeArgs';
+import { auditPaths } from '../audit/audit.openapi';
+import { adminPaths } from '../admin/admin.openapi';
 
 /** The API categories of the interface spec, in its order. */
 export const CATEGORIES = {
@@ -77,6 +80,7 @@ function fieldNotes(entity: EntityDef, name: string, field: FieldDef): string | 
     field.unique && 'unique among rows not deleted',
     entity.uniqueTogether?.includes(name) && `unique together with ${entity.uniqueTogether.filter((f) => f !== name).join(', ')}`,
     field.fromActor && 'set by the server from the acting user',
+    CREATE_ONLY_FIELDS[entity.name]?.includes(name) && 'set on create only: an update naming it is refused (400 invalid-argument)',
     field.type === 'json' && 'any JSON value',
   ].filter(Boolean);
   return notes.length > 0 ? notes.join('; ') : undefined;
@@ -327,7 +331,17 @@ function parentRelationOf(parent: EntityDef, relation: RelationDef): string | un
 const isActorRelation = (entity: EntityDef, relation: RelationDef) => !!(relation.scalar && entity.fields[relation.scalar]?.fromActor);
 
 function writableFields(entity: EntityDef, op: 'create' | 'update'): [string, FieldDef][] {
-  return fieldsOf(entity).filter(([name, f]) => f.writable && !f.fromActor && !(op === 'create' && name === entity.softDeleteField));
+  return fieldsOf(entity).filter(([name, f]) => f.writable && !f.fromActor && !(op === 'create' && name === entity.softDeleteField)
+    && !(op === 'update' && CREATE_ONLY_FIELDS[entity.name]?.includes(name)));
+}
+
+/** Inputs that are not fields (a user's password): in create and update data only, marked writeOnly, never in a row or a filter. */
+function writeOnlyInputs(entity: EntityDef, op: 'create' | 'update'): { properties: Record<string, Schema>; required: string[] } {
+  const inputs = Object.entries(WRITE_ONLY_INPUTS[entity.name] ?? {});
+  return {
+    properties: Object.fromEntries(inputs.map(([name, i]) => [name, { type: 'string', minLength: i.minLength, maxLength: i.maxLength, writeOnly: true, description: i.description }])),
+    required: op === 'create' ? inputs.filter(([, i]) => i.requiredOnCreate).map(([name]) => name) : [],
+  };
 }
 
 function fieldInput(entity: EntityDef, name: string, field: FieldDef, withDefault: boolean): OpenAPIV3.SchemaObject {
@@ -349,6 +363,11 @@ function createInput(entity: EntityDef, parent?: string): OpenAPIV3.SchemaObject
   for (const [name, field] of writableFields(entity, 'create')) {
     properties[name] = fieldInput(entity, name, field, true);
     if (field.requiredOnCreate) required.push(name);
+  }
+  if (parent === undefined) {
+    const secret = writeOnlyInputs(entity, 'create');
+    Object.assign(properties, secret.properties);
+    required.push(...secret.required);
   }
   for (const [name, relation] of relationsOf(entity)) {
     if (name === parent || isActorRelation(entity, relation)) continue;
@@ -372,6 +391,7 @@ function createInput(entity: EntityDef, parent?: string): OpenAPIV3.SchemaObject
 function updateInput(entity: EntityDef): OpenAPIV3.SchemaObject {
   const properties: Record<string, Schema> = {};
   for (const [name, field] of writableFields(entity, 'update')) properties[name] = fieldInput(entity, name, field, false);
+  Object.assign(properties, writeOnlyInputs(entity, 'update').properties);
   // A row never moves to another project (model.commands.ts refuses `project` on update).
   const fixed = entity.projectPath?.[0] === 'project' ? 'project' : undefined;
   for (const [name, relation] of relationsOf(entity)) {
@@ -518,7 +538,7 @@ function entitySchemas(entity: EntityDef, own: boolean): Schemas {
 const errors = (...statuses: number[]): OpenAPIV3.ResponsesObject =>
   Object.fromEntries(statuses.map((s) => [String(s), { description: ERROR_TEXT[s], content: { 'application/json': { schema: ref('Error') } } }]));
 const ERROR_TEXT: Record<number, string> = {
-  400: 'invalid parameters; details.path names the offending field', 401: 'not authenticated', 404: 'not found',
+  400: 'invalid parameters; details.path names the offending field', 401: 'not authenticated; or session-expired (see the session security scheme)', 404: 'not found',
   405: 'method not allowed for this operation', 409: 'conflict: changed concurrently, or a unique value taken', 413: 'request body too large',
   415: 'unsupported media type', 503: 'read model lagging',
 };
@@ -601,28 +621,32 @@ function customPaths(): OpenAPIV3.PathsObject {
     mimeType: { type: 'string', description: 'type/subtype as the client declared it (application/octet-stream when malformed)' },
     sha256: { type: 'string', pattern: '^[a-f0-9]{64}$' },
   }, { required: ['key', 'name', 'size', 'mimeType', 'sha256'] });
+  // A cookie-authenticated unsafe request from another origin (services/identity/sessions.ts).
+  const csrf = { 403: { description: 'csrf-rejected: not sent from the application (see the session security scheme)', content: json(ref('Error')) } };
   return {
     '/api/auth/login': {
       post: {
         operationId: 'login', tags: ['auth'], security: [], summary: 'log in; sets the session cookie',
         requestBody: { required: true, content: json({ type: 'object', required: ['email', 'password'], additionalProperties: false, properties: { email: { type: 'string' }, password: { type: 'string', format: 'password' } } }) },
-        responses: { 200: { description: 'logged in', content: json({ type: 'object', properties: { user } }) }, ...errors(400, 401) },
+        description: 'A new session id is issued at every login. A browser request from another origin (Sec-Fetch-Site, Origin or Referer says so) is refused (login CSRF); '
+          + 'a client that sends none of these headers (curl, scripts) is not.',
+        responses: { 200: { description: 'logged in', content: json({ type: 'object', properties: { user } }) }, ...errors(400, 401), ...csrf },
       },
     },
-    '/api/auth/logout': { post: { operationId: 'logout', tags: ['auth'], responses: { 204: { description: 'session destroyed' }, ...errors(401) } } },
+    '/api/auth/logout': { post: { operationId: 'logout', tags: ['auth'], responses: { 204: { description: 'session destroyed' }, ...errors(401), ...csrf } } },
     '/api/auth/me': { get: { operationId: 'me', tags: ['auth'], responses: { 200: { description: 'the caller', content: json({ type: 'object', properties: { user, via: { type: 'string', enum: ['api', 'session'] }, tokenId: { type: 'integer' } } }) }, ...errors(401) } } },
     '/api/tokens': {
       post: {
         operationId: 'createToken', tags: ['tokens'], summary: 'create an API token; its value is in this response only',
         requestBody: { required: true, content: json({ type: 'object', required: ['name'], additionalProperties: false, properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, expiresAt: { type: 'string', format: 'date-time', nullable: true } } }) },
-        responses: { 201: { description: 'created', content: json({ allOf: [token, { type: 'object', properties: { token: { type: 'string' } } }] }) }, ...errors(400, 401) },
+        responses: { 201: { description: 'created', content: json({ allOf: [token, { type: 'object', properties: { token: { type: 'string' } } }] }) }, ...errors(400, 401), ...csrf },
       },
       get: { operationId: 'listTokens', tags: ['tokens'], responses: { 200: { description: 'own tokens, without values', content: json({ type: 'object', properties: { data: { type: 'array', items: token } } }) }, ...errors(401) } },
     },
     '/api/tokens/{id}': {
       delete: {
         operationId: 'revokeToken', tags: ['tokens'], parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer' } }],
-        responses: { 204: { description: 'revoked' }, ...errors(400, 401, 404) },
+        responses: { 204: { description: 'revoked' }, ...errors(400, 401, 404), ...csrf },
       },
     },
     '/api/files/upload': {
@@ -642,7 +666,7 @@ function customPaths(): OpenAPIV3.PathsObject {
         },
         responses: {
           201: { description: 'stored, in the order of the request', content: json(object({ data: { type: 'array', items: storedFile } }, { required: ['data'] })) },
-          ...errors(400, 401),
+          ...errors(400, 401), ...csrf,
           413: { description: 'a file over MAX_UPLOAD_BYTES (code payload-too-large, details.limit), or more than 20 files (too-many-files); nothing stored', content: json(ref('Error')) },
           415: { description: 'the body is not multipart/form-data', content: json(ref('Error')) },
         },
@@ -675,6 +699,8 @@ function customPaths(): OpenAPIV3.PathsObject {
         responses: { 200: { description: 'categories, or an OpenAPI 3.0 document', content: json({ type: 'object' }) }, ...errors(400) },
       },
     },
+    ...auditPaths(),
+    ...adminPaths(),
     '/healthz': { get: { operationId: 'healthz', tags: ['health'], security: [], responses: { 200: { description: 'the process answers' } } } },
     '/readyz': { get: { operationId: 'readyz', tags: ['health'], security: [], responses: { 200: { description: 'ready' }, 503: { description: 'not ready, with reasons' } } } },
   };
@@ -715,14 +741,20 @@ export function openApiFor(category: Category, version: string): OpenAPIV3.Docum
     servers: [{ url: '/' }],
     security: [{ bearer: [] }, { session: [] }],
     tags: category === 'custom'
-      ? [{ name: 'auth' }, { name: 'tokens' }, { name: 'files' }, { name: 'docs' }, { name: 'health' }]
+      ? [{ name: 'auth' }, { name: 'tokens' }, { name: 'files' }, { name: 'audit' }, { name: 'admin' }, { name: 'docs' }, { name: 'health' }]
       : entities.map((e) => ({ name: e.name, ...(entityDescription(e) && { description: entityDescription(e) }) })),
     paths: category === 'custom' ? customPaths() : Object.assign({}, ...entities.map(entityPaths)),
     components: {
       schemas: schemas as Record<string, OpenAPIV3.SchemaObject | OpenAPIV3.ReferenceObject>,
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'an API token (POST /api/tokens)' },
-        session: { type: 'apiKey', in: 'cookie', name: 'testament.sid', description: 'the session cookie set by POST /api/auth/login' },
+        session: {
+          type: 'apiKey', in: 'cookie', name: 'testament.sid',
+          description: 'the session cookie set by POST /api/auth/login (HttpOnly, SameSite=Lax, Secure over HTTPS behind TRUST_PROXY). '
+            + 'It ends after SESSION_IDLE_TIMEOUT_MS without a request or SESSION_ABSOLUTE_TIMEOUT_MS after login: 401 session-expired, details.reason idle or absolute. '
+            + 'A POST, PUT, PATCH or DELETE with it must come from the application: Sec-Fetch-Site same-origin or none, otherwise Origin (else Referer) equal to the '
+            + 'API\'s own origin or one of ALLOWED_ORIGINS; else 403 csrf-rejected. Bearer requests are not checked.',
+        },
       },
     },
   };

@@ -7,7 +7,9 @@ import { metadataFor } from '../shared/context';
 import { HttpError, badRequest } from '../shared/errors';
 import { findActiveUser } from './authentication';
 import { createApiToken, listApiTokens, revokeApiToken } from './identity.handlers';
+import { findLoginAccount, normaliseEmail, recordLoginFailure } from './loginAttempts';
 import { DUMMY_PASSWORD_HASH, verifyPassword } from './secrets';
+import { endSession, startSession } from './sessions';
 
 const parseLogin = bodyParser<{ email: string; password: string }>({
   type: 'object', additionalProperties: false, required: ['email', 'password'],
@@ -22,33 +24,37 @@ const parseNewToken = bodyParser<{ name: string; expiresAt?: string | null }>({
   },
 } as JSONSchemaType<{ name: string; expiresAt?: string | null }>);
 
-/** POST /api/auth/login: public. */
-export function loginRoutes(deps: Pick<CommandDeps, 'knex'>): Router {
+/** POST /api/auth/login: public. A refusal is recorded as LoginFailed (never the password). */
+export function loginRoutes(deps: Pick<CommandDeps, 'knex' | 'clock' | 'store'>): Router {
   const router = Router();
   router.post('/api/auth/login', asyncHandler(async (req, res) => {
-    const { email, password } = parseLogin(req.body);
-    const user = await findActiveUser(deps.knex, { email: email.trim().toLowerCase() });
+    const { email: given, password } = parseLogin(req.body);
+    const email = normaliseEmail(given);
+    if (email === '') throw badRequest('invalid-argument', 'email must not be blank', { path: 'email' });
+    const user = await findActiveUser(deps.knex, { email });
     // Verify against a dummy hash when there is no such user, so timing does not reveal accounts.
     const ok = await verifyPassword(user?.passwordHash ?? DUMMY_PASSWORD_HASH, password);
-    if (!user || !ok) throw new HttpError(401, 'invalid-credentials', 'E-mail or password is wrong');
-    await new Promise<void>((resolve, reject) => req.session.regenerate((err) => (err ? reject(err) : resolve())));
-    req.session.userId = user.id;
-    await new Promise<void>((resolve, reject) => req.session.save((err) => (err ? reject(err) : resolve())));
+    if (!user || !ok) {
+      // Every refusal takes the same steps (one lookup, one append), whatever its reason.
+      const account = await findLoginAccount(deps.knex, email);
+      const reason = !account ? 'unknown-user' : !account.isActive ? 'inactive-user' : 'wrong-password';
+      await recordLoginFailure(deps, { email, userId: account?.id ?? null, reason, at: deps.clock() }, req);
+      throw new HttpError(401, 'invalid-credentials', 'E-mail or password is wrong');
+    }
+    await req.refundRateLimit?.();
+    await startSession(req, user.id, deps.clock());
     res.json({ user: { id: user.id, email: user.email, name: user.name, access: user.access } });
   }));
   return router;
 }
 
 /** Routes behind authentication: logout, me, tokens. */
-export function identityRoutes(deps: CommandDeps & { tokenSecret: string }, sessionCookieName: string): Router {
+export function identityRoutes(deps: CommandDeps & { tokenSecret: string }): Router {
   const router = Router();
   const me: RequestHandler = (req, res) => res.json({ user: req.auth!.user, via: req.auth!.via, ...(req.auth!.tokenId && { tokenId: req.auth!.tokenId }) });
 
   router.post('/api/auth/logout', asyncHandler(async (req, res) => {
-    if (req.session?.userId !== undefined) {
-      await new Promise<void>((resolve, reject) => req.session.destroy((err) => (err ? reject(err) : resolve())));
-      res.clearCookie(sessionCookieName);
-    }
+    if (req.session?.userId !== undefined) await endSession(req, res);
     res.status(204).end();
   }));
   router.get('/api/auth/me', me);

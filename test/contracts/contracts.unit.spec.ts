@@ -11,20 +11,28 @@ import { MemoryEventStore } from '../support/memoryEventStore';
 const AT = '2024-03-01T10:00:00.000Z';
 const META: EventMetadata = { actor: { userId: 1, via: 'api' }, correlationId: 'req-1', causationId: null };
 
-type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'DefaultsPlanned' | 'UserRegistered' | 'ApiTokenCreated' | 'ApiTokenRevoked'
+type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'DefaultsPlanned' | 'UserRegistered' | 'ApiTokenCreated' | 'ApiTokenRevoked' | 'LoginFailed'
+  | 'UserUpdated' | 'UserDeactivated' | 'UserReactivated' | 'UserPasswordChanged' | 'UserDeleted'
   | 'RepositoryFolderCreated' | 'RepositoryFolderUpdated' | 'RepositoryFolderDeleted';
+
+const ARGON2_HASH = '$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA';
+/** UserRegistered as v1 wrote it, before roles: still valid at v1, not at v2 (roleId is required there, null for none). */
+const V1_USER = { userId: 3, email: 'ada@example.com', name: 'Ada', passwordHash: ARGON2_HASH, access: 'USER', createdAt: AT };
 
 /** One valid `data` per hand-written event type: the compiler keeps each shape right. */
 const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   IdBlockReserved: { category: 'project', from: 1, to: 50 },
   UniqueValueClaimed: { scope: 'user.email', value: 'ada@example.com', ownerId: 3 },
   DefaultsPlanned: { items: [{ key: 'status:passed', entity: 'status', id: 2 }] },
-  UserRegistered: {
-    userId: 3, email: 'ada@example.com', name: 'Ada', passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA',
-    access: 'USER', createdAt: AT,
-  },
+  UserRegistered: { userId: 3, email: 'ada@example.com', name: 'Ada', passwordHash: ARGON2_HASH, access: 'USER', roleId: 4, createdAt: AT },
+  UserUpdated: { userId: 3, changes: { name: 'Ada L.', access: 'ADMIN', roleId: null }, updatedAt: AT },
+  UserDeactivated: { userId: 3, at: AT },
+  UserReactivated: { userId: 3, at: AT },
+  UserPasswordChanged: { userId: 3, passwordHash: ARGON2_HASH, at: AT },
+  UserDeleted: { userId: 3, at: AT },
   ApiTokenCreated: { tokenId: 5, userId: 3, name: 'CI', prefix: 'tst_ab12', tokenHash: 'ab'.repeat(32), expiresAt: null, createdAt: AT },
   ApiTokenRevoked: { tokenId: 5, userId: 3, revokedAt: AT },
+  LoginFailed: { email: 'ada@example.com', userId: 3, reason: 'wrong-password', ip: '203.0.113.9', attemptedAt: AT },
   RepositoryFolderCreated: { folderId: 11, projectId: 7, parentId: null, name: 'Cards', createdAt: AT },
   RepositoryFolderUpdated: { folderId: 11, changes: { name: 'Credit cards', parentId: 10 }, updatedAt: AT },
   RepositoryFolderDeleted: { folderId: 11, deletedAt: AT },
@@ -129,8 +137,8 @@ describe('event contracts', () => {
         it(handWritten ? 'accepts a valid example, at the latest version and at v1 named explicitly' : 'accepts a valid example at the latest version', () => {
           expect(() => contracts.check({ type, data: valid })).not.to.throw();
           if (handWritten) {
-            expect(() => contracts.check({ type, schemaVersion: 1, data: valid })).not.to.throw();
-            expect(contracts.latestVersion(type)).to.equal(1);
+            expect(() => contracts.check({ type, schemaVersion: 1, data: type === 'UserRegistered' ? V1_USER : valid })).not.to.throw();
+            expect(contracts.latestVersion(type)).to.equal(type === 'UserRegistered' ? 2 : 1);
           }
         });
 
@@ -172,12 +180,28 @@ describe('event contracts', () => {
       expect(ajvErrors(v).map((e) => [e.instancePath, e.keyword])).to.deep.equal([['/expiresAt', 'format']]);
     });
 
+    it('UserRegistered: v1 events (no roleId) stay valid at v1; v2 requires roleId and v1 refuses it', () => {
+      expect(() => contracts.check({ type: 'UserRegistered', schemaVersion: 1, data: V1_USER })).not.to.throw();
+      expect(ajvErrors(violation({ type: 'UserRegistered', schemaVersion: 2, data: V1_USER })).map((e) => [e.keyword, e.params.missingProperty]))
+        .to.deep.equal([['required', 'roleId']]);
+      expect(() => contracts.check({ type: 'UserRegistered', schemaVersion: 2, data: { ...V1_USER, roleId: null } })).not.to.throw();
+      expect(ajvErrors(violation({ type: 'UserRegistered', schemaVersion: 1, data: { ...V1_USER, roleId: 4 } })).map((e) => [e.keyword, e.params.additionalProperty]))
+        .to.deep.equal([['additionalProperties', 'roleId']]);
+    });
+
+    it('refuses a password hash that is not argon2id (a plain password never passes)', () => {
+      for (const type of ['UserRegistered', 'UserPasswordChanged'] as const) {
+        const v = violation({ type, data: { ...HAND_VALID[type], passwordHash: 'correct horse battery staple' } });
+        expect(ajvErrors(v).map((e) => [e.instancePath, e.keyword])).to.deep.equal([['/passwordHash', 'pattern']]);
+      }
+    });
+
     it('refuses an access level outside the enum', () => {
       const v = violation({ type: 'UserRegistered', data: { ...HAND_VALID.UserRegistered, access: 'ROOT' } });
       expect(ajvErrors(v).map((e) => [e.instancePath, e.keyword])).to.deep.equal([['/access', 'enum']]);
     });
 
-    for (const type of ['ProjectUpdated', 'RepositoryFolderUpdated', 'RepositoryCaseUpdated', 'TestRunUpdated'] as const) {
+    for (const type of ['ProjectUpdated', 'RepositoryFolderUpdated', 'RepositoryCaseUpdated', 'TestRunUpdated', 'UserUpdated'] as const) {
       it(`${type}: refuses empty changes and an unknown changed field`, () => {
         const valid = VALID[type] as Record<string, unknown>;
         expect(ajvErrors(violation({ type, data: { ...valid, changes: {} } })).map((e) => [e.instancePath, e.keyword]))

@@ -12,7 +12,9 @@ import { ALL_PROJECTIONS } from '../../projections';
 import { migrateReadModel } from '../../projections/migrations';
 import { CheckpointWatcher } from '../../projections/runtime/checkpointWatcher';
 import { startProjector } from '../../projections/runtime/projector';
-import { buildApp } from '../../services/api/app';
+import { buildApp, type AppDeps } from '../../services/api/app';
+import type { RateLimitSettings } from '../../services/api/rateLimit';
+import { PostgresRateLimitStore } from '../../infra/rateLimit/postgres';
 import type { CommandDeps } from '../../services/shared/commandBus';
 import { IdAllocator } from '../../services/shared/ids';
 import { withContracts } from '../../services/shared/validatingEventStore';
@@ -33,20 +35,31 @@ export interface TestApp {
   clock: TestClock;
   /** The directory of the app's file store (removed on stop). */
   uploadDir: string;
+  /** The app's throw-away database, and what the app was built with (a second app over the same database: another replica). */
+  databaseUrl: string;
+  appDeps: AppDeps;
   stop(): Promise<void>;
 }
 
 export const TEST_TOKEN_SECRET = 'x'.repeat(40);
 
+/** Rate limiting runs in every test app, with limits no suite reaches unless it sets its own. */
+export const UNREACHED_RATE_LIMITS: RateLimitSettings = { windowMs: 60_000, max: 1e9, anonymousMax: 1e9, loginMax: 1e9, loginWindowMs: 15 * 60_000 };
+
 /** The API, projector and stores in this process on a throw-away database, with a test clock. */
-export async function startTestApp(options: { maxUploadBytes?: number } = {}): Promise<TestApp> {
+export async function startTestApp(options: { maxUploadBytes?: number; trustProxy?: boolean; allowedOrigins?: string[];
+  /** Limits to set (the others stay unreached), or null for none at all. */
+  rateLimits?: Partial<RateLimitSettings> | null;
+  /** Where the app's logs go (default: nowhere, or TEST_LOG_LEVEL to stdout). */
+  logger?: pino.Logger;
+} = {}): Promise<TestApp> {
   const db = await createTestDatabase('app');
   const pool = createPool(db.url);
   const knex = createKnex(db.url);
   await migrateReadModel(knex);
   await setupPostgresEventStore(pool);
   const store = withContracts(new PostgresEventStore(pool, db.url), loadContracts());
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const projector = startProjector({ store, knex, projections: ALL_PROJECTIONS, logger });
   const watcher = new CheckpointWatcher(knex, db.url, ALL_PROJECTIONS.map((p) => p.name));
   await watcher.start();
@@ -54,10 +67,13 @@ export async function startTestApp(options: { maxUploadBytes?: number } = {}): P
   const deps: CommandDeps = { store, ids: new IdAllocator(store), knex, watcher, writeTimeoutMs: 10_000, clock: clock.read };
   const uploadDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-uploads-'));
   const files = await openLocalFileStore({ dir: uploadDir, logger });
-  const app = buildApp({
+  const appDeps: AppDeps = {
     ...deps, logger, pool, sessionSecret: 's'.repeat(40), tokenSecret: TEST_TOKEN_SECRET,
-    sessionMaxAgeMs: 3_600_000, trustProxy: false, readiness: [], files, maxUploadBytes: options.maxUploadBytes ?? 50 * 1024 * 1024,
-  });
+    sessionIdleTimeoutMs: 30 * 60_000, sessionAbsoluteTimeoutMs: 12 * 3_600_000,
+    trustProxy: options.trustProxy ?? false, allowedOrigins: options.allowedOrigins ?? [], readiness: [], files, maxUploadBytes: options.maxUploadBytes ?? 50 * 1024 * 1024,
+    rateLimits: options.rateLimits === null ? null : { settings: { ...UNREACHED_RATE_LIMITS, ...options.rateLimits }, store: new PostgresRateLimitStore(pool) },
+  };
+  const app = buildApp(appDeps);
   const server = await new Promise<Server>((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
@@ -66,6 +82,8 @@ export async function startTestApp(options: { maxUploadBytes?: number } = {}): P
     deps,
     clock,
     uploadDir,
+    databaseUrl: db.url,
+    appDeps,
     async stop() {
       await new Promise((r) => server.close(r));
       server.closeAllConnections();

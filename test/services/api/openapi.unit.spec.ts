@@ -57,7 +57,38 @@ describe('OpenAPI documents generated from the catalogue', () => {
     }
     expect(operationsOf(ENTITIES.step)).to.not.include('create');
     expect(operationsOf(ENTITIES.repositoryCaseVersion)).to.not.include('update');
-    expect(operationsOf(ENTITIES.user)).to.not.include('delete');
+    expect(operationsOf(ENTITIES.user)).to.include('delete'); // users are an aggregate of their own (services/identity)
+  });
+
+  it('describes a user\'s password as a write-only input of create and update, and no read schema names it or its hash', () => {
+    const doc = docOf('user');
+    const schemas = doc.components!.schemas! as Record<string, Json>;
+    const create = schemas.UserCreateInput;
+    expect(create.properties.password).to.deep.include({ type: 'string', writeOnly: true, minLength: 8, maxLength: 1024 });
+    expect(create.required).to.include.members(['email', 'name', 'password']);
+    expect(schemas.UserUpdateInput.properties.password).to.deep.include({ type: 'string', writeOnly: true });
+    expect(schemas.UserUpdateInput.properties, 'the e-mail is set on create only').to.not.have.property('email');
+    expect(schemas.UserUpdateManyArgs.properties.data.properties).to.not.have.any.keys('password', 'email');
+    expect(schemas.User.properties.email.description).to.include('create only');
+    // Anywhere else in every document: no property, enum value or required name mentions a password.
+    const offenders: string[] = [];
+    const walk = (node: unknown, at: string, allowed: boolean): void => {
+      if (Array.isArray(node)) return node.forEach((item, i) => walk(item, `${at}[${i}]`, allowed));
+      if (typeof node !== 'object' || node === null) {
+        if (typeof node === 'string' && /password/i.test(node) && !allowed && !at.endsWith('.description')) offenders.push(at);
+        return;
+      }
+      for (const [key, value] of Object.entries(node)) {
+        if (/password/i.test(key) && !allowed) offenders.push(`${at}.${key}`);
+        walk(value, `${at}.${key}`, allowed);
+      }
+    };
+    for (const category of Object.keys(CATEGORIES) as Category[]) {
+      if (category === 'custom') continue; // login takes a password: that is its job
+      const { schemas: all } = openApiFor(category, '0.0.0').components as { schemas: Record<string, unknown> };
+      for (const [name, schema] of Object.entries(all)) walk(schema, `${category}:${name}`, name === 'UserCreateInput' || name === 'UserUpdateInput');
+    }
+    expect(offenders).to.deep.equal([]);
   });
 
   it('every category generates, with unique operation ids', () => {
@@ -153,6 +184,18 @@ describe('OpenAPI documents generated from the catalogue', () => {
     ['status', 'CreateArgs', { data: { name: 'n', systemName: 's', scopes: ['RUNS'], aliases: ['a'] } }, true],
     ['status', 'CreateArgs', { data: { name: 'n', systemName: 's', scopes: ['X'] } }, false],
     ['caseField', 'CreateArgs', { data: { displayName: 'd', systemName: 's', type: 'NUMBER', minValue: 0.5 } }, true],
+    ['user', 'CreateArgs', { data: { email: 'a@example.com', name: 'A', password: 'eight-ch', access: 'ADMIN', isActive: false, role: { connect: { id: 2 } } } }, true],
+    ['user', 'CreateArgs', { data: { email: 'a@example.com', name: 'A' } }, false],
+    ['user', 'CreateArgs', { data: { email: 'a@example.com', name: 'A', password: 'seven-c' } }, false],
+    ['user', 'CreateArgs', { data: { email: 'a@example.com', name: 'A', password: 'x'.repeat(1025) } }, false],
+    ['user', 'CreateArgs', { data: { email: 'a@example.com', name: 'A', password: 'eight-ch', passwordHash: 'h' } }, false],
+    ['user', 'CreateArgs', { data: { email: 'a@example.com', name: 'A', password: 'eight-ch' }, select: { password: true } }, false],
+    ['user', 'UpdateArgs', { where: { id: 1 }, data: { password: 'eight-ch' } }, true],
+    ['user', 'UpdateArgs', { where: { id: 1 }, data: { name: 'B', isActive: true, role: { disconnect: true } } }, true],
+    ['user', 'UpdateArgs', { where: { id: 1 }, data: { email: 'b@example.com' } }, false],
+    ['user', 'UpdateArgs', { where: { id: 1 }, data: { isDeleted: true } }, false],
+    ['user', 'FindManyArgs', { where: { passwordHash: { not: null } } }, false],
+    ['user', 'FindManyArgs', { orderBy: { password: 'asc' } }, false],
   ];
   const parse = (entity: EntityName, args: string, body: Json) => {
     const def = ENTITIES[entity];
