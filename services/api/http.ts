@@ -80,6 +80,11 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (type === 'entity.parse.failed') return body(400, 'malformed-json', 'The request body is not valid JSON', { path: '' });
     if (type === 'entity.too.large') return body(413, 'payload-too-large', 'The request body is too large');
     if (type === 'encoding.unsupported' || type === 'charset.unsupported') return body(415, 'unsupported-encoding', String(err.message));
+    // Any other client error the HTTP layer raised (a request cut short, too many parameters): its own 4xx, not a 500.
+    const status = (err as { status?: unknown }).status;
+    if (typeof status === 'number' && status >= 400 && status < 500 && (err as { expose?: unknown }).expose === true) {
+      return body(status, 'bad-request', String((err as Error).message), { type: type ?? null });
+    }
     const level = err instanceof ContractViolation ? 'fatal' : 'error';
     logger[level]({ err, correlationId: cid, method: req.method, url: req.originalUrl }, 'request failed');
     return body(500, 'internal-error', 'Internal server error', { correlationId: cid });

@@ -1,0 +1,28 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { expect } from 'chai';
+import express from 'express';
+import pino from 'pino';
+import { errorHandler } from '../../../services/api/http';
+
+/** The error handler turns the HTTP layer's own client errors into their 4xx, never a 500. */
+describe('errorHandler', () => {
+  it('answers a client error of the HTTP layer (e.g. a body cut short) with its status and code bad-request', async () => {
+    const app = express();
+    app.get('/aborted', (_req, _res, next) => next(Object.assign(new Error('request aborted'), { status: 400, expose: true, type: 'request.aborted' })));
+    app.get('/internal', (_req, _res, next) => next(Object.assign(new Error('stream not readable'), { status: 500, expose: false, type: 'stream.not.readable' })));
+    app.use(errorHandler(pino({ level: 'silent' })));
+    const server = await new Promise<Server>((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const aborted = await fetch(`${url}/aborted`);
+      expect(aborted.status).to.equal(400);
+      expect(await aborted.json()).to.deep.equal({ error: 'request aborted', code: 'bad-request', details: { type: 'request.aborted' } });
+      const internal = await fetch(`${url}/internal`);
+      expect(internal.status).to.equal(500);
+      expect((await internal.json()).code).to.equal('internal-error');
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
