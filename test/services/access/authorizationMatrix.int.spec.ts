@@ -213,6 +213,10 @@ describe('authorization matrix: every model operation and route, for every kind 
       ['GET', '/api/audit', (p) => (UNAUTHENTICATED.has(p) ? 401 : p === 'admin' || p === 'projectAdmin' ? 200 : 403)],
       ['GET', '/api/files/0000000000000000000000000000000000000000000000000000000000000000', authenticated(404)],
       ['GET', '/api/no-such-route', authenticated(404)],
+      ['POST', '/api/tokens', authenticated(400)], // no name: the body is checked once the caller is known
+      ['DELETE', '/api/tokens/999999', authenticated(404)],
+      ['POST', '/api/files/upload', authenticated(415)], // not multipart
+      ['POST', '/api/auth/logout', authenticated(204)], // bearer callers have no session: nothing to end
     ];
     for (const persona of PERSONAS) {
       for (const [method, path, status] of routes) await check(persona, method, path, undefined, status(persona));
