@@ -9,8 +9,8 @@ import type { CounterWindow, RateLimitStore } from '../../services/api/rateLimit
  */
 const HIT = `
   INSERT INTO rate_limit_counters AS c (key, window_start, expires_at, count)
-  SELECT k, s, e, 1 FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS t(k, s, e)
-  ON CONFLICT (key, window_start) DO UPDATE SET count = c.count + 1
+  SELECT k, s, e, n FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::int[]) AS t(k, s, e, n)
+  ON CONFLICT (key, window_start) DO UPDATE SET count = c.count + EXCLUDED.count
   RETURNING c.key, c.count`;
 
 const REFUND = `
@@ -31,12 +31,12 @@ const PRUNE_BATCH = 5_000;
 export class PostgresRateLimitStore implements RateLimitStore {
   constructor(private readonly pool: Pick<pg.Pool, 'query'>) {}
 
-  async hit(counters: readonly CounterWindow[]): Promise<number[]> {
+  async hit(counters: readonly CounterWindow[], by: readonly number[] = counters.map(() => 1)): Promise<number[]> {
     if (new Set(counters.map((c) => c.key)).size !== counters.length) throw new Error('rate limit counters of one hit must have distinct keys');
     const { rows } = await this.pool.query<{ key: string; count: number }>({
       name: 'rate-limit-hit',
       text: HIT,
-      values: [counters.map((c) => c.key), counters.map((c) => c.windowStart.toISOString()), counters.map((c) => c.expiresAt.toISOString())],
+      values: [counters.map((c) => c.key), counters.map((c) => c.windowStart.toISOString()), counters.map((c) => c.expiresAt.toISOString()), by],
     });
     const byKey = new Map(rows.map((r) => [r.key, r.count]));
     return counters.map((c) => byKey.get(c.key)!);

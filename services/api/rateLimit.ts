@@ -39,8 +39,11 @@ export interface CounterWindow {
 
 /** The port: request counters shared by every API replica. */
 export interface RateLimitStore {
-  /** Adds one to each counter (keys distinct), all in one round trip; answers each count including this hit, in order. */
-  hit(counters: readonly CounterWindow[]): Promise<number[]>;
+  /**
+   * Adds `by[i]` (default one) to each counter (keys distinct), all in one round trip; answers
+   * each count including this hit, in order.
+   */
+  hit(counters: readonly CounterWindow[], by?: readonly number[]): Promise<number[]>;
   /** Takes one back from each counter, never below zero. */
   refund(counters: readonly CounterWindow[]): Promise<void>;
   /** Deletes the counters whose window ended before `before`; answers how many. */
@@ -73,6 +76,54 @@ export function windowOf(key: string, windowMs: number, nowMs: number): { start:
 /** Whole seconds until `atMs`, at least 1 (what Retry-After and RateLimit-Reset say). */
 export function secondsUntil(atMs: number, nowMs: number): number {
   return Math.max(1, Math.ceil((atMs - nowMs) / 1000));
+}
+
+/**
+ * How many counts a replica takes from a shared counter at once for a limit of `max`: one for the
+ * small, strict limits (login, anonymous: exact), a twentieth (at most 100) for the large per-caller
+ * ones, so that most requests of a busy client need no round trip. Counts taken and not used are
+ * lost with their window: a limit can only get stricter by it, never looser, with any number of
+ * replicas.
+ */
+export function leaseSize(max: number): number {
+  return max < 100 ? 1 : Math.min(100, Math.floor(max / 20));
+}
+
+/**
+ * Blocks of counts taken ahead from the shared counters: the block [first, last] of a key's window
+ * belongs to this replica alone, and its requests take its numbers in turn. One lease in flight per
+ * key: concurrent requests wait for it rather than each taking a block.
+ */
+export class CountLeases {
+  private readonly blocks = new Map<string, { windowStart: number; next: number; last: number }>();
+  private readonly inFlight = new Map<string, Promise<void>>();
+
+  constructor(private readonly store: RateLimitStore) {}
+
+  /** This request's number in the counter's window (its count, as `hit` would answer it). */
+  async take(counter: CounterWindow, size: number): Promise<number> {
+    for (;;) {
+      const block = this.blocks.get(counter.key);
+      if (block && block.windowStart === counter.windowStart.getTime() && block.next <= block.last) return block.next++;
+      const pending = this.inFlight.get(counter.key);
+      if (pending) {
+        await pending;
+        continue;
+      }
+      const lease = this.store.hit([counter], [size]).then(([last]) => {
+        this.forgetEnded(counter.windowStart.getTime());
+        this.blocks.set(counter.key, { windowStart: counter.windowStart.getTime(), next: last - size + 1, last });
+      }).finally(() => this.inFlight.delete(counter.key));
+      this.inFlight.set(counter.key, lease);
+      await lease;
+    }
+  }
+
+  /** Blocks of windows that ended long ago are dropped now and then, so the map stays small. */
+  private forgetEnded(nowWindowStart: number): void {
+    if (this.blocks.size < 10_000) return;
+    for (const [key, block] of this.blocks) if (block.windowStart < nowWindowStart) this.blocks.delete(key);
+  }
 }
 
 /** A limit's state after a hit. */
@@ -169,6 +220,7 @@ const counted = (res: Response) => (res.locals as Record<symbol, boolean>)[LIMIT
 
 export function rateLimiters(deps: RateLimitDeps): RateLimiters {
   const { settings: s, store, logger } = deps;
+  const leases = new CountLeases(store);
   let lastPrune = -Infinity;
 
   const maybePrune = (nowMs: number) => {
@@ -180,14 +232,15 @@ export function rateLimiters(deps: RateLimitDeps): RateLimiters {
     );
   };
 
-  /** One round trip: every limit's counter goes up by one; the headers describe the tightest. */
+  /** Every limit's counter goes up by one (one round trip, or none from a leased block); the headers describe the tightest. */
   const take = async (res: Response, limits: Limit[]): Promise<{ states: LimitState[]; refused: HttpError | null }> => {
     const nowMs = deps.clock().getTime();
     const counters = limits.map((l) => {
       const w = windowOf(l.key, l.windowMs, nowMs);
       return { key: l.key, windowStart: new Date(w.start), expiresAt: new Date(w.end) };
     });
-    const counts = await store.hit(counters);
+    const size = limits.length === 1 ? leaseSize(limits[0].max) : 1;
+    const counts = size > 1 ? [await leases.take(counters[0], size)] : await store.hit(counters);
     maybePrune(nowMs);
     (res.locals as Record<symbol, boolean>)[LIMITED] = true;
     const states = limits.map((limit, i) => ({ limit, counter: counters[i], count: counts[i] }));

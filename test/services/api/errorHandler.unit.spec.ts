@@ -20,7 +20,7 @@ describe('errorHandler', () => {
       expect(await aborted.json()).to.deep.equal({ error: 'request aborted', code: 'bad-request', details: { type: 'request.aborted' } });
       const internal = await fetch(`${url}/internal`);
       expect(internal.status).to.equal(500);
-      expect((await internal.json()).code).to.equal('internal-error');
+      expect(((await internal.json()) as { code: string }).code).to.equal('internal-error');
     } finally {
       await new Promise((r) => server.close(r));
     }

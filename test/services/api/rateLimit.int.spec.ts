@@ -197,3 +197,36 @@ describe('rate limits over HTTP', function () {
     }
   });
 });
+
+describe('rate limits over HTTP: large per-caller limits leased in blocks', function () {
+  this.timeout(60_000);
+  const LARGE = { ...LIMITS, max: 100 }; // leased 5 counts at a time
+
+  it('two instances on one database let through at most the limit together, and lose at most a block each', async () => {
+    const app = await startTestApp({ rateLimits: LARGE });
+    const pool = new pg.Pool({ connectionString: app.databaseUrl, max: 2 });
+    const second = buildApp({ ...app.appDeps, pool, rateLimits: { settings: LARGE, store: new PostgresRateLimitStore(pool) } });
+    const server = await new Promise<Server>((resolve) => {
+      const s = second.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    const secondUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const userId = await registerUser(app.deps, { email: 'dan@example.com', name: 'Dan', password: 'dan-password-1', access: 'USER' }, systemMetadata('test'));
+      const { token } = await createApiToken({ ...app.deps, tokenSecret: TEST_TOKEN_SECRET }, { userId, name: 'busy', expiresAt: null }, systemMetadata('test'));
+      const statuses: number[] = [];
+      for (let i = 0; i < 120; i++) statuses.push((await send(i % 3 === 0 ? secondUrl : app.url, '/api/auth/me', { bearer: token })).status);
+      const passed = statuses.filter((s) => s === 200).length;
+      expect(passed, 'never more than the limit').to.be.at.most(100);
+      expect(passed, 'at most one unused block of 5 per instance is lost').to.be.at.least(100 - 2 * 4);
+      // (an instance may still hold a few numbers of its last block after the other ran out)
+      expect(statuses.slice(-10), 'once both are out, everything is refused').to.deep.equal(new Array(10).fill(429));
+      const { rows: [{ count }] } = await pool.query("SELECT count FROM rate_limit_counters WHERE key LIKE 'token:%'");
+      expect(count, 'the counter holds whole blocks').to.be.at.least(120).and.satisfy((n: number) => n % 5 === 0);
+    } finally {
+      await new Promise((r) => server.close(r));
+      server.closeAllConnections();
+      await pool.end();
+      await app.stop();
+    }
+  });
+});

@@ -5,7 +5,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import pino from 'pino';
 import { errorHandler } from '../../../services/api/http';
 import {
-  callerKey, clientAddress, keyOffset, rateLimiters, secondsUntil, verdict, windowOf,
+  callerKey, clientAddress, CountLeases, keyOffset, leaseSize, rateLimiters, secondsUntil, verdict, windowOf,
   type CounterWindow, type LimitState, type RateLimitSettings, type RateLimitStore,
 } from '../../../services/api/rateLimit';
 import { ConfigError, loadConfig } from '../../../services/config';
@@ -144,11 +144,11 @@ class MemoryRateLimitStore implements RateLimitStore {
   readonly calls: { op: string; keys: string[] }[] = [];
   failing = false;
   private id = (c: CounterWindow) => `${c.key}@${c.windowStart.toISOString()}`;
-  async hit(counters: readonly CounterWindow[]) {
+  async hit(counters: readonly CounterWindow[], by: readonly number[] = counters.map(() => 1)) {
     this.calls.push({ op: 'hit', keys: counters.map((c) => c.key) });
     if (this.failing) throw new Error('store down');
-    return counters.map((c) => {
-      this.counts.set(this.id(c), (this.counts.get(this.id(c)) ?? 0) + 1);
+    return counters.map((c, i) => {
+      this.counts.set(this.id(c), (this.counts.get(this.id(c)) ?? 0) + by[i]);
       return this.counts.get(this.id(c))!;
     });
   }
@@ -210,5 +210,49 @@ describe('rate limits: the middleware over a store that fails', () => {
     const third = await fetch(`${url}/open`);
     expect(third.status).to.equal(429);
     expect(store.calls.filter((c) => c.op === 'hit').at(-1)!.keys).to.deep.equal(['ip:127.0.0.1']);
+  });
+});
+
+describe('rate limits: counts leased ahead for the large per-caller limits', () => {
+  const window = (start: number): CounterWindow => ({ key: 'token:1', windowStart: new Date(start), expiresAt: new Date(start + MINUTE) });
+
+  it('leases one count at a time for the small, strict limits, a twentieth (at most 100) for large ones', () => {
+    expect([2, 10, 60, 99].map(leaseSize)).to.deep.equal([1, 1, 1, 1]);
+    expect([100, 1200, 5000].map(leaseSize)).to.deep.equal([5, 60, 100]);
+  });
+
+  it('numbers the requests 1, 2, 3, ... with one store round trip per block', async () => {
+    const store = new MemoryRateLimitStore();
+    const leases = new CountLeases(store);
+    const numbers: number[] = [];
+    for (let i = 0; i < 12; i++) numbers.push(await leases.take(window(0), 5));
+    expect(numbers).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    expect(store.calls.filter((c) => c.op === 'hit').length).to.equal(3);
+  });
+
+  it('concurrent requests wait for the lease in flight instead of each taking a block', async () => {
+    const store = new MemoryRateLimitStore();
+    const leases = new CountLeases(store);
+    const numbers = await Promise.all(Array.from({ length: 5 }, () => leases.take(window(0), 5)));
+    expect([...numbers].sort((a, b) => a - b)).to.deep.equal([1, 2, 3, 4, 5]);
+    expect(store.calls.length).to.equal(1);
+  });
+
+  it('several replicas never hand out the same number: at most max requests get a number within the limit', async () => {
+    const store = new MemoryRateLimitStore();
+    const replicas = [new CountLeases(store), new CountLeases(store), new CountLeases(store)];
+    const numbers: number[] = [];
+    for (let i = 0; i < 40; i++) numbers.push(await replicas[(i * 7) % 3].take(window(0), 5));
+    expect(new Set(numbers).size, 'each number once').to.equal(numbers.length);
+    const max = 20;
+    expect(numbers.filter((n) => n <= max).length).to.be.at.most(max);
+  });
+
+  it('a new window starts a new block', async () => {
+    const store = new MemoryRateLimitStore();
+    const leases = new CountLeases(store);
+    expect(await leases.take(window(0), 5)).to.equal(1);
+    expect(await leases.take(window(0), 5)).to.equal(2);
+    expect(await leases.take(window(MINUTE), 5)).to.equal(1);
   });
 });
