@@ -83,7 +83,7 @@ export interface UserChanges {
 /**
  * Changes a user: name, access, role, password and active flag in one decision and one append.
  * The acting user (metadata.actor) may not change their own access nor deactivate themselves.
- * Deactivating ends the user's access at once (see endAccessOf).
+ * Deactivating ends the user's access at once (see endAccessOf); a new password ends their sessions.
  */
 export async function updateUser(deps: CommandDeps, input: UserChanges, metadata: EventMetadata): Promise<void> {
   const passwordHash = input.password === undefined ? undefined : await hashPassword(checkPassword(input.password));
@@ -99,6 +99,8 @@ export async function updateUser(deps: CommandDeps, input: UserChanges, metadata
   await readYourWrites(deps, outcome);
   // Also when the user was inactive already: a repeated deactivation finishes one that failed half-way.
   if (input.isActive === false) await endAccessOf(deps, input.userId, metadata);
+  // A new password ends every session opened with the old one (API tokens are separate credentials and stay).
+  else if (passwordHash !== undefined && outcome.position !== null) await endSessionsOf(deps.knex, input.userId);
 }
 
 /** Soft-deletes a user (marked deleted and inactive; the e-mail stays taken) and ends their access. */

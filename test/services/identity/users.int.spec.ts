@@ -217,8 +217,14 @@ describe('users through the model API', function () {
       expect((await eventsOf(danId)).map((e) => e.type)).to.deep.equal(['UserRegistered', 'UserDeactivated', 'UserReactivated']);
     });
 
-    it('a password change: the old password no longer logs in, the new one does', async () => {
+    it('a password change: the old password no longer logs in, the new one does; sessions opened before end, tokens stay', async () => {
+      const before = await login('dan@example.com', DAN_PASSWORD);
+      expect(before.status).to.equal(200);
+      const token = await before.client.post('/api/tokens', { name: 'kept' });
+      expect(token.status).to.equal(201);
       const res = await model('update', { where: { id: danId }, data: { password: DAN_NEW_PASSWORD } });
+      expect((await before.client.get('/api/auth/me')).status, 'the session of the old password').to.equal(401);
+      expect((await new RecordingClient(app.url, token.body.token).get('/api/auth/me')).status, 'the token').to.equal(200);
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(Object.keys(res.body.data)).to.have.members(ROW_FIELDS);
       const old = await login('dan@example.com', DAN_PASSWORD);
