@@ -160,6 +160,29 @@ const customField = (name: 'caseField' | 'resultField', table: string, valueEnti
   },
 });
 
+/** How a user or a group reaches a project (TestPlanIt's UserProjectPermission / GroupProjectPermission). */
+const projectPermission = (name: EntityName, table: string, holder: 'user' | 'group'): EntityDef => ({
+  name,
+  table,
+  category: 'users',
+  projectPath: ['project'],
+  uniqueTogether: [`${holder}Id`, 'projectId'],
+  fields: {
+    id,
+    accessType: field('string', 'access_type', { enum: PROJECT_ACCESS_TYPES, requiredOnCreate: true }),
+    [`${holder}Id`]: reference(`${holder}_id`, false),
+    projectId: reference('project_id', false),
+    roleId: reference('role_id'),
+    createdAt,
+    updatedAt,
+  },
+  relations: {
+    [holder]: one(holder, `${holder}_id`, `${holder}Id`, true),
+    project: one('project', 'project_id', 'projectId', true),
+    role: one('role', 'role_id', 'roleId'),
+  },
+});
+
 export const ENTITIES: Record<EntityName, EntityDef> = {
   // ------------------------------------------------------------------------------- projects
   project: {
@@ -819,48 +842,8 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       group: one('group', 'group_id', 'groupId', true),
     },
   },
-  userProjectPermission: {
-    name: 'userProjectPermission',
-    table: 'user_project_permissions',
-    category: 'users',
-    projectPath: ['project'],
-    uniqueTogether: ['userId', 'projectId'],
-    fields: {
-      id,
-      accessType: field('string', 'access_type', { enum: PROJECT_ACCESS_TYPES, requiredOnCreate: true }),
-      userId: reference('user_id', false),
-      projectId: reference('project_id', false),
-      roleId: reference('role_id'),
-      createdAt,
-      updatedAt,
-    },
-    relations: {
-      user: one('user', 'user_id', 'userId', true),
-      project: one('project', 'project_id', 'projectId', true),
-      role: one('role', 'role_id', 'roleId'),
-    },
-  },
-  groupProjectPermission: {
-    name: 'groupProjectPermission',
-    table: 'group_project_permissions',
-    category: 'users',
-    projectPath: ['project'],
-    uniqueTogether: ['groupId', 'projectId'],
-    fields: {
-      id,
-      accessType: field('string', 'access_type', { enum: PROJECT_ACCESS_TYPES, requiredOnCreate: true }),
-      groupId: reference('group_id', false),
-      projectId: reference('project_id', false),
-      roleId: reference('role_id'),
-      createdAt,
-      updatedAt,
-    },
-    relations: {
-      group: one('group', 'group_id', 'groupId', true),
-      project: one('project', 'project_id', 'projectId', true),
-      role: one('role', 'role_id', 'roleId'),
-    },
-  },
+  userProjectPermission: projectPermission('userProjectPermission', 'user_project_permissions', 'user'),
+  groupProjectPermission: projectPermission('groupProjectPermission', 'group_project_permissions', 'group'),
 
   // ------------------------------------------------------------------------------- integrations
   integration: {
