@@ -1,3 +1,4 @@
+import { expect } from 'chai';
 import fs from 'node:fs';
 import type { Server } from 'node:http';
 import os from 'node:os';
@@ -97,4 +98,19 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
       fs.rmSync(uploadDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Sends a request that must be refused: asserts the status, the `{error, code, details}` shape and
+ * that the event store's head did not move (a refusal appends nothing). Answers the error body.
+ */
+export async function expectRefused(
+  app: TestApp, call: () => Promise<{ status: number; body: any }>, status: number,
+): Promise<{ error: string; code: string; details: Record<string, unknown> }> {
+  const before = (await app.deps.store.headPosition()).toString();
+  const res = await call();
+  expect(res.status, JSON.stringify(res.body)).to.equal(status);
+  expect(Object.keys(res.body)).to.have.members(['error', 'code', 'details']);
+  expect((await app.deps.store.headPosition()).toString(), 'a refusal appends nothing').to.equal(before);
+  return res.body;
 }

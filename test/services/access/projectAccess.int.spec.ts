@@ -4,7 +4,7 @@ import { seedDefaults } from '../../../services/entities/seed';
 import { registerUser } from '../../../services/identity/identity.handlers';
 import type { AccessLevel } from '../../../contracts/events';
 import { systemMetadata } from '../../../services/shared/context';
-import { startTestApp, type TestApp } from '../../support/app';
+import { expectRefused, startTestApp, type TestApp } from '../../support/app';
 import { HttpClient } from '../../support/server';
 
 /**
@@ -33,13 +33,8 @@ describe('project access: resolution order and permissions', function () {
     expect((await c.post('/api/auth/login', { email: `${name}@example.com`, password: PASSWORD })).status).to.equal(200);
     return c;
   };
-  const refused = async (c: HttpClient, entity: string, op: string, body: unknown, status: number) => {
-    const before = (await app.deps.store.headPosition()).toString();
-    const res = await c.post(`/api/model/${entity}/${op}`, body);
-    expect(res.status, JSON.stringify(res.body)).to.equal(status);
-    expect(Object.keys(res.body)).to.have.members(['error', 'code', 'details']);
-    expect((await app.deps.store.headPosition()).toString(), 'a refused write appends nothing').to.equal(before);
-  };
+  const refused = (c: HttpClient, entity: string, op: string, body: unknown, status: number) =>
+    expectRefused(app, () => c.post(`/api/model/${entity}/${op}`, body), status);
 
   before(async () => {
     app = await startTestApp();

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { seedDefaults } from '../../../services/entities/seed';
 import { registerUser } from '../../../services/identity/identity.handlers';
 import { systemMetadata } from '../../../services/shared/context';
-import { startTestApp, type TestApp } from '../../support/app';
+import { expectRefused, startTestApp, type TestApp } from '../../support/app';
 import { HttpClient } from '../../support/server';
 
 /**
@@ -33,14 +33,8 @@ describe('model API row-level security (the policy hook)', function () {
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     return res.body.data;
   };
-  const refusedWith = async (c: HttpClient, entity: string, op: string, body: unknown, status: number) => {
-    const before = (await app.deps.store.headPosition()).toString();
-    const res = await c.post(`/api/model/${entity}/${op}`, body);
-    expect(res.status, JSON.stringify(res.body)).to.equal(status);
-    expect(Object.keys(res.body)).to.have.members(['error', 'code', 'details']);
-    expect((await app.deps.store.headPosition()).toString(), 'nothing appended').to.equal(before);
-    return res.body;
-  };
+  const refusedWith = (c: HttpClient, entity: string, op: string, body: unknown, status: number) =>
+    expectRefused(app, () => c.post(`/api/model/${entity}/${op}`, body), status);
 
   before(async () => {
     app = await startTestApp();
