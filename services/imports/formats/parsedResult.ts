@@ -1,0 +1,87 @@
+import type { Readable } from 'node:stream';
+
+/**
+ * What every result-file parser yields: one `ParsedCase` per test case, in file order, streamed
+ * (a parser never holds the whole file or all its cases in memory). Format detection and parsing
+ * live in this folder only; the import saga consumes `ParsedCase`s and knows no format.
+ */
+
+export const IMPORT_FORMATS = ['junit', 'testng', 'nunit', 'xunit', 'mstest', 'mocha', 'cucumber'] as const;
+export type ImportFormat = (typeof IMPORT_FORMATS)[number];
+
+/** The four outcomes a result file can state; the saga maps them to statuses by exact systemName or alias. */
+export type Outcome = 'passed' | 'failed' | 'error' | 'skipped';
+
+export interface ParsedCase {
+  /** The suites around the case, outermost first (nested suites become nested folders). Never empty. */
+  suitePath: string[];
+  /** The case's name (the repository case's title). */
+  name: string;
+  /** Class (or feature, or fixture) name; null when the format has none. */
+  className: string | null;
+  outcome: Outcome;
+  /** Converted from the format's own unit; null when the file gives no duration. */
+  durationMs: number | null;
+  /** ISO 8601 timestamp of the execution (the case's own start, else its suite's timestamp); null when absent. */
+  executedAt: string | null;
+  /** Failure, error or skip message. */
+  message: string | null;
+  /** Failure or error type (an exception class). */
+  failureType: string | null;
+  stackTrace: string | null;
+  systemOut: string | null;
+  systemErr: string | null;
+  file: string | null;
+  line: number | null;
+  /** Case properties, in file order (suite properties are not repeated here). */
+  properties: Array<{ name: string; value: string }>;
+}
+
+export interface ParseWarning {
+  /** The uploaded file's name as the client sent it. */
+  file: string;
+  message: string;
+  /** The case concerned, when there is one. */
+  case?: string;
+}
+
+export interface ParseOptions {
+  /** The uploaded file's name, for warnings and error details. */
+  fileName: string;
+  /** system-out / system-err / stack traces longer than this (in UTF-16 code units) are cut, with a marker. */
+  maxOutputChars: number;
+  onWarning(warning: ParseWarning): void;
+}
+
+/**
+ * A parser: reads a byte stream, yields cases. Throws `ResultFileError` (never anything else for
+ * bad input) on malformed content, a DOCTYPE, a wrong encoding, an empty file, or a file with no tests.
+ */
+export type ResultParser = (input: Readable, options: ParseOptions) => AsyncIterable<ParsedCase>;
+
+/** Bad input in a result file: answered as a 400 before streaming, or a final error event during it. */
+export class ResultFileError extends Error {
+  constructor(
+    readonly code: ResultFileErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'ResultFileError';
+  }
+}
+
+export type ResultFileErrorCode =
+  | 'malformed-file'
+  | 'doctype-refused'
+  | 'wrong-encoding'
+  | 'empty-file'
+  | 'no-tests'
+  | 'unknown-format'
+  | 'mixed-formats';
+
+/** Cuts a long text, saying how much was cut. */
+export function truncate(text: string | null, maxChars: number): string | null {
+  if (text === null || text.length <= maxChars) return text;
+  return `${text.slice(0, maxChars)}\n[… ${text.length - maxChars} more characters cut]`;
+}

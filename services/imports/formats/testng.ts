@@ -1,0 +1,126 @@
+import type { Outcome, ParsedCase, ResultParser } from './parsedResult';
+import { appendOutput, isoTimestamp, nonBlank, streamXml, warner, type XmlHandler } from './xmlStream';
+
+/**
+ * TestNG's testng-results.xml. suitePath is [suite name, test name]; className is the `<class>`
+ * name. Configuration methods (`is-config="true"`: @BeforeMethod and the like) are not cases.
+ * `<params>` become properties named `param[<index>]`; `<reporter-output>` lines become systemOut.
+ */
+export const parseTestng: ResultParser = (input, options) => {
+  const warn = warner(options);
+  return streamXml<ParsedCase>(input, options, {
+    label: 'TestNG',
+    roots: ['testng-results'],
+    start(emit): XmlHandler {
+      let suite: Level | null = null;
+      let test: Level | null = null;
+      let className: string | null = null;
+      let draft: ParsedCase | null = null;
+      let ignoringMethod = false;
+      let param: { index: string; isNull: boolean; valued: boolean } | null = null;
+
+      const startedAt = (raw: string | undefined, where: string, caseName?: string): string | null => {
+        const iso = isoTimestamp(raw);
+        if (iso !== undefined) return iso;
+        warn(`unreadable started-at "${raw}" on ${where}; no execution time taken from it`, caseName);
+        return null;
+      };
+
+      return {
+        open(name, attrs, parents) {
+          const parent = parents[parents.length - 1];
+          if (ignoringMethod) return false;
+          if (draft === null) {
+            if (name === 'suite' && parent === 'testng-results') {
+              const suiteName = nonBlank(attrs.name) ?? '(unnamed suite)';
+              suite = { name: suiteName, executedAt: startedAt(attrs['started-at'], `suite ${suiteName}`) };
+            } else if (name === 'test' && parent === 'suite') {
+              const testName = nonBlank(attrs.name) ?? '(unnamed test)';
+              test = { name: testName, executedAt: startedAt(attrs['started-at'], `test ${testName}`) ?? suite?.executedAt ?? null };
+            } else if (name === 'class' && parent === 'test') className = nonBlank(attrs.name);
+            else if (name === 'test-method' && parent === 'class') {
+              const methodName = nonBlank(attrs.name);
+              if (attrs['is-config'] === 'true') ignoringMethod = true;
+              else if (methodName === null) {
+                warn(`a test method without a name (class ${className ?? 'none'}) was skipped`);
+                ignoringMethod = true;
+              } else {
+                const outcome = STATUSES.get(attrs.status ?? '');
+                if (outcome === undefined) {
+                  warn(`unknown status "${attrs.status ?? ''}"; the case was skipped`, methodName);
+                  ignoringMethod = true;
+                  return false;
+                }
+                const duration = attrs['duration-ms'];
+                let durationMs: number | null = null;
+                if (duration !== undefined && duration.trim() !== '') {
+                  if (/^\d+$/.test(duration.trim())) durationMs = Number(duration.trim());
+                  else warn(`unreadable duration-ms "${duration}"; no duration recorded`, methodName);
+                }
+                const levels = [suite, test].filter((l): l is Level => l !== null);
+                draft = {
+                  suitePath: levels.length > 0 ? levels.map((l) => l.name) : [className ?? options.fileName],
+                  name: methodName,
+                  className,
+                  outcome,
+                  durationMs,
+                  executedAt: startedAt(attrs['started-at'], `test method ${methodName}`, methodName) ?? levels[levels.length - 1]?.executedAt ?? null,
+                  message: null,
+                  failureType: null,
+                  stackTrace: null,
+                  systemOut: null,
+                  systemErr: null,
+                  file: null,
+                  line: null,
+                  properties: [],
+                };
+              }
+            }
+            return false;
+          }
+          const grandparent = parents[parents.length - 2];
+          if (name === 'exception' && parent === 'test-method') draft.failureType = nonBlank(attrs.class);
+          else if ((name === 'message' || name === 'full-stacktrace') && parent === 'exception' && grandparent === 'test-method') return true;
+          else if (name === 'param' && parent === 'params') param = { index: attrs.index ?? '', isNull: attrs['is-null'] === 'true', valued: false };
+          else if (name === 'value' && parent === 'param') return true;
+          else if (name === 'line' && parent === 'reporter-output' && grandparent === 'test-method') return true;
+          return false;
+        },
+
+        close(name, text, parents) {
+          const parent = parents[parents.length - 1];
+          if (name === 'test-method' && parent === 'class') {
+            if (draft !== null) emit(draft);
+            draft = null;
+            ignoringMethod = false;
+            param = null;
+            return;
+          }
+          if (draft === null) {
+            if (name === 'class') className = null;
+            else if (name === 'test') test = null;
+            else if (name === 'suite') suite = null;
+            return;
+          }
+          if (name === 'message' && text !== null) draft.message = nonBlank(text)?.trim() ?? null;
+          else if (name === 'full-stacktrace' && text !== null) draft.stackTrace = nonBlank(text)?.trim() ?? null; // indentation around the CDATA is TestNG's, not the trace's
+          else if (name === 'line' && text !== null) draft.systemOut = appendOutput(draft.systemOut, text.trim(), options.maxOutputChars);
+          else if (name === 'value' && param !== null && text !== null) {
+            draft.properties.push({ name: `param[${param.index}]`, value: text.trim() });
+            param.valued = true;
+          } else if (name === 'param' && param !== null) {
+            if (!param.valued && param.isNull) draft.properties.push({ name: `param[${param.index}]`, value: 'null' });
+            param = null;
+          }
+        },
+      };
+    },
+  });
+};
+
+interface Level {
+  name: string;
+  executedAt: string | null;
+}
+
+const STATUSES = new Map<string, Outcome>([['PASS', 'passed'], ['FAIL', 'failed'], ['SKIP', 'skipped']]);

@@ -1,0 +1,108 @@
+import { truncate, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
+import { appendOutput, bodyText, baseName, isoTimestamp, nonBlank, secondsToMs, streamXml, warner, type XmlHandler } from './xmlStream';
+
+/**
+ * xUnit.net v2 XML (`<assemblies><assembly><collection><test>`). suitePath is [assembly file's base
+ * name, collection name]; className is the test's `type`, and a name that starts with "<type>." is
+ * cut to the rest ("Ns.CalcTests.Add" → "Add"; a custom DisplayName stays whole). Traits become
+ * properties. executedAt is the assembly's run-date and run-time, taken as UTC (xUnit writes no zone).
+ * Assembly-level `<errors>` (fixture cleanup failures) are not cases: each one is a warning.
+ */
+export const parseXunit: ResultParser = (input, options) => {
+  const warn = warner(options);
+  return streamXml<ParsedCase>(input, options, {
+    label: 'xUnit',
+    roots: ['assemblies', 'assembly'],
+    start(emit): XmlHandler {
+      let assembly: { name: string; executedAt: string | null } | null = null;
+      let collection: string | null = null;
+      let draft: ParsedCase | null = null;
+      let ignoringTest = false;
+
+      return {
+        open(name, attrs, parents) {
+          const parent = parents[parents.length - 1];
+          if (ignoringTest) return false;
+          if (draft === null) {
+            if (name === 'assembly') {
+              const assemblyName = baseName(nonBlank(attrs.name) ?? '(unnamed assembly)');
+              let executedAt: string | null = null;
+              if (attrs['run-date'] !== undefined) {
+                const raw = `${attrs['run-date']}T${attrs['run-time'] ?? '00:00:00'}`;
+                const iso = isoTimestamp(raw);
+                if (iso === undefined) warn(`unreadable run-date/run-time "${attrs['run-date']} ${attrs['run-time'] ?? ''}" on assembly ${assemblyName}`);
+                executedAt = iso ?? null;
+              }
+              assembly = { name: assemblyName, executedAt };
+            } else if (name === 'collection') collection = nonBlank(attrs.name) ?? '(unnamed collection)';
+            else if (name === 'error' && parent === 'errors')
+              warn(`the ${attrs.type ?? ''} error of ${attrs.name ?? 'the assembly'} is not a test case and was not imported`);
+            else if (name === 'test') {
+              const fullName = nonBlank(attrs.name);
+              const type = nonBlank(attrs.type);
+              if (fullName === null) {
+                warn(`a test without a name (type ${type ?? 'none'}) was skipped`);
+                ignoringTest = true;
+                return false;
+              }
+              const caseName = type !== null && fullName.startsWith(`${type}.`) && fullName.length > type.length + 1 ? fullName.slice(type.length + 1) : fullName;
+              const outcome = RESULTS.get(attrs.result ?? '');
+              if (outcome === undefined) {
+                warn(`unknown result "${attrs.result ?? ''}"; the case was skipped`, fullName);
+                ignoringTest = true;
+                return false;
+              }
+              const durationMs = secondsToMs(attrs.time);
+              if (durationMs === undefined) warn(`unreadable time "${attrs.time}"; no duration recorded`, fullName);
+              const path = [assembly?.name, collection].filter((p): p is string => p !== null && p !== undefined);
+              draft = {
+                suitePath: path.length > 0 ? path : [type ?? options.fileName],
+                name: caseName,
+                className: type,
+                outcome,
+                durationMs: durationMs ?? null,
+                executedAt: assembly?.executedAt ?? null,
+                message: null,
+                failureType: null,
+                stackTrace: null,
+                systemOut: null,
+                systemErr: null,
+                file: null,
+                line: null,
+                properties: [],
+              };
+            }
+            return false;
+          }
+          if (name === 'failure' && parent === 'test') draft.failureType = nonBlank(attrs['exception-type']);
+          else if ((name === 'message' || name === 'stack-trace') && parent === 'failure') return true;
+          else if ((name === 'reason' || name === 'output') && parent === 'test') return true;
+          else if (name === 'trait' && parent === 'traits' && attrs.name !== undefined)
+            draft.properties.push({ name: attrs.name, value: truncate(attrs.value ?? '', options.maxOutputChars) ?? '' });
+          return false;
+        },
+
+        close(name, text, parents) {
+          const parent = parents[parents.length - 1];
+          if (name === 'test' && parent !== 'test') {
+            if (draft !== null) emit(draft);
+            draft = null;
+            ignoringTest = false;
+            return;
+          }
+          if (draft === null) {
+            if (name === 'collection') collection = null;
+            else if (name === 'assembly') assembly = null;
+            return;
+          }
+          if ((name === 'message' || name === 'reason') && text !== null) draft.message ??= nonBlank(text)?.trim() ?? null;
+          else if (name === 'stack-trace' && text !== null) draft.stackTrace = bodyText(text);
+          else if (name === 'output' && parent === 'test') draft.systemOut = appendOutput(draft.systemOut, text, options.maxOutputChars);
+        },
+      };
+    },
+  });
+};
+
+/** xUnit v2 writes Pass, Fail and Skip; NotRun comes from v3 runners writing the v2 format. */
+const RESULTS = new Map<string, Outcome>([['Pass', 'passed'], ['Fail', 'failed'], ['Skip', 'skipped'], ['NotRun', 'skipped']]);

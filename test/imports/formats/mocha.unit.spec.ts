@@ -1,0 +1,261 @@
+import { expect } from 'chai';
+import { parseMocha } from '../../../services/imports/formats/mocha';
+import type { ParsedCase } from '../../../services/imports/formats/parsedResult';
+import {
+  countWithPeakRss,
+  expectRefused,
+  fixture,
+  generatedJson,
+  inChunks,
+  parseAll,
+} from './jsonFormats.helpers';
+
+const FILE = '/home/ci/calculator/test/calc.spec.js';
+const START = '2024-03-04T10:15:30.120Z';
+
+function mochaCase(fields: Partial<ParsedCase> & Pick<ParsedCase, 'suitePath' | 'name' | 'outcome'>): ParsedCase {
+  return {
+    className: null,
+    durationMs: null,
+    executedAt: START,
+    message: null,
+    failureType: null,
+    stackTrace: null,
+    systemOut: null,
+    systemErr: null,
+    file: FILE,
+    line: null,
+    properties: [],
+    ...fields,
+  };
+}
+
+const SPEC_CASES: ParsedCase[] = [
+  mochaCase({ suitePath: ['calc.spec.js'], name: 'top level', outcome: 'passed', durationMs: 2 }),
+  mochaCase({
+    suitePath: ['Calculator add'],
+    name: 'adds two numbers',
+    className: 'Calculator add',
+    outcome: 'passed',
+    durationMs: 5,
+  }),
+  mochaCase({
+    suitePath: ['Calculator add'],
+    name: 'adds negatives',
+    className: 'Calculator add',
+    outcome: 'failed',
+    durationMs: 7,
+    message: 'Expected values to be strictly equal:\n\n-3 !== -4\n',
+    failureType: 'AssertionError',
+    stackTrace:
+      'AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n\n-3 !== -4\n\n' +
+      '    at Context.<anonymous> (calc.spec.js:5:47)\n    at process.processImmediate (node:internal/timers:483:21)',
+  }),
+  mochaCase({ suitePath: ['Calculator add'], name: 'adds strings', className: 'Calculator add', outcome: 'skipped' }),
+  mochaCase({
+    suitePath: ['Calculator flaky'],
+    name: 'passes on third try',
+    className: 'Calculator flaky',
+    outcome: 'passed',
+    durationMs: 12,
+    properties: [{ name: 'retries', value: '2' }],
+  }),
+  // Listed in `failures` only: the test it was for never ran.
+  mochaCase({
+    suitePath: ['Calculator divide'],
+    name: '"before each" hook for "by zero"',
+    className: 'Calculator divide',
+    outcome: 'error',
+    durationMs: 3,
+    message: 'setup failed',
+    failureType: 'TypeError',
+    stackTrace:
+      'TypeError: setup failed\n    at Context.<anonymous> (calc.spec.js:10:78)\n    at process.processImmediate (node:internal/timers:483:21)',
+  }),
+  // this.skip(): ran (has a duration) but no `speed`; the `pending` array, after `tests`, decides.
+  mochaCase({
+    suitePath: ['Calculator add'],
+    name: 'skips at runtime',
+    className: 'Calculator add',
+    outcome: 'skipped',
+    durationMs: 1,
+  }),
+];
+
+const AWESOME_START = '2024-03-04T11:02:07.511Z';
+
+function awesomeCase(fields: Partial<ParsedCase> & Pick<ParsedCase, 'suitePath' | 'name' | 'outcome'>): ParsedCase {
+  return mochaCase({ executedAt: AWESOME_START, file: '/test/cart.spec.js', ...fields });
+}
+
+const MOCHAWESOME_CASES: ParsedCase[] = [
+  awesomeCase({ suitePath: ['cart.spec.js'], name: 'loads the catalogue', outcome: 'passed', durationMs: 14 }),
+  awesomeCase({ suitePath: ['Cart'], name: 'adds an item', className: 'Cart', outcome: 'passed', durationMs: 3 }),
+  awesomeCase({
+    suitePath: ['Cart'],
+    name: 'computes the total',
+    className: 'Cart',
+    outcome: 'failed',
+    durationMs: 8,
+    message: 'AssertionError: expected 2 to equal 3',
+    failureType: 'AssertionError',
+    stackTrace:
+      'AssertionError: expected 2 to equal 3\n    at Context.<anonymous> (test/cart.spec.js:21:30)\n' +
+      '    at process.processImmediate (node:internal/timers:478:21)',
+  }),
+  awesomeCase({ suitePath: ['Cart'], name: 'removes an item', className: 'Cart', outcome: 'skipped', durationMs: 0 }),
+  awesomeCase({
+    suitePath: ['Cart', 'checkout'],
+    name: '"before each" hook for "applies a coupon"',
+    className: 'checkout',
+    outcome: 'error',
+    durationMs: 2,
+    message: "TypeError: Cannot read properties of undefined (reading 'payment')",
+    failureType: 'TypeError',
+    stackTrace: "TypeError: Cannot read properties of undefined (reading 'payment')\n    at Context.<anonymous> (test/cart.spec.js:34:45)",
+  }),
+  awesomeCase({ suitePath: ['Cart', 'checkout'], name: 'applies a coupon', className: 'checkout', outcome: 'skipped', durationMs: 0 }),
+];
+
+describe('parseMocha', () => {
+  describe('mocha --reporter json', () => {
+    it('yields one case per test with outcome, suite, duration in ms, error and start time', async () => {
+      const { cases, warnings } = await parseAll(parseMocha, inChunks(fixture('mocha-spec.json')));
+      expect(cases).to.deep.equal(SPEC_CASES);
+      expect(warnings).to.deep.equal([]);
+    });
+
+    it('gives the same cases when the file arrives in 7-byte chunks', async () => {
+      const { cases } = await parseAll(parseMocha, inChunks(fixture('mocha-spec.json'), 7));
+      expect(cases).to.deep.equal(SPEC_CASES);
+    });
+
+    it('reads passes, failures and pending when the report has no tests list', async () => {
+      const report = JSON.parse(fixture('mocha-spec.json').toString());
+      delete report.tests;
+      const { cases } = await parseAll(parseMocha, inChunks(JSON.stringify(report)));
+      expect(cases.map((c) => [c.name, c.outcome])).to.deep.equal([
+        ['adds strings', 'skipped'],
+        ['skips at runtime', 'skipped'],
+        ['adds negatives', 'failed'],
+        ['"before each" hook for "by zero"', 'error'],
+        ['top level', 'passed'],
+        ['adds two numbers', 'passed'],
+        ['passes on third try', 'passed'],
+      ]);
+    });
+
+    it('counts a test that ran without error or pass mark as passed when pending does not list it', async () => {
+      const test = { title: 't', fullTitle: 'S t', file: 'a.js', duration: 4, currentRetry: 0, err: {} };
+      const { cases } = await parseAll(parseMocha, inChunks(JSON.stringify({ stats: {}, tests: [test], pending: [] })));
+      expect(cases.map((c) => [c.suitePath, c.name, c.outcome, c.executedAt])).to.deep.equal([[['S'], 't', 'passed', null]]);
+    });
+
+    it('holds at most 10,000 tests waiting for the pending list, warning once when it must decide early', async () => {
+      const test = (i: number) => JSON.stringify({ title: `t${i}`, fullTitle: `S t${i}`, duration: 1, err: {} });
+      const pending = [0, 10_004].map((i) => ({ title: `t${i}`, fullTitle: `S t${i}`, duration: 1, err: {} }));
+      const input = generatedJson('{"stats": {}, "tests": [', 10_005, test, `], "pending": ${JSON.stringify(pending)}}`);
+      const { cases, warnings } = await parseAll(parseMocha, input);
+      expect(cases).to.have.length(10_005);
+      expect(cases.filter((c) => c.outcome === 'skipped').map((c) => c.name)).to.deep.equal(['t10004']);
+      expect(cases.slice(0, 5).map((c) => [c.name, c.outcome])).to.deep.equal([0, 1, 2, 3, 4].map((i) => [`t${i}`, 'passed']));
+      expect(warnings).to.have.length(1);
+    });
+
+    it('cuts a long stack trace at maxOutputChars', async () => {
+      const test = { title: 't', fullTitle: 't', duration: 1, err: { message: 'boom', stack: `Error: boom\n${'x'.repeat(500)}` } };
+      const input = inChunks(JSON.stringify({ stats: {}, tests: [test] }));
+      const { cases } = await parseAll(parseMocha, input, 'r.json', 100);
+      expect(cases[0].stackTrace).to.equal(`Error: boom\n${'x'.repeat(88)}\n[… 412 more characters cut]`);
+      expect(cases[0].suitePath).to.deep.equal(['r.json']); // no suite, no file: the upload's name
+    });
+
+    it('accepts a UTF-8 byte-order mark and non-ASCII titles split across chunks', async () => {
+      const test = { title: 'größer als 3 → wahr', fullTitle: 'Vergleich größer als 3 → wahr', duration: 1, speed: 'fast', err: {} };
+      const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ stats: {}, tests: [test] }))]);
+      const { cases } = await parseAll(parseMocha, inChunks(bytes, 3));
+      expect(cases.map((c) => [c.suitePath, c.name])).to.deep.equal([[['Vergleich'], 'größer als 3 → wahr']]);
+    });
+  });
+
+  describe('mochawesome', () => {
+    it('yields one case per test, suites nested by title, hooks as errors, skipped after a hook failure', async () => {
+      const { cases } = await parseAll(parseMocha, inChunks(fixture('mocha-mochawesome.json')));
+      expect(cases).to.deep.equal(MOCHAWESOME_CASES);
+    });
+
+    it('gives the same cases when the file arrives in 5-byte chunks', async () => {
+      const { cases } = await parseAll(parseMocha, inChunks(fixture('mocha-mochawesome.json'), 5));
+      expect(cases).to.deep.equal(MOCHAWESOME_CASES);
+    });
+
+    it('places tests right when a suite writes its title after its tests', async () => {
+      const inner = { tests: [{ title: 'b', state: 'passed', duration: 1 }], suites: [], title: 'Inner', file: '/t.js' };
+      const outer = { suites: [inner], tests: [{ title: 'a', state: 'failed', err: { message: 'no' } }], title: 'Outer', file: '/t.js' };
+      const root = { title: '', file: '/t.js', tests: [], suites: [outer] };
+      const { cases } = await parseAll(parseMocha, inChunks(JSON.stringify({ stats: {}, results: [root] })));
+      expect(cases.map((c) => [c.suitePath, c.name, c.outcome, c.message])).to.deep.equal([
+        [['Outer'], 'a', 'failed', 'no'],
+        [['Outer', 'Inner'], 'b', 'passed', null],
+      ]);
+    });
+  });
+
+  describe('bad input', () => {
+    it('refuses an empty or blank file', async () => {
+      await expectRefused(parseMocha, inChunks(''), 'empty-file');
+      await expectRefused(parseMocha, inChunks(' \n\t\r\n'), 'empty-file');
+    });
+
+    it('refuses invalid JSON, a cut file and trailing content, saying where', async () => {
+      const error = await expectRefused(parseMocha, inChunks('{"stats": {}, "tests": [ {"title": x} ]}'), 'malformed-file');
+      expect(error.details).to.include({ file: 'bad.json', beforeByte: 40 });
+      await expectRefused(parseMocha, inChunks('{"stats": {}, "tests": [ {"title": "a"'), 'malformed-file');
+      await expectRefused(parseMocha, inChunks('{"stats": {}, "tests": []} {}'), 'malformed-file');
+    });
+
+    it('refuses bytes that are not UTF-8', async () => {
+      const bytes = Buffer.concat([Buffer.from('{"stats": {}, "tests": [{"title": "'), Buffer.from([0xc3, 0x28]), Buffer.from('"}]}')]);
+      await expectRefused(parseMocha, inChunks(bytes), 'wrong-encoding');
+      const cut = Buffer.concat([Buffer.from('{"stats": {}, "tests": []}'), Buffer.from([0xe2, 0x82])]);
+      await expectRefused(parseMocha, inChunks(cut), 'wrong-encoding');
+    });
+
+    it('refuses JSON that is not a mocha report', async () => {
+      await expectRefused(parseMocha, inChunks('[{"elements": []}]'), 'malformed-file');
+      await expectRefused(parseMocha, inChunks('{"stats": {"tests": 0}}'), 'malformed-file');
+      await expectRefused(parseMocha, inChunks('{"stats": {}, "tests": {"title": "a"}}'), 'malformed-file');
+      await expectRefused(parseMocha, inChunks('{"stats": {}, "tests": [1, 2]}'), 'malformed-file');
+    });
+
+    it('refuses a report without tests', async () => {
+      await expectRefused(parseMocha, inChunks('{"stats": {"tests": 0}, "tests": [], "pending": [], "failures": [], "passes": []}'), 'no-tests');
+      await expectRefused(parseMocha, inChunks('{"stats": {}, "results": [{"title": "", "file": "", "tests": [], "suites": []}]}'), 'no-tests');
+    });
+  });
+
+  describe('memory', () => {
+    it('parses 200,000 tests (about 120 MB) with the resident set rising by less than 150 MB', async () => {
+      const pad = 'x'.repeat(300);
+      const words = 'returns the expected total when the cart holds several discounted items and the price cache is warm'.repeat(2);
+      const input = generatedJson(
+        '{"stats": {"start": "2024-03-04T10:15:30.120Z"}, "tests": [',
+        200_000,
+        (i) =>
+          JSON.stringify({
+            title: `${words} ${i}`,
+            fullTitle: `Suite ${i % 100} ${words} ${i}`,
+            file: `/home/ci/app/test/suite${i % 100}.spec.js`,
+            duration: i % 50,
+            currentRetry: 0,
+            speed: i % 7 === 0 ? undefined : 'fast',
+            err: i % 7 === 0 ? { message: `failure ${i}`, stack: `Error: failure ${i}\n${pad}` } : {},
+          }),
+        '], "pending": [], "failures": [], "passes": []}',
+      );
+      const { count, rssRise } = await countWithPeakRss(parseMocha, input);
+      expect(count).to.equal(200_000);
+      expect(rssRise).to.be.below(150 * 1024 * 1024);
+    });
+  });
+});

@@ -1,0 +1,61 @@
+import { expect } from 'chai';
+import { createReadStream } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { parseMstest } from '../../../services/imports/formats/mstest';
+import type { ParsedCase, ParseWarning } from '../../../services/imports/formats/parsedResult';
+
+async function parse(input: Readable, maxOutputChars = 10_000) {
+  const warnings: ParseWarning[] = [];
+  const cases: ParsedCase[] = [];
+  for await (const c of parseMstest(input, { fileName: 'results.xml', maxOutputChars, onWarning: (w) => warnings.push(w) })) cases.push(c);
+  return { cases, warnings };
+}
+const parseFixture = (name: string) => parse(createReadStream(join(__dirname, '..', 'fixtures', name)));
+const parseText = (xml: string, maxOutputChars?: number) => parse(Readable.from([Buffer.from(xml)]), maxOutputChars);
+
+const base: ParsedCase = {
+  suitePath: [], name: '', className: null, outcome: 'passed', durationMs: null, executedAt: null, message: null,
+  failureType: null, stackTrace: null, systemOut: null, systemErr: null, file: null, line: null, properties: [],
+};
+
+describe('MSTest (TRX) parser', () => {
+  it('reads a TRX whose definitions follow its results: class names, outcomes, TimeSpan durations, outputs', async () => {
+    const { cases, warnings } = await parseFixture('mstest.trx');
+    const calc = { suitePath: ['MyTests.Math.CalculatorTests'], className: 'MyTests.Math.CalculatorTests' };
+    expect(cases).to.deep.equal([
+      { ...base, ...calc, name: 'Add', durationMs: 12, executedAt: '2024-01-15T10:30:00.123Z', systemOut: 'adding 1 and 2' },
+      {
+        ...base, ...calc, name: 'Divide', outcome: 'failed', durationMs: 1500, executedAt: '2024-01-15T10:30:01.000Z', systemErr: 'warning: dividing',
+        message: 'Assert.AreEqual failed. Expected:<2>. Actual:<3>.', stackTrace: '   at MyTests.Math.CalculatorTests.Divide() in /src/CalculatorTests.cs:line 20',
+      },
+      { ...base, suitePath: ['MyTests.Math.SlowTests'], className: 'MyTests.Math.SlowTests', name: 'Hangs', outcome: 'error', durationMs: 86_402_000, executedAt: '2024-01-15T10:30:02.000Z' },
+      { ...base, ...calc, name: 'Later', outcome: 'skipped', durationMs: 0, executedAt: '2024-01-15T10:30:03.000Z', message: 'Test method MyTests.Math.CalculatorTests.Later was ignored' },
+      { ...base, ...calc, name: 'Rows', outcome: 'failed', durationMs: 2, executedAt: '2024-01-15T10:30:04.000Z' }, // not the inner row's message
+    ]);
+    expect(warnings).to.deep.equal([{ file: 'results.xml', message: 'unknown outcome "PassedButRunAborted"; the case was skipped', case: 'Odd' }]);
+  });
+
+  it('uses definitions read before the results, a qualified test name without a definition, and the run start', async () => {
+    const trx = `<?xml version="1.0" encoding="utf-8"?><t:TestRun xmlns:t="http://microsoft.com/schemas/VisualStudio/TeamTest/2010">
+      <t:Times start="2024-01-15T10:30:00.0000000Z"/>
+      <t:TestDefinitions><t:UnitTest id="a"><t:TestMethod className="Ns.A" name="One"/></t:UnitTest></t:TestDefinitions>
+      <t:Results>
+        <t:UnitTestResult testId="a" testName="One" outcome="Aborted" duration="00:00:00.0004999"/>
+        <t:UnitTestResult testId="b" testName="Ns.B.Two" outcome="Error"/>
+        <t:UnitTestResult testId="c" testName="Three" outcome="Inconclusive"/>
+      </t:Results></t:TestRun>`;
+    const { cases, warnings } = await parseText(trx);
+    expect(cases.map((c) => [c.suitePath, c.className, c.name, c.outcome, c.durationMs, c.executedAt])).to.deep.equal([
+      [['Ns.A'], 'Ns.A', 'One', 'error', 0, '2024-01-15T10:30:00.000Z'],
+      [['Ns.B'], 'Ns.B', 'Two', 'error', null, '2024-01-15T10:30:00.000Z'],
+      [['(no class)'], null, 'Three', 'skipped', null, '2024-01-15T10:30:00.000Z'],
+    ]);
+    expect(warnings.map((w) => w.message)).to.deep.equal(['no class found for test c; it was put in the suite "(no class)"']);
+  });
+
+  it('refuses a TRX without results (no-tests)', async () => {
+    const err = await parseText('<TestRun xmlns="http://microsoft.com/schemas/VisualStudio/TeamTest/2010"><Results/></TestRun>').catch((e) => e);
+    expect(err.code).to.equal('no-tests');
+  });
+});

@@ -1,0 +1,49 @@
+import { expect } from 'chai';
+import { createReadStream } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { parseTestng } from '../../../services/imports/formats/testng';
+import type { ParsedCase, ParseWarning } from '../../../services/imports/formats/parsedResult';
+
+async function parse(input: Readable, maxOutputChars = 10_000) {
+  const warnings: ParseWarning[] = [];
+  const cases: ParsedCase[] = [];
+  for await (const c of parseTestng(input, { fileName: 'results.xml', maxOutputChars, onWarning: (w) => warnings.push(w) })) cases.push(c);
+  return { cases, warnings };
+}
+const parseFixture = (name: string) => parse(createReadStream(join(__dirname, '..', 'fixtures', name)));
+const parseText = (xml: string, maxOutputChars?: number) => parse(Readable.from([Buffer.from(xml)]), maxOutputChars);
+
+const base: ParsedCase = {
+  suitePath: [], name: '', className: null, outcome: 'passed', durationMs: null, executedAt: null, message: null,
+  failureType: null, stackTrace: null, systemOut: null, systemErr: null, file: null, line: null, properties: [],
+};
+
+describe('TestNG parser', () => {
+  it('reads testng-results.xml: config methods left out, [suite, test] path, exceptions, params, reporter output', async () => {
+    const { cases, warnings } = await parseFixture('testng.xml');
+    const common = { suitePath: ['Regression', 'Smoke'], className: 'com.example.LoginTest' };
+    expect(cases).to.deep.equal([
+      { ...base, ...common, name: 'login', durationMs: 120, executedAt: '2024-01-15T10:30:01.000Z', systemOut: 'logged in as admin\nsession created' },
+      {
+        ...base, ...common, name: 'logout', outcome: 'failed', durationMs: 45, executedAt: '2024-01-15T10:30:01.000Z',
+        message: 'expected [true] but found [false]', failureType: 'java.lang.AssertionError',
+        stackTrace: 'java.lang.AssertionError: expected [true] but found [false]\n\tat org.testng.Assert.fail(Assert.java:99)\n\tat com.example.LoginTest.logout(LoginTest.java:30)',
+      },
+      {
+        ...base, ...common, name: 'loginAs', outcome: 'skipped', durationMs: 0, executedAt: '2024-01-15T10:30:00.000Z', // its test's start: "IST" is ambiguous
+        message: 'guest login disabled', failureType: 'org.testng.SkipException',
+        properties: [{ name: 'param[0]', value: 'guest' }, { name: 'param[1]', value: 'null' }],
+      },
+    ]);
+    expect(warnings).to.deep.equal([
+      { file: 'results.xml', message: 'unreadable started-at "2024-01-15T10:30:01 IST" on test method loginAs; no execution time taken from it', case: 'loginAs' },
+      { file: 'results.xml', message: 'unknown status "RETRY"; the case was skipped', case: 'retried' },
+    ]);
+  });
+
+  it('refuses a results file with only configuration methods (no-tests)', async () => {
+    const err = await parseText('<testng-results><suite name="s"><test name="t"><class name="C"><test-method is-config="true" name="setUp" status="PASS"/></class></test></suite></testng-results>').catch((e) => e);
+    expect(err.code).to.equal('no-tests');
+  });
+});

@@ -1,0 +1,45 @@
+import { expect } from 'chai';
+import { createReadStream } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { parseXunit } from '../../../services/imports/formats/xunit';
+import type { ParsedCase, ParseWarning } from '../../../services/imports/formats/parsedResult';
+
+async function parse(input: Readable, maxOutputChars = 10_000) {
+  const warnings: ParseWarning[] = [];
+  const cases: ParsedCase[] = [];
+  for await (const c of parseXunit(input, { fileName: 'results.xml', maxOutputChars, onWarning: (w) => warnings.push(w) })) cases.push(c);
+  return { cases, warnings };
+}
+const parseFixture = (name: string) => parse(createReadStream(join(__dirname, '..', 'fixtures', name)));
+const parseText = (xml: string, maxOutputChars?: number) => parse(Readable.from([Buffer.from(xml)]), maxOutputChars);
+
+const base: ParsedCase = {
+  suitePath: [], name: '', className: null, outcome: 'passed', durationMs: null, executedAt: null, message: null,
+  failureType: null, stackTrace: null, systemOut: null, systemErr: null, file: null, line: null, properties: [],
+};
+
+describe('xUnit parser', () => {
+  it('reads xUnit v2: [assembly, collection] path, type as class, traits, failures, skip reasons, run date', async () => {
+    const { cases, warnings } = await parseFixture('xunit.xml');
+    const common = { suitePath: ['MyTests.dll', 'Test collection for MyTests.CalculatorTests'], className: 'MyTests.CalculatorTests', executedAt: '2024-01-15T10:30:00.000Z' };
+    expect(cases).to.deep.equal([
+      { ...base, ...common, name: 'Add', durationMs: 1, properties: [{ name: 'Category', value: 'Unit' }, { name: 'Owner', value: 'qa' }] },
+      {
+        ...base, ...common, name: 'Divide(a: 1, b: 0)', outcome: 'failed', durationMs: 2, failureType: 'System.DivideByZeroException',
+        message: 'System.DivideByZeroException : Attempted to divide by zero.', systemOut: 'dividing 1 by 0\n',
+        stackTrace: '   at MyTests.Calculator.Divide(Int32 a, Int32 b) in /src/Calculator.cs:line 9\n   at MyTests.CalculatorTests.Divide(Int32 a, Int32 b) in /src/CalculatorTests.cs:line 20',
+      },
+      { ...base, ...common, name: 'Adds big numbers', outcome: 'skipped', durationMs: 0, message: 'not ready' },
+    ]);
+    expect(warnings.map((w) => w.message)).to.deep.equal([
+      'the test-class-cleanup error of MyTests.DatabaseTests is not a test case and was not imported',
+      'unknown result "Unknown"; the case was skipped',
+    ]);
+  });
+
+  it('cuts a long output', async () => {
+    const { cases } = await parseText(`<assemblies><assembly name="a.dll"><collection name="c"><test name="t" type="T" time="0.5" result="Pass"><output>${'o'.repeat(30)}</output></test></collection></assembly></assemblies>`, 10);
+    expect(cases[0]).to.include({ durationMs: 500, executedAt: null, systemOut: `${'o'.repeat(10)}\n[… 20 more characters cut]` });
+  });
+});
