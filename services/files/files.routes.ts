@@ -1,9 +1,9 @@
 import { Router, type Request, type Response } from 'express';
-import multer, { MulterError } from 'multer';
 import { asyncHandler } from '../api/http';
 import { badRequest, HttpError } from '../shared/errors';
 import { normaliseMimeType, sanitiseFileName } from './fileMeta';
-import { FileTooLargeError, isFileKey, type FileStore, type StagedFile } from './fileStore';
+import { isFileKey, type FileStore } from './fileStore';
+import { stagedUploads, type UploadedFile } from './stagedUploads';
 
 export const UPLOAD_PATH = '/api/files/upload';
 /** Files per upload request; each may be up to maxUploadBytes. */
@@ -16,16 +16,6 @@ export interface FileRoutesDeps {
   maxUploadBytes: number;
 }
 
-/** A file as multer hands it over: the staged copy rides along on the file object. */
-type UploadedFile = Express.Multer.File & { staged: StagedFile };
-
-/** A failure of the store itself (disk full, permissions): a server error, not a malformed request. */
-class StoreFailure extends Error {
-  constructor(cause: unknown) {
-    super('The file store failed', { cause });
-  }
-}
-
 /**
  * POST /api/files/upload (multipart/form-data, one or more `file` fields) and GET /api/files/:key.
  * Mounted behind requireAuthentication. A request's files are staged first and committed only
@@ -33,37 +23,11 @@ class StoreFailure extends Error {
  */
 export function fileRoutes(deps: FileRoutesDeps): Router {
   const router = Router();
-  // What each request staged, so that a failed request can wait for and drop all of it before
-  // answering (multer's own bookkeeping lets an error through while a file is still being written).
-  const stagings = new WeakMap<Request, Promise<StagedFile | null>[]>();
-  const storage: multer.StorageEngine = {
-    _handleFile(req, file, done) {
-      const staging = deps.files.stage(file.stream, { maxBytes: deps.maxUploadBytes });
-      stagings.set(req, [...(stagings.get(req) ?? []), staging.catch(() => null)]);
-      staging.then(
-        (staged) => done(null, { size: staged.size, staged } as Partial<UploadedFile>),
-        (err) => done(err instanceof FileTooLargeError || !isStoreError(err) ? err : new StoreFailure(err)),
-      );
-    },
-    _removeFile(_req, file, done) {
-      deps.files.discard((file as UploadedFile).staged).then(() => done(null), done);
-    },
-  };
-  const dropStaged = async (req: Request) => {
-    const staged = await Promise.all(stagings.get(req) ?? []);
-    await Promise.all(staged.map((s) => s && deps.files.discard(s)));
-  };
-  const parse = multer({
-    storage,
-    defParamCharset: 'utf8', // file names as browsers and curl send them
-    limits: { fileSize: deps.maxUploadBytes, files: MAX_FILES_PER_UPLOAD + 1, fields: 20, fieldSize: 64 * 1024, parts: MAX_FILES_PER_UPLOAD + 21 },
-  }).array(FILE_FIELD, MAX_FILES_PER_UPLOAD);
+  const uploads = stagedUploads({ files: deps.files, maxUploadBytes: deps.maxUploadBytes, field: FILE_FIELD, maxFiles: MAX_FILES_PER_UPLOAD, maxFields: 20 });
 
   router.post(UPLOAD_PATH, (req, res, next) => {
-    if (!req.is('multipart/form-data'))
-      return next(new HttpError(415, 'unsupported-media-type', 'Send the files as multipart/form-data', { contentType: req.headers['content-type'] ?? null }));
-    parse(req, res, (err?: unknown) => {
-      if (err) return void dropStaged(req).then(() => next(uploadError(err, deps.maxUploadBytes)), next);
+    uploads.parse(req, res, (err?: unknown) => {
+      if (err) return next(err);
       storeUploads(deps.files, req, res).catch(next);
     });
   });
@@ -114,28 +78,4 @@ async function storeUploads(files: FileStore, req: Request, res: Response): Prom
   } finally {
     await Promise.all(uploads.filter((u) => !committed.has(u)).map((u) => files.discard(u.staged)));
   }
-}
-
-function uploadError(err: unknown, maxUploadBytes: number): unknown {
-  if (err instanceof StoreFailure) return err.cause;
-  if (err instanceof FileTooLargeError || (err instanceof MulterError && err.code === 'LIMIT_FILE_SIZE'))
-    return new HttpError(413, 'payload-too-large', `A file is larger than the limit of ${maxUploadBytes} bytes`, { limit: maxUploadBytes, path: FILE_FIELD });
-  if (err instanceof MulterError) {
-    switch (err.code) {
-      case 'LIMIT_UNEXPECTED_FILE':
-      case 'LIMIT_FILE_COUNT':
-        if (err.field === FILE_FIELD || err.code === 'LIMIT_FILE_COUNT')
-          return new HttpError(413, 'too-many-files', `At most ${MAX_FILES_PER_UPLOAD} files per request`, { limit: MAX_FILES_PER_UPLOAD, path: FILE_FIELD });
-        return badRequest('unexpected-field', `Unexpected file field "${err.field}": send files as "file"`, { path: err.field ?? '' });
-      default:
-        return badRequest('invalid-multipart', `Invalid multipart body: ${err.message}`, { path: err.field ?? '', reason: err.code });
-    }
-  }
-  // Everything else comes from the multipart parser: a malformed or interrupted body.
-  return badRequest('invalid-multipart', `Invalid multipart body: ${err instanceof Error ? err.message : String(err)}`, { path: '' });
-}
-
-/** Errors of the filesystem (or another store) rather than of the incoming stream. */
-function isStoreError(err: unknown): boolean {
-  return typeof (err as NodeJS.ErrnoException)?.code === 'string' && typeof (err as NodeJS.ErrnoException).syscall === 'string';
 }
