@@ -231,6 +231,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       name: text('name', { requiredOnCreate: true }),
       projectId: reference('project_id', false),
       parentId: reference('parent_id'),
+      importJobId: { column: 'import_job_id', type: 'int', nullable: true, writable: false },
       ...softDeleteAndTimes,
     },
     relations: {
@@ -282,6 +283,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       templateId: reference('template_id'),
       stateId: reference('state_id'),
       createdById: actor('created_by_id'),
+      importJobId: { column: 'import_job_id', type: 'int', nullable: true, writable: false },
       ...softDeleteAndTimes,
     },
     relations: {
@@ -448,6 +450,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       repositoryCaseId: reference('repository_case_id', false),
       statusId: reference('status_id'),
       assignedToId: reference('assigned_to_id'),
+      importJobId: { column: 'import_job_id', type: 'int', nullable: true, writable: false },
       ...softDeleteAndTimes,
     },
     relations: {
@@ -471,10 +474,20 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       notes: optionalText('notes'),
       attempt: integer('attempt', { default: 1 }),
       testRunCaseVersion: optionalInt('test_run_case_version'),
+      // What an automated result file says about the execution (result import; writable for API clients too).
+      message: optionalText('message'),
+      failureType: optionalText('failure_type'),
+      stackTrace: optionalText('stack_trace'),
+      systemOut: optionalText('system_out'),
+      systemErr: optionalText('system_err'),
+      file: optionalText('file'),
+      line: optionalInt('line'),
+      properties: field('json', 'properties', { nullable: true }),
       testRunId: reference('test_run_id', false),
       testRunCaseId: reference('test_run_case_id', false),
       statusId: reference('status_id', false),
       executedById: actor('executed_by_id'),
+      importJobId: { column: 'import_job_id', type: 'int', nullable: true, writable: false },
       ...softDeleteAndTimes,
     },
     relations: {

@@ -51,21 +51,60 @@ export type RepositoryFolderUpdated = DomainEvent<'RepositoryFolderUpdated', {
 }>;
 export type RepositoryFolderDeleted = DomainEvent<'RepositoryFolderDeleted', { folderId: number; deletedAt: Iso }>;
 
+// ------------------------------------------------------------------------------- result import
+// An import job's stream is `importJob-<jobId>` (services/imports/importJob.decider.ts).
+
+export type ImportFormatName = 'junit' | 'testng' | 'nunit' | 'xunit' | 'mstest' | 'mocha' | 'cucumber';
+export type ImportWarning = { file: string; message: string; case?: string };
+export type ImportRequested = DomainEvent<'ImportRequested', {
+  jobId: number; projectId: number; endpoint: 'junit' | 'test-results'; format: 'auto' | ImportFormatName;
+  testRunName: string | null; testRunId: number | null; stateId: number | null; parentFolderId: number | null;
+  configId: number | null; milestoneId: number | null; tagIds: number[]; templateId: number | null; requestedAt: Iso;
+}>;
+/** `storedAs` is relative to UPLOAD_DIR. */
+export type ImportFileStored = DomainEvent<'ImportFileStored', {
+  jobId: number; index: number; fileName: string; storedAs: string; sizeBytes: number; sha256: string;
+}>;
+export type ImportParsed = DomainEvent<'ImportParsed', {
+  jobId: number; format: ImportFormatName; cases: number; suites: number; warnings: ImportWarning[]; warningCount: number; parsedAt: Iso;
+}>;
+export type ImportTestRunPlanned = DomainEvent<'ImportTestRunPlanned', { jobId: number; testRunId: number; created: boolean }>;
+export type CaseSource = 'JUNIT' | 'TESTNG' | 'XUNIT' | 'NUNIT' | 'MSTEST' | 'MOCHA' | 'CUCUMBER';
+export interface ImportedFolder { folderId: number; parentId: number | null; name: string }
+export interface ImportedCase { caseId: number; folderId: number | null; title: string; className: string | null; source: CaseSource; templateId: number | null; stateId: number | null }
+export interface ImportedRunCase { testRunCaseId: number; repositoryCaseId: number; order: number }
+export interface ImportedResult {
+  resultId: number; testRunCaseId: number; statusId: number; durationMs: number | null; executedAt: Iso | null;
+  message: string | null; failureType: string | null; stackTrace: string | null; systemOut: string | null; systemErr: string | null;
+  file: string | null; line: number | null; properties: { name: string; value: string }[]; attempt: number;
+}
+/** One chunk of results; `processedCases` counts the file's cases consumed so far (resume starts after them). */
+export type TestResultsImported = DomainEvent<'TestResultsImported', {
+  jobId: number; chunk: number; projectId: number; testRunId: number; folders: ImportedFolder[]; cases: ImportedCase[];
+  runCases: ImportedRunCase[]; results: ImportedResult[]; processedCases: number; importedAt: Iso;
+}>;
+export interface ImportCounts { results: number; newCases: number; newFolders: number; newRunCases: number; passed: number; failed: number; error: number; skipped: number }
+export type ImportCompleted = DomainEvent<'ImportCompleted', { jobId: number; testRunId: number; counts: ImportCounts; completedAt: Iso }>;
+export type ImportFailed = DomainEvent<'ImportFailed', { jobId: number; code: string; error: string; details: Record<string, unknown>; failedAt: Iso }>;
+export type ImportJobEvent = ImportRequested | ImportFileStored | ImportParsed | ImportTestRunPlanned | TestResultsImported | ImportCompleted | ImportFailed;
+
 export type TestamentEvent =
   | IdBlockReserved | UniqueValueClaimed | DefaultsPlanned
   | UserRegistered | UserUpdated | UserDeactivated | UserReactivated | UserPasswordChanged | UserDeleted
   | ApiTokenCreated | ApiTokenRevoked | LoginFailed
   | RepositoryFolderCreated | RepositoryFolderUpdated | RepositoryFolderDeleted
+  | ImportJobEvent
   | EntityEvent;
 
 export type EventType = TestamentEvent['type'];
 
-/** Events with hand-written shapes (identity, ids, claims, folders). */
+/** Events with hand-written shapes (identity, ids, claims, folders, import jobs). */
 export const HAND_WRITTEN_EVENT_TYPES: readonly EventType[] = [
   'IdBlockReserved', 'UniqueValueClaimed', 'DefaultsPlanned',
   'UserRegistered', 'UserUpdated', 'UserDeactivated', 'UserReactivated', 'UserPasswordChanged', 'UserDeleted',
   'ApiTokenCreated', 'ApiTokenRevoked', 'LoginFailed',
   'RepositoryFolderCreated', 'RepositoryFolderUpdated', 'RepositoryFolderDeleted',
+  'ImportRequested', 'ImportFileStored', 'ImportParsed', 'ImportTestRunPlanned', 'TestResultsImported', 'ImportCompleted', 'ImportFailed',
 ];
 
 /** Every event type: the hand-written ones and those of each catalogue entity. */

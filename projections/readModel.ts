@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import type { EventEnvelope } from '../contracts/envelope';
+import type { DataOf } from '../contracts/events';
 import { ENTITIES, type EntityDef } from '../contracts/entities';
-import { entityEventOf, eventFields, idKeyOf, linkField, linkRelations, ownedRelations } from '../contracts/entityEvents';
+import { entityEventOf, eventFields, idKeyOf, isForeignKey, linkField, linkRelations, ownedRelations } from '../contracts/entityEvents';
 import { catalogueTables, columnType } from './migrations/catalogueTables';
 import type { Projection } from './runtime/projection';
 import { type ColumnTypes, RowBatch, type VersionedRow } from './runtime/rowBatch';
@@ -125,7 +126,7 @@ async function insertRecords(trx: Knex.Transaction, table: string, types: Column
 }
 
 /** What a case version keeps: the case's own values after the change (not its ids, counters or timestamps). */
-const SNAPSHOT_FIELDS = Object.entries(CASES.fields).filter(([name, f]) => f.writable || CASES.fields[name].column.endsWith('_id') && name !== 'id');
+const SNAPSHOT_FIELDS = Object.entries(CASES.fields).filter(([name, f]) => f.writable || isForeignKey(CASES, name));
 function caseSnapshot(row: VersionedRow): Values {
   const snapshot: Values = {};
   for (const [name, f] of SNAPSHOT_FIELDS) snapshot[name] = row[f.column];
@@ -155,7 +156,8 @@ export const readModelProjection: Projection = {
       batchOf(target.entity).want(id);
       relevant.push({ event, id, ...target });
     }
-    if (relevant.length === 0) return;
+    const imported = events.filter((e) => e.type === 'TestResultsImported');
+    if (relevant.length === 0) return applyImportedChunks(trx, imported);
     for (const batch of batches.values()) await batch.load(trx);
 
     const replaced = new Replacements();
@@ -226,5 +228,85 @@ export const readModelProjection: Projection = {
     }
     for (const batch of batches.values()) await batch.flush(trx);
     await replaced.flush(trx);
+    await applyImportedChunks(trx, imported);
   },
 };
+
+/**
+ * Result-import chunks (TestResultsImported, on an import job's stream): their folders, cases
+ * (with version 1 of each), run cases and results, inserted in bulk; each run case then shows its
+ * latest result. Rows made by an import carry its job id and revision -1 (they have no stream of
+ * their own yet). A redelivered chunk inserts nothing (ON CONFLICT on the ids) and sets the same values.
+ */
+async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {
+  if (events.length === 0) return;
+  const folders: Values[] = [];
+  const cases: Values[] = [];
+  const runCases: Values[] = [];
+  const results: Values[] = [];
+  const latest = new Map<number, Values>();
+  for (const event of events) {
+    const d = event.data as DataOf<'TestResultsImported'>;
+    const by = event.metadata.actor.userId ?? null;
+    const at = d.importedAt;
+    for (const f of d.folders) {
+      folders.push({ id: f.folderId, project_id: d.projectId, parent_id: f.parentId, name: f.name, import_job_id: d.jobId, is_deleted: false, created_at: at, updated_at: at, revision: -1 });
+    }
+    for (const c of d.cases) {
+      cases.push({
+        ...createdDefaults(CASES), id: c.caseId, project_id: d.projectId, folder_id: c.folderId, title: c.title, class_name: c.className,
+        source: c.source, template_id: c.templateId, state_id: c.stateId, automated: true, created_by_id: by, import_job_id: d.jobId,
+        current_version: 1, is_deleted: false, created_at: at, updated_at: at, revision: -1,
+      });
+    }
+    for (const rc of d.runCases) {
+      runCases.push({
+        ...createdDefaults(RUN_CASES), id: rc.testRunCaseId, test_run_id: d.testRunId, repository_case_id: rc.repositoryCaseId, sort_order: rc.order,
+        import_job_id: d.jobId, is_deleted: false, created_at: at, updated_at: at, revision: -1,
+      });
+    }
+    for (const r of d.results) {
+      const row: Values = {
+        ...createdDefaults(RESULTS), id: r.resultId, test_run_id: d.testRunId, test_run_case_id: r.testRunCaseId, status_id: r.statusId,
+        duration_ms: r.durationMs, executed_at: r.executedAt ?? at, message: r.message, failure_type: r.failureType, stack_trace: r.stackTrace,
+        system_out: r.systemOut, system_err: r.systemErr, file: r.file, line: r.line, properties: r.properties, attempt: r.attempt,
+        executed_by_id: by, import_job_id: d.jobId, is_deleted: false, created_at: at, updated_at: at, revision: -1,
+      };
+      results.push(row);
+      latest.set(r.testRunCaseId, row);
+    }
+  }
+  await insertNew(trx, FOLDERS, folders);
+  await insertNew(trx, CASES, cases);
+  if (cases.length > 0) {
+    await trx.raw(`INSERT INTO repository_case_versions (repository_case_id, version, title, snapshot, changed_by_id, created_at)
+      SELECT c.id, 1, c.title, ${SNAPSHOT_SQL}, c.created_by_id, c.created_at FROM repository_cases c
+      WHERE c.id = ANY(?::integer[]) AND NOT EXISTS (SELECT 1 FROM repository_case_versions v WHERE v.repository_case_id = c.id AND v.version = 1)`,
+    [cases.map((c) => c.id as number)]);
+  }
+  await insertNew(trx, RUN_CASES, runCases);
+  await insertNew(trx, RESULTS, results);
+  const statuses = [...latest.values()].map((r) => ({ id: r.test_run_case_id, status_id: r.status_id, completed_at: r.executed_at, elapsed_ms: r.duration_ms, updated_at: r.updated_at }));
+  for (let i = 0; i < statuses.length; i += 5000) {
+    await trx.raw(`UPDATE test_run_cases rc SET status_id = x.status_id, is_completed = s.is_completed, completed_at = CASE WHEN s.is_completed THEN x.completed_at END,
+        elapsed_ms = x.elapsed_ms, updated_at = x.updated_at
+      FROM jsonb_to_recordset(?::jsonb) AS x(id integer, status_id integer, completed_at timestamptz, elapsed_ms integer, updated_at timestamptz)
+      JOIN statuses s ON s.id = x.status_id
+      WHERE rc.id = x.id`, [JSON.stringify(statuses.slice(i, i + 5000))]);
+  }
+}
+
+const RUN_CASES = ENTITIES.testRunCase;
+const RESULTS = ENTITIES.testRunResult;
+
+async function insertNew(trx: Knex.Transaction, entity: EntityDef, rows: Values[]): Promise<void> {
+  if (rows.length === 0) return;
+  const types = columnTypesOf(entity);
+  const columns = Object.keys(types).filter((c) => c in rows[0]);
+  const list = columns.map((c) => `"${c}"`).join(', ');
+  const record = columns.map((c) => `"${c}" ${types[c]}`).join(', ');
+  for (let i = 0; i < rows.length; i += 5000) {
+    await trx.raw(`INSERT INTO "${entity.table}" (${list}) SELECT ${list} FROM jsonb_to_recordset(?::jsonb) AS x(${record}) ON CONFLICT (id) DO NOTHING`,
+      [JSON.stringify(rows.slice(i, i + 5000))]);
+  }
+}

@@ -35,6 +35,8 @@ export interface Config {
   uploadDir: string;
   /** Largest file POST /api/files/upload accepts, in bytes. */
   maxUploadBytes: number;
+  /** Result import: cases per chunk event, and where long outputs and stack traces are cut. */
+  imports: { chunkSize: number; maxOutputChars: number; finalizeTimeoutMs: number };
   /** Request rate limits (RATE_LIMIT_*, LOGIN_RATE_LIMIT_*); null when RATE_LIMIT_ENABLED=false. */
   rateLimits: Readonly<RateLimitSettings> | null;
 }
@@ -142,6 +144,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     uploadDir: path.resolve(optional(env, 'UPLOAD_DIR') ?? path.join(dataDir, 'uploads')),
     maxUploadBytes: int(env, 'MAX_UPLOAD_BYTES', 50 * 1024 * 1024, 1),
     rateLimits: rateLimitConfig(env),
+    imports: {
+      chunkSize: int(env, 'IMPORT_CHUNK_SIZE', 500, 1),
+      maxOutputChars: int(env, 'IMPORT_MAX_OUTPUT_CHARS', 64 * 1024, 0),
+      finalizeTimeoutMs: int(env, 'IMPORT_FINALIZE_TIMEOUT_MS', 10 * 60_000, 1000),
+    },
   };
   return Object.freeze(config);
 }

@@ -14,6 +14,7 @@ import type { ReadinessCheck } from './api/health.routes';
 import type { Config } from './config';
 import { bootstrapAdministrator } from './identity/identity.handlers';
 import { seedDefaults } from './entities/seed';
+import { ImportSaga } from './imports/importJob.saga';
 import type { Platform } from './platform';
 import type { CommandDeps } from './shared/commandBus';
 import { systemMetadata } from './shared/context';
@@ -90,11 +91,12 @@ export async function runApi(
   const seeded = await seedDefaults(deps, systemMetadata('seed-defaults'));
   if (seeded > 0) logger.info({ rows: seeded }, 'default workflows, statuses, template, roles and milestone types created');
   const files = await openLocalFileStore({ dir: config.uploadDir, logger });
+  const imports = new ImportSaga({ ...deps, files, logger: logger.child({ role: 'imports' }), imports: config.imports });
   const app = buildApp({
     ...deps, logger, pool: platform.pool, ...platform.secrets,
     sessionIdleTimeoutMs: config.sessionIdleTimeoutMs, sessionAbsoluteTimeoutMs: config.sessionAbsoluteTimeoutMs,
     trustProxy: config.trustProxy, allowedOrigins: config.allowedOrigins, readiness,
-    files, maxUploadBytes: config.maxUploadBytes,
+    files, maxUploadBytes: config.maxUploadBytes, imports,
     rateLimits: config.rateLimits && { settings: config.rateLimits, store: new PostgresRateLimitStore(platform.pool) },
   });
   const server = await new Promise<Server>((resolve, reject) => {
@@ -103,6 +105,9 @@ export async function runApi(
   });
   const address = server.address();
   logger.info({ address }, 'API listening');
+  // Import jobs a stopped process left unfinished go on from where their streams say.
+  const resumed = await imports.resumeUnfinished();
+  if (resumed.length > 0) logger.info({ jobs: resumed }, 'resuming unfinished import jobs');
   return {
     server,
     async stop() {
@@ -112,6 +117,7 @@ export async function runApi(
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs).unref();
       });
+      await imports.stop();
       await files.close();
       await watcher.stop();
     },

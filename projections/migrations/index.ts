@@ -5,6 +5,7 @@ import * as m003 from './003_catalogue';
 import * as m004 from './004_rate_limits';
 import * as m005 from './005_audit';
 import * as m006 from './006_accounts';
+import * as m007 from './007_imports';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -14,6 +15,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '004_rate_limits': m004,
   '005_audit': m005,
   '006_accounts': m006,
+  '007_imports': m007,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

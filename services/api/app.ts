@@ -10,6 +10,8 @@ import { adminRoutes } from '../admin/admin.routes';
 import { auditRoutes } from '../audit/audit.routes';
 import { modelRoutes } from '../model/model.routes';
 import { fileRoutes, UPLOAD_PATH } from '../files/files.routes';
+import { importRoutes, IMPORT_PATHS } from '../imports/imports.routes';
+import type { ImportSaga } from '../imports/importJob.saga';
 import type { FileStore } from '../files/fileStore';
 import type { CommandDeps } from '../shared/commandBus';
 import { accessLog, correlationId, errorHandler, jsonBodiesOnlyExcept, notFoundRoute } from './http';
@@ -27,6 +29,8 @@ export interface AppDeps extends CommandDeps, SessionSettings {
   /** Uploaded files (POST /api/files/upload, GET /api/files/:key). */
   files: FileStore;
   maxUploadBytes: number;
+  /** Runs result-import jobs (POST /api/junit/import, /api/test-results/import). */
+  imports: ImportSaga;
   /** Request limits and the store their counters share with other replicas; null switches limiting off (logged). */
   rateLimits: { settings: RateLimitSettings; store: RateLimitStore } | null;
 }
@@ -47,7 +51,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(accessLog(deps.logger));
   app.use(healthRoutes(deps.readiness));
   app.use(docsPageRoutes());
-  app.use('/api', express.json({ limit: '1mb' }), jsonBodiesOnlyExcept([UPLOAD_PATH]));
+  app.use('/api', express.json({ limit: '1mb' }), jsonBodiesOnlyExcept([UPLOAD_PATH, ...IMPORT_PATHS]));
 
   app.use('/api', sessionMiddleware(deps));
 
@@ -73,6 +77,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(modelRoutes(deps));
   app.use(auditRoutes(deps));
   app.use(fileRoutes(deps));
+  app.use(importRoutes(deps));
   app.use(notFoundRoute);
   app.use(errorHandler(deps.logger));
   return app;

@@ -2,6 +2,7 @@ import type { OpenAPIV3 } from 'openapi-types';
 import { ENTITIES, type EntityDef, type EntityName, type FieldDef, type RelationDef, type ScalarType, writtenAs } from '../../contracts/entities';
 import { CREATE_ONLY_FIELDS, WRITE_ONLY_INPUTS } from '../model/writeArgs';
 import { auditPaths } from '../audit/audit.openapi';
+import { importPaths } from '../imports/imports.openapi';
 import { adminPaths } from '../admin/admin.openapi';
 
 /** The API categories of the interface spec, in its order. */
@@ -699,6 +700,7 @@ function customPaths(): OpenAPIV3.PathsObject {
         responses: { 200: { description: 'categories, or an OpenAPI 3.0 document', content: json({ type: 'object' }) }, ...errors(400) },
       },
     },
+    ...importPaths(),
     ...auditPaths(),
     ...adminPaths(),
     '/healthz': { get: { operationId: 'healthz', tags: ['health'], security: [], responses: { 200: { description: 'the process answers' } } } },
@@ -741,7 +743,7 @@ export function openApiFor(category: Category, version: string): OpenAPIV3.Docum
     servers: [{ url: '/' }],
     security: [{ bearer: [] }, { session: [] }],
     tags: category === 'custom'
-      ? [{ name: 'auth' }, { name: 'tokens' }, { name: 'files' }, { name: 'audit' }, { name: 'admin' }, { name: 'docs' }, { name: 'health' }]
+      ? [{ name: 'auth' }, { name: 'tokens' }, { name: 'files' }, { name: 'imports' }, { name: 'audit' }, { name: 'admin' }, { name: 'docs' }, { name: 'health' }]
       : entities.map((e) => ({ name: e.name, ...(entityDescription(e) && { description: entityDescription(e) }) })),
     paths: category === 'custom' ? customPaths() : Object.assign({}, ...entities.map(entityPaths)),
     components: {

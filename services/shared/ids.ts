@@ -26,6 +26,16 @@ export class IdAllocator {
     return result;
   }
 
+  /**
+   * `count` consecutive ids in one reservation of their own (a bulk import's thousands of rows
+   * cost one append, not one per block). The process's current block is left as it is.
+   */
+  async nextMany(category: string, count: number, metadata: EventMetadata): Promise<number[]> {
+    if (count <= 0) return [];
+    const block = await this.reserve(category, metadata, count);
+    return Array.from({ length: count }, (_, i) => block.next + i);
+  }
+
   private async take(category: string, metadata: EventMetadata): Promise<number> {
     let block = this.blocks.get(category);
     if (!block || block.next > block.to) {
@@ -35,12 +45,12 @@ export class IdAllocator {
     return block.next++;
   }
 
-  private async reserve(category: string, metadata: EventMetadata): Promise<{ next: number; to: number }> {
+  private async reserve(category: string, metadata: EventMetadata, size = this.blockSize): Promise<{ next: number; to: number }> {
     const streamId = `ids-${category}`;
     for (;;) {
       const [last] = await this.store.readStream(streamId, { direction: 'backwards', maxCount: 1 });
       const lastTo = last ? (last.data as IdBlockReserved['data']).to : 0;
-      const event: IdBlockReserved = { type: 'IdBlockReserved', data: { category, from: lastTo + 1, to: lastTo + this.blockSize } };
+      const event: IdBlockReserved = { type: 'IdBlockReserved', data: { category, from: lastTo + 1, to: lastTo + size } };
       try {
         await this.store.append(streamId, [event], {
           expectedRevision: last ? BigInt(last.revision) : 'no-stream',

@@ -13,7 +13,8 @@ const META: EventMetadata = { actor: { userId: 1, via: 'api' }, correlationId: '
 
 type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'DefaultsPlanned' | 'UserRegistered' | 'ApiTokenCreated' | 'ApiTokenRevoked' | 'LoginFailed'
   | 'UserUpdated' | 'UserDeactivated' | 'UserReactivated' | 'UserPasswordChanged' | 'UserDeleted'
-  | 'RepositoryFolderCreated' | 'RepositoryFolderUpdated' | 'RepositoryFolderDeleted';
+  | 'RepositoryFolderCreated' | 'RepositoryFolderUpdated' | 'RepositoryFolderDeleted'
+  | 'ImportRequested' | 'ImportFileStored' | 'ImportParsed' | 'ImportTestRunPlanned' | 'TestResultsImported' | 'ImportCompleted' | 'ImportFailed';
 
 const ARGON2_HASH = '$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA';
 /** UserRegistered as v1 wrote it, before roles: still valid at v1, not at v2 (roleId is required there, null for none). */
@@ -36,6 +37,25 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   RepositoryFolderCreated: { folderId: 11, projectId: 7, parentId: null, name: 'Cards', createdAt: AT },
   RepositoryFolderUpdated: { folderId: 11, changes: { name: 'Credit cards', parentId: 10 }, updatedAt: AT },
   RepositoryFolderDeleted: { folderId: 11, deletedAt: AT },
+  ImportRequested: {
+    jobId: 9, projectId: 7, endpoint: 'test-results', format: 'junit', testRunName: 'Nightly', testRunId: null, stateId: 4, parentFolderId: null,
+    configId: null, milestoneId: 2, tagIds: [1, 3], templateId: null, requestedAt: AT,
+  },
+  ImportFileStored: { jobId: 9, index: 0, fileName: 'TEST-login.xml', storedAs: 'ab'.repeat(32), sizeBytes: 1234, sha256: 'ab'.repeat(32) },
+  ImportParsed: { jobId: 9, format: 'junit', cases: 120, suites: 4, warnings: [{ file: 'TEST-login.xml', message: 'a testcase without a name was left out' }], warningCount: 1, parsedAt: AT },
+  ImportTestRunPlanned: { jobId: 9, testRunId: 42, created: true },
+  TestResultsImported: {
+    jobId: 9, chunk: 0, projectId: 7, testRunId: 42, folders: [{ folderId: 11, parentId: null, name: 'com.acme.LoginTest' }],
+    cases: [{ caseId: 100, folderId: 11, title: 'accepts a password', className: 'com.acme.LoginTest', source: 'JUNIT', templateId: 1, stateId: 3 }],
+    runCases: [{ testRunCaseId: 500, repositoryCaseId: 100, order: 0 }],
+    results: [{
+      resultId: 900, testRunCaseId: 500, statusId: 3, durationMs: 1250, executedAt: AT, message: 'expected 401', failureType: 'AssertionError',
+      stackTrace: 'at LoginTest.java:42', systemOut: null, systemErr: null, file: 'LoginTest.java', line: 42, properties: [{ name: 'owner', value: 'a' }], attempt: 1,
+    }],
+    processedCases: 1, importedAt: AT,
+  },
+  ImportCompleted: { jobId: 9, testRunId: 42, counts: { results: 1, newCases: 1, newFolders: 1, newRunCases: 1, passed: 0, failed: 1, error: 0, skipped: 0 }, completedAt: AT },
+  ImportFailed: { jobId: 9, code: 'doctype-refused', error: 'A DOCTYPE is not accepted', details: { file: 'evil.xml' }, failedAt: AT },
 };
 
 type JsonSchema = { type?: string | string[]; enum?: unknown[]; format?: string; minimum?: number; items?: JsonSchema; properties?: Record<string, JsonSchema> };

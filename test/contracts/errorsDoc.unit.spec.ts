@@ -27,6 +27,7 @@ interface Maker { codeArg: number; status: number | 'domain' | { arg: number } }
 const MAKERS = new Map<string, Maker>([
   ['HttpError', { codeArg: 1, status: { arg: 0 } }],
   ['DomainError', { codeArg: 0, status: 'domain' }],
+  ['ResultFileError', { codeArg: 0, status: 'domain' }],
 ]);
 /** The error handler's local `body(status, code, error, details)` writes the answer itself. */
 const ERROR_HANDLER = { file: path.join('services', 'api', 'http.ts'), name: 'body', maker: { codeArg: 1, status: { arg: 0 } } as Maker };

@@ -14,6 +14,7 @@ import { migrateReadModel } from '../../projections/migrations';
 import { CheckpointWatcher } from '../../projections/runtime/checkpointWatcher';
 import { startProjector } from '../../projections/runtime/projector';
 import { buildApp, type AppDeps } from '../../services/api/app';
+import { DEFAULT_IMPORT_SETTINGS, ImportSaga, type ImportSettings } from '../../services/imports/importJob.saga';
 import type { RateLimitSettings } from '../../services/api/rateLimit';
 import { PostgresRateLimitStore } from '../../infra/rateLimit/postgres';
 import type { CommandDeps } from '../../services/shared/commandBus';
@@ -51,6 +52,8 @@ export const UNREACHED_RATE_LIMITS: RateLimitSettings = { windowMs: 60_000, max:
 export async function startTestApp(options: { maxUploadBytes?: number; trustProxy?: boolean; allowedOrigins?: string[];
   /** Limits to set (the others stay unreached), or null for none at all. */
   rateLimits?: Partial<RateLimitSettings> | null;
+  /** Import settings to change (smaller chunks, say). */
+  imports?: Partial<ImportSettings>;
   /** Where the app's logs go (default: nowhere, or TEST_LOG_LEVEL to stdout). */
   logger?: pino.Logger;
 } = {}): Promise<TestApp> {
@@ -68,10 +71,11 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
   const deps: CommandDeps = { store, ids: new IdAllocator(store), knex, watcher, writeTimeoutMs: 10_000, clock: clock.read };
   const uploadDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-uploads-'));
   const files = await openLocalFileStore({ dir: uploadDir, logger });
+  const imports = new ImportSaga({ ...deps, files, logger, imports: { ...DEFAULT_IMPORT_SETTINGS, ...options.imports } });
   const appDeps: AppDeps = {
     ...deps, logger, pool, sessionSecret: 's'.repeat(40), tokenSecret: TEST_TOKEN_SECRET,
     sessionIdleTimeoutMs: 30 * 60_000, sessionAbsoluteTimeoutMs: 12 * 3_600_000,
-    trustProxy: options.trustProxy ?? false, allowedOrigins: options.allowedOrigins ?? [], readiness: [], files, maxUploadBytes: options.maxUploadBytes ?? 50 * 1024 * 1024,
+    trustProxy: options.trustProxy ?? false, allowedOrigins: options.allowedOrigins ?? [], readiness: [], files, imports, maxUploadBytes: options.maxUploadBytes ?? 50 * 1024 * 1024,
     rateLimits: options.rateLimits === null ? null : { settings: { ...UNREACHED_RATE_LIMITS, ...options.rateLimits }, store: new PostgresRateLimitStore(pool) },
   };
   const app = buildApp(appDeps);
@@ -88,6 +92,7 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
     async stop() {
       await new Promise((r) => server.close(r));
       server.closeAllConnections();
+      await imports.stop();
       await watcher.stop();
       await projector.stop();
       await store.close();

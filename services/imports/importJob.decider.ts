@@ -1,0 +1,143 @@
+import type {
+  ImportCounts, ImportFileStored, ImportFormatName, ImportJobEvent, ImportRequested, ImportWarning, TestResultsImported,
+} from '../../contracts/events';
+import { DomainError, assertNever } from '../shared/errors';
+
+/**
+ * A result import job: an event-sourced process on its own stream `importJob-<jobId>`.
+ * requested (with its stored files) → parsed → test run planned → chunks of results → completed,
+ * or failed at any step. Pure: the saga (importJob.saga.ts) does the I/O and hands the decider
+ * what it found; the decider keeps the order of steps and makes repeats and races harmless.
+ */
+
+export const importJobStream = (jobId: number) => `importJob-${jobId}`;
+
+export type ImportOptions = Omit<ImportRequested['data'], 'jobId' | 'requestedAt'>;
+export type StoredFile = Omit<ImportFileStored['data'], 'jobId'>;
+export type ChunkData = Omit<TestResultsImported['data'], 'jobId' | 'chunk'>;
+
+export interface ImportJobState {
+  status: 'none' | 'requested' | 'parsed' | 'running' | 'completed' | 'failed';
+  jobId: number;
+  options: ImportOptions | null;
+  files: StoredFile[];
+  format: ImportFormatName | null;
+  totalCases: number;
+  warnings: ImportWarning[];
+  warningCount: number;
+  testRunId: number | null;
+  /** Whether the job creates its run (else it appends to the one given). */
+  createsRun: boolean;
+  chunks: number;
+  /** The files' cases consumed by the chunks so far, in file order: a resumed job starts after them. */
+  processedCases: number;
+  counts: Omit<ImportCounts, 'passed' | 'failed' | 'error' | 'skipped'>;
+  /** Results per status id, for the outcome counts of the completion. */
+  byStatus: Record<string, number>;
+}
+
+export const initialImportJobState: ImportJobState = {
+  status: 'none', jobId: 0, options: null, files: [], format: null, totalCases: 0, warnings: [], warningCount: 0,
+  testRunId: null, createsRun: false, chunks: 0, processedCases: 0,
+  counts: { results: 0, newCases: 0, newFolders: 0, newRunCases: 0 }, byStatus: {},
+};
+
+export type ImportJobCommand =
+  | { type: 'Request'; jobId: number; options: ImportOptions; files: StoredFile[]; now: string }
+  | { type: 'RecordParsed'; format: ImportFormatName; cases: number; suites: number; warnings: ImportWarning[]; warningCount: number; now: string }
+  | { type: 'PlanTestRun'; testRunId: number; created: boolean }
+  | { type: 'AppendChunk'; chunk: number; data: ChunkData }
+  | { type: 'Complete'; counts: ImportCounts; now: string }
+  | { type: 'Fail'; code: string; error: string; details: Record<string, unknown>; now: string };
+
+const finished = (s: ImportJobState) => s.status === 'completed' || s.status === 'failed';
+
+export function decide(cmd: ImportJobCommand, s: ImportJobState): ImportJobEvent[] {
+  switch (cmd.type) {
+    case 'Request':
+      if (s.status !== 'none') throw new DomainError('import-job-exists', `Import job ${cmd.jobId} exists`);
+      if (cmd.files.length === 0) throw new DomainError('import-files-required', 'An import needs at least one file');
+      return [
+        { type: 'ImportRequested', data: { jobId: cmd.jobId, ...cmd.options, requestedAt: cmd.now } },
+        ...cmd.files.map((file): ImportJobEvent => ({ type: 'ImportFileStored', data: { jobId: cmd.jobId, ...file } })),
+      ];
+    case 'RecordParsed':
+      if (s.status === 'parsed' || s.status === 'running' || finished(s)) return [];
+      requireStatus(s, 'requested');
+      return [{ type: 'ImportParsed', data: { jobId: s.jobId, format: cmd.format, cases: cmd.cases, suites: cmd.suites, warnings: cmd.warnings, warningCount: cmd.warningCount, parsedAt: cmd.now } }];
+    case 'PlanTestRun':
+      if (s.testRunId !== null) {
+        if (s.testRunId !== cmd.testRunId) throw new DomainError('import-run-planned', `Import job ${s.jobId} writes to test run ${s.testRunId}`);
+        return [];
+      }
+      requireStatus(s, 'parsed');
+      return [{ type: 'ImportTestRunPlanned', data: { jobId: s.jobId, testRunId: cmd.testRunId, created: cmd.created } }];
+    case 'AppendChunk':
+      requireStatus(s, 'running');
+      if (cmd.chunk < s.chunks) return []; // appended before (a resumed job repeating itself)
+      if (cmd.chunk > s.chunks) throw new DomainError('import-chunk-out-of-order', `Chunk ${cmd.chunk} of job ${s.jobId} comes after chunk ${s.chunks - 1}`);
+      if (cmd.data.testRunId !== s.testRunId) throw new DomainError('import-run-planned', `Import job ${s.jobId} writes to test run ${s.testRunId}`);
+      if (cmd.data.processedCases <= s.processedCases || cmd.data.processedCases > s.totalCases)
+        throw new DomainError('import-chunk-out-of-order', `Chunk ${cmd.chunk} of job ${s.jobId} does not move past case ${s.processedCases}`);
+      return [{ type: 'TestResultsImported', data: { jobId: s.jobId, chunk: cmd.chunk, ...cmd.data } }];
+    case 'Complete':
+      if (s.status === 'completed') return [];
+      requireStatus(s, 'running');
+      if (s.processedCases !== s.totalCases)
+        throw new DomainError('import-incomplete', `Import job ${s.jobId} has ${s.processedCases} of ${s.totalCases} cases`);
+      return [{ type: 'ImportCompleted', data: { jobId: s.jobId, testRunId: s.testRunId!, counts: cmd.counts, completedAt: cmd.now } }];
+    case 'Fail':
+      if (finished(s)) return [];
+      if (s.status === 'none') throw new DomainError('import-job-not-found', 'No such import job');
+      return [{ type: 'ImportFailed', data: { jobId: s.jobId, code: cmd.code, error: cmd.error, details: cmd.details, failedAt: cmd.now } }];
+    default:
+      return assertNever(cmd);
+  }
+}
+
+function requireStatus(s: ImportJobState, status: ImportJobState['status']): void {
+  if (s.status === 'none') throw new DomainError('import-job-not-found', 'No such import job');
+  if (finished(s)) throw new DomainError('import-job-finished', `Import job ${s.jobId} is ${s.status}`);
+  if (s.status !== status) throw new DomainError('import-job-out-of-order', `Import job ${s.jobId} is ${s.status}, not ${status}`);
+}
+
+export function evolve(s: ImportJobState, e: ImportJobEvent): ImportJobState {
+  switch (e.type) {
+    case 'ImportRequested': {
+      const { jobId, requestedAt: _r, ...options } = e.data;
+      return { ...s, status: 'requested', jobId, options };
+    }
+    case 'ImportFileStored': {
+      const { jobId: _j, ...file } = e.data;
+      return { ...s, files: [...s.files, file] };
+    }
+    case 'ImportParsed':
+      return { ...s, status: 'parsed', format: e.data.format, totalCases: e.data.cases, warnings: e.data.warnings, warningCount: e.data.warningCount };
+    case 'ImportTestRunPlanned':
+      return { ...s, status: 'running', testRunId: e.data.testRunId, createsRun: e.data.created };
+    case 'TestResultsImported': {
+      const byStatus = { ...s.byStatus };
+      for (const r of e.data.results) byStatus[r.statusId] = (byStatus[r.statusId] ?? 0) + 1;
+      return {
+        ...s,
+        chunks: e.data.chunk + 1,
+        processedCases: e.data.processedCases,
+        byStatus,
+        counts: {
+          results: s.counts.results + e.data.results.length,
+          newCases: s.counts.newCases + e.data.cases.length,
+          newFolders: s.counts.newFolders + e.data.folders.length,
+          newRunCases: s.counts.newRunCases + e.data.runCases.length,
+        },
+      };
+    }
+    case 'ImportCompleted':
+      return { ...s, status: 'completed' };
+    case 'ImportFailed':
+      return { ...s, status: 'failed' };
+    default:
+      return assertNever(e);
+  }
+}
+
+export const importJobDecider = { initialState: initialImportJobState, decide, evolve };

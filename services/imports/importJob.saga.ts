@@ -1,0 +1,452 @@
+import { EventEmitter } from 'node:events';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import type { EventEnvelope, EventMetadata } from '../../contracts/envelope';
+import type {
+  CaseSource, ImportCounts, ImportedCase, ImportedFolder, ImportedResult, ImportedRunCase, ImportJobEvent, ImportWarning,
+} from '../../contracts/events';
+import { createEntity } from '../entities/entity.handlers';
+import type { FileStore } from '../files/fileStore';
+import { type CommandDeps, readYourWrites } from '../shared/commandBus';
+import { ConcurrencyError, DomainError, HttpError } from '../shared/errors';
+import { parserFor } from './formats';
+import { type ImportFormat, type Outcome, type ParsedCase, ResultFileError } from './formats/parsedResult';
+import { type ImportJobCommand, type ImportJobState, importJobDecider, importJobStream } from './importJob.decider';
+
+/**
+ * The saga that runs an import job: parse every file once (counting, warning, failing on bad
+ * content before anything is written), plan the test run, then parse again and append the results
+ * in chunks, each chunk one `TestResultsImported` on the job's stream at the expected revision, so
+ * the chunk and the job's progress are one write. Killed at any point, the job resumes where its
+ * stream says (`resumeUnfinished` at start-up): no chunk twice, none missing.
+ */
+
+export interface ImportSettings {
+  /** Cases per chunk event. */
+  chunkSize: number;
+  /** system-out, system-err and stack traces are cut at this many characters. */
+  maxOutputChars: number;
+  /** How long the final wait for the read model may take. */
+  finalizeTimeoutMs: number;
+}
+
+export const DEFAULT_IMPORT_SETTINGS: ImportSettings = { chunkSize: 500, maxOutputChars: 64 * 1024, finalizeTimeoutMs: 10 * 60_000 };
+
+export interface ImportDeps extends CommandDeps {
+  files: FileStore;
+  logger: Logger;
+  imports: ImportSettings;
+}
+
+/** What a job tells whoever listens (the SSE stream of the request that started it). */
+export type JobSignal =
+  | { kind: 'progress'; progress: number; status: string }
+  | { kind: 'warning'; warning: ImportWarning }
+  | { kind: 'complete'; testRunId: number }
+  | { kind: 'error'; code: string; error: string; details: Record<string, unknown> };
+
+/** How many warnings a job keeps on its stream (all are counted). */
+export const KEPT_WARNINGS = 100;
+
+const OUTCOMES: readonly Outcome[] = ['passed', 'failed', 'error', 'skipped'];
+const sourceOf = (format: ImportFormat) => format.toUpperCase() as CaseSource;
+
+export class ImportSaga {
+  private readonly running = new Map<number, Promise<void>>();
+  private readonly signals = new EventEmitter();
+  private stopping = false;
+
+  constructor(private readonly deps: ImportDeps) {
+    this.signals.setMaxListeners(0);
+  }
+
+  /** Listen to a job's signals; returns the unsubscribe function. */
+  listen(jobId: number, listener: (signal: JobSignal) => void): () => void {
+    this.signals.on(String(jobId), listener);
+    return () => this.signals.off(String(jobId), listener);
+  }
+
+  /** Runs (or resumes) a job; a job already running in this process is joined, not started twice. */
+  run(jobId: number): Promise<void> {
+    let running = this.running.get(jobId);
+    if (!running) {
+      running = this.execute(jobId).finally(() => this.running.delete(jobId));
+      this.running.set(jobId, running);
+    }
+    return running;
+  }
+
+  /** Every job the read model lists as queued or running: resumed one after the other, in the background. */
+  async resumeUnfinished(): Promise<number[]> {
+    await this.deps.watcher.waitFor({ position: await this.deps.store.headPosition(), streamId: 'importJob-resume' }, this.deps.imports.finalizeTimeoutMs);
+    const rows: { job_id: number }[] = await this.deps.knex('import_jobs').whereIn('state', ['queued', 'running']).orderBy('job_id').select('job_id');
+    const ids = rows.map((r) => r.job_id);
+    void (async () => {
+      for (const id of ids) {
+        if (this.stopping) return;
+        await this.run(id).catch((err) => this.deps.logger.error({ err, jobId: id }, 'import job could not resume'));
+      }
+    })();
+    return ids;
+  }
+
+  /** Stops taking up jobs; jobs in flight stop at their next chunk and resume on the next start. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.allSettled([...this.running.values()]);
+  }
+
+  private emit(jobId: number, signal: JobSignal): void {
+    this.signals.emit(String(jobId), signal);
+  }
+
+  private async execute(jobId: number): Promise<void> {
+    const job = await JobStream.load(this.deps, jobId);
+    if (job.state.status === 'none') throw new DomainError('import-job-not-found', `No import job ${jobId}`);
+    const say = (progress: number, status: string) => this.emit(jobId, { kind: 'progress', progress, status });
+    try {
+      if (job.state.status === 'completed') return this.emit(jobId, { kind: 'complete', testRunId: job.state.testRunId! });
+      if (job.state.status === 'failed') return; // its error was told when it failed
+      await withProjectLock(this.deps.knex, job.state.options!.projectId, async () => {
+        if (job.state.status === 'requested') await this.parse(job, say);
+        if (job.state.status === 'parsed') await this.planRun(job);
+        if (job.state.status === 'running') await this.appendChunks(job, say);
+      });
+      if (job.state.status !== 'running') return;
+      say(95, 'Finalizing import...');
+      const outcome = await job.apply({ type: 'Complete', counts: await this.countsOf(job.state), now: this.deps.clock().toISOString() });
+      if (outcome) await readYourWrites({ ...this.deps, writeTimeoutMs: this.deps.imports.finalizeTimeoutMs }, outcome);
+      say(100, 'Import completed successfully');
+      this.emit(jobId, { kind: 'complete', testRunId: job.state.testRunId! });
+    } catch (err) {
+      if (err instanceof Stopped) return;
+      const known = err instanceof ResultFileError || err instanceof DomainError;
+      if (!known) {
+        // Infrastructure (database, event store): the job stays unfinished and resumes on the next start.
+        this.deps.logger.error({ err, jobId, correlationId: job.metadata.correlationId }, 'import job interrupted');
+        const interrupted = new HttpError(503, 'import-interrupted', 'The import was interrupted; it resumes when the service restarts', { jobId });
+        this.emit(jobId, { kind: 'error', code: interrupted.code, error: interrupted.message, details: interrupted.details });
+        throw err;
+      }
+      const { code, message, details } = err as ResultFileError | DomainError;
+      const failed = await job.apply({ type: 'Fail', code, error: message, details, now: this.deps.clock().toISOString() });
+      if (failed) await readYourWrites(this.deps, failed);
+      this.emit(jobId, { kind: 'error', code, error: message, details: { ...details, jobId } });
+    }
+  }
+
+  /** First pass: every file read through, counted and checked; warnings told and kept. Writes nothing but ImportParsed. */
+  private async parse(job: JobStream, say: (p: number, s: string) => void): Promise<void> {
+    const { options } = job.state;
+    const format = options!.format === 'auto' ? null : options!.format;
+    if (!format) throw new DomainError('import-format-unknown', 'The job has no detected format');
+    say(10, `Parsing ${format.toUpperCase()} results...`);
+    const warnings: ImportWarning[] = [];
+    let warningCount = 0;
+    let cases = 0;
+    const suites = new Set<string>();
+    for await (const parsed of this.cases(job, format, (warning) => {
+      warningCount++;
+      if (warnings.length < KEPT_WARNINGS) warnings.push(warning);
+      this.emit(job.state.jobId, { kind: 'warning', warning });
+    })) {
+      cases++;
+      suites.add(parsed.suitePath.join('\u0000'));
+    }
+    if (cases === 0) throw new ResultFileError('no-tests', 'The files hold no test cases', {});
+    await this.statusesFor(); // a missing status fails the job before anything is written
+    await job.apply({ type: 'RecordParsed', format, cases, suites: suites.size, warnings, warningCount, now: this.deps.clock().toISOString() });
+    say(20, `Parsed ${cases} test case(s) in ${suites.size} suite(s)${warningCount ? ` with ${warningCount} warning(s)` : ''}`);
+  }
+
+  /** The run the job writes to: the one given (still there, same project), or a new one with a planned id. */
+  private async planRun(job: JobStream): Promise<void> {
+    const options = job.state.options!;
+    if (options.testRunId !== null) {
+      await job.apply({ type: 'PlanTestRun', testRunId: options.testRunId, created: false });
+      return;
+    }
+    const [testRunId] = await this.deps.ids.nextMany('testRun', 1, job.metadata);
+    await job.apply({ type: 'PlanTestRun', testRunId, created: true });
+  }
+
+  private async ensureRun(job: JobStream): Promise<void> {
+    const { options, testRunId, createsRun, format } = job.state;
+    if (!createsRun) {
+      const run = await this.deps.knex('test_runs').where({ id: testRunId, project_id: options!.projectId, is_deleted: false }).first('id');
+      if (!run) throw new DomainError('test-run-not-found', `Test run ${testRunId} does not exist in project ${options!.projectId}`, { path: 'testRunId', id: testRunId });
+      return;
+    }
+    const [existing] = await this.deps.store.readStream(`testRun-${testRunId}`, { maxCount: 1 });
+    if (existing) return; // created before the process stopped
+    const connect: Record<string, number | null> = { project: options!.projectId };
+    if (options!.stateId !== null) connect.state = options!.stateId;
+    else connect.state = await this.defaultRunState();
+    if (options!.configId !== null) connect.configuration = options!.configId;
+    if (options!.milestoneId !== null) connect.milestone = options!.milestoneId;
+    await createEntity(this.deps, 'testRun', {
+      data: { name: options!.testRunName!, testRunType: sourceOf(format!) },
+      connect,
+      links: { tags: { set: options!.tagIds } },
+    }, job.metadata, testRunId!);
+  }
+
+  /** Second pass: the cases after those already appended, in chunks. */
+  private async appendChunks(job: JobStream, say: (p: number, s: string) => void): Promise<void> {
+    say(25, 'Creating test run...');
+    await this.ensureRun(job);
+    // What earlier chunks (of this process or one that died) wrote must be in the read model before it is looked up.
+    await job.caughtUp();
+    const builder = new ChunkBuilder(this.deps, job, await this.statusesFor(), await this.caseDefaults(job));
+    const total = job.state.totalCases;
+    let index = 0;
+    let pending: { parsed: ParsedCase; index: number }[] = [];
+    const flush = async () => {
+      if (this.stopping) throw new Stopped();
+      const data = await builder.build(pending);
+      await job.apply({ type: 'AppendChunk', chunk: job.state.chunks, data });
+      pending = [];
+      say(25 + Math.floor((70 * job.state.processedCases) / total), `Imported ${job.state.processedCases} of ${total} test cases...`);
+    };
+    for await (const parsed of this.cases(job, job.state.format!, () => undefined)) {
+      index++;
+      if (index <= job.state.processedCases) continue;
+      pending.push({ parsed, index });
+      if (pending.length >= this.deps.imports.chunkSize) await flush();
+    }
+    if (pending.length > 0) await flush();
+    if (job.state.processedCases !== total) {
+      throw new DomainError('import-files-changed', `The stored files now hold ${index} cases, not ${total}`, { expected: total, found: index });
+    }
+  }
+
+  /** Every case of every file of the job, in order. */
+  private async *cases(job: JobStream, format: ImportFormat, onWarning: (w: ImportWarning) => void): AsyncGenerator<ParsedCase> {
+    const parse = parserFor(format);
+    for (const file of job.state.files) {
+      const opened = await this.deps.files.open(file.storedAs);
+      if (!opened) throw new DomainError('import-file-missing', `The stored file ${file.fileName} is gone`, { file: file.fileName });
+      try {
+        yield* parse(opened.content, { fileName: file.fileName, maxOutputChars: this.deps.imports.maxOutputChars, onWarning });
+      } finally {
+        opened.content.destroy();
+      }
+    }
+  }
+
+  /** Status per outcome, by exact systemName or alias (never a substring), enabled, in the automation scope. */
+  private async statusesFor(): Promise<Record<Outcome, number>> {
+    const rows: { id: number; system_name: string; aliases: string[] }[] = await this.deps.knex('statuses')
+      .where({ is_deleted: false, is_enabled: true }).whereRaw(`'AUTOMATION' = ANY(scopes)`).orderBy('sort_order').orderBy('id')
+      .select('id', 'system_name', 'aliases');
+    const found = {} as Record<Outcome, number>;
+    for (const outcome of OUTCOMES) {
+      const row = rows.find((r) => r.system_name === outcome) ?? rows.find((r) => (r.aliases ?? []).includes(outcome));
+      if (!row) throw new DomainError('import-status-missing', `No enabled automation status has the system name or alias "${outcome}"`, { outcome });
+      found[outcome] = row.id;
+    }
+    return found;
+  }
+
+  /** New cases' template (the one given, else the default) and state (the first enabled DONE workflow of scope CASES). */
+  private async caseDefaults(job: JobStream): Promise<{ templateId: number | null; stateId: number | null }> {
+    const templateId = job.state.options!.templateId
+      ?? (await this.deps.knex('templates').where({ is_deleted: false, is_enabled: true }).orderBy([{ column: 'is_default', order: 'desc' }, 'id']).first('id'))?.id ?? null;
+    const state = await this.deps.knex('workflows').where({ scope: 'CASES', workflow_type: 'DONE', is_enabled: true, is_deleted: false })
+      .orderBy('sort_order').orderBy('id').first('id');
+    return { templateId, stateId: state?.id ?? null };
+  }
+
+  /** A new run's state when none is given: the default RUNS workflow, else the first enabled NOT_STARTED... in order. */
+  private async defaultRunState(): Promise<number | null> {
+    const row = await this.deps.knex('workflows').where({ scope: 'RUNS', is_enabled: true, is_deleted: false })
+      .orderBy([{ column: 'is_default', order: 'desc' }, 'sort_order', 'id']).first('id');
+    return row?.id ?? null;
+  }
+
+  private async countsOf(s: ImportJobState): Promise<ImportCounts> {
+    const statuses = await this.statusesFor();
+    const counts: ImportCounts = { ...s.counts, passed: 0, failed: 0, error: 0, skipped: 0 };
+    for (const outcome of OUTCOMES) counts[outcome] = s.byStatus[statuses[outcome]] ?? 0;
+    return counts;
+  }
+}
+
+class Stopped extends Error {}
+
+/** The job's stream, folded, with its revision: each command is decided and appended at that revision. */
+class JobStream {
+  private constructor(
+    private readonly deps: ImportDeps,
+    public state: ImportJobState,
+    private revision: bigint | null,
+    /** The requester's metadata, as the saga's own events carry it (via 'import'). */
+    readonly metadata: EventMetadata,
+    private lastPosition: string | null,
+  ) {}
+
+  static async load(deps: ImportDeps, jobId: number): Promise<JobStream> {
+    const events = await deps.store.readStream(importJobStream(jobId));
+    let state = importJobDecider.initialState;
+    for (const e of events) state = importJobDecider.evolve(state, { type: e.type, data: e.data } as ImportJobEvent);
+    const first: EventEnvelope | undefined = events[0];
+    const last: EventEnvelope | undefined = events[events.length - 1];
+    const metadata: EventMetadata = first
+      ? { ...first.metadata, actor: { ...first.metadata.actor, via: 'import' }, causationId: first.id }
+      : { actor: { userId: null, via: 'system' }, correlationId: `import-${jobId}`, causationId: null };
+    return new JobStream(deps, state, last ? BigInt(last.revision) : null, metadata, last?.position ?? null);
+  }
+
+  /** Decides and appends; a concurrent writer (another worker) makes this one stop. Answers the write for read-your-writes. */
+  async apply(cmd: ImportJobCommand): Promise<{ position: string; streamId: string } | null> {
+    const events = importJobDecider.decide(cmd, this.state);
+    if (events.length === 0) return null;
+    const streamId = importJobStream(this.state.jobId);
+    try {
+      const result = await this.deps.store.append(streamId, events, { expectedRevision: this.revision ?? 'no-stream', metadata: this.metadata });
+      for (const e of events) this.state = importJobDecider.evolve(this.state, e);
+      this.revision = result.nextRevision;
+      this.lastPosition = result.position;
+      return { position: result.position, streamId };
+    } catch (err) {
+      if (err instanceof ConcurrencyError) throw new DomainError('import-job-taken', `Import job ${this.state.jobId} is being run by another worker`, { jobId: this.state.jobId });
+      throw err;
+    }
+  }
+
+  async caughtUp(): Promise<void> {
+    if (this.lastPosition === null) return;
+    await readYourWrites({ ...this.deps, writeTimeoutMs: this.deps.imports.finalizeTimeoutMs }, { position: this.lastPosition, streamId: importJobStream(this.state.jobId) });
+  }
+}
+
+/**
+ * One job at a time per project, across processes (a PostgreSQL advisory lock on a connection of
+ * its own): two imports must not both create the same new case.
+ */
+async function withProjectLock<T>(knex: Knex, projectId: number, work: () => Promise<T>): Promise<T> {
+  const LOCK_SPACE = 0x7e57; // "test": the advisory lock namespace of result imports
+  const connection = await knex.client.acquireConnection();
+  try {
+    await connection.query('SELECT pg_advisory_lock($1, $2)', [LOCK_SPACE, projectId]);
+    try {
+      return await work();
+    } finally {
+      await connection.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_SPACE, projectId]);
+    }
+  } finally {
+    await knex.client.releaseConnection(connection);
+  }
+}
+
+/**
+ * Turns parsed cases into a chunk: folders for their suites, repository cases found by project,
+ * source, name and class (or new), run cases (or new), and one result each, with ids reserved in
+ * one block per kind. Remembers what this process created, which the read model may not have yet.
+ */
+class ChunkBuilder {
+  private readonly folders = new Map<string, number>();
+  private readonly cases = new Map<string, number>();
+  private readonly runCases = new Map<number, { id: number; attempts: number }>();
+  private order: number | null = null;
+
+  constructor(
+    private readonly deps: ImportDeps,
+    private readonly job: JobStream,
+    private readonly statuses: Record<Outcome, number>,
+    private readonly defaults: { templateId: number | null; stateId: number | null },
+  ) {}
+
+  async build(items: { parsed: ParsedCase; index: number }[]) {
+    const { knex } = this.deps;
+    const s = this.job.state;
+    const projectId = s.options!.projectId;
+    const testRunId = s.testRunId!;
+    const source = sourceOf(s.format!);
+    const metadata = this.job.metadata;
+
+    // Folders: one per suite path, under parentFolderId (or at the project's top).
+    const newFolders: ImportedFolder[] = [];
+    const folderOf = new Map<string, number | null>();
+    for (const { parsed } of items) {
+      let parentId: number | null = s.options!.parentFolderId;
+      for (const name of parsed.suitePath.map((p) => p.slice(0, 255) || '(unnamed)')) {
+        const key = `${parentId ?? 0}\u0000${name}`;
+        let id = this.folders.get(key);
+        if (id === undefined) {
+          const row = await knex('repository_folders').where({ project_id: projectId, name, is_deleted: false })
+            .where((q) => (parentId === null ? q.whereNull('parent_id') : q.where('parent_id', parentId))).orderBy('id').first('id');
+          if (row) id = row.id as number;
+          else {
+            [id] = await this.deps.ids.nextMany('repositoryFolder', 1, metadata);
+            newFolders.push({ folderId: id, parentId, name });
+          }
+          this.folders.set(key, id);
+        }
+        parentId = id;
+      }
+      folderOf.set(parsed.suitePath.join('\u0000'), parentId);
+    }
+
+    // Repository cases: found (this job's, then the read model's), or new.
+    const keyOf = (p: ParsedCase) => `${p.name}\u0000${p.className ?? '\u0001'}`;
+    const unknown = [...new Map(items.filter(({ parsed }) => !this.cases.has(keyOf(parsed))).map(({ parsed }) => [keyOf(parsed), parsed])).values()];
+    if (unknown.length > 0) {
+      const { rows } = await knex.raw(
+        `SELECT DISTINCT ON (x.t, x.c) c.id, x.t, x.c FROM unnest(?::text[], ?::text[]) AS x(t, c)
+         JOIN repository_cases c ON c.project_id = ? AND c.source = ? AND c.title = x.t AND c.class_name IS NOT DISTINCT FROM x.c AND NOT c.is_deleted
+         ORDER BY x.t, x.c, c.id`,
+        [unknown.map((p) => p.name), unknown.map((p) => p.className) as string[], projectId, source],
+      );
+      for (const r of rows as { id: number; t: string; c: string | null }[]) this.cases.set(`${r.t}\u0000${r.c ?? '\u0001'}`, r.id);
+    }
+    const creating = unknown.filter((p) => !this.cases.has(keyOf(p)));
+    const caseIds = await this.deps.ids.nextMany('repositoryCase', creating.length, metadata);
+    const newCases: ImportedCase[] = creating.map((p, i) => {
+      this.cases.set(keyOf(p), caseIds[i]);
+      return {
+        caseId: caseIds[i], folderId: folderOf.get(p.suitePath.join('\u0000')) ?? null, title: p.name, className: p.className,
+        source, templateId: this.defaults.templateId, stateId: this.defaults.stateId,
+      };
+    });
+
+    // Run cases: this job's, then the read model's (an existing run, or a resumed job), or new.
+    const chunkCaseIds = [...new Set(items.map(({ parsed }) => this.cases.get(keyOf(parsed))!))];
+    const lookup = chunkCaseIds.filter((id) => !this.runCases.has(id));
+    if (lookup.length > 0) {
+      const { rows } = await knex.raw(
+        `SELECT rc.id, rc.repository_case_id, (SELECT count(*)::int FROM test_run_results r WHERE r.test_run_case_id = rc.id AND NOT r.is_deleted) AS attempts
+         FROM test_run_cases rc WHERE rc.test_run_id = ? AND rc.repository_case_id = ANY(?::integer[]) AND NOT rc.is_deleted`,
+        [testRunId, lookup],
+      );
+      for (const r of rows as { id: number; repository_case_id: number; attempts: number }[]) this.runCases.set(r.repository_case_id, { id: r.id, attempts: r.attempts });
+    }
+    if (this.order === null) {
+      const row = await knex('test_run_cases').where({ test_run_id: testRunId }).max('sort_order as max').first();
+      this.order = ((row?.max as number | null) ?? -1) + 1;
+    }
+    const addRunCases = chunkCaseIds.filter((id) => !this.runCases.has(id));
+    const runCaseIds = await this.deps.ids.nextMany('testRunCase', addRunCases.length, metadata);
+    const newRunCases: ImportedRunCase[] = addRunCases.map((caseId, i) => {
+      this.runCases.set(caseId, { id: runCaseIds[i], attempts: 0 });
+      return { testRunCaseId: runCaseIds[i], repositoryCaseId: caseId, order: this.order!++ };
+    });
+
+    // One result per parsed case; a case met again in the same run is its next attempt.
+    const resultIds = await this.deps.ids.nextMany('testRunResult', items.length, metadata);
+    const results: ImportedResult[] = items.map(({ parsed }, i) => {
+      const runCase = this.runCases.get(this.cases.get(keyOf(parsed))!)!;
+      runCase.attempts++;
+      return {
+        resultId: resultIds[i], testRunCaseId: runCase.id, statusId: this.statuses[parsed.outcome],
+        durationMs: parsed.durationMs, executedAt: parsed.executedAt, message: parsed.message, failureType: parsed.failureType,
+        stackTrace: parsed.stackTrace, systemOut: parsed.systemOut, systemErr: parsed.systemErr, file: parsed.file, line: parsed.line,
+        properties: parsed.properties, attempt: runCase.attempts,
+      };
+    });
+    return {
+      projectId, testRunId, folders: newFolders, cases: newCases, runCases: newRunCases, results,
+      processedCases: items[items.length - 1].index, importedAt: this.deps.clock().toISOString(),
+    };
+  }
+}

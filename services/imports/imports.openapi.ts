@@ -1,0 +1,108 @@
+import type { OpenAPIV3 } from 'openapi-types';
+import { IMPORT_FORMATS } from './formats/parsedResult';
+import { MAX_IMPORT_FILES } from './imports.routes';
+
+/** The result import endpoints in the `custom` category of the OpenAPI documents (services/api/openapi.ts). */
+export function importPaths(): OpenAPIV3.PathsObject {
+  const error = (description: string): OpenAPIV3.ResponseObject =>
+    ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+  const id = (description: string): OpenAPIV3.SchemaObject => ({ type: 'integer', minimum: 1, maximum: 2147483647, description });
+  const nullable = (schema: OpenAPIV3.SchemaObject): OpenAPIV3.SchemaObject => ({ ...schema, nullable: true });
+  const fields = (withFormat: boolean): OpenAPIV3.SchemaObject => ({
+    type: 'object',
+    required: ['projectId', 'files'],
+    properties: {
+      name: { type: 'string', minLength: 1, maxLength: 255, description: 'name of the new test run; required unless testRunId is given' },
+      projectId: id('the project (the caller needs add/edit on TestRunResults there, and on TestRuns for a new run)'),
+      files: { type: 'array', minItems: 1, maxItems: MAX_IMPORT_FILES, items: { type: 'string', format: 'binary' }, description: 'the result files, each at most MAX_UPLOAD_BYTES' },
+      stateId: id('workflow state of the new run; must be of scope RUNS (default: the default RUNS state)'),
+      parentFolderId: id('folder under which the suites become nested folders (default: the project\'s top level)'),
+      testRunId: id('an existing run of the project to add the results to (not completed)'),
+      configId: id('configuration of the new run'),
+      milestoneId: id('milestone of the new run (of the same project)'),
+      tagIds: { type: 'array', items: id('a tag'), description: 'tags of the new run; repeat the field' },
+      ...(withFormat && {
+        format: { type: 'string', enum: ['auto', ...IMPORT_FORMATS], default: 'auto', description: 'auto detects each file\'s format from its first bytes; files of different formats are refused' },
+        templateId: id('template of the new repository cases (default: the default template)'),
+      }),
+    },
+  });
+  const stream: OpenAPIV3.ResponseObject = {
+    description: 'A Server-Sent Events stream (`data: <json>` per event): `{progress: 0..100 (rising), status}`, `{warning: {file, message, case?}}` for a file or case that '
+      + 'could not be used, then `{complete: true, testRunId, jobId}` once the read model holds the whole run, or `{error, code, details}` when the job failed '
+      + '(nothing applied when it fails before its first chunk). The job goes on if the client leaves. Headers: X-Import-Job-Id, Location (/api/imports/{jobId}).',
+    headers: {
+      'X-Import-Job-Id': { schema: { type: 'integer' }, description: 'the job, for GET /api/imports/{jobId}' },
+    },
+    content: { 'text/event-stream': { schema: { type: 'string' } } },
+  };
+  const responses = (): OpenAPIV3.ResponsesObject => ({
+    200: stream,
+    400: error('invalid field, no files, an empty file, an unknown format, mixed formats, a state not of scope RUNS, a completed run (nothing stored, nothing appended)'),
+    401: error('not authenticated'),
+    403: error('forbidden: no permission to add results (or runs) in the project; csrf-rejected for a cookie from another origin'),
+    404: error('not-found: the project, run, state, folder, configuration, milestone, template or a tag does not exist or is not visible (details.path)'),
+    413: error('payload-too-large: a file over MAX_UPLOAD_BYTES; too-many-files'),
+    415: error('the body is not multipart/form-data'),
+  });
+  const job: OpenAPIV3.SchemaObject = {
+    type: 'object',
+    properties: {
+      jobId: { type: 'integer' },
+      state: { type: 'string', enum: ['queued', 'running', 'completed', 'failed'] },
+      projectId: { type: 'integer' },
+      testRunId: nullable({ type: 'integer' }),
+      testRunName: nullable({ type: 'string' }),
+      endpoint: { type: 'string', enum: ['junit', 'test-results'] },
+      format: { type: 'string', enum: [...IMPORT_FORMATS] },
+      options: { type: 'object', description: 'stateId, parentFolderId, configId, milestoneId, tagIds, templateId as requested' },
+      files: { type: 'array', items: { type: 'object', properties: { index: { type: 'integer' }, name: { type: 'string' }, sizeBytes: { type: 'integer' }, sha256: { type: 'string' } } } },
+      totalCases: nullable({ type: 'integer', description: 'once the files were read through' }),
+      processedCases: { type: 'integer' },
+      chunks: { type: 'integer' },
+      counts: nullable({
+        type: 'object', description: 'once completed',
+        properties: Object.fromEntries(['results', 'newCases', 'newFolders', 'newRunCases', 'passed', 'failed', 'error', 'skipped'].map((k) => [k, { type: 'integer' }])),
+      }),
+      warnings: { type: 'array', items: { type: 'object', properties: { file: { type: 'string' }, message: { type: 'string' }, case: { type: 'string' } } }, description: 'the first 100' },
+      warningCount: { type: 'integer' },
+      error: nullable({ type: 'object', properties: { error: { type: 'string' }, code: { type: 'string' }, details: { type: 'object' } } }),
+      createdById: nullable({ type: 'integer' }),
+      tokenId: nullable({ type: 'integer' }),
+      via: { type: 'string' },
+      createdAt: { type: 'string', format: 'date-time' },
+      updatedAt: { type: 'string', format: 'date-time' },
+      finishedAt: nullable({ type: 'string', format: 'date-time' }),
+    },
+  };
+  return {
+    '/api/junit/import': {
+      post: {
+        operationId: 'importJunit', tags: ['imports'], summary: 'import JUnit XML results into a new or an existing test run',
+        requestBody: { required: true, content: { 'multipart/form-data': { schema: fields(false), encoding: { files: { contentType: '*/*' } } } } },
+        responses: responses(),
+      },
+    },
+    '/api/test-results/import': {
+      post: {
+        operationId: 'importTestResults', tags: ['imports'],
+        summary: 'import results of JUnit, TestNG, NUnit, xUnit, MSTest (TRX), Mocha (JSON) or Cucumber (JSON)',
+        requestBody: { required: true, content: { 'multipart/form-data': { schema: fields(true), encoding: { files: { contentType: '*/*' } } } } },
+        responses: responses(),
+      },
+    },
+    '/api/imports/{jobId}': {
+      get: {
+        operationId: 'importJob', tags: ['imports'], summary: 'an import job: state, counts, warnings, error',
+        description: 'Visible to administrators, to whoever started it, and to users who can see its project.',
+        parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } }],
+        responses: {
+          200: { description: 'the job', content: { 'application/json': { schema: { type: 'object', properties: { data: job } } } } },
+          400: error('jobId is not a positive integer'),
+          401: error('not authenticated'),
+          404: error('import-job-not-found'),
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,214 @@
+import { expect } from 'chai';
+import { seedDefaults } from '../../services/entities/seed';
+import { registerUser } from '../../services/identity/identity.handlers';
+import { systemMetadata } from '../../services/shared/context';
+import { expectRefused, startTestApp, type TestApp } from '../support/app';
+import { HttpClient } from '../support/server';
+import { expectCompleted, postImport, type ResultFile } from './importClient';
+
+const PASSWORD = 'import-password-1';
+
+const SUREFIRE = `<?xml version="1.0" encoding="UTF-8"?>
+<testsuites>
+  <testsuite name="com.acme.LoginTest" tests="4" failures="1" errors="1" skipped="1" time="3.5" timestamp="2026-03-01T10:15:30">
+    <properties><property name="java.version" value="21"/></properties>
+    <testcase classname="com.acme.LoginTest" name="accepts a valid password" time="1.25">
+      <system-out>logged in</system-out>
+    </testcase>
+    <testcase classname="com.acme.LoginTest" name="refuses a wrong password" time="0.5">
+      <failure message="expected 401 but was 200" type="org.opentest4j.AssertionFailedError">at LoginTest.java:42</failure>
+    </testcase>
+    <testcase classname="com.acme.LoginTest" name="locks after five tries" time="0.75">
+      <error message="boom" type="java.lang.NullPointerException">NPE stack</error>
+    </testcase>
+    <testcase classname="com.acme.LoginTest" name="remembers the device" time="0">
+      <skipped message="not on CI"/>
+    </testcase>
+    <testsuite name="Nested" tests="1" time="0.01">
+      <testcase classname="com.acme.Nested" name="inner" time="0.01" file="src/Nested.java" line="7">
+        <properties><property name="owner" value="team-a"/></properties>
+      </testcase>
+    </testsuite>
+  </testsuite>
+</testsuites>`;
+
+/**
+ * POST /api/junit/import and /api/test-results/import against a test app: the stream, what lands
+ * in the read model (cases by identity, results with their details, nested folders), appending
+ * to a run, the job view, and bad input answered before the stream (nothing appended).
+ */
+describe('result import (JUnit endpoint and the multi-format one)', function () {
+  this.timeout(120_000);
+  let app: TestApp;
+  let admin: HttpClient;
+  let adminToken: string;
+  let readerToken: string;
+  const ids: Record<string, number> = {};
+
+  const model = async (entity: string, op: string, body: unknown) => {
+    const res = await admin.post(`/api/model/${entity}/${op}`, body);
+    expect(res.status, JSON.stringify(res.body)).to.equal(op === 'create' ? 201 : 200);
+    return res.body.data;
+  };
+  const junit = (fields: Record<string, any>, files: ResultFile[], token: string | null = adminToken) =>
+    postImport(app.url, '/api/junit/import', fields, files, token);
+  const results = (fields: Record<string, any>, files: ResultFile[], token: string | null = adminToken) =>
+    postImport(app.url, '/api/test-results/import', fields, files, token);
+  const tokenOf = async (email: string) => {
+    const c = new HttpClient(app.url);
+    expect((await c.post('/api/auth/login', { email, password: PASSWORD })).status).to.equal(200);
+    return (await c.post('/api/tokens', { name: 'import' })).body.token as string;
+  };
+
+  before(async () => {
+    app = await startTestApp({ maxUploadBytes: 64 * 1024, imports: { chunkSize: 2 } });
+    const meta = systemMetadata('test');
+    await seedDefaults(app.deps, meta);
+    await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: PASSWORD, access: 'ADMIN' }, meta);
+    const readerId = await registerUser(app.deps, { email: 'reader@example.com', name: 'Reader', password: PASSWORD, access: 'USER' }, meta);
+    admin = new HttpClient(app.url);
+    expect((await admin.post('/api/auth/login', { email: 'admin@example.com', password: PASSWORD })).status).to.equal(200);
+    adminToken = await tokenOf('admin@example.com');
+    readerToken = await tokenOf('reader@example.com');
+    ids.project = (await model('project', 'create', { data: { name: 'Shop' } })).id;
+    ids.other = (await model('project', 'create', { data: { name: 'Other' } })).id;
+    ids.root = (await model('repositoryFolder', 'create', { data: { name: 'Automated', project: { connect: { id: ids.project } } } })).id;
+    ids.tag = (await model('tag', 'create', { data: { name: 'nightly' } })).id;
+    ids.runState = (await model('workflow', 'findFirst', { where: { scope: 'RUNS' } })).id;
+    ids.caseState = (await model('workflow', 'findFirst', { where: { scope: 'CASES' } })).id;
+    // The reader is assigned with a role that may not add results.
+    const role = await model('role', 'create', { data: { name: 'Read only' } });
+    await model('projectAssignment', 'create', { data: { user: { connect: { id: readerId } }, project: { connect: { id: ids.project } } } });
+    await model('userProjectPermission', 'create', {
+      data: { user: { connect: { id: readerId } }, project: { connect: { id: ids.project } }, accessType: 'SPECIFIC_ROLE', role: { connect: { id: role.id } } },
+    });
+  });
+  after(() => app.stop());
+
+  it('imports a JUnit file: a run of scope RUNS, cases by identity, results with their details, nested folders', async () => {
+    const answer = await junit({ name: 'Nightly 1', projectId: ids.project, parentFolderId: ids.root, stateId: ids.runState, tagIds: [ids.tag] }, [{ name: 'TEST-login.xml', content: SUREFIRE }]);
+    const runId = expectCompleted(answer);
+    ids.run = runId;
+    const jobId = Number(answer.headers.get('x-import-job-id'));
+
+    // Readable at once: the read model had the whole run before `complete`.
+    const run = await model('testRun', 'findUnique', { where: { id: runId }, include: { tags: true, state: true } });
+    expect(run).to.include({ name: 'Nightly 1', projectId: ids.project, testRunType: 'JUNIT', stateId: ids.runState });
+    expect(run.state.scope).to.equal('RUNS');
+    expect(run.tags.map((t: any) => t.id)).to.deep.equal([ids.tag]);
+
+    const found = await model('testRunResult', 'findMany', {
+      where: { testRunId: runId }, orderBy: { id: 'asc' },
+      include: { status: true, testRunCase: { include: { repositoryCase: { include: { folder: true } } } } },
+    });
+    expect(found.map((r: any) => [r.testRunCase.repositoryCase.title, r.status.systemName, r.durationMs])).to.deep.equal([
+      ['accepts a valid password', 'passed', 1250],
+      ['refuses a wrong password', 'failed', 500],
+      ['locks after five tries', 'error', 750],
+      ['remembers the device', 'skipped', 0],
+      ['inner', 'passed', 10],
+    ]);
+    const [passed, failed, errored, skipped, inner] = found;
+    expect(passed.systemOut).to.equal('logged in');
+    expect(passed.executedAt).to.equal('2026-03-01T10:15:30.000Z');
+    expect(failed).to.include({ message: 'expected 401 but was 200', failureType: 'org.opentest4j.AssertionFailedError', stackTrace: 'at LoginTest.java:42', attempt: 1 });
+    expect(errored).to.include({ message: 'boom', failureType: 'java.lang.NullPointerException' });
+    expect(skipped.message).to.equal('not on CI');
+    expect(inner).to.include({ file: 'src/Nested.java', line: 7 });
+    expect(inner.properties).to.deep.equal([{ name: 'owner', value: 'team-a' }]);
+    expect(passed.testRunCase.repositoryCase).to.include({ className: 'com.acme.LoginTest', source: 'JUNIT', automated: true, projectId: ids.project, importJobId: jobId });
+    expect(failed.testRunCase).to.include({ statusId: failed.statusId, isCompleted: true });
+
+    // Suites became folders under parentFolderId: Automated / com.acme.LoginTest / Nested.
+    const outer = passed.testRunCase.repositoryCase.folder;
+    expect(outer).to.include({ name: 'com.acme.LoginTest', parentId: ids.root });
+    expect(inner.testRunCase.repositoryCase.folder).to.include({ name: 'Nested', parentId: outer.id });
+
+    const job = await admin.get(`/api/imports/${jobId}`);
+    expect(job.status).to.equal(200);
+    expect(job.body.data).to.include({ state: 'completed', projectId: ids.project, testRunId: runId, totalCases: 5, processedCases: 5, chunks: 3, format: 'junit' });
+    expect(job.body.data.counts).to.deep.equal({ results: 5, newCases: 5, newFolders: 2, newRunCases: 5, passed: 2, failed: 1, error: 1, skipped: 1 });
+    expect(job.body.data.files[0]).to.include({ name: 'TEST-login.xml', sizeBytes: Buffer.byteLength(SUREFIRE) });
+  });
+
+  it('appends to a run with testRunId: the same cases, a second attempt each, nothing overwritten', async () => {
+    const before = await model('repositoryCase', 'count', { where: { projectId: ids.project } });
+    const answer = await results({ projectId: ids.project, testRunId: ids.run, format: 'junit' }, [{ name: 'again.xml', content: SUREFIRE }]);
+    expect(expectCompleted(answer)).to.equal(ids.run);
+    expect(await model('repositoryCase', 'count', { where: { projectId: ids.project } })).to.equal(before);
+    const attempts = await model('testRunResult', 'groupBy', { by: ['attempt'], where: { testRunId: ids.run }, _count: { _all: true }, orderBy: { attempt: 'asc' } });
+    expect(attempts.map((a: any) => [a.attempt, a._count._all])).to.deep.equal([[1, 5], [2, 5]]);
+    expect(await model('testRunCase', 'count', { where: { testRunId: ids.run } })).to.equal(5);
+  });
+
+  it('a later import into a new run attaches its results to the same cases (the history stays)', async () => {
+    const answer = await results({ name: 'Nightly 2', projectId: ids.project, parentFolderId: ids.root }, [{ name: 'b.xml', content: SUREFIRE }]);
+    const runId = expectCompleted(answer);
+    expect(runId).to.not.equal(ids.run);
+    const history = await model('testRunResult', 'count', { where: { testRunCase: { repositoryCase: { title: 'refuses a wrong password' } } } });
+    expect(history).to.equal(3);
+    const job = await admin.get(`/api/imports/${answer.headers.get('x-import-job-id')}`);
+    expect(job.body.data.counts).to.include({ newCases: 0, newFolders: 0, newRunCases: 5 });
+  });
+
+  it('a file with a DOCTYPE fails in the stream, and nothing is applied', async () => {
+    const runs = await model('testRun', 'count', {});
+    const evil = `<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><testsuite name="x"><testcase name="&e;"/></testsuite>`;
+    const answer = await junit({ name: 'Evil', projectId: ids.project }, [{ name: 'evil.xml', content: evil }]);
+    expect(answer.status).to.equal(200);
+    const last = answer.events[answer.events.length - 1];
+    expect(last).to.have.keys('error', 'code', 'details');
+    expect(last.code).to.equal('doctype-refused');
+    expect(await model('testRun', 'count', {})).to.equal(runs);
+    const job = await admin.get(`/api/imports/${answer.headers.get('x-import-job-id')}`);
+    expect(job.body.data.state).to.equal('failed');
+    expect(job.body.data.error.code).to.equal('doctype-refused');
+  });
+
+  describe('refused before the stream starts (JSON error, nothing appended)', () => {
+    const file = [{ name: 'a.xml', content: SUREFIRE }];
+    it('without credentials: 401', async () => {
+      const body = await expectRefused(app, () => junit({ name: 'x', projectId: ids.project }, file, null), 401);
+      expect(body.code).to.equal('unauthenticated');
+    });
+    it('without projectId, name, or files, or with a bad id: 400 naming the field', async () => {
+      expect((await expectRefused(app, () => junit({ name: 'x' }, file), 400)).details.path).to.equal('projectId');
+      expect((await expectRefused(app, () => junit({ projectId: ids.project }, file), 400)).details.path).to.equal('name');
+      expect((await expectRefused(app, () => junit({ name: 'x', projectId: ids.project }, []), 400)).code).to.equal('files-required');
+      expect((await expectRefused(app, () => junit({ name: 'x', projectId: 'seven' }, file), 400)).details.path).to.equal('projectId');
+      expect((await expectRefused(app, () => junit({ name: 'x', projectId: ids.project, tagIds: ['1', 'x'] }, file), 400)).details.path).to.equal('tagIds.1');
+      expect((await expectRefused(app, () => junit({ name: 'x', projectId: ids.project, format: 'junit' }, file), 400)).code).to.equal('unexpected-field');
+      expect((await expectRefused(app, () => results({ name: 'x', projectId: ids.project, format: 'excel' }, file), 400)).code).to.equal('unknown-format');
+    });
+    it('an empty file, a file of no known format, or files of two formats: 400', async () => {
+      expect((await expectRefused(app, () => junit({ name: 'x', projectId: ids.project }, [{ name: 'e.xml', content: '' }]), 400)).code).to.equal('empty-file');
+      expect((await expectRefused(app, () => results({ name: 'x', projectId: ids.project }, [{ name: 'n.txt', content: 'hello' }]), 400)).code).to.equal('unknown-format');
+      const mocha = JSON.stringify({ stats: { tests: 1 }, tests: [{ title: 't', fullTitle: 't', duration: 1, err: {} }] });
+      const mixed = await expectRefused(app, () => results({ name: 'x', projectId: ids.project }, [...file, { name: 'm.json', content: mocha }]), 400);
+      expect(mixed.code).to.equal('mixed-formats');
+    });
+    it('a file over MAX_UPLOAD_BYTES: 413', async () => {
+      const big = SUREFIRE + ' '.repeat(70 * 1024);
+      expect((await expectRefused(app, () => junit({ name: 'x', projectId: ids.project }, [{ name: 'big.xml', content: big }]), 413)).code).to.equal('payload-too-large');
+    });
+    it('references that do not exist, or not here: 404; a state not of scope RUNS: 400; a completed run: 400', async () => {
+      expect((await expectRefused(app, () => junit({ name: 'x', projectId: 9999 }, file), 404)).details.path).to.equal('projectId');
+      expect((await expectRefused(app, () => junit({ name: 'x', projectId: ids.other, parentFolderId: ids.root }, file), 404)).details.path).to.equal('parentFolderId');
+      expect((await expectRefused(app, () => junit({ name: 'x', projectId: ids.other, testRunId: ids.run }, file), 404)).details.path).to.equal('testRunId');
+      expect((await expectRefused(app, () => junit({ name: 'x', projectId: ids.project, milestoneId: 9999 }, file), 404)).details.path).to.equal('milestoneId');
+      expect((await expectRefused(app, () => junit({ name: 'x', projectId: ids.project, configId: 9999 }, file), 404)).details.path).to.equal('configId');
+      expect((await expectRefused(app, () => junit({ name: 'x', projectId: ids.project, tagIds: [ids.tag, 9999] }, file), 404)).details.path).to.equal('tagIds');
+      expect((await expectRefused(app, () => junit({ name: 'x', projectId: ids.project, stateId: ids.caseState }, file), 400)).code).to.equal('invalid-state');
+      const done = (await model('testRun', 'create', { data: { name: 'Done', isCompleted: true, project: { connect: { id: ids.project } } } })).id;
+      expect((await expectRefused(app, () => junit({ projectId: ids.project, testRunId: done }, file), 400)).code).to.equal('test-run-completed');
+    });
+    it('a user who may not add results: 403; a project they cannot see: 404', async () => {
+      expect((await expectRefused(app, () => junit({ name: 'x', projectId: ids.project }, file, readerToken), 403)).code).to.equal('forbidden');
+      expect((await expectRefused(app, () => junit({ name: 'x', projectId: ids.other }, file, readerToken), 404)).details.path).to.equal('projectId');
+    });
+    it('a job that is not visible: 404; a bad job id: 400', async () => {
+      expect((await admin.get('/api/imports/999999')).status).to.equal(404);
+      expect((await admin.get('/api/imports/abc')).status).to.equal(400);
+    });
+  });
+});

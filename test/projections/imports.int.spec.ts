@@ -1,0 +1,104 @@
+import { expect } from 'chai';
+import type { Knex } from 'knex';
+import type { EventEnvelope } from '../../contracts/envelope';
+import type { ImportedResult, TestamentEvent } from '../../contracts/events';
+import { createKnex } from '../../infra/postgres/database';
+import { importsProjection } from '../../projections/imports';
+import { migrateReadModel } from '../../projections/migrations';
+import { readModelProjection } from '../../projections/readModel';
+import { createTestDatabase, type TestDatabase } from '../support/database';
+import { at, envelopes } from './envelopes';
+
+const JOB = 'importJob-9';
+const result = (resultId: number, testRunCaseId: number, statusId: number, attempt: number): ImportedResult => ({
+  resultId, testRunCaseId, statusId, durationMs: 10 * resultId, executedAt: at(30 + resultId), message: statusId === 3 ? 'boom' : null,
+  failureType: null, stackTrace: null, systemOut: 'out', systemErr: null, file: 'a.py', line: resultId, properties: [{ name: 'k', value: 'v' }], attempt,
+});
+const EVENTS: [string, TestamentEvent][] = [
+  [JOB, { type: 'ImportRequested', data: {
+    jobId: 9, projectId: 1, endpoint: 'test-results', format: 'junit', testRunName: 'Nightly', testRunId: null, stateId: null, parentFolderId: null,
+    configId: null, milestoneId: null, tagIds: [], templateId: null, requestedAt: at(20),
+  } }],
+  [JOB, { type: 'ImportFileStored', data: { jobId: 9, index: 0, fileName: 'a.xml', storedAs: 'ab'.repeat(32), sizeBytes: 99, sha256: 'ab'.repeat(32) } }],
+  [JOB, { type: 'ImportParsed', data: { jobId: 9, format: 'junit', cases: 3, suites: 1, warnings: [{ file: 'a.xml', message: 'w' }], warningCount: 1, parsedAt: at(21) } }],
+  [JOB, { type: 'ImportTestRunPlanned', data: { jobId: 9, testRunId: 42, created: true } }],
+  [JOB, { type: 'TestResultsImported', data: {
+    jobId: 9, chunk: 0, projectId: 1, testRunId: 42, folders: [{ folderId: 11, parentId: null, name: 'suite' }],
+    cases: [
+      { caseId: 100, folderId: 11, title: 'a', className: 'A', source: 'JUNIT', templateId: null, stateId: null },
+      { caseId: 101, folderId: 11, title: 'b', className: 'A', source: 'JUNIT', templateId: null, stateId: null },
+    ],
+    runCases: [{ testRunCaseId: 500, repositoryCaseId: 100, order: 0 }, { testRunCaseId: 501, repositoryCaseId: 101, order: 1 }],
+    results: [result(1, 500, 3, 1), result(2, 501, 2, 1)], processedCases: 2, importedAt: at(22),
+  } }],
+  // The third case of the file is case a again: its second attempt, and its run case now shows passed.
+  [JOB, { type: 'TestResultsImported', data: {
+    jobId: 9, chunk: 1, projectId: 1, testRunId: 42, folders: [], cases: [], runCases: [], results: [result(3, 500, 2, 2)], processedCases: 3, importedAt: at(23),
+  } }],
+  [JOB, { type: 'ImportCompleted', data: { jobId: 9, testRunId: 42, counts: { results: 3, newCases: 2, newFolders: 1, newRunCases: 2, passed: 2, failed: 1, error: 0, skipped: 0 }, completedAt: at(24) } }],
+];
+
+/** The read model and the import jobs' model from an import job's stream; every event delivered twice changes nothing. */
+describe('import job projections (PostgreSQL)', function () {
+  this.timeout(60_000);
+  let db: TestDatabase;
+  let knex: Knex;
+  before(async () => {
+    db = await createTestDatabase('imports_projection');
+    knex = createKnex(db.url);
+    await migrateReadModel(knex);
+    await knex('statuses').insert([
+      { id: 2, name: 'Passed', system_name: 'passed', is_completed: true, created_at: at(1), updated_at: at(1), revision: 0 },
+      { id: 3, name: 'Failed', system_name: 'failed', is_completed: true, created_at: at(1), updated_at: at(1), revision: 0 },
+    ]);
+  });
+  after(async () => {
+    await knex?.destroy();
+    await db?.drop();
+  });
+
+  const applyTwice = async (events: EventEnvelope[]) => {
+    for (const e of events) {
+      for (let i = 0; i < 2; i++) {
+        await knex.transaction(async (trx) => {
+          await readModelProjection.apply(trx, [e]);
+          await importsProjection.apply(trx, [e]);
+        });
+      }
+    }
+  };
+
+  it('inserts folders, cases (version 1 each), run cases and results, and shows the latest result on each run case', async () => {
+    await applyTwice(envelopes(EVENTS));
+    expect(await knex('repository_folders').select('id', 'name', 'project_id', 'import_job_id', 'revision')).to.deep.equal([
+      { id: 11, name: 'suite', project_id: 1, import_job_id: 9, revision: '-1' },
+    ]);
+    const cases = await knex('repository_cases').orderBy('id').select('id', 'title', 'class_name', 'source', 'automated', 'created_by_id', 'import_job_id', 'current_version');
+    expect(cases).to.deep.equal([
+      { id: 100, title: 'a', class_name: 'A', source: 'JUNIT', automated: true, created_by_id: 1, import_job_id: 9, current_version: 1 },
+      { id: 101, title: 'b', class_name: 'A', source: 'JUNIT', automated: true, created_by_id: 1, import_job_id: 9, current_version: 1 },
+    ]);
+    expect(await knex('repository_case_versions').orderBy('repository_case_id').select('repository_case_id', 'version')).to.deep.equal([
+      { repository_case_id: 100, version: 1 }, { repository_case_id: 101, version: 1 },
+    ]);
+    const runCases = await knex('test_run_cases').orderBy('id').select('id', 'status_id', 'is_completed', 'elapsed_ms', 'sort_order');
+    expect(runCases).to.deep.equal([
+      { id: 500, status_id: 2, is_completed: true, elapsed_ms: 30, sort_order: 0 },
+      { id: 501, status_id: 2, is_completed: true, elapsed_ms: 20, sort_order: 1 },
+    ]);
+    const results = await knex('test_run_results').orderBy('id').select('id', 'test_run_case_id', 'status_id', 'attempt', 'message', 'line', 'properties', 'executed_by_id', 'executed_at');
+    expect(results.map((r) => [r.id, r.test_run_case_id, r.status_id, r.attempt, r.message, r.line])).to.deep.equal([
+      [1, 500, 3, 1, 'boom', 1], [2, 501, 2, 1, null, 2], [3, 500, 2, 2, null, 3],
+    ]);
+    expect(results[0].properties).to.deep.equal([{ name: 'k', value: 'v' }]);
+    expect(results[0].executed_at.toISOString()).to.equal(at(31));
+  });
+
+  it('keeps the job: state, files, totals, progress, warnings, counts', async () => {
+    const job = await knex('import_jobs').where({ job_id: 9 }).first();
+    expect(job).to.include({ state: 'completed', project_id: 1, test_run_id: 42, format: 'junit', total_cases: 3, processed_cases: 3, chunks: 2, warning_count: 1, created_by_id: 1, via: 'api' });
+    expect(job.files).to.deep.equal([{ index: 0, name: 'a.xml', sizeBytes: 99, sha256: 'ab'.repeat(32) }]);
+    expect(job.counts).to.include({ results: 3, failed: 1 });
+    expect(job.warnings).to.deep.equal([{ file: 'a.xml', message: 'w' }]);
+  });
+});
