@@ -9,6 +9,7 @@ import { ConcurrencyError, DomainError } from '../shared/errors';
 import { folderStream, repositoryFolderDecider } from '../repository/repositoryFolder.decider';
 import { userDecider, userStream } from '../identity/user.decider';
 import { type Fact, type Facts, entityDecider, kebab, projectIdOf } from './entity.decider';
+import { withImportedFolderOrigin, withImportedOrigin } from './importedRows';
 
 /**
  * Create, update and delete any catalogue entity that uses the generic aggregate: look up the
@@ -75,7 +76,7 @@ export async function createEntity(deps: CommandDeps, name: EntityName, write: E
 
 export async function updateEntity(deps: CommandDeps, name: EntityName, id: number, write: EntityWrite, metadata: EventMetadata): Promise<void> {
   const entity = ENTITIES[name];
-  const decider = deciderOf(entity);
+  const decider = await withImportedOrigin(deps.knex, entity, id, deciderOf(entity));
   const { state } = await loadAggregate(deps.store, streamOf(entity, id), decider);
   if (!state.exists) throw new DomainError(`${kebab(name)}-not-found`, `${name} ${id} does not exist`, { id });
   const values: Record<string, unknown> = { ...write.data };
@@ -102,7 +103,8 @@ export async function updateEntity(deps: CommandDeps, name: EntityName, id: numb
 
 export async function deleteEntity(deps: CommandDeps, name: EntityName, id: number, metadata: EventMetadata): Promise<void> {
   const entity = ENTITIES[name];
-  const outcome = await handleCommand(deps.store, streamOf(entity, id), deciderOf(entity), { type: 'Delete', id, now: deps.clock().toISOString() }, metadata);
+  const decider = await withImportedOrigin(deps.knex, entity, id, deciderOf(entity));
+  const outcome = await handleCommand(deps.store, streamOf(entity, id), decider, { type: 'Delete', id, now: deps.clock().toISOString() }, metadata);
   await readYourWrites(deps, outcome);
 }
 
@@ -196,7 +198,7 @@ async function factsFor(deps: CommandDeps, entity: EntityDef, values: Record<str
 export async function factOf(deps: Pick<CommandDeps, 'store' | 'knex'>, name: EntityName, id: number, depth = 0): Promise<Fact> {
   const entity = ENTITIES[name];
   if (name === 'repositoryFolder') {
-    const { state } = await loadAggregate(deps.store, folderStream(id), repositoryFolderDecider);
+    const { state } = await loadAggregate(deps.store, folderStream(id), await withImportedFolderOrigin(deps.knex, id, repositoryFolderDecider));
     return { entity: name, id, exists: state.exists, isDeleted: state.isDeleted, projectId: state.projectId, values: { ...state } };
   }
   if (name === 'user') {
@@ -204,7 +206,7 @@ export async function factOf(deps: Pick<CommandDeps, 'store' | 'knex'>, name: En
     return { entity: name, id, exists: state.exists, isDeleted: state.isDeleted, projectId: null, values: {} };
   }
   if (writtenAs(entity) === 'owned') return ownedFact(deps, entity, id, depth);
-  const { state } = await loadAggregate(deps.store, streamOf(entity, id), deciderOf(entity));
+  const { state } = await loadAggregate(deps.store, streamOf(entity, id), await withImportedOrigin(deps.knex, entity, id, deciderOf(entity)));
   let projectId: number | null = name === 'project' ? id : null;
   if (name !== 'project' && state.exists) {
     projectId = projectIdOf(entity, state.values, {});

@@ -2,10 +2,14 @@ import type { EventMetadata } from '../../contracts/envelope';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { handleCommand, loadAggregate } from '../shared/decider';
 import { factOf } from '../entities/entity.handlers';
+import { withImportedFolderOrigin } from '../entities/importedRows';
 import { checkFolderInProject, checkProject, type FolderFact, type ProjectFact, folderStream, repositoryFolderDecider } from './repositoryFolder.decider';
 
-async function folderFact(deps: Pick<CommandDeps, 'store'>, folderId: number): Promise<FolderFact> {
-  const { state } = await loadAggregate(deps.store, folderStream(folderId), repositoryFolderDecider);
+/** The folder decider, starting from the row when an import made the folder (it has no Created event of its own). */
+const folderDecider = (deps: Pick<CommandDeps, 'knex'>, folderId: number) => withImportedFolderOrigin(deps.knex, folderId, repositoryFolderDecider);
+
+async function folderFact(deps: Pick<CommandDeps, 'store' | 'knex'>, folderId: number): Promise<FolderFact> {
+  const { state } = await loadAggregate(deps.store, folderStream(folderId), await folderDecider(deps, folderId));
   return { id: folderId, exists: state.exists, isDeleted: state.isDeleted, projectId: state.projectId };
 }
 
@@ -18,13 +22,13 @@ function checkPlacement(project: ProjectFact, folder: FolderFact | null | undefi
 const MAX_FOLDER_DEPTH = 1000;
 
 /** A prospective parent folder, with its ancestors read from their streams (nearest first). */
-async function parentFact(deps: Pick<CommandDeps, 'store'>, folderId: number): Promise<FolderFact> {
-  let state = (await loadAggregate(deps.store, folderStream(folderId), repositoryFolderDecider)).state;
+async function parentFact(deps: Pick<CommandDeps, 'store' | 'knex'>, folderId: number): Promise<FolderFact> {
+  let state = (await loadAggregate(deps.store, folderStream(folderId), await folderDecider(deps, folderId))).state;
   const fact: FolderFact = { id: folderId, exists: state.exists, isDeleted: state.isDeleted, projectId: state.projectId };
   const ancestorIds: number[] = [];
   while (state.parentId !== null && ancestorIds.length < MAX_FOLDER_DEPTH && !ancestorIds.includes(state.parentId)) {
     ancestorIds.push(state.parentId);
-    state = (await loadAggregate(deps.store, folderStream(state.parentId), repositoryFolderDecider)).state;
+    state = (await loadAggregate(deps.store, folderStream(state.parentId), await folderDecider(deps, state.parentId))).state;
   }
   return { ...fact, ancestorIds };
 }
@@ -55,14 +59,14 @@ export async function updateFolder(
   deps: CommandDeps, input: { folderId: number; changes: { name?: string }; parentId?: number | null }, metadata: EventMetadata,
 ): Promise<void> {
   const parent = input.parentId === undefined || input.parentId === null ? input.parentId : await parentFact(deps, input.parentId);
-  const outcome = await handleCommand(deps.store, folderStream(input.folderId), repositoryFolderDecider, {
+  const outcome = await handleCommand(deps.store, folderStream(input.folderId), await folderDecider(deps, input.folderId), {
     type: 'UpdateRepositoryFolder', folderId: input.folderId, changes: input.changes, parent, now: deps.clock().toISOString(),
   }, metadata);
   await readYourWrites(deps, outcome);
 }
 
 export async function deleteFolder(deps: CommandDeps, input: { folderId: number }, metadata: EventMetadata): Promise<void> {
-  const outcome = await handleCommand(deps.store, folderStream(input.folderId), repositoryFolderDecider, {
+  const outcome = await handleCommand(deps.store, folderStream(input.folderId), await folderDecider(deps, input.folderId), {
     type: 'DeleteRepositoryFolder', folderId: input.folderId, now: deps.clock().toISOString(),
   }, metadata);
   await readYourWrites(deps, outcome);

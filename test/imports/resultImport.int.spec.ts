@@ -151,6 +151,32 @@ describe('result import (JUnit endpoint and the multi-format one)', function () 
     expect(job.body.data.counts).to.include({ newCases: 0, newFolders: 0, newRunCases: 5 });
   });
 
+  it('imported rows are changed like any other: a case edited and tagged (version 2), a folder renamed, a result added by hand, a run case deleted', async () => {
+    const kase = await model('repositoryCase', 'findFirst', { where: { title: 'refuses a wrong password', importJobId: { not: null } }, include: { folder: true } });
+    expect(kase.currentVersion).to.equal(1);
+    const edited = await model('repositoryCase', 'update', { where: { id: kase.id }, data: { description: 'Wrong password gives 401', tags: { connect: [{ id: ids.tag }] } }, include: { tags: true } });
+    expect(edited).to.include({ description: 'Wrong password gives 401', title: 'refuses a wrong password', className: 'com.acme.LoginTest', currentVersion: 2 });
+    expect(edited.tags.map((t: any) => t.id)).to.deep.equal([ids.tag]);
+    const versions = await model('repositoryCaseVersion', 'findMany', { where: { repositoryCaseId: kase.id }, orderBy: { version: 'asc' } });
+    expect(versions.map((v: any) => v.version)).to.deep.equal([1, 2]);
+
+    const folder = await model('repositoryFolder', 'update', { where: { id: kase.folder.id }, data: { name: 'Login' } });
+    expect(folder).to.include({ name: 'Login', parentId: ids.root });
+
+    const runCase = await model('testRunCase', 'findFirst', { where: { testRunId: ids.run, repositoryCaseId: kase.id } });
+    const passedStatus = await model('status', 'findFirst', { where: { systemName: 'passed' } });
+    const byHand = await model('testRunResult', 'create', {
+      data: { notes: 'checked by hand', testRun: { connect: { id: ids.run } }, testRunCase: { connect: { id: runCase.id } }, status: { connect: { id: passedStatus.id } } },
+    });
+    expect(byHand).to.include({ notes: 'checked by hand', testRunCaseId: runCase.id });
+    await model('comment', 'create', { data: { content: 'flaky?', project: { connect: { id: ids.project } }, repositoryCase: { connect: { id: kase.id } } } });
+
+    await model('testRunCase', 'delete', { where: { id: runCase.id } });
+    expect((await model('testRunCase', 'findUnique', { where: { id: runCase.id } })).isDeleted).to.equal(true);
+    const gone = await admin.post('/api/model/testRunCase/update', { where: { id: runCase.id }, data: { notes: 'x' } });
+    expect(gone.status).to.equal(404);
+  });
+
   it('a file with a DOCTYPE fails in the stream, and nothing is applied', async () => {
     const runs = await model('testRun', 'count', {});
     const evil = `<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><testsuite name="x"><testcase name="&e;"/></testsuite>`;
