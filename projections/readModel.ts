@@ -49,6 +49,12 @@ function createdDefaults(entity: EntityDef): Values {
 }
 
 const FOLDERS = ENTITIES.repositoryFolder;
+
+/**
+ * A case's version after one more change of its own. Counted from the row rather than the stream
+ * revision: a case a result import created is version 1 without a Created event on its stream.
+ */
+const nextVersion = (row: Values) => Number(row.current_version) + 1;
 const CASES = ENTITIES.repositoryCase;
 
 /** Child rows and link lists replaced in this batch, flushed after the owners' rows. */
@@ -197,7 +203,7 @@ export const readModelProjection: Projection = {
             return {
               ...row,
               ...toColumns(entity, changes),
-              ...(entity.fields.currentVersion && { current_version: Number(event.revision) + 1 }),
+              ...(entity.fields.currentVersion && { current_version: nextVersion(row) }),
               updated_at: data.updatedAt,
             };
           });
@@ -211,7 +217,7 @@ export const readModelProjection: Projection = {
           rows.apply(id, event, (row) => row && {
             ...row,
             [entity.fields[entity.softDeleteField!].column]: true,
-            ...(entity.fields.currentVersion && { current_version: Number(event.revision) + 1 }),
+            ...(entity.fields.currentVersion && { current_version: nextVersion(row) }),
             updated_at: data.deletedAt,
           });
           break;
@@ -220,7 +226,7 @@ export const readModelProjection: Projection = {
         const row = batchOf(CASES).peek(id);
         if (row && row.revision === BigInt(event.revision)) {
           replaced.versions.push({
-            values: { repository_case_id: id, version: Number(event.revision) + 1, changed_by_id: event.metadata.actor.userId ?? null, created_at: event.recordedAt },
+            values: { repository_case_id: id, version: row.current_version as number, changed_by_id: event.metadata.actor.userId ?? null, created_at: event.recordedAt },
             row,
           });
         }
@@ -244,6 +250,7 @@ async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[
   const cases: Values[] = [];
   const runCases: Values[] = [];
   const results: Values[] = [];
+  /** The last result of each run case in these chunks: the run case shows it. */
   const latest = new Map<number, Values>();
   for (const event of events) {
     const d = event.data as DataOf<'TestResultsImported'>;
@@ -276,6 +283,19 @@ async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[
       latest.set(r.testRunCaseId, row);
     }
   }
+  // A new run case shows its latest result from the start; run cases made before are updated.
+  const completing = await completedStatuses(trx, [...latest.values()]);
+  const shown = (r: Values) => ({
+    status_id: r.status_id, is_completed: completing.has(r.status_id as number), completed_at: completing.has(r.status_id as number) ? r.executed_at : null,
+    elapsed_ms: r.duration_ms, updated_at: r.updated_at,
+  });
+  for (const rc of runCases) {
+    const r = latest.get(rc.id as number);
+    if (r) Object.assign(rc, shown(r));
+  }
+  const fresh = new Set(runCases.map((rc) => rc.id as number));
+  const older = [...latest.entries()].filter(([id]) => !fresh.has(id)).map(([id, r]) => ({ id, ...shown(r) }));
+
   await insertNew(trx, FOLDERS, folders);
   await insertNew(trx, CASES, cases);
   if (cases.length > 0) {
@@ -286,14 +306,20 @@ async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[
   }
   await insertNew(trx, RUN_CASES, runCases);
   await insertNew(trx, RESULTS, results);
-  const statuses = [...latest.values()].map((r) => ({ id: r.test_run_case_id, status_id: r.status_id, completed_at: r.executed_at, elapsed_ms: r.duration_ms, updated_at: r.updated_at }));
-  for (let i = 0; i < statuses.length; i += 5000) {
-    await trx.raw(`UPDATE test_run_cases rc SET status_id = x.status_id, is_completed = s.is_completed, completed_at = CASE WHEN s.is_completed THEN x.completed_at END,
+  for (let i = 0; i < older.length; i += 5000) {
+    await trx.raw(`UPDATE test_run_cases rc SET status_id = x.status_id, is_completed = x.is_completed, completed_at = x.completed_at,
         elapsed_ms = x.elapsed_ms, updated_at = x.updated_at
-      FROM jsonb_to_recordset(?::jsonb) AS x(id integer, status_id integer, completed_at timestamptz, elapsed_ms integer, updated_at timestamptz)
-      JOIN statuses s ON s.id = x.status_id
-      WHERE rc.id = x.id`, [JSON.stringify(statuses.slice(i, i + 5000))]);
+      FROM jsonb_to_recordset(?::jsonb) AS x(id integer, status_id integer, is_completed boolean, completed_at timestamptz, elapsed_ms integer, updated_at timestamptz)
+      WHERE rc.id = x.id`, [JSON.stringify(older.slice(i, i + 5000))]);
   }
+}
+
+/** Which of these results' statuses complete a run case (status.isCompleted). */
+async function completedStatuses(trx: Knex.Transaction, results: Values[]): Promise<Set<number>> {
+  const ids = [...new Set(results.map((r) => r.status_id as number))];
+  if (ids.length === 0) return new Set();
+  const rows: { id: number }[] = await trx('statuses').whereIn('id', ids).where('is_completed', true).select('id');
+  return new Set(rows.map((r) => r.id));
 }
 
 const RUN_CASES = ENTITIES.testRunCase;

@@ -342,13 +342,16 @@ async function withProjectLock<T>(knex: Knex, projectId: number, work: () => Pro
 /**
  * Turns parsed cases into a chunk: folders for their suites, repository cases found by project,
  * source, name and class (or new), run cases (or new), and one result each, with ids reserved in
- * one block per kind. Remembers what this process created, which the read model may not have yet.
+ * blocks. Remembers what this process created, which the read model may not have yet; the run's
+ * run cases are read once (the job holds the project's lock, and the run is written by this job).
  */
 class ChunkBuilder {
   private readonly folders = new Map<string, number>();
   private readonly cases = new Map<string, number>();
-  private readonly runCases = new Map<number, { id: number; attempts: number }>();
-  private order: number | null = null;
+  /** Every run case of the run (by repository case), with its results so far: read once, then kept up to date here. */
+  private runCases: Map<number, { id: number; attempts: number }> | null = null;
+  private order = 0;
+  private readonly idPools = new Map<string, { next: number; to: number }>();
 
   constructor(
     private readonly deps: ImportDeps,
@@ -357,18 +360,46 @@ class ChunkBuilder {
     private readonly defaults: { templateId: number | null; stateId: number | null },
   ) {}
 
+  /** Ids of a kind, from blocks reserved ten chunks at a time (one append per block, not per chunk). */
+  private async ids(category: string, count: number): Promise<number[]> {
+    let pool = this.idPools.get(category);
+    if (!pool || pool.to - pool.next + 1 < count) {
+      const size = Math.max(count, 10 * this.deps.imports.chunkSize);
+      const reserved = await this.deps.ids.nextMany(category, size, this.job.metadata);
+      pool = { next: reserved[0], to: reserved[reserved.length - 1] };
+      this.idPools.set(category, pool);
+    }
+    const from = pool.next;
+    pool.next += count;
+    return Array.from({ length: count }, (_, i) => from + i);
+  }
+
+  /** The run's run cases and their attempts (the run's own, or from a job that stopped before): one statement, at the first chunk. */
+  private async loadRunCases(testRunId: number): Promise<Map<number, { id: number; attempts: number }>> {
+    const { rows } = await this.deps.knex.raw(
+      `SELECT rc.id, rc.repository_case_id, count(r.id)::int AS attempts
+       FROM test_run_cases rc LEFT JOIN test_run_results r ON r.test_run_case_id = rc.id AND NOT r.is_deleted
+       WHERE rc.test_run_id = ? AND NOT rc.is_deleted GROUP BY rc.id`, [testRunId]);
+    const map = new Map<number, { id: number; attempts: number }>();
+    for (const r of rows as { id: number; repository_case_id: number; attempts: number }[]) map.set(r.repository_case_id, { id: r.id, attempts: r.attempts });
+    const order = await this.deps.knex('test_run_cases').where({ test_run_id: testRunId }).max('sort_order as max').first();
+    this.order = ((order?.max as number | null) ?? -1) + 1;
+    return map;
+  }
+
   async build(items: { parsed: ParsedCase; index: number }[]) {
     const { knex } = this.deps;
     const s = this.job.state;
     const projectId = s.options!.projectId;
     const testRunId = s.testRunId!;
     const source = sourceOf(s.format!);
-    const metadata = this.job.metadata;
 
     // Folders: one per suite path, under parentFolderId (or at the project's top).
     const newFolders: ImportedFolder[] = [];
     const folderOf = new Map<string, number | null>();
     for (const { parsed } of items) {
+      const path = parsed.suitePath.join('\u0000');
+      if (folderOf.has(path)) continue;
       let parentId: number | null = s.options!.parentFolderId;
       for (const name of parsed.suitePath.map((p) => p.slice(0, 255) || '(unnamed)')) {
         const key = `${parentId ?? 0}\u0000${name}`;
@@ -378,30 +409,32 @@ class ChunkBuilder {
             .where((q) => (parentId === null ? q.whereNull('parent_id') : q.where('parent_id', parentId))).orderBy('id').first('id');
           if (row) id = row.id as number;
           else {
-            [id] = await this.deps.ids.nextMany('repositoryFolder', 1, metadata);
+            [id] = await this.ids('repositoryFolder', 1);
             newFolders.push({ folderId: id, parentId, name });
           }
           this.folders.set(key, id);
         }
         parentId = id;
       }
-      folderOf.set(parsed.suitePath.join('\u0000'), parentId);
+      folderOf.set(path, parentId);
     }
 
     // Repository cases: found (this job's, then the read model's), or new.
     const keyOf = (p: ParsedCase) => `${p.name}\u0000${p.className ?? '\u0001'}`;
     const unknown = [...new Map(items.filter(({ parsed }) => !this.cases.has(keyOf(parsed))).map(({ parsed }) => [keyOf(parsed), parsed])).values()];
     if (unknown.length > 0) {
+      // One index probe per name (repository_cases_identity), whatever the size of the project.
       const { rows } = await knex.raw(
-        `SELECT DISTINCT ON (x.t, x.c) c.id, x.t, x.c FROM unnest(?::text[], ?::text[]) AS x(t, c)
-         JOIN repository_cases c ON c.project_id = ? AND c.source = ? AND c.title = x.t AND c.class_name IS NOT DISTINCT FROM x.c AND NOT c.is_deleted
-         ORDER BY x.t, x.c, c.id`,
-        [unknown.map((p) => p.name), unknown.map((p) => p.className) as string[], projectId, source],
+        `SELECT x.t, x.c, (SELECT c.id FROM repository_cases c
+           WHERE c.project_id = ? AND c.source = ? AND c.title = x.t AND c.class_name IS NOT DISTINCT FROM x.c AND NOT c.is_deleted
+           ORDER BY c.id LIMIT 1) AS id
+         FROM unnest(?::text[], ?::text[]) AS x(t, c)`,
+        [projectId, source, unknown.map((p) => p.name), unknown.map((p) => p.className) as string[]],
       );
-      for (const r of rows as { id: number; t: string; c: string | null }[]) this.cases.set(`${r.t}\u0000${r.c ?? '\u0001'}`, r.id);
+      for (const r of rows as { id: number | null; t: string; c: string | null }[]) if (r.id !== null) this.cases.set(`${r.t}\u0000${r.c ?? '\u0001'}`, r.id);
     }
     const creating = unknown.filter((p) => !this.cases.has(keyOf(p)));
-    const caseIds = await this.deps.ids.nextMany('repositoryCase', creating.length, metadata);
+    const caseIds = await this.ids('repositoryCase', creating.length);
     const newCases: ImportedCase[] = creating.map((p, i) => {
       this.cases.set(keyOf(p), caseIds[i]);
       return {
@@ -410,32 +443,20 @@ class ChunkBuilder {
       };
     });
 
-    // Run cases: this job's, then the read model's (an existing run, or a resumed job), or new.
-    const chunkCaseIds = [...new Set(items.map(({ parsed }) => this.cases.get(keyOf(parsed))!))];
-    const lookup = chunkCaseIds.filter((id) => !this.runCases.has(id));
-    if (lookup.length > 0) {
-      const { rows } = await knex.raw(
-        `SELECT rc.id, rc.repository_case_id, (SELECT count(*)::int FROM test_run_results r WHERE r.test_run_case_id = rc.id AND NOT r.is_deleted) AS attempts
-         FROM test_run_cases rc WHERE rc.test_run_id = ? AND rc.repository_case_id = ANY(?::integer[]) AND NOT rc.is_deleted`,
-        [testRunId, lookup],
-      );
-      for (const r of rows as { id: number; repository_case_id: number; attempts: number }[]) this.runCases.set(r.repository_case_id, { id: r.id, attempts: r.attempts });
-    }
-    if (this.order === null) {
-      const row = await knex('test_run_cases').where({ test_run_id: testRunId }).max('sort_order as max').first();
-      this.order = ((row?.max as number | null) ?? -1) + 1;
-    }
-    const addRunCases = chunkCaseIds.filter((id) => !this.runCases.has(id));
-    const runCaseIds = await this.deps.ids.nextMany('testRunCase', addRunCases.length, metadata);
+    // Run cases: the run's (read once), or new.
+    this.runCases ??= await this.loadRunCases(testRunId);
+    const runCases = this.runCases;
+    const addRunCases = [...new Set(items.map(({ parsed }) => this.cases.get(keyOf(parsed))!))].filter((id) => !runCases.has(id));
+    const runCaseIds = await this.ids('testRunCase', addRunCases.length);
     const newRunCases: ImportedRunCase[] = addRunCases.map((caseId, i) => {
-      this.runCases.set(caseId, { id: runCaseIds[i], attempts: 0 });
-      return { testRunCaseId: runCaseIds[i], repositoryCaseId: caseId, order: this.order!++ };
+      runCases.set(caseId, { id: runCaseIds[i], attempts: 0 });
+      return { testRunCaseId: runCaseIds[i], repositoryCaseId: caseId, order: this.order++ };
     });
 
     // One result per parsed case; a case met again in the same run is its next attempt.
-    const resultIds = await this.deps.ids.nextMany('testRunResult', items.length, metadata);
+    const resultIds = await this.ids('testRunResult', items.length);
     const results: ImportedResult[] = items.map(({ parsed }, i) => {
-      const runCase = this.runCases.get(this.cases.get(keyOf(parsed))!)!;
+      const runCase = runCases.get(this.cases.get(keyOf(parsed))!)!;
       runCase.attempts++;
       return {
         resultId: resultIds[i], testRunCaseId: runCase.id, statusId: this.statuses[parsed.outcome],
