@@ -240,99 +240,68 @@ export const readModelProjection: Projection = {
 
 /**
  * Result-import chunks (TestResultsImported, on an import job's stream): their folders, cases
- * (with version 1 of each), run cases and results, inserted in bulk; each run case then shows its
- * latest result. Rows made by an import carry its job id and revision -1 (they have no stream of
- * their own yet). A redelivered chunk inserts nothing (ON CONFLICT on the ids) and sets the same values.
+ * (with version 1 of each), run cases and results, three statements a chunk. The chunk's columns
+ * go to PostgreSQL as arrays and come back as rows through `unnest`, so no row is built here. A new
+ * run case shows its latest result from the start; run cases made before are updated (a
+ * statement's data-modifying parts share one snapshot: the update sees only run cases that existed
+ * before it). Rows made by an import carry its job id and revision -1 (they have no stream of their
+ * own yet). Applied once per checkpoint; a repeated id inserts nothing (ON CONFLICT DO NOTHING).
  */
 async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {
-  if (events.length === 0) return;
-  const folders: Values[] = [];
-  const cases: Values[] = [];
-  const runCases: Values[] = [];
-  const results: Values[] = [];
-  /** The last result of each run case in these chunks: the run case shows it. */
-  const latest = new Map<number, Values>();
   for (const event of events) {
     const d = event.data as DataOf<'TestResultsImported'>;
-    const by = event.metadata.actor.userId ?? null;
-    const at = d.importedAt;
-    for (const f of d.folders) {
-      folders.push({ id: f.folderId, project_id: d.projectId, parent_id: f.parentId, name: f.name, import_job_id: d.jobId, is_deleted: false, created_at: at, updated_at: at, revision: -1 });
+    const common = { project: d.projectId, run: d.testRunId, job: d.jobId, by: event.metadata.actor.userId ?? null, at: d.importedAt };
+    const { folders, cases, runCases, results } = d;
+    if (folders.folderId.length > 0) {
+      await trx.raw(`INSERT INTO repository_folders (id, project_id, parent_id, name, import_job_id, is_deleted, created_at, updated_at, revision)
+        SELECT x.id, :project, x.parent_id, x.name, :job, false, :at, :at, -1
+        FROM unnest(:ids::integer[], :parents::integer[], :names::text[]) AS x(id, parent_id, name)
+        ON CONFLICT (id) DO NOTHING`, { ...common, ids: folders.folderId, parents: folders.parentId, names: folders.name });
     }
-    for (const c of d.cases) {
-      cases.push({
-        ...createdDefaults(CASES), id: c.caseId, project_id: d.projectId, folder_id: c.folderId, title: c.title, class_name: c.className,
-        source: c.source, template_id: c.templateId, state_id: c.stateId, automated: true, created_by_id: by, import_job_id: d.jobId,
-        current_version: 1, is_deleted: false, created_at: at, updated_at: at, revision: -1,
+    if (cases.caseId.length > 0) {
+      await trx.raw(`WITH c AS (
+          INSERT INTO repository_cases (id, project_id, folder_id, title, class_name, source, template_id, state_id, automated, created_by_id,
+            import_job_id, current_version, is_deleted, created_at, updated_at, revision)
+          SELECT x.id, :project, x.folder_id, x.title, x.class_name, :source, :template, :state, true, :by, :job, 1, false, :at, :at, -1
+          FROM unnest(:ids::integer[], :folders::integer[], :titles::text[], :classes::text[]) AS x(id, folder_id, title, class_name)
+          ON CONFLICT (id) DO NOTHING
+          RETURNING *)
+        INSERT INTO repository_case_versions (repository_case_id, version, title, snapshot, changed_by_id, created_at)
+        SELECT c.id, 1, c.title, ${SNAPSHOT_SQL}, c.created_by_id, c.created_at FROM c`, {
+        ...common, source: d.caseSource, template: d.caseTemplateId, state: d.caseStateId,
+        ids: cases.caseId, folders: cases.folderId, titles: cases.title, classes: cases.className,
       });
     }
-    for (const rc of d.runCases) {
-      runCases.push({
-        ...createdDefaults(RUN_CASES), id: rc.testRunCaseId, test_run_id: d.testRunId, repository_case_id: rc.repositoryCaseId, sort_order: rc.order,
-        import_job_id: d.jobId, is_deleted: false, created_at: at, updated_at: at, revision: -1,
-      });
-    }
-    for (const r of d.results) {
-      const row: Values = {
-        ...createdDefaults(RESULTS), id: r.resultId, test_run_id: d.testRunId, test_run_case_id: r.testRunCaseId, status_id: r.statusId,
-        duration_ms: r.durationMs, executed_at: r.executedAt ?? at, message: r.message, failure_type: r.failureType, stack_trace: r.stackTrace,
-        system_out: r.systemOut, system_err: r.systemErr, file: r.file, line: r.line, properties: r.properties, attempt: r.attempt,
-        executed_by_id: by, import_job_id: d.jobId, is_deleted: false, created_at: at, updated_at: at, revision: -1,
-      };
-      results.push(row);
-      latest.set(r.testRunCaseId, row);
-    }
-  }
-  // A new run case shows its latest result from the start; run cases made before are updated.
-  const completing = await completedStatuses(trx, [...latest.values()]);
-  const shown = (r: Values) => ({
-    status_id: r.status_id, is_completed: completing.has(r.status_id as number), completed_at: completing.has(r.status_id as number) ? r.executed_at : null,
-    elapsed_ms: r.duration_ms, updated_at: r.updated_at,
-  });
-  for (const rc of runCases) {
-    const r = latest.get(rc.id as number);
-    if (r) Object.assign(rc, shown(r));
-  }
-  const fresh = new Set(runCases.map((rc) => rc.id as number));
-  const older = [...latest.entries()].filter(([id]) => !fresh.has(id)).map(([id, r]) => ({ id, ...shown(r) }));
-
-  await insertNew(trx, FOLDERS, folders);
-  await insertNew(trx, CASES, cases);
-  if (cases.length > 0) {
-    await trx.raw(`INSERT INTO repository_case_versions (repository_case_id, version, title, snapshot, changed_by_id, created_at)
-      SELECT c.id, 1, c.title, ${SNAPSHOT_SQL}, c.created_by_id, c.created_at FROM repository_cases c
-      WHERE c.id = ANY(?::integer[]) AND NOT EXISTS (SELECT 1 FROM repository_case_versions v WHERE v.repository_case_id = c.id AND v.version = 1)`,
-    [cases.map((c) => c.id as number)]);
-  }
-  await insertNew(trx, RUN_CASES, runCases);
-  await insertNew(trx, RESULTS, results);
-  for (let i = 0; i < older.length; i += 5000) {
-    await trx.raw(`UPDATE test_run_cases rc SET status_id = x.status_id, is_completed = x.is_completed, completed_at = x.completed_at,
-        elapsed_ms = x.elapsed_ms, updated_at = x.updated_at
-      FROM jsonb_to_recordset(?::jsonb) AS x(id integer, status_id integer, is_completed boolean, completed_at timestamptz, elapsed_ms integer, updated_at timestamptz)
-      WHERE rc.id = x.id`, [JSON.stringify(older.slice(i, i + 5000))]);
-  }
-}
-
-/** Which of these results' statuses complete a run case (status.isCompleted). */
-async function completedStatuses(trx: Knex.Transaction, results: Values[]): Promise<Set<number>> {
-  const ids = [...new Set(results.map((r) => r.status_id as number))];
-  if (ids.length === 0) return new Set();
-  const rows: { id: number }[] = await trx('statuses').whereIn('id', ids).where('is_completed', true).select('id');
-  return new Set(rows.map((r) => r.id));
-}
-
-const RUN_CASES = ENTITIES.testRunCase;
-const RESULTS = ENTITIES.testRunResult;
-
-async function insertNew(trx: Knex.Transaction, entity: EntityDef, rows: Values[]): Promise<void> {
-  if (rows.length === 0) return;
-  const types = columnTypesOf(entity);
-  const columns = Object.keys(types).filter((c) => c in rows[0]);
-  const list = columns.map((c) => `"${c}"`).join(', ');
-  const record = columns.map((c) => `"${c}" ${types[c]}`).join(', ');
-  for (let i = 0; i < rows.length; i += 5000) {
-    await trx.raw(`INSERT INTO "${entity.table}" (${list}) SELECT ${list} FROM jsonb_to_recordset(?::jsonb) AS x(${record}) ON CONFLICT (id) DO NOTHING`,
-      [JSON.stringify(rows.slice(i, i + 5000))]);
+    await trx.raw(`WITH r AS (
+        SELECT * FROM unnest(:ids::integer[], :runCaseIds::integer[], :statuses::integer[], :durations::integer[], :executed::timestamptz[],
+          :messages::text[], :types::text[], :stacks::text[], :outs::text[], :errs::text[], :files::text[], :lines::integer[], :properties::jsonb[], :attempts::integer[])
+          AS x(id, run_case_id, status_id, duration_ms, executed_at, message, failure_type, stack_trace, system_out, system_err, file, line, properties, attempt)),
+      inserted AS (
+        INSERT INTO test_run_results (id, test_run_id, test_run_case_id, status_id, duration_ms, executed_at, message, failure_type, stack_trace,
+          system_out, system_err, file, line, properties, attempt, executed_by_id, import_job_id, is_deleted, created_at, updated_at, revision)
+        SELECT r.id, :run, r.run_case_id, r.status_id, r.duration_ms, coalesce(r.executed_at, :at), r.message, r.failure_type, r.stack_trace,
+          r.system_out, r.system_err, r.file, r.line, r.properties, r.attempt, :by, :job, false, :at, :at, -1
+        FROM r ON CONFLICT (id) DO NOTHING),
+      latest AS (
+        SELECT DISTINCT ON (r.run_case_id) r.run_case_id AS id, r.status_id, coalesce(r.executed_at, :at) AS executed_at, r.duration_ms,
+          coalesce(s.is_completed, false) AS completed
+        FROM r LEFT JOIN statuses s ON s.id = r.status_id ORDER BY r.run_case_id, r.id DESC),
+      created AS (
+        INSERT INTO test_run_cases (id, test_run_id, repository_case_id, sort_order, status_id, is_completed, completed_at, elapsed_ms, import_job_id,
+          is_deleted, created_at, updated_at, revision)
+        SELECT rc.id, :run, rc.case_id, rc.sort_order, l.status_id, coalesce(l.completed, false),
+          CASE WHEN l.completed THEN l.executed_at END, l.duration_ms, :job, false, :at, :at, -1
+        FROM unnest(:newRunCases::integer[], :newRunCaseCases::integer[], :newRunCaseOrders::integer[]) AS rc(id, case_id, sort_order)
+        LEFT JOIN latest l ON l.id = rc.id
+        ON CONFLICT (id) DO NOTHING)
+      UPDATE test_run_cases t SET status_id = l.status_id, is_completed = l.completed, completed_at = CASE WHEN l.completed THEN l.executed_at END,
+        elapsed_ms = l.duration_ms, updated_at = :at
+      FROM latest l WHERE t.id = l.id`, {
+      ...common,
+      ids: results.resultId, runCaseIds: results.testRunCaseId, statuses: results.statusId, durations: results.durationMs, executed: results.executedAt,
+      messages: results.message, types: results.failureType, stacks: results.stackTrace, outs: results.systemOut, errs: results.systemErr,
+      files: results.file, lines: results.line, properties: results.properties.map((p) => JSON.stringify(p)), attempts: results.attempt,
+      newRunCases: runCases.testRunCaseId, newRunCaseCases: runCases.repositoryCaseId, newRunCaseOrders: runCases.order,
+    });
   }
 }

@@ -77,6 +77,10 @@ export function decide(cmd: ImportJobCommand, s: ImportJobState): ImportJobEvent
       if (cmd.chunk < s.chunks) return []; // appended before (a resumed job repeating itself)
       if (cmd.chunk > s.chunks) throw new DomainError('import-chunk-out-of-order', `Chunk ${cmd.chunk} of job ${s.jobId} comes after chunk ${s.chunks - 1}`);
       if (cmd.data.testRunId !== s.testRunId) throw new DomainError('import-run-planned', `Import job ${s.jobId} writes to test run ${s.testRunId}`);
+      for (const table of ['folders', 'cases', 'runCases', 'results'] as const) {
+        const lengths = new Set(Object.values(cmd.data[table]).map((column) => (column as unknown[]).length));
+        if (lengths.size > 1) throw new DomainError('import-chunk-malformed', `The ${table} columns of chunk ${cmd.chunk} differ in length`, { table });
+      }
       if (cmd.data.processedCases <= s.processedCases || cmd.data.processedCases > s.totalCases)
         throw new DomainError('import-chunk-out-of-order', `Chunk ${cmd.chunk} of job ${s.jobId} does not move past case ${s.processedCases}`);
       return [{ type: 'TestResultsImported', data: { jobId: s.jobId, chunk: cmd.chunk, ...cmd.data } }];
@@ -117,17 +121,17 @@ export function evolve(s: ImportJobState, e: ImportJobEvent): ImportJobState {
       return { ...s, status: 'running', testRunId: e.data.testRunId, createsRun: e.data.created };
     case 'TestResultsImported': {
       const byStatus = { ...s.byStatus };
-      for (const r of e.data.results) byStatus[r.statusId] = (byStatus[r.statusId] ?? 0) + 1;
+      for (const statusId of e.data.results.statusId) byStatus[statusId] = (byStatus[statusId] ?? 0) + 1;
       return {
         ...s,
         chunks: e.data.chunk + 1,
         processedCases: e.data.processedCases,
         byStatus,
         counts: {
-          results: s.counts.results + e.data.results.length,
-          newCases: s.counts.newCases + e.data.cases.length,
-          newFolders: s.counts.newFolders + e.data.folders.length,
-          newRunCases: s.counts.newRunCases + e.data.runCases.length,
+          results: s.counts.results + e.data.results.resultId.length,
+          newCases: s.counts.newCases + e.data.cases.caseId.length,
+          newFolders: s.counts.newFolders + e.data.folders.folderId.length,
+          newRunCases: s.counts.newRunCases + e.data.runCases.testRunCaseId.length,
         },
       };
     }

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { EventEnvelope, EventMetadata } from '../../contracts/envelope';
 import type {
-  CaseSource, ImportCounts, ImportedCase, ImportedFolder, ImportedResult, ImportedRunCase, ImportJobEvent, ImportWarning,
+  CaseSource, ImportCounts, ImportedColumns, ImportedFolder, ImportedResult, ImportJobEvent, ImportWarning,
 } from '../../contracts/events';
 import { createEntity } from '../entities/entity.handlers';
 import type { FileStore } from '../files/fileStore';
@@ -11,7 +11,7 @@ import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { ConcurrencyError, DomainError, HttpError } from '../shared/errors';
 import { parserFor } from './formats';
 import { type ImportFormat, type Outcome, type ParsedCase, ResultFileError } from './formats/parsedResult';
-import { type ImportJobCommand, type ImportJobState, importJobDecider, importJobStream } from './importJob.decider';
+import { type ChunkData, type ImportJobCommand, type ImportJobState, importJobDecider, importJobStream } from './importJob.decider';
 
 /**
  * The saga that runs an import job: parse every file once (counting, warning, failing on bad
@@ -387,7 +387,7 @@ class ChunkBuilder {
     return map;
   }
 
-  async build(items: { parsed: ParsedCase; index: number }[]) {
+  async build(items: { parsed: ParsedCase; index: number }[]): Promise<ChunkData> {
     const { knex } = this.deps;
     const s = this.job.state;
     const projectId = s.options!.projectId;
@@ -395,7 +395,7 @@ class ChunkBuilder {
     const source = sourceOf(s.format!);
 
     // Folders: one per suite path, under parentFolderId (or at the project's top).
-    const newFolders: ImportedFolder[] = [];
+    const folders: ImportedColumns<ImportedFolder> = { folderId: [], parentId: [], name: [] };
     const folderOf = new Map<string, number | null>();
     for (const { parsed } of items) {
       const path = parsed.suitePath.join('\u0000');
@@ -410,7 +410,9 @@ class ChunkBuilder {
           if (row) id = row.id as number;
           else {
             [id] = await this.ids('repositoryFolder', 1);
-            newFolders.push({ folderId: id, parentId, name });
+            folders.folderId.push(id);
+            folders.parentId.push(parentId);
+            folders.name.push(name);
           }
           this.folders.set(key, id);
         }
@@ -435,39 +437,46 @@ class ChunkBuilder {
     }
     const creating = unknown.filter((p) => !this.cases.has(keyOf(p)));
     const caseIds = await this.ids('repositoryCase', creating.length);
-    const newCases: ImportedCase[] = creating.map((p, i) => {
-      this.cases.set(keyOf(p), caseIds[i]);
-      return {
-        caseId: caseIds[i], folderId: folderOf.get(p.suitePath.join('\u0000')) ?? null, title: p.name, className: p.className,
-        source, templateId: this.defaults.templateId, stateId: this.defaults.stateId,
-      };
-    });
+    creating.forEach((p, i) => this.cases.set(keyOf(p), caseIds[i]));
+    const cases = {
+      caseId: caseIds, folderId: creating.map((p) => folderOf.get(p.suitePath.join('\u0000')) ?? null),
+      title: creating.map((p) => p.name), className: creating.map((p) => p.className),
+    };
 
     // Run cases: the run's (read once), or new.
     this.runCases ??= await this.loadRunCases(testRunId);
     const runCases = this.runCases;
     const addRunCases = [...new Set(items.map(({ parsed }) => this.cases.get(keyOf(parsed))!))].filter((id) => !runCases.has(id));
     const runCaseIds = await this.ids('testRunCase', addRunCases.length);
-    const newRunCases: ImportedRunCase[] = addRunCases.map((caseId, i) => {
-      runCases.set(caseId, { id: runCaseIds[i], attempts: 0 });
-      return { testRunCaseId: runCaseIds[i], repositoryCaseId: caseId, order: this.order++ };
-    });
+    addRunCases.forEach((caseId, i) => runCases.set(caseId, { id: runCaseIds[i], attempts: 0 }));
+    const newRunCases = { testRunCaseId: runCaseIds, repositoryCaseId: addRunCases, order: addRunCases.map(() => this.order++) };
 
     // One result per parsed case; a case met again in the same run is its next attempt.
     const resultIds = await this.ids('testRunResult', items.length);
-    const results: ImportedResult[] = items.map(({ parsed }, i) => {
+    const results: ImportedColumns<ImportedResult> = {
+      resultId: resultIds, testRunCaseId: [], statusId: [], durationMs: [], executedAt: [], message: [], failureType: [], stackTrace: [],
+      systemOut: [], systemErr: [], file: [], line: [], properties: [], attempt: [],
+    };
+    for (const { parsed } of items) {
       const runCase = runCases.get(this.cases.get(keyOf(parsed))!)!;
       runCase.attempts++;
-      return {
-        resultId: resultIds[i], testRunCaseId: runCase.id, statusId: this.statuses[parsed.outcome],
-        durationMs: parsed.durationMs, executedAt: parsed.executedAt, message: parsed.message, failureType: parsed.failureType,
-        stackTrace: parsed.stackTrace, systemOut: parsed.systemOut, systemErr: parsed.systemErr, file: parsed.file, line: parsed.line,
-        properties: parsed.properties, attempt: runCase.attempts,
-      };
-    });
+      results.testRunCaseId.push(runCase.id);
+      results.statusId.push(this.statuses[parsed.outcome]);
+      results.durationMs.push(parsed.durationMs);
+      results.executedAt.push(parsed.executedAt);
+      results.message.push(parsed.message);
+      results.failureType.push(parsed.failureType);
+      results.stackTrace.push(parsed.stackTrace);
+      results.systemOut.push(parsed.systemOut);
+      results.systemErr.push(parsed.systemErr);
+      results.file.push(parsed.file);
+      results.line.push(parsed.line);
+      results.properties.push(parsed.properties);
+      results.attempt.push(runCase.attempts);
+    }
     return {
-      projectId, testRunId, folders: newFolders, cases: newCases, runCases: newRunCases, results,
-      processedCases: items[items.length - 1].index, importedAt: this.deps.clock().toISOString(),
+      projectId, testRunId, caseSource: source, caseTemplateId: this.defaults.templateId, caseStateId: this.defaults.stateId,
+      folders, cases, runCases: newRunCases, results, processedCases: items[items.length - 1].index, importedAt: this.deps.clock().toISOString(),
     };
   }
 }

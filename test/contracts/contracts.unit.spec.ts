@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
+import { CASE_KEYS, columns, FOLDER_KEYS, RESULT_KEYS, RUN_CASE_KEYS } from '../support/columns';
 import type { EventMetadata } from '../../contracts/envelope';
 import { type DataOf, EVENT_TYPES, HAND_WRITTEN_EVENT_TYPES } from '../../contracts/events';
 import { EVENTS_SCHEMA_DIR, loadContracts } from '../../contracts/validator';
@@ -45,13 +46,14 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   ImportParsed: { jobId: 9, format: 'junit', cases: 120, suites: 4, warnings: [{ file: 'TEST-login.xml', message: 'a testcase without a name was left out' }], warningCount: 1, parsedAt: AT },
   ImportTestRunPlanned: { jobId: 9, testRunId: 42, created: true },
   TestResultsImported: {
-    jobId: 9, chunk: 0, projectId: 7, testRunId: 42, folders: [{ folderId: 11, parentId: null, name: 'com.acme.LoginTest' }],
-    cases: [{ caseId: 100, folderId: 11, title: 'accepts a password', className: 'com.acme.LoginTest', source: 'JUNIT', templateId: 1, stateId: 3 }],
-    runCases: [{ testRunCaseId: 500, repositoryCaseId: 100, order: 0 }],
-    results: [{
+    jobId: 9, chunk: 0, projectId: 7, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: 1, caseStateId: 3,
+    folders: columns(FOLDER_KEYS, [{ folderId: 11, parentId: null, name: 'com.acme.LoginTest' }]),
+    cases: columns(CASE_KEYS, [{ caseId: 100, folderId: 11, title: 'accepts a password', className: 'com.acme.LoginTest' }]),
+    runCases: columns(RUN_CASE_KEYS, [{ testRunCaseId: 500, repositoryCaseId: 100, order: 0 }]),
+    results: columns(RESULT_KEYS, [{
       resultId: 900, testRunCaseId: 500, statusId: 3, durationMs: 1250, executedAt: AT, message: 'expected 401', failureType: 'AssertionError',
       stackTrace: 'at LoginTest.java:42', systemOut: null, systemErr: null, file: 'LoginTest.java', line: 42, properties: [{ name: 'owner', value: 'a' }], attempt: 1,
-    }],
+    }]),
     processedCases: 1, importedAt: AT,
   },
   ImportCompleted: { jobId: 9, testRunId: 42, counts: { results: 1, newCases: 1, newFolders: 1, newRunCases: 1, passed: 0, failed: 1, error: 0, skipped: 0 }, completedAt: AT },

@@ -6,6 +6,7 @@ import { createKnex } from '../../infra/postgres/database';
 import { importsProjection } from '../../projections/imports';
 import { migrateReadModel } from '../../projections/migrations';
 import { readModelProjection } from '../../projections/readModel';
+import { CASE_KEYS, columns, FOLDER_KEYS, RESULT_KEYS, RUN_CASE_KEYS } from '../support/columns';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { at, envelopes } from './envelopes';
 
@@ -23,17 +24,17 @@ const EVENTS: [string, TestamentEvent][] = [
   [JOB, { type: 'ImportParsed', data: { jobId: 9, format: 'junit', cases: 3, suites: 1, warnings: [{ file: 'a.xml', message: 'w' }], warningCount: 1, parsedAt: at(21) } }],
   [JOB, { type: 'ImportTestRunPlanned', data: { jobId: 9, testRunId: 42, created: true } }],
   [JOB, { type: 'TestResultsImported', data: {
-    jobId: 9, chunk: 0, projectId: 1, testRunId: 42, folders: [{ folderId: 11, parentId: null, name: 'suite' }],
-    cases: [
-      { caseId: 100, folderId: 11, title: 'a', className: 'A', source: 'JUNIT', templateId: null, stateId: null },
-      { caseId: 101, folderId: 11, title: 'b', className: 'A', source: 'JUNIT', templateId: null, stateId: null },
-    ],
-    runCases: [{ testRunCaseId: 500, repositoryCaseId: 100, order: 0 }, { testRunCaseId: 501, repositoryCaseId: 101, order: 1 }],
-    results: [result(1, 500, 3, 1), result(2, 501, 2, 1)], processedCases: 2, importedAt: at(22),
+    jobId: 9, chunk: 0, projectId: 1, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: null, caseStateId: null,
+    folders: columns(FOLDER_KEYS, [{ folderId: 11, parentId: null, name: 'suite' }]),
+    cases: columns(CASE_KEYS, [{ caseId: 100, folderId: 11, title: 'a', className: 'A' }, { caseId: 101, folderId: 11, title: 'b', className: 'A' }]),
+    runCases: columns(RUN_CASE_KEYS, [{ testRunCaseId: 500, repositoryCaseId: 100, order: 0 }, { testRunCaseId: 501, repositoryCaseId: 101, order: 1 }]),
+    results: columns(RESULT_KEYS, [result(1, 500, 3, 1), result(2, 501, 2, 1)]), processedCases: 2, importedAt: at(22),
   } }],
   // The third case of the file is case a again: its second attempt, and its run case now shows passed.
   [JOB, { type: 'TestResultsImported', data: {
-    jobId: 9, chunk: 1, projectId: 1, testRunId: 42, folders: [], cases: [], runCases: [], results: [result(3, 500, 2, 2)], processedCases: 3, importedAt: at(23),
+    jobId: 9, chunk: 1, projectId: 1, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: null, caseStateId: null,
+    folders: columns(FOLDER_KEYS, []), cases: columns(CASE_KEYS, []), runCases: columns(RUN_CASE_KEYS, []),
+    results: columns(RESULT_KEYS, [result(3, 500, 2, 2)]), processedCases: 3, importedAt: at(23),
   } }],
   [JOB, { type: 'ImportCompleted', data: { jobId: 9, testRunId: 42, counts: { results: 3, newCases: 2, newFolders: 1, newRunCases: 2, passed: 2, failed: 1, error: 0, skipped: 0 }, completedAt: at(24) } }],
 ];

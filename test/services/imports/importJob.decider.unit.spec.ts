@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { ImportJobEvent } from '../../../contracts/events';
 import { type ChunkData, type ImportJobCommand, importJobDecider, importJobStream, type ImportOptions } from '../../../services/imports/importJob.decider';
+import { CASE_KEYS, columns, FOLDER_KEYS, RESULT_KEYS, RUN_CASE_KEYS } from '../../support/columns';
 import { given } from '../../support/given';
 
 const NOW = '2026-03-01T10:00:00.000Z';
@@ -20,7 +21,9 @@ const result = (resultId: number, statusId: number) => ({
   systemOut: null, systemErr: null, file: null, line: null, properties: [], attempt: 1,
 });
 const chunkData = (processedCases: number, results = [result(processedCases, 2)]): ChunkData => ({
-  projectId: 7, testRunId: 42, folders: [], cases: [], runCases: [], results, processedCases, importedAt: NOW,
+  projectId: 7, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: null, caseStateId: null,
+  folders: columns(FOLDER_KEYS, []), cases: columns(CASE_KEYS, []), runCases: columns(RUN_CASE_KEYS, []), results: columns(RESULT_KEYS, results),
+  processedCases, importedAt: NOW,
 });
 const chunk0: ImportJobEvent = { type: 'TestResultsImported', data: { jobId: 9, chunk: 0, ...chunkData(2, [result(1, 2), result(2, 3)]) } };
 const append = (chunk: number, data: ChunkData): ImportJobCommand => ({ type: 'AppendChunk', chunk, data });
@@ -55,6 +58,9 @@ describe('ImportJob decider (the result import saga\'s stream)', () => {
     job(...requested, parsed, planned, chunk0).when(append(1, chunkData(2))).thenFailsWith('import-chunk-out-of-order');
     job(...requested, parsed, planned, chunk0).when(append(1, chunkData(4))).thenFailsWith('import-chunk-out-of-order');
     job(...requested, parsed, planned).when(append(0, { ...chunkData(1), testRunId: 43 })).thenFailsWith('import-run-planned');
+    const ragged = chunkData(1);
+    ragged.results.statusId.push(2);
+    job(...requested, parsed, planned).when(append(0, ragged)).thenFailsWith('import-chunk-malformed');
   });
 
   it('completes only with every case in, once; counts come from the chunks', () => {
