@@ -12,6 +12,8 @@ const SCHEMA_SQL = fs.readFileSync(path.join(__dirname, 'postgres.schema.sql'), 
 const NOTIFY_CHANNEL = 'es_appended';
 const MAX_BATCH = 500;
 const PAGE = 1000;
+/** A subscription's page holds at most this many stored bytes of event data (ReadAllOptions.maxBytes). */
+const SUBSCRIPTION_PAGE_BYTES = 256 * 1024;
 
 export interface AppendRequest {
   streamId: string;
@@ -141,11 +143,17 @@ export class PostgresEventStore implements EventStore {
     return rows.map(toEnvelope);
   }
 
+  /** `maxBytes` counts data as stored (a compressed chunk of import results by its compressed size). */
   async readAll(options: ReadAllOptions = {}): Promise<EventEnvelope[]> {
-    const { rows } = await this.pool.query<EventRow>(
-      `SELECT ${COLUMNS} FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2`,
-      [options.after ?? '0', options.maxCount ?? PAGE],
-    );
+    const after = options.after ?? '0';
+    const limit = options.maxCount ?? PAGE;
+    const { rows } = options.maxBytes === undefined
+      ? await this.pool.query<EventRow>(`SELECT ${COLUMNS} FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2`, [after, limit])
+      : await this.pool.query<EventRow>(
+        `SELECT ${COLUMNS} FROM (
+           SELECT page.*, sum(pg_column_size(page.data)) OVER (ORDER BY page.position) - pg_column_size(page.data) AS before
+           FROM (SELECT * FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2) page
+         ) sized WHERE before < $3 ORDER BY position ASC`, [after, limit, options.maxBytes]);
     return rows.map(toEnvelope);
   }
 
@@ -228,13 +236,14 @@ class PostgresSubscription implements Subscription {
         }
       }
       this.notified = false;
-      const page = await this.store.readAll({ after: this.after, maxCount: PAGE });
+      const page = await this.store.readAll({ after: this.after, maxCount: PAGE, maxBytes: SUBSCRIPTION_PAGE_BYTES });
       for (const event of page) {
         if (this.closed) return;
         this.after = event.position;
         yield event;
       }
-      if (page.length === PAGE || this.notified) continue;
+      // A page may stop short of PAGE at its byte budget: read on until a page comes back empty.
+      if (page.length > 0 || this.notified) continue;
       await new Promise<void>((resolve) => {
         this.wake = resolve;
         if (this.notified || this.closed) resolve();

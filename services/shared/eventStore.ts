@@ -24,6 +24,12 @@ export interface ReadAllOptions {
   /** Exclusive: events strictly after this position. '0' (or omitted) reads from the start. */
   after?: string;
   maxCount?: number;
+  /**
+   * Stop the page once its events' data passes this many stored bytes (always at least one
+   * event), so that a reader behind a run of big events (import chunks) holds a bounded page.
+   * An adapter may ignore it (EventStoreDB: its reads stream).
+   */
+  maxBytes?: number;
 }
 
 export interface Subscription extends AsyncIterable<EventEnvelope> {

@@ -37,4 +37,25 @@ describe('PostgreSQL event store', () => {
     await Promise.all(stores.map((s) => s.close()));
     await Promise.all(pools.map((p) => p.end()));
   });
+
+  it('a page of readAll stops at maxBytes of stored data (at least one event); a subscription still delivers every big event', async function () {
+    this.timeout(60000);
+    const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+    await setupPostgresEventStore(pool);
+    const store = new PostgresEventStore(pool, db.url);
+    const start = await store.headPosition();
+    // Incompressible data: random hex, 64 KiB an event.
+    const big = (i: number) => ({ type: 'Big', data: { i, blob: Array.from({ length: 2048 }, () => Math.random().toString(16).slice(2, 10).padEnd(8, '0')).join('') } });
+    const received = take(store.subscribeToAll({ after: start }), 12);
+    for (let i = 0; i < 12; i++) await store.append(`big-${start}`, [big(i)], { expectedRevision: 'any', metadata: meta });
+    const { rows } = await pool.query('SELECT pg_column_size(data) AS size FROM es_events WHERE position > $1 ORDER BY position', [start]);
+    const sizes = rows.map((r) => Number(r.size));
+    const budget = sizes[0] + sizes[1] + sizes[2] - 1; // the third event starts below the budget, the fourth past it
+    expect((await store.readAll({ after: start, maxBytes: budget })).length).to.equal(3);
+    expect((await store.readAll({ after: start, maxBytes: 1 })).length, 'always at least one').to.equal(1);
+    expect((await store.readAll({ after: start })).length).to.equal(12);
+    expect((await received).map((e) => (e.data as { i: number }).i)).to.deep.equal([...Array(12).keys()]);
+    await store.close();
+    await pool.end();
+  });
 });
