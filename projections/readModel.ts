@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { EventEnvelope } from '../contracts/envelope';
 import type { DataOf } from '../contracts/events';
+import { copyRows } from '../infra/postgres/copy';
 import { ENTITIES, type EntityDef } from '../contracts/entities';
 import { entityEventOf, eventFields, idKeyOf, isForeignKey, linkField, linkRelations, ownedRelations } from '../contracts/entityEvents';
 import { catalogueTables, columnType } from './migrations/catalogueTables';
@@ -240,68 +241,71 @@ export const readModelProjection: Projection = {
 
 /**
  * Result-import chunks (TestResultsImported, on an import job's stream): their folders, cases
- * (with version 1 of each), run cases and results, three statements a chunk. The chunk's columns
- * go to PostgreSQL as arrays and come back as rows through `unnest`, so no row is built here. A new
- * run case shows its latest result from the start; run cases made before are updated (a
- * statement's data-modifying parts share one snapshot: the update sees only run cases that existed
- * before it). Rows made by an import carry its job id and revision -1 (they have no stream of their
- * own yet). Applied once per checkpoint; a repeated id inserts nothing (ON CONFLICT DO NOTHING).
+ * (with version 1 of each), run cases and results, written with COPY, one per table for all the
+ * chunks of a batch (applied once: the checkpoint moves in the same transaction). A new run case
+ * shows its latest result from the start; run cases made before are updated. Rows made by an
+ * import carry its job id and revision -1 (they have no stream of their own yet).
  */
 async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {
+  if (events.length === 0) return;
+  const folders: unknown[][] = [];
+  const cases: unknown[][] = [];
+  const caseIds: number[] = [];
+  const runCases = new Map<number, unknown[]>();
+  const results: unknown[][] = [];
+  /** Per run case, its last result here: [status, executedAt, durationMs, importedAt]. */
+  const latest = new Map<number, [number, string, number | null, string]>();
   for (const event of events) {
     const d = event.data as DataOf<'TestResultsImported'>;
-    const common = { project: d.projectId, run: d.testRunId, job: d.jobId, by: event.metadata.actor.userId ?? null, at: d.importedAt };
-    const { folders, cases, runCases, results } = d;
-    if (folders.folderId.length > 0) {
-      await trx.raw(`INSERT INTO repository_folders (id, project_id, parent_id, name, import_job_id, is_deleted, created_at, updated_at, revision)
-        SELECT x.id, :project, x.parent_id, x.name, :job, false, :at, :at, -1
-        FROM unnest(:ids::integer[], :parents::integer[], :names::text[]) AS x(id, parent_id, name)
-        ON CONFLICT (id) DO NOTHING`, { ...common, ids: folders.folderId, parents: folders.parentId, names: folders.name });
-    }
-    if (cases.caseId.length > 0) {
-      await trx.raw(`WITH c AS (
-          INSERT INTO repository_cases (id, project_id, folder_id, title, class_name, source, template_id, state_id, automated, created_by_id,
-            import_job_id, current_version, is_deleted, created_at, updated_at, revision)
-          SELECT x.id, :project, x.folder_id, x.title, x.class_name, :source, :template, :state, true, :by, :job, 1, false, :at, :at, -1
-          FROM unnest(:ids::integer[], :folders::integer[], :titles::text[], :classes::text[]) AS x(id, folder_id, title, class_name)
-          ON CONFLICT (id) DO NOTHING
-          RETURNING *)
-        INSERT INTO repository_case_versions (repository_case_id, version, title, snapshot, changed_by_id, created_at)
-        SELECT c.id, 1, c.title, ${SNAPSHOT_SQL}, c.created_by_id, c.created_at FROM c`, {
-        ...common, source: d.caseSource, template: d.caseTemplateId, state: d.caseStateId,
-        ids: cases.caseId, folders: cases.folderId, titles: cases.title, classes: cases.className,
-      });
-    }
-    await trx.raw(`WITH r AS (
-        SELECT * FROM unnest(:ids::integer[], :runCaseIds::integer[], :statuses::integer[], :durations::integer[], :executed::timestamptz[],
-          :messages::text[], :types::text[], :stacks::text[], :outs::text[], :errs::text[], :files::text[], :lines::integer[], :properties::jsonb[], :attempts::integer[])
-          AS x(id, run_case_id, status_id, duration_ms, executed_at, message, failure_type, stack_trace, system_out, system_err, file, line, properties, attempt)),
-      inserted AS (
-        INSERT INTO test_run_results (id, test_run_id, test_run_case_id, status_id, duration_ms, executed_at, message, failure_type, stack_trace,
-          system_out, system_err, file, line, properties, attempt, executed_by_id, import_job_id, is_deleted, created_at, updated_at, revision)
-        SELECT r.id, :run, r.run_case_id, r.status_id, r.duration_ms, coalesce(r.executed_at, :at), r.message, r.failure_type, r.stack_trace,
-          r.system_out, r.system_err, r.file, r.line, r.properties, r.attempt, :by, :job, false, :at, :at, -1
-        FROM r ON CONFLICT (id) DO NOTHING),
-      latest AS (
-        SELECT DISTINCT ON (r.run_case_id) r.run_case_id AS id, r.status_id, coalesce(r.executed_at, :at) AS executed_at, r.duration_ms,
-          coalesce(s.is_completed, false) AS completed
-        FROM r LEFT JOIN statuses s ON s.id = r.status_id ORDER BY r.run_case_id, r.id DESC),
-      created AS (
-        INSERT INTO test_run_cases (id, test_run_id, repository_case_id, sort_order, status_id, is_completed, completed_at, elapsed_ms, import_job_id,
-          is_deleted, created_at, updated_at, revision)
-        SELECT rc.id, :run, rc.case_id, rc.sort_order, l.status_id, coalesce(l.completed, false),
-          CASE WHEN l.completed THEN l.executed_at END, l.duration_ms, :job, false, :at, :at, -1
-        FROM unnest(:newRunCases::integer[], :newRunCaseCases::integer[], :newRunCaseOrders::integer[]) AS rc(id, case_id, sort_order)
-        LEFT JOIN latest l ON l.id = rc.id
-        ON CONFLICT (id) DO NOTHING)
-      UPDATE test_run_cases t SET status_id = l.status_id, is_completed = l.completed, completed_at = CASE WHEN l.completed THEN l.executed_at END,
-        elapsed_ms = l.duration_ms, updated_at = :at
-      FROM latest l WHERE t.id = l.id`, {
-      ...common,
-      ids: results.resultId, runCaseIds: results.testRunCaseId, statuses: results.statusId, durations: results.durationMs, executed: results.executedAt,
-      messages: results.message, types: results.failureType, stacks: results.stackTrace, outs: results.systemOut, errs: results.systemErr,
-      files: results.file, lines: results.line, properties: results.properties.map((p) => JSON.stringify(p)), attempts: results.attempt,
-      newRunCases: runCases.testRunCaseId, newRunCaseCases: runCases.repositoryCaseId, newRunCaseOrders: runCases.order,
+    const by = event.metadata.actor.userId ?? null;
+    const at = d.importedAt;
+    const f = d.folders;
+    f.folderId.forEach((id, i) => folders.push([id, d.projectId, f.parentId[i], f.name[i], d.jobId, false, at, at, -1]));
+    const c = d.cases;
+    c.caseId.forEach((id, i) => {
+      caseIds.push(id);
+      cases.push([id, d.projectId, c.folderId[i], c.title[i], c.className[i], d.caseSource, d.caseTemplateId, d.caseStateId, true, by, d.jobId, 1, false, at, at, -1]);
     });
+    const rc = d.runCases;
+    rc.testRunCaseId.forEach((id, i) => runCases.set(id, [id, d.testRunId, rc.repositoryCaseId[i], rc.order[i], d.jobId, false, at, at, -1]));
+    const r = d.results;
+    r.resultId.forEach((id, i) => {
+      const executedAt = r.executedAt[i] ?? at;
+      results.push([id, d.testRunId, r.testRunCaseId[i], r.statusId[i], r.durationMs[i], executedAt, r.message[i], r.failureType[i], r.stackTrace[i],
+        r.systemOut[i], r.systemErr[i], r.file[i], r.line[i], r.properties[i], r.attempt[i], by, d.jobId, false, at, at, -1]);
+      latest.set(r.testRunCaseId[i], [r.statusId[i], executedAt, r.durationMs[i], at]);
+    });
+  }
+  const statusIds = [...new Set([...latest.values()].map(([status]) => status))];
+  const completing = new Set<number>((await trx('statuses').whereIn('id', statusIds).where('is_completed', true).select('id')).map((s) => s.id as number));
+  const shown = (runCaseId: number) => {
+    const last = latest.get(runCaseId);
+    if (!last) return [null, false, null, null];
+    const [status, executedAt, durationMs] = last;
+    return [status, completing.has(status), completing.has(status) ? executedAt : null, durationMs];
+  };
+
+  await copyRows(trx, 'repository_folders', ['id', 'project_id', 'parent_id', 'name', 'import_job_id', 'is_deleted', 'created_at', 'updated_at', 'revision'], folders);
+  await copyRows(trx, 'repository_cases', [
+    'id', 'project_id', 'folder_id', 'title', 'class_name', 'source', 'template_id', 'state_id', 'automated', 'created_by_id', 'import_job_id',
+    'current_version', 'is_deleted', 'created_at', 'updated_at', 'revision'], cases);
+  if (caseIds.length > 0) {
+    await trx.raw(`INSERT INTO repository_case_versions (repository_case_id, version, title, snapshot, changed_by_id, created_at)
+      SELECT c.id, 1, c.title, ${SNAPSHOT_SQL}, c.created_by_id, c.created_at FROM repository_cases c WHERE c.id = ANY(?::integer[])`, [caseIds]);
+  }
+  await copyRows(trx, 'test_run_cases', [
+    'id', 'test_run_id', 'repository_case_id', 'sort_order', 'import_job_id', 'is_deleted', 'created_at', 'updated_at', 'revision',
+    'status_id', 'is_completed', 'completed_at', 'elapsed_ms'], [...runCases.values()].map((row) => [...row, ...shown(row[0] as number)]));
+  await copyRows(trx, 'test_run_results', [
+    'id', 'test_run_id', 'test_run_case_id', 'status_id', 'duration_ms', 'executed_at', 'message', 'failure_type', 'stack_trace', 'system_out',
+    'system_err', 'file', 'line', 'properties', 'attempt', 'executed_by_id', 'import_job_id', 'is_deleted', 'created_at', 'updated_at', 'revision'], results);
+  const older = [...latest.keys()].filter((id) => !runCases.has(id));
+  if (older.length > 0) {
+    const rows = older.map((id) => [id, ...shown(id), latest.get(id)![3]]);
+    await trx.raw(`UPDATE test_run_cases t SET status_id = x.status_id, is_completed = x.completed, completed_at = x.completed_at,
+        elapsed_ms = x.elapsed_ms, updated_at = x.updated_at
+      FROM unnest(?::integer[], ?::integer[], ?::boolean[], ?::timestamptz[], ?::integer[], ?::timestamptz[])
+        AS x(id, status_id, completed, completed_at, elapsed_ms, updated_at)
+      WHERE t.id = x.id`, [0, 1, 2, 3, 4, 5].map((k) => rows.map((row) => row[k])) as unknown as Knex.RawBinding[]);
   }
 }

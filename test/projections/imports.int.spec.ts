@@ -6,9 +6,10 @@ import { createKnex } from '../../infra/postgres/database';
 import { importsProjection } from '../../projections/imports';
 import { migrateReadModel } from '../../projections/migrations';
 import { readModelProjection } from '../../projections/readModel';
+import { applyBatch } from '../../projections/runtime/applyBatch';
 import { CASE_KEYS, columns, FOLDER_KEYS, RESULT_KEYS, RUN_CASE_KEYS } from '../support/columns';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { at, envelopes } from './envelopes';
+import { at, envelopes, twice } from './envelopes';
 
 const JOB = 'importJob-9';
 const result = (resultId: number, testRunCaseId: number, statusId: number, attempt: number): ImportedResult => ({
@@ -39,7 +40,7 @@ const EVENTS: [string, TestamentEvent][] = [
   [JOB, { type: 'ImportCompleted', data: { jobId: 9, testRunId: 42, counts: { results: 3, newCases: 2, newFolders: 1, newRunCases: 2, passed: 2, failed: 1, error: 0, skipped: 0 }, completedAt: at(24) } }],
 ];
 
-/** The read model and the import jobs' model from an import job's stream; every event delivered twice changes nothing. */
+/** The read model and the import jobs' model from an import job's stream; every event delivered again changes nothing (the checkpoint). */
 describe('import job projections (PostgreSQL)', function () {
   this.timeout(60_000);
   let db: TestDatabase;
@@ -58,14 +59,11 @@ describe('import job projections (PostgreSQL)', function () {
     await db?.drop();
   });
 
+  /** Every event twice in one batch (both chunks applied together), then each again alone, through the checkpoint as the projector delivers them. */
   const applyTwice = async (events: EventEnvelope[]) => {
-    for (const e of events) {
-      for (let i = 0; i < 2; i++) {
-        await knex.transaction(async (trx) => {
-          await readModelProjection.apply(trx, [e]);
-          await importsProjection.apply(trx, [e]);
-        });
-      }
+    for (const projection of [readModelProjection, importsProjection]) {
+      await applyBatch(knex, projection, twice(events));
+      for (const e of events) await applyBatch(knex, projection, [e]);
     }
   };
 
