@@ -201,12 +201,17 @@ export class ImportSaga {
     const total = job.state.totalCases;
     let index = 0;
     let pending: { parsed: ParsedCase; index: number }[] = [];
+    // The next chunk is built while the previous one is appended; appends stay one at a time, in order.
+    let appending: Promise<void> | null = null;
     const flush = async () => {
       if (this.stopping) throw new Stopped();
       const data = await builder.build(pending);
-      await job.apply({ type: 'AppendChunk', chunk: job.state.chunks, data });
       pending = [];
-      say(25 + Math.floor((70 * job.state.processedCases) / total), `Imported ${job.state.processedCases} of ${total} test cases...`);
+      if (appending) await appending;
+      appending = job.apply({ type: 'AppendChunk', chunk: job.state.chunks, data }).then(() => {
+        say(25 + Math.floor((70 * job.state.processedCases) / total), `Imported ${job.state.processedCases} of ${total} test cases...`);
+      });
+      appending.catch(() => undefined); // awaited at the next flush or at the end
     };
     for await (const parsed of this.cases(job, job.state.format!, () => undefined)) {
       index++;
@@ -215,6 +220,7 @@ export class ImportSaga {
       if (pending.length >= this.deps.imports.chunkSize) await flush();
     }
     if (pending.length > 0) await flush();
+    if (appending) await appending;
     if (job.state.processedCases !== total) {
       throw new DomainError('import-files-changed', `The stored files now hold ${index} cases, not ${total}`, { expected: total, found: index });
     }
