@@ -15,11 +15,12 @@
  * --iterations=N sets the measured calls per query and way, default 300.
  */
 import { APPEND_DEFAULTS, runAppend } from './append';
+import { IMPORT_DEFAULTS, runImport } from './import';
 import { QUERY_DEFAULTS, runQuery } from './query';
 import { REBUILD_DEFAULTS, runRebuild } from './rebuild';
 import { runTransport, TRANSPORT_DEFAULTS } from './transport';
 
-const BENCHMARKS = ['append', 'rebuild', 'transport', 'query'] as const;
+const BENCHMARKS = ['append', 'rebuild', 'transport', 'query', 'import'] as const;
 type Benchmark = (typeof BENCHMARKS)[number];
 
 function positiveInt(name: string, value: string | undefined, fallback: number): number {
@@ -36,7 +37,7 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
     const flag = /^--([a-z-]+)=(.*)$/.exec(arg);
     if (flag) flags.set(flag[1], flag[2]);
     else if ((BENCHMARKS as readonly string[]).includes(arg)) names.push(arg as Benchmark);
-    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N, --cases=N, --iterations=N`);
+    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N, --cases=N, --iterations=N, --import-cases=N`);
   }
   return {
     benchmarks: names.length > 0 ? names : [...BENCHMARKS],
@@ -59,6 +60,10 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
       cases: positiveInt('--cases', flags.get('cases') ?? env.BENCH_QUERY_CASES, QUERY_DEFAULTS.cases),
       iterations: positiveInt('--iterations', flags.get('iterations'), QUERY_DEFAULTS.iterations),
     },
+    import: {
+      ...IMPORT_DEFAULTS,
+      cases: positiveInt('--import-cases', flags.get('import-cases') ?? env.BENCH_IMPORT_CASES, IMPORT_DEFAULTS.cases),
+    },
   };
 }
 
@@ -69,6 +74,7 @@ async function main(): Promise<void> {
     if (name === 'append') passed[name] = await runAppend(args.append);
     else if (name === 'rebuild') passed[name] = await runRebuild(args.rebuild);
     else if (name === 'query') passed[name] = await runQuery(args.query);
+    else if (name === 'import') passed[name] = await runImport(args.import);
     else passed[name] = await runTransport(args.transport);
   }
   const missed = Object.keys(passed).filter((n) => !passed[n]);
