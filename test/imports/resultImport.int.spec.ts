@@ -1,4 +1,9 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
 import { expect } from 'chai';
+import { parserFor } from '../../services/imports/formats';
+import type { ImportFormat, ParsedCase } from '../../services/imports/formats/parsedResult';
 import { seedDefaults } from '../../services/entities/seed';
 import { registerUser } from '../../services/identity/identity.handlers';
 import { systemMetadata } from '../../services/shared/context';
@@ -175,6 +180,40 @@ describe('result import (JUnit endpoint and the multi-format one)', function () 
     expect((await model('testRunCase', 'findUnique', { where: { id: runCase.id } })).isDeleted).to.equal(true);
     const gone = await admin.post('/api/model/testRunCase/update', { where: { id: runCase.id }, data: { notes: 'x' } });
     expect(gone.status).to.equal(404);
+  });
+
+  describe('each format through POST /api/test-results/import (auto-detected): every parsed case is a result', () => {
+    const FIXTURES: Record<string, string[]> = {
+      junit: ['junit-surefire.xml', 'junit-gradle.xml', 'junit-pytest.xml', 'junit-jest.xml', 'junit-go.xml', 'junit-dotnet.xml', 'junit-nested.xml'],
+      testng: ['testng.xml'], nunit: ['nunit3.xml', 'nunit2.xml'], xunit: ['xunit.xml'], mstest: ['mstest.trx'],
+      mocha: ['mocha-spec.json', 'mocha-mochawesome.json'], cucumber: ['cucumber-js.json', 'cucumber-jvm.json'],
+    };
+    for (const [format, files] of Object.entries(FIXTURES)) {
+      for (const file of files) {
+        it(`${file} (${format})`, async () => {
+          const content = fs.readFileSync(path.join(__dirname, 'fixtures', file));
+          const expected: ParsedCase[] = [];
+          for await (const c of parserFor(format as ImportFormat)(Readable.from([content]), { fileName: file, maxOutputChars: 65536, onWarning: () => undefined })) expected.push(c);
+          const answer = await results({ name: `${format} ${file}`, projectId: ids.other }, [{ name: file, content }]);
+          const runId = expectCompleted(answer);
+          const job = await admin.get(`/api/imports/${answer.headers.get('x-import-job-id')}`);
+          expect(job.body.data.format).to.equal(format);
+          const found = await model('testRunResult', 'findMany', { where: { testRunId: runId }, orderBy: { id: 'asc' }, include: { status: true, testRunCase: { include: { repositoryCase: true } } } });
+          expect(found.map((r: any) => [r.testRunCase.repositoryCase.title, r.status.systemName, r.durationMs]))
+            .to.deep.equal(expected.map((c) => [c.name, c.outcome, c.durationMs]));
+          const run = await model('testRun', 'findUnique', { where: { id: runId } });
+          expect(run.testRunType).to.equal(format.toUpperCase());
+        });
+      }
+    }
+  });
+
+  it('a file that is not UTF-8 fails in the stream with wrong-encoding, and nothing is applied', async () => {
+    const runs = await model('testRun', 'count', {});
+    const latin1 = Buffer.from('<?xml version="1.0"?><testsuite name="caf\xe9"><testcase name="n"/></testsuite>', 'latin1');
+    const answer = await junit({ name: 'Latin-1', projectId: ids.project }, [{ name: 'latin1.xml', content: latin1 }]);
+    expect(answer.events[answer.events.length - 1].code).to.equal('wrong-encoding');
+    expect(await model('testRun', 'count', {})).to.equal(runs);
   });
 
   it('a file with a DOCTYPE fails in the stream, and nothing is applied', async () => {
