@@ -1,4 +1,4 @@
-import type { Outcome, ParsedCase, ResultParser } from './parsedResult';
+import { noDetails, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, bodyText, isoTimestamp, nonBlank, splitQualifiedName, streamXml, warner, type XmlHandler } from './xmlStream';
 
 /**
@@ -72,14 +72,7 @@ export const parseMstest: ResultParser = (input, options) => {
                   outcome,
                   durationMs: durationMs ?? null,
                   executedAt: executedAt ?? runStart,
-                  message: null,
-                  failureType: null,
-                  stackTrace: null,
-                  systemOut: null,
-                  systemErr: null,
-                  file: null,
-                  line: null,
-                  properties: [],
+                  ...noDetails(),
                 },
               };
             } else if (name === 'UnitTest' && parent === 'TestDefinitions') definition = attrs.id ?? null;

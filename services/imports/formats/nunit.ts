@@ -1,4 +1,4 @@
-import { truncate, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
+import { noDetails, truncate, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, bodyText, baseName, isoTimestamp, nonBlank, secondsToMs, splitQualifiedName, streamXml, warner, type Attributes, type XmlHandler } from './xmlStream';
 
 /**
@@ -106,14 +106,7 @@ export const parseNunit: ResultParser = (input, options) => {
           outcome,
           durationMs,
           executedAt: executedAt ?? suites[suites.length - 1]?.executedAt ?? runExecutedAt,
-          message: null,
-          failureType: null,
-          stackTrace: null,
-          systemOut: null,
-          systemErr: null,
-          file: null,
-          line: null,
-          properties: [],
+          ...noDetails(),
         };
       }
 

@@ -80,6 +80,11 @@ export type ResultFileErrorCode =
   | 'unknown-format'
   | 'mixed-formats';
 
+/** The details of a case before a parser has read any: no message, trace, output, place or properties. */
+export function noDetails(): Pick<ParsedCase, 'message' | 'failureType' | 'stackTrace' | 'systemOut' | 'systemErr' | 'file' | 'line' | 'properties'> {
+  return { message: null, failureType: null, stackTrace: null, systemOut: null, systemErr: null, file: null, line: null, properties: [] };
+}
+
 /** Cuts a long text, saying how much was cut. */
 export function truncate(text: string | null, maxChars: number): string | null {
   if (text === null || text.length <= maxChars) return text;

@@ -1,4 +1,4 @@
-import type { Outcome, ParsedCase, ResultParser } from './parsedResult';
+import { noDetails, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, isoTimestamp, nonBlank, streamXml, warner, type XmlHandler } from './xmlStream';
 
 /**
@@ -65,14 +65,7 @@ export const parseTestng: ResultParser = (input, options) => {
                   outcome,
                   durationMs,
                   executedAt: startedAt(attrs['started-at'], `test method ${methodName}`, methodName) ?? levels[levels.length - 1]?.executedAt ?? null,
-                  message: null,
-                  failureType: null,
-                  stackTrace: null,
-                  systemOut: null,
-                  systemErr: null,
-                  file: null,
-                  line: null,
-                  properties: [],
+                  ...noDetails(),
                 };
               }
             }

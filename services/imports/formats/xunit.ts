@@ -1,4 +1,4 @@
-import { truncate, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
+import { noDetails, truncate, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, bodyText, baseName, isoTimestamp, nonBlank, secondsToMs, streamXml, warner, type XmlHandler } from './xmlStream';
 
 /**
@@ -62,14 +62,7 @@ export const parseXunit: ResultParser = (input, options) => {
                 outcome,
                 durationMs: durationMs ?? null,
                 executedAt: assembly?.executedAt ?? null,
-                message: null,
-                failureType: null,
-                stackTrace: null,
-                systemOut: null,
-                systemErr: null,
-                file: null,
-                line: null,
-                properties: [],
+                ...noDetails(),
               };
             }
             return false;

@@ -1,25 +1,10 @@
 import { expect } from 'chai';
-import { createReadStream } from 'node:fs';
-import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { BASE_CASE, harness } from './harness';
 import { parseJunit } from '../../../services/imports/formats/junit';
-import { ResultFileError, type ParsedCase, type ParseWarning } from '../../../services/imports/formats/parsedResult';
+import { ResultFileError } from '../../../services/imports/formats/parsedResult';
 
-const fixture = (name: string) => join(__dirname, '..', 'fixtures', name);
-
-async function parse(input: Readable, maxOutputChars = 10_000) {
-  const warnings: ParseWarning[] = [];
-  const cases: ParsedCase[] = [];
-  for await (const c of parseJunit(input, { fileName: 'results.xml', maxOutputChars, onWarning: (w) => warnings.push(w) })) cases.push(c);
-  return { cases, warnings };
-}
-const parseFixture = (name: string) => parse(createReadStream(fixture(name)));
-const parseText = (xml: string, maxOutputChars?: number) => parse(Readable.from([Buffer.from(xml)]), maxOutputChars);
-
-const base: ParsedCase = {
-  suitePath: [], name: '', className: null, outcome: 'passed', durationMs: null, executedAt: null, message: null,
-  failureType: null, stackTrace: null, systemOut: null, systemErr: null, file: null, line: null, properties: [],
-};
+const { parseFixture, parseText } = harness(parseJunit);
+const base = BASE_CASE;
 
 describe('JUnit parser', () => {
   it('reads Maven Surefire: failure, error (→ error), skipped, flaky reruns, outputs, thousands-comma times', async () => {

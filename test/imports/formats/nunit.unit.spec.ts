@@ -1,23 +1,9 @@
 import { expect } from 'chai';
-import { createReadStream } from 'node:fs';
-import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { BASE_CASE, harness } from './harness';
 import { parseNunit } from '../../../services/imports/formats/nunit';
-import type { ParsedCase, ParseWarning } from '../../../services/imports/formats/parsedResult';
 
-async function parse(input: Readable, maxOutputChars = 10_000) {
-  const warnings: ParseWarning[] = [];
-  const cases: ParsedCase[] = [];
-  for await (const c of parseNunit(input, { fileName: 'results.xml', maxOutputChars, onWarning: (w) => warnings.push(w) })) cases.push(c);
-  return { cases, warnings };
-}
-const parseFixture = (name: string) => parse(createReadStream(join(__dirname, '..', 'fixtures', name)));
-const parseText = (xml: string, maxOutputChars?: number) => parse(Readable.from([Buffer.from(xml)]), maxOutputChars);
-
-const base: ParsedCase = {
-  suitePath: [], name: '', className: null, outcome: 'passed', durationMs: null, executedAt: null, message: null,
-  failureType: null, stackTrace: null, systemOut: null, systemErr: null, file: null, line: null, properties: [],
-};
+const { parseFixture, parseText } = harness(parseNunit);
+const base = BASE_CASE;
 
 describe('NUnit parser', () => {
   const path = ['MyTests.dll', 'MyTests', 'CalculatorTests'];
