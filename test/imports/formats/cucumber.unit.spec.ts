@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { itInFreshProcess } from '../../support/freshProcess';
 import { parseCucumber } from '../../../services/imports/formats/cucumber';
 import type { ParsedCase } from '../../../services/imports/formats/parsedResult';
 import {
@@ -247,7 +248,7 @@ describe('parseCucumber', () => {
   });
 
   describe('memory', () => {
-    it('parses 100,000 scenarios (about 140 MB) with the resident set rising by less than 150 MB', async () => {
+    itInFreshProcess('parses 100,000 scenarios (about 140 MB) with the resident set rising by less than 150 MB', __filename, async () => {
       const stepsOf = (i: number) =>
         ['Given ', 'And ', 'When ', 'Then ', 'And '].map((keyword, s) => ({
           keyword,

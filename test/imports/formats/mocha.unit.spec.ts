@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { itInFreshProcess } from '../../support/freshProcess';
 import { parseMocha } from '../../../services/imports/formats/mocha';
 import type { ParsedCase } from '../../../services/imports/formats/parsedResult';
 import {
@@ -235,7 +236,7 @@ describe('parseMocha', () => {
   });
 
   describe('memory', () => {
-    it('parses 200,000 tests (about 120 MB) with the resident set rising by less than 150 MB', async () => {
+    itInFreshProcess('parses 200,000 tests (about 120 MB) with the resident set rising by less than 150 MB', __filename, async () => {
       const pad = 'x'.repeat(300);
       const words = 'returns the expected total when the cart holds several discounted items and the price cache is warm'.repeat(2);
       const input = generatedJson(

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { itInFreshProcess } from '../../support/freshProcess';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -97,7 +98,7 @@ describe('XML result stream (untrusted uploads)', () => {
     ]).to.deep.equal(['2024-01-15T10:30:00.000Z', '2024-01-15T10:30:00.000Z', '2024-01-15T09:30:00.123Z', '2024-01-15T09:30:00.000Z', undefined, undefined, null]);
   });
 
-  it('does not hold an 80 MB CDATA system-out (saxes buffers it whole unless drained): rss rises less than 150 MB', async function () {
+  itInFreshProcess('does not hold an 80 MB CDATA system-out (saxes buffers it whole unless drained): rss rises less than 150 MB', __filename, async function () {
     this.timeout(120_000);
     const block = Buffer.from('x'.repeat(64 * 1024 - 1) + '\n');
     const source = Readable.from((function* () {
@@ -120,7 +121,7 @@ describe('XML result stream (untrusted uploads)', () => {
     expect((peak - before) / (1024 * 1024), 'rss rise in MB').to.be.lessThan(150);
   });
 
-  it('streams a ~100 MB file (one case with a 20 MB system-out) with the resident memory rising less than 150 MB', async function () {
+  itInFreshProcess('streams a ~100 MB file (one case with a 20 MB system-out) with the resident memory rising less than 150 MB', __filename, async function () {
     this.timeout(120_000);
     const caseCount = 520_000;
     const bigOutput = 20 * 1024 * 1024;
