@@ -105,9 +105,12 @@ export async function runApi(
   });
   const address = server.address();
   logger.info({ address }, 'API listening');
-  // Import jobs a stopped process left unfinished go on from where their streams say.
-  const resumed = await imports.resumeUnfinished();
-  if (resumed.length > 0) logger.info({ jobs: resumed }, 'resuming unfinished import jobs');
+  // Import jobs a stopped process left unfinished go on from where their streams say. In the
+  // background: the projections may still be catching up, and a stop must not wait for that.
+  imports.resumeUnfinished().then(
+    (resumed) => resumed.length > 0 && logger.info({ jobs: resumed }, 'resuming unfinished import jobs'),
+    (err) => logger.error({ err }, 'cannot resume unfinished import jobs'),
+  );
   return {
     server,
     async stop() {
