@@ -1,6 +1,12 @@
+import path from 'node:path';
 import express, { Router } from 'express';
-import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import { CATEGORIES } from './openapi';
+
+/**
+ * Where swagger-ui-dist's files are. Not `require('swagger-ui-dist')`: its index loads the whole
+ * browser bundle into this process (some 40 MB of resident memory) only to hand back this path.
+ */
+const SWAGGER_UI_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));
 
 const PAGE = `<!doctype html>
 <html lang="en">
@@ -48,6 +54,6 @@ export function docsPageRoutes(): Router {
   router.get('/docs/api/init.js', (_req, res) => {
     res.type('application/javascript').send(script);
   });
-  router.use('/docs/api/assets', express.static(getAbsoluteFSPath(), { index: false }));
+  router.use('/docs/api/assets', express.static(SWAGGER_UI_DIR, { index: false }));
   return router;
 }
