@@ -190,8 +190,12 @@ export async function runImport(o: ImportBenchOptions): Promise<boolean> {
 
     const rssBefore = status(pid, 'VmRSS');
     let rssMax = rssBefore;
-    const sampler = setInterval(() => (rssMax = Math.max(rssMax, status(pid, 'VmRSS'))), 50);
+    let rssMaxAt = 0;
     const started = process.hrtime.bigint();
+    const sampler = setInterval(() => {
+      const rss = status(pid, 'VmRSS');
+      if (rss > rssMax) [rssMax, rssMaxAt] = [rss, seconds(started)];
+    }, 50);
     const form = new FormData();
     form.append('name', 'Bench run');
     form.append('projectId', String(projectId));
@@ -240,7 +244,7 @@ export async function runImport(o: ImportBenchOptions): Promise<boolean> {
         progress: marks, jobEvents: events.n, jobEventBytes: Number(events.bytes),
       },
       copy: { secondsBefore: round(copyBefore, 2), secondsAfter: round(copyAfter, 2), rowsPerCase: 3 + o.suites / o.cases, casesPerSecond: round(copyRate) },
-      memory: { rssBeforeBytes: rssBefore, rssMaxSampledBytes: rssMax, peakRssBytes: peakRss, peakRssMB: round(peakRss / 1048576, 1) },
+      memory: { rssBeforeBytes: rssBefore, rssMaxSampledBytes: rssMax, rssMaxSampledAtSeconds: round(rssMaxAt, 2), peakRssBytes: peakRss, peakRssMB: round(peakRss / 1048576, 1) },
       goals: {
         rateRatio: round(ratio, 3), rateGoal: GOAL_RATIO, rateMet: ratio >= GOAL_RATIO,
         peakRssMB: round(peakRss / 1048576, 1), rssGoalMB: GOAL_RSS_BYTES / 1048576, rssMet: peakRss < GOAL_RSS_BYTES,

@@ -142,6 +142,8 @@ const CHUNK = 2000;
 
 export const auditProjection: Projection = {
   name: 'audit',
+  // An import chunk's columns are the read model's business: this projection reads their summary.
+  shallow: ['TestResultsImported'],
   tables: [TABLES.events, TABLES.projects, TABLES.pending],
 
   async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {

@@ -55,6 +55,8 @@ const TOKEN_COLUMNS: ColumnTypes = {
 
 export const identityProjection: Projection = {
   name: 'identity',
+  // An import chunk's columns are the read model's business: this projection reads their summary.
+  shallow: ['TestResultsImported'],
   tables: ['users', 'api_tokens'],
 
   async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {

@@ -188,7 +188,8 @@ export class EventStoreDbEventStore implements EventStore {
     }
   }
 
-  subscribeToAll(options: { after?: string } = {}): Subscription {
+  /** `shallow` is not applied here: EventStoreDB hands over whole events. */
+  subscribeToAll(options: { after?: string; shallow?: readonly string[] } = {}): Subscription {
     const after = options.after === undefined || options.after === '0' ? null : BigInt(options.after);
     const sub = new EventStoreDbSubscription(this.client, after, () => this.subscriptions.delete(sub));
     this.subscriptions.add(sub);

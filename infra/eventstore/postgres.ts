@@ -147,13 +147,19 @@ export class PostgresEventStore implements EventStore {
   async readAll(options: ReadAllOptions = {}): Promise<EventEnvelope[]> {
     const after = options.after ?? '0';
     const limit = options.maxCount ?? PAGE;
+    const shallow = options.shallow?.length ? [...options.shallow] : null;
+    // Shallow types: top-level keys and scalars kept, nested objects and arrays emptied.
+    const columns = shallow === null ? COLUMNS : COLUMNS.replace('data', `CASE WHEN type = ANY($${options.maxBytes === undefined ? 3 : 4}::text[])
+      THEN (SELECT jsonb_object_agg(key, CASE WHEN jsonb_typeof(value) IN ('object', 'array') THEN '{}'::jsonb ELSE value END) FROM jsonb_each(data))
+      ELSE data END AS data`);
+    const extra = shallow === null ? [] : [shallow];
     const { rows } = options.maxBytes === undefined
-      ? await this.pool.query<EventRow>(`SELECT ${COLUMNS} FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2`, [after, limit])
+      ? await this.pool.query<EventRow>(`SELECT ${columns} FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2`, [after, limit, ...extra])
       : await this.pool.query<EventRow>(
-        `SELECT ${COLUMNS} FROM (
+        `SELECT ${columns} FROM (
            SELECT page.*, sum(pg_column_size(page.data)) OVER (ORDER BY page.position) - pg_column_size(page.data) AS before
            FROM (SELECT * FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2) page
-         ) sized WHERE before < $3 ORDER BY position ASC`, [after, limit, options.maxBytes]);
+         ) sized WHERE before < $3 ORDER BY position ASC`, [after, limit, options.maxBytes, ...extra]);
     return rows.map(toEnvelope);
   }
 
@@ -162,8 +168,8 @@ export class PostgresEventStore implements EventStore {
     return rows[0]?.position ?? '0';
   }
 
-  subscribeToAll(options: { after?: string } = {}): Subscription {
-    const sub = new PostgresSubscription(this, this.connectionString, options.after ?? '0');
+  subscribeToAll(options: { after?: string; shallow?: readonly string[] } = {}): Subscription {
+    const sub = new PostgresSubscription(this, this.connectionString, options.after ?? '0', options.shallow);
     this.subscriptions.add(sub);
     const close = sub.close.bind(sub);
     sub.close = async () => {
@@ -189,6 +195,7 @@ class PostgresSubscription implements Subscription {
     private readonly store: PostgresEventStore,
     private readonly connectionString: string,
     private after: string,
+    private readonly shallow?: readonly string[],
   ) {}
 
   private onNotify = () => {
@@ -236,7 +243,7 @@ class PostgresSubscription implements Subscription {
         }
       }
       this.notified = false;
-      const page = await this.store.readAll({ after: this.after, maxCount: PAGE, maxBytes: SUBSCRIPTION_PAGE_BYTES });
+      const page = await this.store.readAll({ after: this.after, maxCount: PAGE, maxBytes: SUBSCRIPTION_PAGE_BYTES, shallow: this.shallow });
       for (const event of page) {
         if (this.closed) return;
         this.after = event.position;

@@ -12,4 +12,10 @@ export interface Projection {
   /** Tables this projection owns: emptied by a rebuild. */
   tables: string[];
   apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void>;
+  /**
+   * Event types whose nested data this projection does not read (ReadAllOptions.shallow): the
+   * direct transport then reads their top-level keys and scalars only. An optimisation: `apply`
+   * must still work when given the whole event (Kafka, EventStoreDB, rebuilds).
+   */
+  shallow?: readonly string[];
 }

@@ -86,7 +86,7 @@ export function startProjector(deps: { store: EventStore; knex: Knex; projection
 
   async function run(projection: Projection, after: bigint): Promise<void> {
     if (stopping) return;
-    const subscription = store.subscribeToAll({ after: after.toString() });
+    const subscription = store.subscribeToAll({ after: after.toString(), shallow: projection.shallow });
     subscriptions.push(subscription);
     for await (const batch of inBatches(subscription, BATCH_SIZE)) {
       if (stopping) break;

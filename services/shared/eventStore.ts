@@ -30,6 +30,12 @@ export interface ReadAllOptions {
    * An adapter may ignore it (EventStoreDB: its reads stream).
    */
   maxBytes?: number;
+  /**
+   * Event types to read shallow: their data keeps every top-level key and scalar, but nested
+   * objects and arrays come back empty (`{}`). For readers that need a bulky event's summary only
+   * (the audit trail of an import chunk). An adapter may ignore it and return the whole data.
+   */
+  shallow?: readonly string[];
 }
 
 export interface Subscription extends AsyncIterable<EventEnvelope> {
@@ -47,7 +53,7 @@ export interface EventStore {
   readStream(streamId: string, options?: ReadStreamOptions): Promise<EventEnvelope[]>;
   readAll(options?: ReadAllOptions): Promise<EventEnvelope[]>;
   /** Catch-up from `after` (exclusive), then live, in global order, until closed. */
-  subscribeToAll(options?: { after?: string }): Subscription;
+  subscribeToAll(options?: { after?: string; shallow?: readonly string[] }): Subscription;
   /** Position of the last event in the global log ('0' when empty). */
   headPosition(): Promise<string>;
   close(): Promise<void>;

@@ -134,6 +134,15 @@ describe('result import (JUnit endpoint and the multi-format one)', function () 
     expect(job.body.data).to.include({ state: 'completed', projectId: ids.project, testRunId: runId, totalCases: 5, processedCases: 5, chunks: 3, format: 'junit' });
     expect(job.body.data.counts).to.deep.equal({ results: 5, newCases: 5, newFolders: 2, newRunCases: 5, passed: 2, failed: 1, error: 1, skipped: 1 });
     expect(job.body.data.files[0]).to.include({ name: 'TEST-login.xml', sizeBytes: Buffer.byteLength(SUREFIRE) });
+
+    // The audit trail has every chunk (read shallow by its projection: the same fields, the project).
+    const audit = await admin.get(`/api/audit?type=TestResultsImported&entityId=${jobId}`);
+    expect(audit.body.data).to.have.length(3);
+    for (const entry of audit.body.data) {
+      expect(entry).to.include({ entity: 'importJob', projectId: ids.project });
+      expect(entry.actor).to.include({ via: 'import' });
+      expect(entry.changedFields).to.include.members(['cases', 'folders', 'results', 'runCases', 'processedCases']);
+    }
   });
 
   it('appends to a run with testRunId: the same cases, a second attempt each, nothing overwritten', async () => {

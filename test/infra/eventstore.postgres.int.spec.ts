@@ -58,4 +58,24 @@ describe('PostgreSQL event store', () => {
     await store.close();
     await pool.end();
   });
+
+  it('reads the types asked for shallow: top-level keys and scalars kept, nested objects and arrays empty; other types whole', async () => {
+    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    await setupPostgresEventStore(pool);
+    const store = new PostgresEventStore(pool, db.url);
+    const start = await store.headPosition();
+    const bulky = { jobId: 9, chunk: 0, note: null, results: { resultId: [1, 2], message: ['a', null] }, tags: [1, 2] };
+    await store.append(`shallow-${start}`, [{ type: 'Bulky', data: bulky }, { type: 'Thing', data: { n: 1, list: [1] } }], { expectedRevision: 'any', metadata: meta });
+    for (const maxBytes of [undefined, 1_000_000]) {
+      const [a, b] = await store.readAll({ after: start, shallow: ['Bulky'], maxBytes });
+      expect(a.data).to.deep.equal({ jobId: 9, chunk: 0, note: null, results: {}, tags: {} });
+      expect(b.data).to.deep.equal({ n: 1, list: [1] });
+    }
+    const whole = await store.readAll({ after: start });
+    expect(whole[0].data).to.deep.equal(bulky);
+    const seen = await take(store.subscribeToAll({ after: start, shallow: ['Bulky'] }), 2);
+    expect(seen[0].data).to.deep.equal({ jobId: 9, chunk: 0, note: null, results: {}, tags: {} });
+    await store.close();
+    await pool.end();
+  });
 });
