@@ -5,7 +5,7 @@ import type { EventEnvelope, EventMetadata } from '../../contracts/envelope';
 import type {
   CaseSource, ImportCounts, ImportedColumns, ImportedFolder, ImportedResult, ImportJobEvent, ImportWarning,
 } from '../../contracts/events';
-import { createEntity } from '../entities/entity.handlers';
+import { createEntity, updateEntity } from '../entities/entity.handlers';
 import type { FileStore } from '../files/fileStore';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { ConcurrencyError, DomainError, HttpError } from '../shared/errors';
@@ -175,6 +175,14 @@ export class ImportSaga {
     if (!createsRun) {
       const run = await this.deps.knex('test_runs').where({ id: testRunId, project_id: options!.projectId, is_deleted: false }).first('id');
       if (!run) throw new DomainError('test-run-not-found', `Test run ${testRunId} does not exist in project ${options!.projectId}`, { path: 'testRunId', id: testRunId });
+      // State, configuration, milestone and tags given with an existing run are set on it (tags added); the same again changes nothing.
+      const connect: Record<string, number> = {};
+      if (options!.stateId !== null) connect.state = options!.stateId;
+      if (options!.configId !== null) connect.configuration = options!.configId;
+      if (options!.milestoneId !== null) connect.milestone = options!.milestoneId;
+      if (Object.keys(connect).length > 0 || options!.tagIds.length > 0) {
+        await updateEntity(this.deps, 'testRun', testRunId!, { data: {}, connect, links: { tags: { connect: options!.tagIds } } }, job.metadata);
+      }
       return;
     }
     const [existing] = await this.deps.store.readStream(`testRun-${testRunId}`, { maxCount: 1 });

@@ -221,6 +221,7 @@ async function checkReferences(deps: ImportRoutesDeps, req: Request, f: ImportFi
   if (grant) {
     const needs: [Parameters<typeof permits>[1], string][] = [['TestRunResults', 'add results']];
     if (f.testRunId === null) needs.push(['TestRuns', 'create test runs']);
+    else if (f.stateId !== null || f.configId !== null || f.milestoneId !== null || f.tagIds.length > 0) needs.push(['TestRuns', 'change test runs']);
     for (const [area, what] of needs) {
       if (!permits(grant, area, 'canAddEdit')) throw new HttpError(403, 'forbidden', `You may not ${what} in project ${f.projectId}`, { projectId: f.projectId, area });
     }

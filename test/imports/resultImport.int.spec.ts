@@ -147,8 +147,11 @@ describe('result import (JUnit endpoint and the multi-format one)', function () 
 
   it('appends to a run with testRunId: the same cases, a second attempt each, nothing overwritten', async () => {
     const before = await model('repositoryCase', 'count', { where: { projectId: ids.project } });
-    const answer = await results({ projectId: ids.project, testRunId: ids.run, format: 'junit' }, [{ name: 'again.xml', content: SUREFIRE }]);
+    const second = (await model('tag', 'create', { data: { name: 'rerun' } })).id;
+    const answer = await results({ projectId: ids.project, testRunId: ids.run, format: 'junit', tagIds: [second] }, [{ name: 'again.xml', content: SUREFIRE }]);
     expect(expectCompleted(answer)).to.equal(ids.run);
+    const run = await model('testRun', 'findUnique', { where: { id: ids.run }, include: { tags: { orderBy: { id: 'asc' } } } });
+    expect(run.tags.map((t: any) => t.id), 'tags given with testRunId are added to the run').to.deep.equal([ids.tag, second]);
     expect(await model('repositoryCase', 'count', { where: { projectId: ids.project } })).to.equal(before);
     const attempts = await model('testRunResult', 'groupBy', { by: ['attempt'], where: { testRunId: ids.run }, _count: { _all: true }, orderBy: { attempt: 'asc' } });
     expect(attempts.map((a: any) => [a.attempt, a._count._all])).to.deep.equal([[1, 5], [2, 5]]);
