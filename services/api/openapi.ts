@@ -3,6 +3,7 @@ import { ENTITIES, type EntityDef, type EntityName, type FieldDef, type Relation
 import { CREATE_ONLY_FIELDS, WRITE_ONLY_INPUTS } from '../model/writeArgs';
 import { auditPaths } from '../audit/audit.openapi';
 import { importPaths } from '../imports/imports.openapi';
+import { lookupPaths } from '../lookup/lookup.openapi';
 import { adminPaths } from '../admin/admin.openapi';
 
 /** The API categories of the interface spec, in its order. */
@@ -701,6 +702,7 @@ function customPaths(): OpenAPIV3.PathsObject {
       },
     },
     ...importPaths(),
+    ...lookupPaths(),
     ...auditPaths(),
     ...adminPaths(),
     '/healthz': { get: { operationId: 'healthz', tags: ['health'], security: [], responses: { 200: { description: 'the process answers' } } } },
@@ -743,7 +745,7 @@ export function openApiFor(category: Category, version: string): OpenAPIV3.Docum
     servers: [{ url: '/' }],
     security: [{ bearer: [] }, { session: [] }],
     tags: category === 'custom'
-      ? [{ name: 'auth' }, { name: 'tokens' }, { name: 'files' }, { name: 'imports' }, { name: 'audit' }, { name: 'admin' }, { name: 'docs' }, { name: 'health' }]
+      ? [{ name: 'auth' }, { name: 'tokens' }, { name: 'files' }, { name: 'imports' }, { name: 'lookup' }, { name: 'audit' }, { name: 'admin' }, { name: 'docs' }, { name: 'health' }]
       : entities.map((e) => ({ name: e.name, ...(entityDescription(e) && { description: entityDescription(e) }) })),
     paths: category === 'custom' ? customPaths() : Object.assign({}, ...entities.map(entityPaths)),
     components: {

@@ -1,0 +1,42 @@
+import type { OpenAPIV3 } from 'openapi-types';
+import { LOOKUP_TYPES } from './lookup.routes';
+
+/** POST /api/lookup in the `custom` category of the OpenAPI documents (services/api/openapi.ts). */
+export function lookupPaths(): OpenAPIV3.PathsObject {
+  const error = (description: string): OpenAPIV3.ResponseObject =>
+    ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+  const found = (description: string): OpenAPIV3.ResponseObject => ({
+    description,
+    content: { 'application/json': { schema: { type: 'object', properties: { data: { type: 'object', properties: { id: { type: 'integer' }, name: { type: 'string' }, created: { type: 'boolean' } } } } } } },
+  });
+  return {
+    '/api/lookup': {
+      post: {
+        operationId: 'lookup', tags: ['lookup'], summary: 'the id of a project, state, configuration, milestone, tag, folder, test run or template, by its exact name',
+        description: 'Seen through the caller\'s permissions: a project the caller cannot see is not found. Milestones, folders and test runs are looked up in `projectId`; '
+          + 'states are the enabled workflows of scope RUNS. Several rows of the name: 409 ambiguous-name (details.ids), except test runs: the newest. '
+          + '`createIfMissing` (tags only) creates a missing tag when the caller may create tags (201).',
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object', required: ['type', 'name'], additionalProperties: false,
+                properties: {
+                  type: { type: 'string', enum: [...LOOKUP_TYPES] }, name: { type: 'string', minLength: 1, maxLength: 2000 },
+                  projectId: { type: 'integer', minimum: 1 }, createIfMissing: { type: 'boolean' },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          200: found('found'), 201: found('a tag created (createIfMissing)'),
+          400: error('invalid-argument (details.path)'), 401: error('not authenticated'), 403: error('forbidden: may not create tags'),
+          404: error('not-found: no row of that name (or the project is not visible: details.path projectId)'),
+          409: error('ambiguous-name: several rows of that name (details.ids)'),
+        },
+      },
+    },
+  };
+}

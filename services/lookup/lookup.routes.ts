@@ -1,0 +1,81 @@
+import { Router } from 'express';
+import type { Knex } from 'knex';
+import { ENTITIES } from '../../contracts/entities';
+import { resolveProjectAccess } from '../access/projectAccess';
+import { asyncHandler } from '../api/http';
+import { createEntity } from '../entities/entity.handlers';
+import { policyFor } from '../model/policy';
+import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
+import { metadataFor } from '../shared/context';
+import { badRequest, HttpError, notFound } from '../shared/errors';
+
+/**
+ * POST /api/lookup {type, name, projectId?, createIfMissing?}: a name → its id, for the CLI and
+ * scripts, seen through the caller's permissions (a project they cannot see is not found, as in
+ * the model API). Names match exactly. 404 `not-found` for none, 409 `ambiguous-name` for several
+ * (except test runs: the newest of that name). Tags missing with `createIfMissing` are created
+ * when the caller may create tags.
+ */
+
+export const LOOKUP_TYPES = ['project', 'state', 'config', 'milestone', 'tag', 'folder', 'testRun', 'template'] as const;
+export type LookupType = (typeof LOOKUP_TYPES)[number];
+/** Types whose names are unique only within a project. */
+const IN_PROJECT: ReadonlySet<LookupType> = new Set(['milestone', 'folder', 'testRun']);
+
+interface Candidate { id: number; name: string }
+
+export function lookupRoutes(deps: CommandDeps): Router {
+  const router = Router();
+  router.post('/api/lookup', asyncHandler(async (req, res) => {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    for (const key of Object.keys(body)) {
+      if (!['type', 'name', 'projectId', 'createIfMissing'].includes(key)) throw badRequest('invalid-argument', `Unknown field "${key}"`, { path: key });
+    }
+    const type = body.type as LookupType;
+    if (!LOOKUP_TYPES.includes(type)) throw badRequest('invalid-argument', `type must be one of ${LOOKUP_TYPES.join(', ')}`, { path: 'type', allowed: LOOKUP_TYPES });
+    const name = typeof body.name === 'string' ? body.name.trim() : '';
+    if (name === '' || name.length > 2000) throw badRequest('invalid-argument', 'name must be a non-empty string', { path: 'name' });
+    const projectId = body.projectId;
+    if (projectId !== undefined && (!Number.isSafeInteger(projectId) || (projectId as number) < 1))
+      throw badRequest('invalid-argument', 'projectId must be a positive integer', { path: 'projectId' });
+    if (IN_PROJECT.has(type) && projectId === undefined) throw badRequest('invalid-argument', `A ${type} is looked up in a project: give projectId`, { path: 'projectId' });
+    if (body.createIfMissing !== undefined && typeof body.createIfMissing !== 'boolean')
+      throw badRequest('invalid-argument', 'createIfMissing must be a boolean', { path: 'createIfMissing' });
+    if (body.createIfMissing === true && type !== 'tag') throw badRequest('invalid-argument', 'Only tags are created when missing', { path: 'createIfMissing' });
+
+    const access = await resolveProjectAccess(deps.knex, req.auth!.user);
+    const visible = (id: number) => access.all || access.projects.has(id);
+    if (projectId !== undefined && (!visible(projectId as number) || !(await deps.knex('projects').where({ id: projectId, is_deleted: false }).first('id'))))
+      throw notFound(`Project ${projectId} does not exist`, { path: 'projectId', id: projectId });
+
+    const found = await candidates(deps.knex, type, name, projectId as number | undefined);
+    const seen = type === 'project' ? found.filter((c) => visible(c.id)) : found;
+    if (seen.length === 1 || (type === 'testRun' && seen.length > 1)) return void res.json({ data: { id: seen[0].id, name: seen[0].name } });
+    if (seen.length > 1) {
+      throw new HttpError(409, 'ambiguous-name', `${seen.length} ${type}s are named "${name}"; give an id instead`, { type, name, ids: seen.map((c) => c.id) });
+    }
+    if (body.createIfMissing === true) {
+      const policy = await policyFor(deps.knex, req.auth!.user);
+      policy.checkWriteAccess(ENTITIES.tag, 'create');
+      const id = await createEntity(withPositionHeader(deps, res), 'tag', { data: { name }, connect: {} }, metadataFor(req.auth!, req));
+      return void res.status(201).json({ data: { id, name, created: true } });
+    }
+    throw new HttpError(404, 'not-found', `No ${type} is named "${name}"${projectId !== undefined ? ` in project ${projectId}` : ''}`, { type, name, ...(projectId !== undefined && { projectId }) });
+  }));
+  return router;
+}
+
+/** Rows of the type named exactly so (not deleted); test runs newest first. */
+async function candidates(knex: Knex, type: LookupType, name: string, projectId: number | undefined): Promise<Candidate[]> {
+  const q = (table: string) => knex(table).where({ name, is_deleted: false }).orderBy('id').limit(20).select('id', 'name');
+  switch (type) {
+    case 'project': return q('projects');
+    case 'state': return q('workflows').where({ scope: 'RUNS', is_enabled: true });
+    case 'config': return q('configurations');
+    case 'template': return q('templates');
+    case 'tag': return q('tags');
+    case 'milestone': return q('milestones').where({ project_id: projectId });
+    case 'folder': return q('repository_folders').where({ project_id: projectId });
+    case 'testRun': return q('test_runs').where({ project_id: projectId }).clearOrder().orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]);
+  }
+}
