@@ -1,0 +1,136 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { seedDefaults } from '../../services/entities/seed';
+import { registerUser } from '../../services/identity/identity.handlers';
+import { systemMetadata } from '../../services/shared/context';
+import { startTestApp, type TestApp } from '../support/app';
+import { HttpClient } from '../support/server';
+import { runCli } from './cliRunner';
+
+const PASSWORD = 'cli-password-1';
+const FIXTURES = path.join(__dirname, '..', 'imports', 'fixtures');
+const FORMATS: [string, string][] = [
+  ['junit', 'junit-surefire.xml'], ['testng', 'testng.xml'], ['nunit', 'nunit3.xml'], ['xunit', 'xunit.xml'],
+  ['mstest', 'mstest.trx'], ['mocha', 'mocha-spec.json'], ['cucumber', 'cucumber-js.json'],
+];
+
+/**
+ * The `testament` CLI end to end against a started server: the source run as its own process
+ * with nothing in its environment but the service settings and a home directory.
+ */
+describe('testament CLI (end to end against a started server)', function () {
+  this.timeout(180_000);
+  let app: TestApp;
+  let admin: HttpClient;
+  let token: string;
+  let home: string;
+  let work: string;
+  const ids: Record<string, number> = {};
+  const env = (extra: NodeJS.ProcessEnv = {}) => ({ HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), SERVICE_URL: app.url, SERVICE_TOKEN: token, ...extra });
+  const model = async (entity: string, op: string, body: unknown) => (await admin.post(`/api/model/${entity}/${op}`, body)).body.data;
+
+  before(async () => {
+    app = await startTestApp();
+    const meta = systemMetadata('test');
+    await seedDefaults(app.deps, meta);
+    await registerUser(app.deps, { email: 'ci@example.com', name: 'CI', password: PASSWORD, access: 'ADMIN' }, meta);
+    admin = new HttpClient(app.url);
+    expect((await admin.post('/api/auth/login', { email: 'ci@example.com', password: PASSWORD })).status).to.equal(200);
+    token = (await admin.post('/api/tokens', { name: 'cli' })).body.token;
+    ids.project = (await model('project', 'create', { data: { name: 'Web Shop' } })).id;
+    ids.milestone = (await model('milestone', 'create', { data: { name: 'R1', project: { connect: { id: ids.project } } } })).id;
+    home = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-cli-home-'));
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-cli-work-'));
+    for (const [format, file] of FORMATS) {
+      fs.mkdirSync(path.join(work, format));
+      fs.copyFileSync(path.join(FIXTURES, file), path.join(work, format, file));
+    }
+  });
+  after(async () => {
+    await app.stop();
+    fs.rmSync(home, { recursive: true, force: true });
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  for (const [format, file] of FORMATS) {
+    it(`imports ${format} (${file}) by glob, project name and format auto; the run holds every result`, async () => {
+      const run = await runCli(['import', path.join(work, format, '*'), '-p', 'Web Shop', '-n', `CLI ${format}`, '-m', 'R1', '-t', 'cli,"from ci"'], env());
+      expect(run.code, run.stdout + run.stderr).to.equal(0);
+      const runId = Number(/test run (\d+)/.exec(run.stdout)![1]);
+      expect(run.stdout).to.include(`${app.url}/api/model/testRun/findUnique?q=`);
+      const testRun = await model('testRun', 'findUnique', { where: { id: runId }, include: { tags: true, _count: { select: { results: true } } } });
+      expect(testRun).to.include({ name: `CLI ${format}`, projectId: ids.project, milestoneId: ids.milestone, testRunType: format.toUpperCase() });
+      expect(testRun.tags.map((t: any) => t.name).sort()).to.deep.equal(['cli', 'from ci']);
+      expect(testRun._count.results).to.be.greaterThan(0);
+      const audit = await admin.get(`/api/audit?type=ImportRequested&projectId=${ids.project}&via=cli`);
+      expect(audit.body.data.length, 'the import recorded as requested through the CLI').to.be.greaterThan(0);
+      // Plain progress lines when not on a terminal.
+      expect(run.stdout).to.match(/^\s*\d+% /m);
+    });
+  }
+
+  it('appends with --test-run (by name and by id), --name optional; --json prints one object', async () => {
+    const first = await runCli(['import', path.join(work, 'junit', '*.xml'), '-p', String(ids.project), '-n', 'Nightly'], env());
+    expect(first.code, first.stderr).to.equal(0);
+    const runId = Number(/test run (\d+)/.exec(first.stdout)![1]);
+    const byName = await runCli(['import', path.join(work, 'junit', '*.xml'), '-p', 'Web Shop', '--test-run', 'Nightly', '--json'], env());
+    expect(byName.code, byName.stderr).to.equal(0);
+    const answer = JSON.parse(byName.stdout.trim());
+    expect(answer).to.include({ ok: true, testRunId: runId, projectId: ids.project });
+    expect(answer.counts.results).to.be.greaterThan(0);
+    const byId = await runCli(['import', path.join(work, 'junit', '*.xml'), '-p', 'Web Shop', '--test-run', String(runId), '-F', 'junit'], env());
+    expect(byId.code, byId.stderr).to.equal(0);
+    const attempts = await model('testRunResult', 'aggregate', { where: { testRunId: runId }, _max: { attempt: true } });
+    expect(attempts._max.attempt).to.equal(3);
+  });
+
+  it('fails clearly: a bad token (1), an unknown project (1), a glob that matches nothing (2), a missing option (2)', async () => {
+    const bad = await runCli(['import', path.join(work, 'junit', '*'), '-p', 'Web Shop', '-n', 'x'], env({ SERVICE_TOKEN: 'tst_nope' }));
+    expect(bad.code).to.equal(1);
+    expect(bad.stderr).to.match(/refused the token.*invalid-token/);
+    const unknown = await runCli(['import', path.join(work, 'junit', '*'), '-p', 'No Such Project', '-n', 'x'], env());
+    expect(unknown.code).to.equal(1);
+    expect(unknown.stderr).to.include('No project named "No Such Project"');
+    const none = await runCli(['import', path.join(work, 'nothing', '*.xml'), '-p', 'Web Shop', '-n', 'x'], env());
+    expect(none.code).to.equal(2);
+    expect(none.stderr).to.include('No file matches');
+    const noProject = await runCli(['import', path.join(work, 'junit', '*')], env());
+    expect(noProject.code).to.equal(2);
+    expect(noProject.stderr).to.include('-p');
+    const noService = await runCli(['import', path.join(work, 'junit', '*'), '-p', 'Web Shop', '-n', 'x'], { HOME: home, XDG_CONFIG_HOME: path.join(home, 'empty') });
+    expect(noService.code).to.equal(2);
+    expect(noService.stderr).to.include('config set --url');
+  });
+
+  it('config set / show / clear: a 0600 file in the config directory, the token masked, the environment first', async () => {
+    const cfg = { HOME: home, XDG_CONFIG_HOME: path.join(home, '.config') };
+    const set = await runCli(['config', 'set', '--url', `${app.url}/`, '--token', token], cfg);
+    expect(set.code, set.stderr).to.equal(0);
+    const file = path.join(home, '.config', 'testament', 'config.json');
+    expect(fs.statSync(file).mode & 0o777).to.equal(0o600);
+    expect(JSON.parse(fs.readFileSync(file, 'utf8'))).to.deep.equal({ url: app.url, token });
+    const show = await runCli(['config', 'show'], cfg);
+    expect(show.stdout).to.include(app.url);
+    expect(show.stdout).to.not.include(token);
+    expect(show.stdout).to.include(token.slice(0, 8));
+    const stored = await runCli(['import', path.join(work, 'mocha', '*'), '-p', 'Web Shop', '-n', 'From stored config'], cfg);
+    expect(stored.code, stored.stderr).to.equal(0);
+    const overridden = await runCli(['config', 'show'], { ...cfg, SERVICE_URL: 'http://127.0.0.1:1' });
+    expect(overridden.stdout).to.include('http://127.0.0.1:1  (from SERVICE_URL)');
+    expect((await runCli(['config', 'clear'], cfg)).code).to.equal(0);
+    expect(fs.existsSync(file)).to.equal(false);
+  });
+
+  it('--help for every command and --version', async () => {
+    for (const args of [['--help'], ['import', '--help'], ['config', '--help']]) {
+      const run = await runCli(args, {});
+      expect(run.code).to.equal(0);
+      expect(run.stdout).to.include('testament');
+    }
+    const version = await runCli(['--version'], {});
+    expect(version.stdout.trim()).to.equal(JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')).version);
+    expect((await runCli(['frobnicate'], {})).code).to.equal(2);
+  });
+});
