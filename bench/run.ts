@@ -15,12 +15,13 @@
  * --iterations=N sets the measured calls per query and way, default 300.
  */
 import { APPEND_DEFAULTS, runAppend } from './append';
+import { runCliBench } from './cli';
 import { IMPORT_DEFAULTS, runImport } from './import';
 import { QUERY_DEFAULTS, runQuery } from './query';
 import { REBUILD_DEFAULTS, runRebuild } from './rebuild';
 import { runTransport, TRANSPORT_DEFAULTS } from './transport';
 
-const BENCHMARKS = ['append', 'rebuild', 'transport', 'query', 'import'] as const;
+const BENCHMARKS = ['append', 'rebuild', 'transport', 'query', 'import', 'cli'] as const;
 type Benchmark = (typeof BENCHMARKS)[number];
 
 function positiveInt(name: string, value: string | undefined, fallback: number): number {
@@ -75,6 +76,7 @@ async function main(): Promise<void> {
     else if (name === 'rebuild') passed[name] = await runRebuild(args.rebuild);
     else if (name === 'query') passed[name] = await runQuery(args.query);
     else if (name === 'import') passed[name] = await runImport(args.import);
+    else if (name === 'cli') passed[name] = await runCliBench();
     else passed[name] = await runTransport(args.transport);
   }
   const missed = Object.keys(passed).filter((n) => !passed[n]);

@@ -7,6 +7,7 @@ import { registerUser } from '../../services/identity/identity.handlers';
 import { systemMetadata } from '../../services/shared/context';
 import { startTestApp, type TestApp } from '../support/app';
 import { HttpClient } from '../support/server';
+import { buildCli } from '../../scripts/build-cli';
 import { runCli } from './cliRunner';
 
 const PASSWORD = 'cli-password-1';
@@ -17,11 +18,18 @@ const FORMATS: [string, string][] = [
 ];
 
 /**
- * The `testament` CLI end to end against a started server: the source run as its own process
- * with nothing in its environment but the service settings and a home directory.
+ * The `testament` CLI end to end against a started server, twice: its source run by node as a
+ * process of its own, and the Linux x64 standalone binary (built here with bun, as
+ * `npm run build:cli` does) run with an empty environment (no PATH, so no node): nothing but the
+ * service settings and a home directory.
  */
-describe('testament CLI (end to end against a started server)', function () {
-  this.timeout(180_000);
+cliSuite('source, run by node', null);
+cliSuite('standalone binary testament-linux-x64, empty environment', 'linux-x64');
+
+function cliSuite(label: string, binary: string | null): void {
+describe(`testament CLI end to end against a started server (${label})`, function () {
+  this.timeout(300_000);
+  let command: string | undefined;
   let app: TestApp;
   let admin: HttpClient;
   let token: string;
@@ -29,9 +37,17 @@ describe('testament CLI (end to end against a started server)', function () {
   let work: string;
   const ids: Record<string, number> = {};
   const env = (extra: NodeJS.ProcessEnv = {}) => ({ HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), SERVICE_URL: app.url, SERVICE_TOKEN: token, ...extra });
+  const cli = (args: string[], environment: NodeJS.ProcessEnv) => runCli(args, environment, command);
   const model = async (entity: string, op: string, body: unknown) => (await admin.post(`/api/model/${entity}/${op}`, body)).body.data;
 
-  before(async () => {
+  before(async function () {
+    if (binary) {
+      if (process.platform !== 'linux' || process.arch !== 'x64') {
+        console.log(`  SKIPPED the CLI binary suite: it runs the linux-x64 build, and this is ${process.platform}-${process.arch}`);
+        this.skip();
+      }
+      command = buildCli(binary, fs.mkdtempSync(path.join(os.tmpdir(), 'testament-cli-bin-')));
+    }
     app = await startTestApp();
     const meta = systemMetadata('test');
     await seedDefaults(app.deps, meta);
@@ -49,6 +65,8 @@ describe('testament CLI (end to end against a started server)', function () {
     }
   });
   after(async () => {
+    if (command) fs.rmSync(path.dirname(command), { recursive: true, force: true });
+    if (!app) return;
     await app.stop();
     fs.rmSync(home, { recursive: true, force: true });
     fs.rmSync(work, { recursive: true, force: true });
@@ -56,7 +74,7 @@ describe('testament CLI (end to end against a started server)', function () {
 
   for (const [format, file] of FORMATS) {
     it(`imports ${format} (${file}) by glob, project name and format auto; the run holds every result`, async () => {
-      const run = await runCli(['import', path.join(work, format, '*'), '-p', 'Web Shop', '-n', `CLI ${format}`, '-m', 'R1', '-t', 'cli,"from ci"'], env());
+      const run = await cli(['import', path.join(work, format, '*'), '-p', 'Web Shop', '-n', `CLI ${format}`, '-m', 'R1', '-t', 'cli,"from ci"'], env());
       expect(run.code, run.stdout + run.stderr).to.equal(0);
       const runId = Number(/test run (\d+)/.exec(run.stdout)![1]);
       expect(run.stdout).to.include(`${app.url}/api/model/testRun/findUnique?q=`);
@@ -72,65 +90,66 @@ describe('testament CLI (end to end against a started server)', function () {
   }
 
   it('appends with --test-run (by name and by id), --name optional; --json prints one object', async () => {
-    const first = await runCli(['import', path.join(work, 'junit', '*.xml'), '-p', String(ids.project), '-n', 'Nightly'], env());
+    const first = await cli(['import', path.join(work, 'junit', '*.xml'), '-p', String(ids.project), '-n', 'Nightly'], env());
     expect(first.code, first.stderr).to.equal(0);
     const runId = Number(/test run (\d+)/.exec(first.stdout)![1]);
-    const byName = await runCli(['import', path.join(work, 'junit', '*.xml'), '-p', 'Web Shop', '--test-run', 'Nightly', '--json'], env());
+    const byName = await cli(['import', path.join(work, 'junit', '*.xml'), '-p', 'Web Shop', '--test-run', 'Nightly', '--json'], env());
     expect(byName.code, byName.stderr).to.equal(0);
     const answer = JSON.parse(byName.stdout.trim());
     expect(answer).to.include({ ok: true, testRunId: runId, projectId: ids.project });
     expect(answer.counts.results).to.be.greaterThan(0);
-    const byId = await runCli(['import', path.join(work, 'junit', '*.xml'), '-p', 'Web Shop', '--test-run', String(runId), '-F', 'junit'], env());
+    const byId = await cli(['import', path.join(work, 'junit', '*.xml'), '-p', 'Web Shop', '--test-run', String(runId), '-F', 'junit'], env());
     expect(byId.code, byId.stderr).to.equal(0);
     const attempts = await model('testRunResult', 'aggregate', { where: { testRunId: runId }, _max: { attempt: true } });
     expect(attempts._max.attempt).to.equal(3);
   });
 
   it('fails clearly: a bad token (1), an unknown project (1), a glob that matches nothing (2), a missing option (2)', async () => {
-    const bad = await runCli(['import', path.join(work, 'junit', '*'), '-p', 'Web Shop', '-n', 'x'], env({ SERVICE_TOKEN: 'tst_nope' }));
+    const bad = await cli(['import', path.join(work, 'junit', '*'), '-p', 'Web Shop', '-n', 'x'], env({ SERVICE_TOKEN: 'tst_nope' }));
     expect(bad.code).to.equal(1);
     expect(bad.stderr).to.match(/refused the token.*invalid-token/);
-    const unknown = await runCli(['import', path.join(work, 'junit', '*'), '-p', 'No Such Project', '-n', 'x'], env());
+    const unknown = await cli(['import', path.join(work, 'junit', '*'), '-p', 'No Such Project', '-n', 'x'], env());
     expect(unknown.code).to.equal(1);
     expect(unknown.stderr).to.include('No project named "No Such Project"');
-    const none = await runCli(['import', path.join(work, 'nothing', '*.xml'), '-p', 'Web Shop', '-n', 'x'], env());
+    const none = await cli(['import', path.join(work, 'nothing', '*.xml'), '-p', 'Web Shop', '-n', 'x'], env());
     expect(none.code).to.equal(2);
     expect(none.stderr).to.include('No file matches');
-    const noProject = await runCli(['import', path.join(work, 'junit', '*')], env());
+    const noProject = await cli(['import', path.join(work, 'junit', '*')], env());
     expect(noProject.code).to.equal(2);
     expect(noProject.stderr).to.include('-p');
-    const noService = await runCli(['import', path.join(work, 'junit', '*'), '-p', 'Web Shop', '-n', 'x'], { HOME: home, XDG_CONFIG_HOME: path.join(home, 'empty') });
+    const noService = await cli(['import', path.join(work, 'junit', '*'), '-p', 'Web Shop', '-n', 'x'], { HOME: home, XDG_CONFIG_HOME: path.join(home, 'empty') });
     expect(noService.code).to.equal(2);
     expect(noService.stderr).to.include('config set --url');
   });
 
   it('config set / show / clear: a 0600 file in the config directory, the token masked, the environment first', async () => {
     const cfg = { HOME: home, XDG_CONFIG_HOME: path.join(home, '.config') };
-    const set = await runCli(['config', 'set', '--url', `${app.url}/`, '--token', token], cfg);
+    const set = await cli(['config', 'set', '--url', `${app.url}/`, '--token', token], cfg);
     expect(set.code, set.stderr).to.equal(0);
     const file = path.join(home, '.config', 'testament', 'config.json');
     expect(fs.statSync(file).mode & 0o777).to.equal(0o600);
     expect(JSON.parse(fs.readFileSync(file, 'utf8'))).to.deep.equal({ url: app.url, token });
-    const show = await runCli(['config', 'show'], cfg);
+    const show = await cli(['config', 'show'], cfg);
     expect(show.stdout).to.include(app.url);
     expect(show.stdout).to.not.include(token);
     expect(show.stdout).to.include(token.slice(0, 8));
-    const stored = await runCli(['import', path.join(work, 'mocha', '*'), '-p', 'Web Shop', '-n', 'From stored config'], cfg);
+    const stored = await cli(['import', path.join(work, 'mocha', '*'), '-p', 'Web Shop', '-n', 'From stored config'], cfg);
     expect(stored.code, stored.stderr).to.equal(0);
-    const overridden = await runCli(['config', 'show'], { ...cfg, SERVICE_URL: 'http://127.0.0.1:1' });
+    const overridden = await cli(['config', 'show'], { ...cfg, SERVICE_URL: 'http://127.0.0.1:1' });
     expect(overridden.stdout).to.include('http://127.0.0.1:1  (from SERVICE_URL)');
-    expect((await runCli(['config', 'clear'], cfg)).code).to.equal(0);
+    expect((await cli(['config', 'clear'], cfg)).code).to.equal(0);
     expect(fs.existsSync(file)).to.equal(false);
   });
 
   it('--help for every command and --version', async () => {
     for (const args of [['--help'], ['import', '--help'], ['config', '--help']]) {
-      const run = await runCli(args, {});
+      const run = await cli(args, {});
       expect(run.code).to.equal(0);
       expect(run.stdout).to.include('testament');
     }
-    const version = await runCli(['--version'], {});
+    const version = await cli(['--version'], {});
     expect(version.stdout.trim()).to.equal(JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')).version);
-    expect((await runCli(['frobnicate'], {})).code).to.equal(2);
+    expect((await cli(['frobnicate'], {})).code).to.equal(2);
   });
 });
+}
