@@ -141,6 +141,20 @@ describe(`testament CLI end to end against a started server (${label})`, functio
     expect(fs.existsSync(file)).to.equal(false);
   });
 
+  it('on a terminal, progress is a bar redrawn in place (run under script(1), which gives it a pty)', async function () {
+    if (!fs.existsSync('/usr/bin/script')) {
+      console.log('  SKIPPED the terminal progress bar: no /usr/bin/script (util-linux) to give the CLI a pty');
+      this.skip();
+    }
+    const program = command ?? `${process.execPath} --require tsx/cjs ${path.join(__dirname, '..', '..', 'services', 'cli', 'main.ts')}`;
+    const line = `${program} import '${path.join(work, 'junit', '*')}' -p 'Web Shop' -n 'On a terminal'`;
+    const run = await runCli(['-q', '-e', '-c', line, '/dev/null'], { ...env(), PATH: process.env.PATH, TERM: 'xterm' }, '/usr/bin/script');
+    expect(run.code, run.stdout + run.stderr).to.equal(0);
+    expect(run.stdout).to.match(/\r\[#*\.*\] +\d+% /);
+    expect(run.stdout).to.include('] 100% ');
+    expect(run.stdout).to.match(/Imported 1 file\(s\) into test run \d+/);
+  });
+
   it('--help for every command and --version', async () => {
     for (const args of [['--help'], ['import', '--help'], ['config', '--help']]) {
       const run = await cli(args, {});
