@@ -45,6 +45,9 @@ export type JobSignal =
   | { kind: 'complete'; testRunId: number }
   | { kind: 'error'; code: string; error: string; details: Record<string, unknown> };
 
+/** How long start-up waits for the `imports` read model before resuming the jobs it lists. */
+const RESUME_WAIT_MS = 60_000;
+
 /** How many warnings a job keeps on its stream (all are counted). */
 export const KEPT_WARNINGS = 100;
 
@@ -78,7 +81,16 @@ export class ImportSaga {
 
   /** Every job the read model lists as queued or running: resumed one after the other, in the background. */
   async resumeUnfinished(): Promise<number[]> {
-    await this.deps.watcher.waitFor({ position: await this.deps.store.headPosition(), streamId: 'importJob-resume' }, this.deps.imports.finalizeTimeoutMs);
+    // The jobs come from the `imports` read model, so it should hold the whole log first. On the
+    // direct transport that is its checkpoint reaching the head; on Kafka the checkpoints are per
+    // partition and no single one reaches the head, so the wait is bounded: after it, the jobs
+    // the read model has are resumed (one requested in the last moments before a stop may wait
+    // for the next start), and that is logged.
+    try {
+      await this.deps.watcher.waitFor({ position: await this.deps.store.headPosition(), streamId: 'importJob-resume' }, RESUME_WAIT_MS);
+    } catch (err) {
+      this.deps.logger.warn({ err }, 'the imports read model did not reach the head of the log in time; resuming the unfinished jobs it lists');
+    }
     const rows: { job_id: number }[] = await this.deps.knex('import_jobs').whereIn('state', ['queued', 'running']).orderBy('job_id').select('job_id');
     const ids = rows.map((r) => r.job_id);
     void (async () => {
