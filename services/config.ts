@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { RateLimitSettings } from './api/rateLimit';
+import { DEFAULT_PREPARED_STATEMENTS } from '../infra/postgres/preparedStatements';
 
 /** Everything the processes read from the environment, validated once, typed and frozen. */
 export interface Config {
@@ -9,6 +10,8 @@ export interface Config {
   dataDir: string;
   /** External PostgreSQL; when null an embedded server runs under dataDir. */
   databaseUrl: string | null;
+  /** Statement names the model API's reads may take per process (named prepared statements); 0: none. */
+  preparedStatements: number;
   embeddedPostgresPort: number;
   /** EventStoreDB connection string; when null the PostgreSQL event store is used. */
   eventstoreUrl: string | null;
@@ -144,6 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     uploadDir: path.resolve(optional(env, 'UPLOAD_DIR') ?? path.join(dataDir, 'uploads')),
     maxUploadBytes: int(env, 'MAX_UPLOAD_BYTES', 50 * 1024 * 1024, 1),
     rateLimits: rateLimitConfig(env),
+    preparedStatements: int(env, 'PG_PREPARED_STATEMENTS', DEFAULT_PREPARED_STATEMENTS, 0, 10_000),
     imports: {
       chunkSize: int(env, 'IMPORT_CHUNK_SIZE', 500, 1),
       maxOutputChars: int(env, 'IMPORT_MAX_OUTPUT_CHARS', 64 * 1024, 0),

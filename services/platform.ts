@@ -8,6 +8,7 @@ import { loadContracts } from '../contracts/validator';
 import { connectEventStoreDb } from '../infra/eventstore/esdb';
 import { PostgresEventStore, setupPostgresEventStore } from '../infra/eventstore/postgres';
 import { createKnex, createPool } from '../infra/postgres/database';
+import { usePreparedStatements } from '../infra/postgres/preparedStatements';
 import { startEmbeddedPostgres } from '../infra/postgres/embedded';
 import { migrateReadModel } from '../projections/migrations';
 import type { Config } from './config';
@@ -59,6 +60,7 @@ export async function openPlatform(config: Readonly<Config>, logger: Logger, opt
     const pool = createPool(databaseUrl, opts.poolSize ?? 10, (err) => logger.warn({ err }, 'idle database connection lost'));
     closers.push(() => pool.end());
     const knex = createKnex(databaseUrl, opts.poolSize ?? 10);
+    usePreparedStatements(knex, config.preparedStatements);
     closers.push(() => knex.destroy());
     await migrateReadModel(knex);
 

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { preparedStatementsOf } from '../../infra/postgres/preparedStatements';
 import { ENTITIES, type EntityDef, type RelationDef } from '../../contracts/entities';
 import { assertNever, badRequest } from '../shared/errors';
 import { defaultShape, type FindArgs, type FindOperation, type ListQuery, type OrderBy, type RelationLoad, type Shape, type SortDirection, type Where } from './args';
@@ -79,11 +80,12 @@ const MAX_BINDINGS = 65535;
  * tens of thousands of conditions) is the request's fault: a 400, not a driver error.
  */
 export async function fetchRows(qb: Knex.QueryBuilder): Promise<Row[]> {
-  const { bindings } = qb.toSQL();
+  const { sql: text, bindings } = qb.toSQL();
   if (bindings.length > MAX_BINDINGS) {
     throw badRequest('invalid-argument', `the query needs ${bindings.length} values, more than the ${MAX_BINDINGS} one statement takes; split it`, { path: '' });
   }
-  return (await qb) as Row[];
+  const name = preparedStatementsOf(qb as unknown as Knex).nameFor(text);
+  return (await (name === undefined ? qb : qb.options({ name }))) as Row[];
 }
 
 function scopeOf(sql: SqlContext, entity: EntityDef): Where | undefined {
