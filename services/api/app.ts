@@ -58,7 +58,7 @@ export function buildApp(deps: AppDeps): Express {
 
   const usage = new TokenUsageRecorder(deps.knex, deps.logger);
   passport.use(bearerStrategy({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage, identityGeneration: () => deps.watcher.generation('identity') }));
-  app.use(passport.initialize());
+  // No passport.initialize(): only passport.authenticate is used (bearer tokens, no passport sessions), and it sets up the request itself.
 
   // Per address before authentication (login also per e-mail), per token or user after it.
   const limits = deps.rateLimits && rateLimiters({
