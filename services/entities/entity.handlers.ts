@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { EventMetadata } from '../../contracts/envelope';
+import type { EventEnvelope, EventMetadata } from '../../contracts/envelope';
 import { ENTITIES, type EntityDef, type EntityName, type RelationDef, writtenAs } from '../../contracts/entities';
 import { eventFields, linkField, linkRelations, ownedRelations, streamOf } from '../../contracts/entityEvents';
 import type { UniqueValueClaimed } from '../../contracts/events';
@@ -9,7 +9,7 @@ import { ConcurrencyError, DomainError } from '../shared/errors';
 import { folderStream, repositoryFolderDecider } from '../repository/repositoryFolder.decider';
 import { userDecider, userStream } from '../identity/user.decider';
 import { type Fact, type Facts, entityDecider, kebab, projectIdOf } from './entity.decider';
-import { withImportedFolderOrigin, withImportedOrigin } from './importedRows';
+import { importedRowHolding, withImportedFolderOrigin, withImportedOrigin } from './importedRows';
 
 /**
  * Create, update and delete any catalogue entity that uses the generic aggregate: look up the
@@ -65,6 +65,7 @@ export async function createEntity(deps: CommandDeps, name: EntityName, write: E
   const decider = deciderOf(entity);
   // Decide once against an empty stream before anything is claimed or reserved: a refused create appends nothing.
   decider.decide({ type: 'Create', id: 1, values, facts, now: deps.clock().toISOString() }, decider.initialState);
+  await refuseTakenValues(deps, entity, plannedId ?? null, {}, values);
   const id = plannedId ?? (await deps.ids.next(name, metadata));
   await claimUniqueValues(deps, entity, id, {}, values, metadata);
   const outcome = await handleCommand(deps.store, streamOf(entity, id), decider, {
@@ -94,6 +95,7 @@ export async function updateEntity(deps: CommandDeps, name: EntityName, id: numb
   // The project path's first hop is looked up too, so that new references are checked against the row's project.
   const changedRelations = [...Object.keys(write.connect), ...(entity.projectPath?.length ? [entity.projectPath[0]] : [])];
   const facts = await factsFor(deps, entity, merged, changedRelations, write);
+  await refuseTakenValues(deps, entity, id, state.values, merged);
   await claimUniqueValues(deps, entity, id, state.values, merged, metadata);
   const outcome = await handleCommand(deps.store, streamOf(entity, id), decider, {
     type: 'Update', id, values, facts, now: deps.clock().toISOString(),
@@ -242,13 +244,23 @@ async function ownedFact(deps: Pick<CommandDeps, 'store' | 'knex'>, child: Entit
 /** How long a claim whose owner never appeared is honoured (a writer killed between claim and create). */
 const CLAIM_GRACE_MS = 60_000;
 
-function uniqueKeys(entity: EntityDef, values: Record<string, unknown>): { scope: string; value: string }[] {
-  const keys: { scope: string; value: string }[] = [];
+/** A unique value of a row: its claim stream's scope and value, and the fields that hold it. */
+interface UniqueKey { scope: string; value: string; fields: Record<string, string | number>; caseInsensitive: boolean }
+
+function uniqueKeys(entity: EntityDef, values: Record<string, unknown>): UniqueKey[] {
+  const keys: UniqueKey[] = [];
   for (const [name, f] of Object.entries(entity.fields)) {
-    if (f.unique && typeof values[name] === 'string') keys.push({ scope: `${entity.name}.${name}`, value: (values[name] as string).trim().toLowerCase() });
+    if (f.unique && typeof values[name] === 'string') {
+      keys.push({ scope: `${entity.name}.${name}`, value: (values[name] as string).trim().toLowerCase(), fields: { [name]: (values[name] as string).trim().toLowerCase() }, caseInsensitive: true });
+    }
   }
   if (entity.uniqueTogether && entity.uniqueTogether.every((f) => values[f] != null)) {
-    keys.push({ scope: `${entity.name}.${entity.uniqueTogether.join('+')}`, value: entity.uniqueTogether.map((f) => String(values[f])).join('+') });
+    keys.push({
+      scope: `${entity.name}.${entity.uniqueTogether.join('+')}`,
+      value: entity.uniqueTogether.map((f) => String(values[f])).join('+'),
+      fields: Object.fromEntries(entity.uniqueTogether.map((f) => [f, values[f] as string | number])),
+      caseInsensitive: false,
+    });
   }
   return keys;
 }
@@ -256,29 +268,51 @@ function uniqueKeys(entity: EntityDef, values: Record<string, unknown>): { scope
 const claimStream = (scope: string, value: string) =>
   `unique-${scope}-${value.length <= 80 && /^[\w.+@-]*$/.test(value) ? value : createHash('sha256').update(value).digest('hex')}`;
 
+/** The unique values `after` holds that `before` did not. */
+function newKeys(entity: EntityDef, before: Record<string, unknown>, after: Record<string, unknown>): UniqueKey[] {
+  const previous = new Set(uniqueKeys(entity, before).map((k) => `${k.scope}=${k.value}`));
+  return uniqueKeys(entity, after).filter((key) => !previous.has(`${key.scope}=${key.value}`));
+}
+
 /**
- * Claims each unique value the row will hold on its own stream. A claim holds while its owner
- * exists, is not deleted and still has the value; otherwise (renamed, deleted, or never created
- * and older than the grace period) it may be taken over, with the stream's revision as the lock.
+ * Which other row holds a unique value (null: none). A claim holds while its owner exists, is not
+ * deleted and still has the value; otherwise (renamed, deleted, or never created and older than
+ * the grace period) it may be taken over. Rows an import made came in bulk and never claimed:
+ * the read model says whether one holds the value.
  */
+async function holderOf(deps: CommandDeps, entity: EntityDef, key: UniqueKey, ownerId: number | null, last: EventEnvelope | undefined): Promise<number | null> {
+  const claimant = last && (last.data as UniqueValueClaimed['data']).ownerId;
+  if (claimant !== undefined && claimant !== ownerId && (await claimHolds(deps, entity, claimant, key, last!.recordedAt))) return claimant;
+  return importedRowHolding(deps.knex, entity, key.fields, key.caseInsensitive, ownerId);
+}
+
+function valueTaken(entity: EntityDef, key: UniqueKey, holder: number): DomainError {
+  const field = key.scope.split('.')[1];
+  return new DomainError(`${kebab(entity.name)}-${kebab(field).replace(/\+/g, '-')}-taken`, `Another ${entity.name} already has this ${field}`, { path: `data.${field}`, ownerId: holder });
+}
+
+const lastClaim = async (deps: CommandDeps, key: UniqueKey) =>
+  (await deps.store.readStream(claimStream(key.scope, key.value), { direction: 'backwards', maxCount: 1 }))[0] as EventEnvelope | undefined;
+
+/** Refuses a unique value another row holds before anything is appended (an id block for a new row included). */
+async function refuseTakenValues(deps: CommandDeps, entity: EntityDef, ownerId: number | null, before: Record<string, unknown>, after: Record<string, unknown>): Promise<void> {
+  for (const key of newKeys(entity, before, after)) {
+    const holder = await holderOf(deps, entity, key, ownerId, await lastClaim(deps, key));
+    if (holder !== null) throw valueTaken(entity, key, holder);
+  }
+}
+
+/** Claims each unique value the row will hold on its own stream, with the stream's revision as the lock. */
 async function claimUniqueValues(
   deps: CommandDeps, entity: EntityDef, ownerId: number, before: Record<string, unknown>, after: Record<string, unknown>, metadata: EventMetadata,
 ): Promise<void> {
-  const previous = new Set(uniqueKeys(entity, before).map((k) => `${k.scope}=${k.value}`));
-  for (const key of uniqueKeys(entity, after)) {
-    if (previous.has(`${key.scope}=${key.value}`)) continue;
-    const streamId = claimStream(key.scope, key.value);
-    const [last] = await deps.store.readStream(streamId, { direction: 'backwards', maxCount: 1 });
-    if (last) {
-      const holder = (last.data as UniqueValueClaimed['data']).ownerId;
-      if (holder !== ownerId && (await claimHolds(deps, entity, holder, key, last.recordedAt))) {
-        throw new DomainError(`${kebab(entity.name)}-${kebab(key.scope.split('.')[1]).replace(/\+/g, '-')}-taken`,
-          `Another ${entity.name} already has this ${key.scope.split('.')[1]}`, { path: `data.${key.scope.split('.')[1]}`, ownerId: holder });
-      }
-    }
+  for (const key of newKeys(entity, before, after)) {
+    const last = await lastClaim(deps, key);
+    const holder = await holderOf(deps, entity, key, ownerId, last);
+    if (holder !== null) throw valueTaken(entity, key, holder);
     const claim: UniqueValueClaimed = { type: 'UniqueValueClaimed', data: { scope: key.scope, value: key.value, ownerId } };
     try {
-      await deps.store.append(streamId, [claim], { expectedRevision: last ? BigInt(last.revision) : 'no-stream', metadata });
+      await deps.store.append(claimStream(key.scope, key.value), [claim], { expectedRevision: last ? BigInt(last.revision) : 'no-stream', metadata });
     } catch (error) {
       if (error instanceof ConcurrencyError) throw new DomainError(`${kebab(entity.name)}-taken`, `Another ${entity.name} is claiming this value right now`, { path: `data.${key.scope.split('.')[1]}` });
       throw error;
@@ -286,7 +320,7 @@ async function claimUniqueValues(
   }
 }
 
-async function claimHolds(deps: CommandDeps, entity: EntityDef, holder: number, key: { scope: string; value: string }, claimedAt: string): Promise<boolean> {
+async function claimHolds(deps: CommandDeps, entity: EntityDef, holder: number, key: UniqueKey, claimedAt: string): Promise<boolean> {
   const fact = await factOf(deps, entity.name, holder);
   if (!fact.exists) return Date.now() - Date.parse(claimedAt) < CLAIM_GRACE_MS;
   if (fact.isDeleted) return false;

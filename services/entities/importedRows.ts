@@ -19,6 +19,25 @@ export async function importedRow(knex: Knex, entity: EntityDef, id: number): Pr
   return row ?? null;
 }
 
+/**
+ * The id of an imported row, other than `exceptId` (null: any) and not deleted, that holds these values of a
+ * unique key now (imported rows never claimed theirs: they came in a chunk), or null.
+ * `caseInsensitive`: the values are given trimmed and in lower case, and compared so.
+ */
+export async function importedRowHolding(knex: Knex, entity: EntityDef, fields: Record<string, string | number>, caseInsensitive: boolean, exceptId: number | null): Promise<number | null> {
+  if (!entity.fields.importJobId) return null;
+  const query = knex(entity.table).whereNotNull('import_job_id').first('id');
+  if (exceptId !== null) query.whereNot('id', exceptId);
+  for (const [name, value] of Object.entries(fields)) {
+    const column = entity.fields[name].column;
+    if (caseInsensitive) query.whereRaw('lower(trim(??)) = ?', [column, value]);
+    else query.where(column, value);
+  }
+  if (entity.softDeleteField) query.where(entity.fields[entity.softDeleteField].column, false);
+  const row = (await query) as { id: number } | undefined;
+  return row ? row.id : null;
+}
+
 const toEventValue = (value: unknown): unknown => (value instanceof Date ? value.toISOString() : value ?? null);
 
 /** The generic aggregate's state an imported row starts from. */

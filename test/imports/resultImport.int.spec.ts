@@ -194,6 +194,22 @@ describe('result import (JUnit endpoint and the multi-format one)', function () 
     expect(gone.status).to.equal(404);
   });
 
+  it('an imported run case holds its (run, case) pair like any other: the same case is not added to the run twice, by hand or by changing another run case', async () => {
+    const [held, other] = await model('testRunCase', 'findMany', { where: { testRunId: ids.run, isDeleted: false, importJobId: { not: null } }, orderBy: { id: 'asc' }, take: 2 });
+    const pair = { testRun: { connect: { id: ids.run } }, repositoryCase: { connect: { id: held.repositoryCaseId } } };
+    const taken = await expectRefused(app, () => admin.post('/api/model/testRunCase/create', { data: pair }), 409);
+    expect(taken).to.deep.include({ code: 'test-run-case-test-run-id-repository-case-id-taken' });
+    expect(taken.details).to.include({ ownerId: held.id });
+    const moved = await expectRefused(app, () => admin.post('/api/model/testRunCase/update', { where: { id: other.id }, data: { repositoryCase: { connect: { id: held.repositoryCaseId } } } }), 409);
+    expect(moved.code).to.equal('test-run-case-test-run-id-repository-case-id-taken');
+    expect(await model('testRunCase', 'count', { where: { testRunId: ids.run, repositoryCaseId: held.repositoryCaseId, isDeleted: false } })).to.equal(1);
+
+    // Once the imported run case is deleted, the pair is free again.
+    await model('testRunCase', 'delete', { where: { id: held.id } });
+    const added = await model('testRunCase', 'create', { data: pair });
+    expect(added).to.include({ testRunId: ids.run, repositoryCaseId: held.repositoryCaseId, isDeleted: false });
+  });
+
   describe('each format through POST /api/test-results/import (auto-detected): every parsed case is a result', () => {
     const FIXTURES: Record<string, string[]> = {
       junit: ['junit-surefire.xml', 'junit-gradle.xml', 'junit-pytest.xml', 'junit-jest.xml', 'junit-go.xml', 'junit-dotnet.xml', 'junit-nested.xml'],
