@@ -65,9 +65,9 @@ export async function createEntity(deps: CommandDeps, name: EntityName, write: E
   const decider = deciderOf(entity);
   // Decide once against an empty stream before anything is claimed or reserved: a refused create appends nothing.
   decider.decide({ type: 'Create', id: 1, values, facts, now: deps.clock().toISOString() }, decider.initialState);
-  await refuseTakenValues(deps, entity, plannedId ?? null, {}, values);
+  const free = await refuseTakenValues(deps, entity, plannedId ?? null, {}, values);
   const id = plannedId ?? (await deps.ids.next(name, metadata));
-  await claimUniqueValues(deps, entity, id, {}, values, metadata);
+  await claimUniqueValues(deps, entity, id, free, metadata);
   const outcome = await handleCommand(deps.store, streamOf(entity, id), decider, {
     type: 'Create', id, values, facts, now: deps.clock().toISOString(),
   }, metadata);
@@ -95,8 +95,8 @@ export async function updateEntity(deps: CommandDeps, name: EntityName, id: numb
   // The project path's first hop is looked up too, so that new references are checked against the row's project.
   const changedRelations = [...Object.keys(write.connect), ...(entity.projectPath?.length ? [entity.projectPath[0]] : [])];
   const facts = await factsFor(deps, entity, merged, changedRelations, write);
-  await refuseTakenValues(deps, entity, id, state.values, merged);
-  await claimUniqueValues(deps, entity, id, state.values, merged, metadata);
+  const free = await refuseTakenValues(deps, entity, id, state.values, merged);
+  await claimUniqueValues(deps, entity, id, free, metadata);
   const outcome = await handleCommand(deps.store, streamOf(entity, id), decider, {
     type: 'Update', id, values, facts, now: deps.clock().toISOString(),
   }, metadata);
@@ -294,22 +294,27 @@ function valueTaken(entity: EntityDef, key: UniqueKey, holder: number): DomainEr
 const lastClaim = async (deps: CommandDeps, key: UniqueKey) =>
   (await deps.store.readStream(claimStream(key.scope, key.value), { direction: 'backwards', maxCount: 1 }))[0] as EventEnvelope | undefined;
 
-/** Refuses a unique value another row holds before anything is appended (an id block for a new row included). */
-async function refuseTakenValues(deps: CommandDeps, entity: EntityDef, ownerId: number | null, before: Record<string, unknown>, after: Record<string, unknown>): Promise<void> {
-  for (const key of newKeys(entity, before, after)) {
-    const holder = await holderOf(deps, entity, key, ownerId, await lastClaim(deps, key));
-    if (holder !== null) throw valueTaken(entity, key, holder);
-  }
-}
+/** A unique value found free, and the last claim on its stream when it was looked at (the lock for claiming it). */
+interface FreeValue { key: UniqueKey; last: EventEnvelope | undefined }
 
-/** Claims each unique value the row will hold on its own stream, with the stream's revision as the lock. */
-async function claimUniqueValues(
-  deps: CommandDeps, entity: EntityDef, ownerId: number, before: Record<string, unknown>, after: Record<string, unknown>, metadata: EventMetadata,
-): Promise<void> {
+/** Refuses a unique value another row holds, before anything is appended (an id block for a new row included). */
+async function refuseTakenValues(deps: CommandDeps, entity: EntityDef, ownerId: number | null, before: Record<string, unknown>, after: Record<string, unknown>): Promise<FreeValue[]> {
+  const free: FreeValue[] = [];
   for (const key of newKeys(entity, before, after)) {
     const last = await lastClaim(deps, key);
     const holder = await holderOf(deps, entity, key, ownerId, last);
     if (holder !== null) throw valueTaken(entity, key, holder);
+    free.push({ key, last });
+  }
+  return free;
+}
+
+/**
+ * Claims the values found free on their own streams, each at the revision it was seen at: a claim
+ * appended in between makes this one fail rather than both hold.
+ */
+async function claimUniqueValues(deps: CommandDeps, entity: EntityDef, ownerId: number, values: readonly FreeValue[], metadata: EventMetadata): Promise<void> {
+  for (const { key, last } of values) {
     const claim: UniqueValueClaimed = { type: 'UniqueValueClaimed', data: { scope: key.scope, value: key.value, ownerId } };
     try {
       await deps.store.append(claimStream(key.scope, key.value), [claim], { expectedRevision: last ? BigInt(last.revision) : 'no-stream', metadata });
