@@ -105,6 +105,17 @@ describe('the domain through the model API', function () {
       expect((await create('tag', { name: 'Doomed' })).name).to.equal('Doomed');
     });
 
+    it('of ten creates of one new tag name at once, one lands; the others are refused with 409', async () => {
+      const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => c.post('/api/model/tag/create', { data: { name: i % 2 ? 'Race' : 'race' } })));
+      expect(answers.filter((a) => a.status === 201)).to.have.length(1);
+      for (const refusal of answers.filter((a) => a.status !== 201)) {
+        expect(refusal.status, JSON.stringify(refusal.body)).to.equal(409);
+        expect(refusal.body.code).to.be.oneOf(['tag-name-taken', 'tag-taken']);
+      }
+      const tags = (await c.post('/api/model/tag/findMany', { where: { name: { equals: 'race', mode: 'insensitive' } } })).body.data;
+      expect(tags).to.have.length(1);
+    });
+
     it('creates a case with steps, tags, template, state and field values in one write', async () => {
       const kase = await create('repositoryCase', {
         title: 'Pay by card', className: 'shop.Checkout', automated: true,
