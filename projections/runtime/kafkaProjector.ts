@@ -2,9 +2,10 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { EventEnvelope } from '../../contracts/envelope';
 import type { ContractValidator } from '../../contracts/validator';
-import { decodeValue, headerText, type Kafka, type KafkaMessage } from '../../infra/kafka';
+import { decodeValue, headerText, type ConsumerRunConfig, type Kafka, type KafkaMessage } from '../../infra/kafka';
 import { applyBatch } from './applyBatch';
 import { advanceCheckpoint } from './checkpoints';
+import { OffsetCommitter } from './offsetCommitter';
 import type { Projection } from './projection';
 import type { ProjectionStatus, Projector } from './projector';
 
@@ -12,6 +13,8 @@ const APPLY_ATTEMPTS = 3;
 const PARKED_REASON = 'stream parked after an earlier failure';
 const OFFSET_COMMIT_INTERVAL_MS = 1000;
 const PARTITIONS_IN_PARALLEL = 3;
+const RESTART_FIRST_MS = 1000;
+const RESTART_MAX_MS = 30_000;
 
 export interface KafkaProjectorHooks {
   /** Called after a batch's read-model transaction committed and before its offset is resolved and committed (tests). */
@@ -35,6 +38,9 @@ interface Failure { position: string | null; eventId: string | null; eventType: 
  * (3 attempts); then it is recorded, skipped, and its stream is parked: later events of that
  * stream are recorded and skipped too (applying them out of order would corrupt the row), while
  * every other stream goes on. Parked streams and failures are reported by /readyz and the logs.
+ *
+ * A consumer is never left stopped: one kafkajs gives up on is started again with backoff, and
+ * its projection reported as failing until it has joined its group again.
  */
 export function startKafkaProjector(deps: {
   kafka: Kafka; knex: Knex; topic: string; projections: readonly Projection[]; contracts: ContractValidator; logger: Logger; hooks?: KafkaProjectorHooks;
@@ -45,19 +51,11 @@ export function startKafkaProjector(deps: {
     const status = { name: projection.name, position: '0', state: 'running' as ProjectionStatus['state'], lastError: null as string | null, partitions: {} as Record<number, string>, parkedStreams: 0 };
     states.set(projection.name, status);
     const parked = new Set<string>();
-    const toCommit = new Map<number, string>();
-    const commitOffsets = async () => {
-      if (toCommit.size === 0) return;
-      const offsets = [...toCommit].map(([partition, offset]) => ({ topic: deps.topic, partition, offset }));
-      toCommit.clear();
-      await consumer.commitOffsets(offsets).catch((err) => {
-        // Kept for the next tick (unless a newer offset came meanwhile): a commit lost while the
-        // broker was away must not leave the group's lag standing once everything is applied.
-        for (const { partition, offset } of offsets) if (!toCommit.has(partition)) toCommit.set(partition, offset);
-        log.debug({ err }, 'offset commit failed; retried on the next tick');
-      });
-    };
-    const committer = setInterval(() => void commitOffsets(), OFFSET_COMMIT_INTERVAL_MS);
+    const offsets = new OffsetCommitter(
+      (batch) => consumer.commitOffsets(batch.map(({ partition, offset }) => ({ topic: deps.topic, partition, offset }))),
+      (err) => log.debug({ err }, 'offset commit failed; retried on the next tick'),
+    );
+    const committer = setInterval(() => void offsets.flush(), OFFSET_COMMIT_INTERVAL_MS);
     const consumer = deps.kafka.consumer({ groupId: consumerGroupOf(deps.topic, projection.name), allowAutoTopicCreation: false });
 
     async function record(f: Failure): Promise<void> {
@@ -164,42 +162,65 @@ export function startKafkaProjector(deps: {
       status.partitions[partition] = checkpoint.toString();
     }
 
-    const run = (async () => {
-      await consumer.connect();
-      await consumer.subscribe({ topics: [deps.topic], fromBeginning: true });
-      await consumer.run({
-        // The read model's own checkpoints recognise redeliveries, so no offset commit has to
-        // succeed for correctness: they are committed on a timer, off the batch path.
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        // Partitions are independent (a stream lives on one): several are applied at once.
-        partitionsConsumedConcurrently: PARTITIONS_IN_PARALLEL,
-        eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }) => {
-          if (!isRunning() || isStale() || batch.messages.length === 0) return;
-          await handle(batch.partition, batch.messages, heartbeat);
-          const lastOffset = batch.messages[batch.messages.length - 1].offset;
-          await deps.hooks?.afterApply?.(projection.name, batch.partition, lastOffset);
-          // Moves this consumer's fetch position; the group's offset follows within OFFSET_COMMIT_INTERVAL_MS.
-          resolveOffset(lastOffset);
-          toCommit.set(batch.partition, (BigInt(lastOffset) + 1n).toString());
-        },
-      });
-    })().catch((error) => {
-      status.state = 'stopped';
+    const runConfig: ConsumerRunConfig = {
+      // The read model's own checkpoints recognise redeliveries, so no offset commit has to
+      // succeed for correctness: they are committed on a timer, off the batch path.
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      // Partitions are independent (a stream lives on one): several are applied at once.
+      partitionsConsumedConcurrently: PARTITIONS_IN_PARALLEL,
+      eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }) => {
+        if (!isRunning() || isStale() || batch.messages.length === 0) return;
+        await handle(batch.partition, batch.messages, heartbeat);
+        const lastOffset = batch.messages[batch.messages.length - 1].offset;
+        await deps.hooks?.afterApply?.(projection.name, batch.partition, lastOffset);
+        // Moves this consumer's fetch position; the group's offset follows within OFFSET_COMMIT_INTERVAL_MS.
+        resolveOffset(lastOffset);
+        offsets.note(batch.partition, (BigInt(lastOffset) + 1n).toString());
+      },
+    };
+
+    // kafkajs restarts a consumer after a retriable error itself; after any other (a broker away
+    // at start-up, an error it does not know, a bug) it gives up. We never do: the consumer is
+    // started again with backoff, and reported as failing meanwhile.
+    const supervisor = { stopping: false, timer: undefined as NodeJS.Timeout | undefined, crashesInARow: 0, subscribed: false, starting: Promise.resolve() };
+    const start = async () => {
+      try {
+        await consumer.connect();
+        if (!supervisor.subscribed) {
+          await consumer.subscribe({ topics: [deps.topic], fromBeginning: true });
+          supervisor.subscribed = true;
+        }
+        await consumer.run(runConfig);
+      } catch (error) {
+        startAgainLater(error);
+      }
+    };
+    const startAgainLater = (error: unknown) => {
+      status.state = 'failing';
       status.lastError = error instanceof Error ? error.message : String(error);
-      log.error({ err: error }, 'kafka projector stopped');
-    });
-    // After a rebalance, only offsets of partitions still ours are worth committing.
+      if (supervisor.stopping || supervisor.timer) return;
+      const delay = Math.min(RESTART_MAX_MS, RESTART_FIRST_MS * 2 ** supervisor.crashesInARow++);
+      log.error({ err: error, restartInMs: delay }, 'kafka consumer stopped; starting it again');
+      supervisor.timer = setTimeout(() => {
+        supervisor.timer = undefined;
+        if (!supervisor.stopping) supervisor.starting = start();
+      }, delay);
+    };
+    supervisor.starting = start();
+
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
-      const ours = new Set(e.payload.memberAssignment[deps.topic] ?? []);
-      for (const partition of [...toCommit.keys()]) if (!ours.has(partition)) toCommit.delete(partition);
+      supervisor.crashesInARow = 0;
+      status.state = 'running';
+      // After a rebalance, only offsets of partitions still ours are worth committing.
+      offsets.keepOnly(e.payload.memberAssignment[deps.topic] ?? []);
     });
     consumer.on(consumer.events.CRASH, (e) => {
       status.lastError = e.payload.error.message;
-      log.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
-      if (!e.payload.restart) status.state = 'stopped';
+      if (e.payload.restart) log.error({ err: e.payload.error }, 'kafka consumer crashed; kafkajs starts it again');
+      else startAgainLater(e.payload.error);
     });
-    return { consumer, run, committer, commitOffsets };
+    return { consumer, supervisor, committer, offsets };
   });
 
   return {
@@ -209,10 +230,12 @@ export function startKafkaProjector(deps: {
       return { ...s, partitions: { ...s.partitions }, position: max.toString() };
     }),
     async stop() {
-      await Promise.all(consumers.map(async ({ consumer, run, committer, commitOffsets }) => {
+      await Promise.all(consumers.map(async ({ consumer, supervisor, committer, offsets }) => {
+        supervisor.stopping = true;
+        clearTimeout(supervisor.timer);
         clearInterval(committer);
-        await run;
-        await commitOffsets();
+        await supervisor.starting;
+        await offsets.drain();
         await consumer.disconnect().catch(() => undefined);
       }));
     },

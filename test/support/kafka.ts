@@ -382,22 +382,30 @@ export async function waitForRelay(t: TransportTest, timeoutMs = 60_000): Promis
     async () => `relay at ${await relayPosition(t.knex, t.topic)}, head ${await t.store.headPosition()}`);
 }
 
-export async function committedLag(admin: Admin, topic: string, groupId: string): Promise<number> {
+/** Per partition: the group's committed offset ('-1' for none) and the partition's end. */
+async function committedOffsets(admin: Admin, topic: string, groupId: string): Promise<{ partition: number; committed: string; low: string; high: string }[]> {
   const ends = await admin.fetchTopicOffsets(topic);
   const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
-  let lag = 0;
-  for (const end of ends) {
-    const c = committed?.partitions.find((p) => p.partition === end.partition)?.offset ?? '-1';
-    const from = c === '-1' ? BigInt(end.low) : BigInt(c);
-    lag += Number(BigInt(end.high) - from);
-  }
-  return lag;
+  return ends.map((end) => ({
+    partition: end.partition, low: end.low, high: end.high,
+    committed: committed?.partitions.find((p) => p.partition === end.partition)?.offset ?? '-1',
+  }));
+}
+
+const lagOf = (p: { committed: string; low: string; high: string }) => Number(BigInt(p.high) - BigInt(p.committed === '-1' ? p.low : p.committed));
+
+export async function committedLag(admin: Admin, topic: string, groupId: string): Promise<number> {
+  return (await committedOffsets(admin, topic, groupId)).reduce((lag, p) => lag + lagOf(p), 0);
 }
 
 /** Every projection's consumer group committed the end of every partition: nothing is left to (re)deliver. */
 export async function waitForConsumers(t: TransportTest, projections: string[], timeoutMs = 60_000): Promise<void> {
   const groups = projections.map((p) => consumerGroupOf(t.topic, p));
-  const lags = async () => (await Promise.all(groups.map((g) => committedLag(t.admin, t.topic, g)))).map((lag, i) => `${projections[i]}: ${lag}`).join(', ');
+  // On a timeout: each group's lag, and committed/end of each partition behind.
+  const lags = async () => (await Promise.all(groups.map((g) => committedOffsets(t.admin, t.topic, g)))).map((parts, i) => {
+    const behind = parts.filter((p) => lagOf(p) > 0).map((p) => `p${p.partition} ${p.committed}/${p.high}`);
+    return `${projections[i]}: ${parts.reduce((lag, p) => lag + lagOf(p), 0)}${behind.length ? ` (${behind.join(', ')})` : ''}`;
+  }).join(', ');
   await waitUntil(async () => (await Promise.all(groups.map((g) => committedLag(t.admin, t.topic, g)))).every((lag) => lag === 0),
     'the consumer groups to commit the end of the topic', timeoutMs, async () => `uncommitted messages ${await lags()}`);
 }

@@ -45,7 +45,10 @@ describe('Kafka transport: broker restarted mid-burst (real broker)', function (
     gates[1].open();
     await burst.done;
     await waitForRelay(tt, 150_000);
-    await waitForConsumers(tt, PROJECTIONS, 150_000);
+    await waitForConsumers(tt, PROJECTIONS, 150_000).catch((error: Error) => {
+      error.message += `; projector: ${JSON.stringify(projector.status().map(({ name, state, lastError }) => ({ name, state, lastError })))}`;
+      throw error;
+    });
     await expectEachEventAppliedOnceInOrder(tt);
     await expectReadModelMatchesStore(tt);
     await expectCheckpointsAtPartitionHeads(tt, PROJECTIONS);

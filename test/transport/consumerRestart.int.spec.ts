@@ -1,0 +1,56 @@
+// kafkajs gives up on a consumer after an error it does not count as retriable (here a TypeError
+// thrown in a batch, as a bug would): the projector starts the consumer again, with backoff, and
+// the batch it failed is delivered again and applied once.
+import { expect } from 'chai';
+import type { ProjectionStatus } from '../../projections/runtime/projector';
+import {
+  RECORDER, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder, failures, openTransportTest, recordingProjection,
+  requireKafka, startBurst, waitForConsumers, waitForRelay, waitUntil, type TransportTest,
+} from '../support/kafka';
+
+describe('Kafka transport: a consumer kafkajs gives up on (real broker)', function () {
+  this.timeout(120_000);
+  let t: TransportTest | undefined;
+
+  before(async function () {
+    await requireKafka(this, 'Kafka transport consumer restart');
+  });
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  it('is started again after a TypeError in a batch: reported as failing meanwhile, then every event applied once', async () => {
+    t = await openTransportTest({ partitions: 3 });
+    const tt = t;
+    await startBurst(tt.store, { streams: 15, eventsPerStream: 10, writers: 4 }).done;
+    const relay = tt.startRelay();
+    await waitForRelay(tt);
+    await relay.stop();
+
+    let thrown = 0;
+    const seen: ProjectionStatus['state'][] = [];
+    const projector = tt.startProjector([recordingProjection()], {
+      async afterApply() {
+        if (thrown++ === 0) {
+          // Not a KafkaJS error and not retriable for kafkajs (TypeError is "unrecoverable" to its retrier).
+          throw new TypeError('a bug in the batch handler');
+        }
+      },
+    });
+    await waitUntil(() => {
+      const [s] = projector.status();
+      if (seen.at(-1) !== s.state) seen.push(s.state);
+      return s.state === 'failing';
+    }, 'the projector to report the given-up consumer as failing', 30_000);
+    expect(projector.status()[0].lastError).to.contain('a bug in the batch handler');
+
+    await waitForConsumers(tt, [RECORDER]);
+    await expectEachEventAppliedOnceInOrder(tt);
+    await expectCheckpointsAtPartitionHeads(tt, [RECORDER]);
+    expect(await failures(tt.knex)).to.deep.equal([]);
+    await waitUntil(() => projector.status()[0].state === 'running', 'the projector to report the consumer running again', 10_000);
+    expect(seen).to.deep.equal(['running', 'failing']);
+    expect(thrown, 'batches handled: the failed one again, and the rest').to.be.greaterThan(1);
+  });
+});
