@@ -212,6 +212,7 @@ export function startKafkaProjector(deps: {
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       supervisor.crashesInARow = 0;
       status.state = 'running';
+      log.info({ memberId: e.payload.memberId, partitions: e.payload.memberAssignment[deps.topic] ?? [] }, 'joined the consumer group');
       // After a rebalance, only offsets of partitions still ours are worth committing.
       offsets.keepOnly(e.payload.memberAssignment[deps.topic] ?? []);
     });

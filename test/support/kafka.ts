@@ -2,7 +2,8 @@
 // throw-away database and topic per test, a recording projection, concurrent writers, the relay
 // as a child process, waits on checkpoints and committed offsets, and the checks every suite
 // makes against the event store. KAFKA_BROKERS (default 127.0.0.1:9092); TEST_LOG_LEVEL shows the
-// in-process relay's and projector's logs (default silent).
+// in-process relay's and projector's logs; without it, their info lines and above are kept and
+// printed when a test fails (printLogsIfFailed).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -139,6 +140,8 @@ export interface TransportTest {
   logger: Logger;
   topic: string;
   partitions: number;
+  /** The last lines (info and above) the in-process relay and projectors logged, when TEST_LOG_LEVEL is not set. */
+  recentLogs(): string[];
   /** Runs `stop` when the test ends (all together: relays, projectors, processes, producers). */
   defer(stop: () => Promise<unknown>): void;
   startRelay(): Relay;
@@ -148,11 +151,28 @@ export interface TransportTest {
   close(): Promise<void>;
 }
 
+const LOG_LINES_KEPT = 300;
+
+/** In an afterEach: when the test failed, prints what its relay and projectors logged (info and above). */
+export function printLogsIfFailed(ctx: Mocha.Context, t: TransportTest | undefined): void {
+  if (ctx.currentTest?.state !== 'failed' || !t) return;
+  const lines = t.recentLogs();
+  console.log(`    the last ${lines.length} log lines (info and above) of the in-process relay and projectors:`);
+  for (const line of lines) console.log(`      ${line}`);
+}
+
 export const uniqueTopic = () => `t-${randomBytes(5).toString('hex')}`;
 
 /** A fresh database (read model, event store, recording table) and a fresh topic (and thus fresh consumer groups). */
 export async function openTransportTest(opts: { partitions?: number } = {}): Promise<TransportTest> {
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const kept: string[] = [];
+  const keep = {
+    write(line: string) {
+      kept.push(line.trimEnd().slice(0, 600));
+      if (kept.length > LOG_LINES_KEPT) kept.shift();
+    },
+  };
+  const logger = process.env.TEST_LOG_LEVEL ? pino({ level: process.env.TEST_LOG_LEVEL }) : pino({ level: 'info' }, keep);
   const db = await createTestDatabase('kafka');
   const pool = createPool(db.url);
   const knex = createKnex(db.url, 20);
@@ -190,6 +210,7 @@ export async function openTransportTest(opts: { partitions?: number } = {}): Pro
     const partitions = await ensureTopic(kafka, topic, opts.partitions ?? PARTITIONS);
     const t: TransportTest = {
       db, pool, knex, store, kafka, admin, contracts, logger, topic, partitions,
+      recentLogs: () => [...kept],
       defer: (stop) => void stoppers.push(stop),
       startRelay() {
         const relay = startRelay({ store, knex, kafka, topic, logger });
@@ -366,6 +387,16 @@ export async function readAllEvents(store: EventStore): Promise<EventEnvelope[]>
     all.push(...page);
     if (page.length < 1000) return all;
   }
+}
+
+/** 150 events on 15 streams, all published to a 3-partition topic before any projector starts. */
+export async function publishedTopic(): Promise<TransportTest> {
+  const t = await openTransportTest({ partitions: 3 });
+  await startBurst(t.store, { streams: 15, eventsPerStream: 10, writers: 4 }).done;
+  const relay = t.startRelay();
+  await waitForRelay(t);
+  await relay.stop();
+  return t;
 }
 
 // ---------------------------------------------------------------------------------------------

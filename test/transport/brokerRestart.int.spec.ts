@@ -5,7 +5,7 @@ import { readModelProjection } from '../../projections/readModel';
 import {
   Gate, KAFKA_BROKERS, RECORDER, appliedCount, brokerAnswers, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder,
   expectReadModelMatchesStore, failures, kafkaScript, openTransportTest, projectionsUnderTest, relayPosition, requireKafka, startBurst,
-  waitForConsumers, waitForRelay, waitUntil, type TransportTest,
+  waitForConsumers, waitForRelay, waitUntil, printLogsIfFailed, type TransportTest,
 } from '../support/kafka';
 
 const PROJECTIONS = [readModelProjection.name, RECORDER];
@@ -17,6 +17,9 @@ describe('Kafka transport: broker restarted mid-burst (real broker)', function (
 
   before(async function () {
     await requireKafka(this, 'Kafka transport broker restart');
+  });
+  afterEach(function () {
+    printLogsIfFailed(this, t);
   });
   after(async function () {
     this.timeout(200_000);

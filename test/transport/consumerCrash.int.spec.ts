@@ -6,21 +6,11 @@ import { partitionOf } from '../../infra/kafka';
 import { consumerGroupOf } from '../../projections/runtime/kafkaProjector';
 import type { Projector } from '../../projections/runtime/projector';
 import {
-  RECORDER, appliedRows, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder, openTransportTest, recordingProjection,
-  requireKafka, startBurst, waitForConsumers, waitForRelay, waitUntil, type TransportTest,
+  RECORDER, appliedRows, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder, publishedTopic, recordingProjection,
+  requireKafka, waitForConsumers, waitUntil, printLogsIfFailed, type TransportTest,
 } from '../support/kafka';
 
 interface Batch { partition: number; lastOffset: string }
-
-/** 150 events on 15 streams, all on a 3-partition topic before any projector starts. */
-async function publishedTopic(): Promise<TransportTest> {
-  const t = await openTransportTest({ partitions: 3 });
-  await startBurst(t.store, { streams: 15, eventsPerStream: 10, writers: 4 }).done;
-  const relay = t.startRelay();
-  await waitForRelay(t);
-  await relay.stop();
-  return t;
-}
 
 const offsetsUpTo = (b: Batch) => Array.from({ length: Number(b.lastOffset) + 1 }, (_, o) => `${b.partition}:${o}`);
 
@@ -31,7 +21,8 @@ describe('Kafka transport: consumer dies between applying and committing (real b
   before(async function () {
     await requireKafka(this, 'Kafka transport consumer crash');
   });
-  afterEach(async () => {
+  afterEach(async function () {
+    printLogsIfFailed(this, t);
     await t?.close();
     t = undefined;
   });

@@ -10,7 +10,7 @@ import { consumerGroupOf } from '../../projections/runtime/kafkaProjector';
 import { caseStream } from '../support/kafka';
 import {
   META, RECORDER, appendCase, appliedRows, caseEvent, expectCheckpointsAtPartitionHeads, expectReadModelMatchesStore,
-  failures, openTransportTest, projectionsUnderTest, recordingProjection, requireKafka, waitForConsumers, waitForRelay, waitUntil, type TransportTest,
+  failures, openTransportTest, projectionsUnderTest, recordingProjection, requireKafka, waitForConsumers, waitForRelay, waitUntil, printLogsIfFailed, type TransportTest,
 } from '../support/kafka';
 
 const PROJECTIONS = [readModelProjection.name, RECORDER];
@@ -38,7 +38,8 @@ describe('Kafka transport: malformed messages and failing events (real broker)',
   before(async function () {
     await requireKafka(this, 'Kafka transport malformed messages');
   });
-  afterEach(async () => {
+  afterEach(async function () {
+    printLogsIfFailed(this, t);
     await t?.close();
     t = undefined;
   });

@@ -6,7 +6,7 @@ import { consumerGroupOf } from '../../projections/runtime/kafkaProjector';
 import {
   Gate, RECORDER, appendCase, appliedCount, appliedRows, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder, expectNoRedeliveries,
   expectReadModelMatchesStore, failures, openTransportTest, projectionsUnderTest, recordingProjection, requireKafka, startBurst,
-  waitForConsumers, waitForRelay, waitUntil, type TransportTest,
+  waitForConsumers, waitForRelay, waitUntil, printLogsIfFailed, type TransportTest,
 } from '../support/kafka';
 
 const PROJECTIONS = [readModelProjection.name, RECORDER];
@@ -18,7 +18,8 @@ describe('Kafka transport: per-stream ordering (real broker)', function () {
   before(async function () {
     await requireKafka(this, 'Kafka transport ordering');
   });
-  afterEach(async () => {
+  afterEach(async function () {
+    printLogsIfFailed(this, t);
     await t?.close();
     t = undefined;
   });

@@ -5,7 +5,7 @@ import { readModelProjection } from '../../projections/readModel';
 import {
   Gate, RECORDER, appendCase, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder, expectReadModelMatchesStore, failures,
   openTransportTest, projectionsUnderTest, relayPosition, requireKafka, startBurst, startRelayProcess, topicMessageCount, waitForConsumers,
-  waitForRelay, waitUntil, type TransportTest,
+  waitForRelay, waitUntil, printLogsIfFailed, type TransportTest,
 } from '../support/kafka';
 
 const PROJECTIONS = [readModelProjection.name, RECORDER];
@@ -24,7 +24,8 @@ describe('Kafka transport: relay killed and restarted (real broker, relay proces
   before(async function () {
     await requireKafka(this, 'Kafka transport relay crash');
   });
-  afterEach(async () => {
+  afterEach(async function () {
+    printLogsIfFailed(this, t);
     await t?.close();
     t = undefined;
   });
