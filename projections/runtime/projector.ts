@@ -31,7 +31,7 @@ const MAX_BACKOFF_MS = 30_000;
 export function startProjector(deps: { store: EventStore; knex: Knex; projections: readonly Projection[]; logger: Logger }): Projector {
   const { store, knex, logger } = deps;
   const states = new Map<string, ProjectionStatus>();
-  const subscriptions: Subscription[] = [];
+  const subscriptions = new Set<Subscription>();
   let stopping = false;
   let wakeSleepers: (() => void)[] = [];
 
@@ -84,13 +84,39 @@ export function startProjector(deps: { store: EventStore; knex: Knex; projection
     }
   }
 
-  async function run(projection: Projection, after: bigint): Promise<void> {
-    if (stopping) return;
-    const subscription = store.subscribeToAll({ after: after.toString(), shallow: projection.shallow });
-    subscriptions.push(subscription);
-    for await (const batch of inBatches(subscription, BATCH_SIZE)) {
-      if (stopping) break;
-      await applyWithRetry(projection, batch);
+  /**
+   * Follows the log from the projection's position. A read that fails (the database restarted or
+   * cut the connection) does not stop the projection: it is reported failing, and once the event
+   * store answers again it follows on from the last position applied.
+   */
+  async function run(projection: Projection): Promise<void> {
+    const status = states.get(projection.name)!;
+    for (let backoff = 500; !stopping; backoff = Math.min(backoff * 2, MAX_BACKOFF_MS)) {
+      const subscription = store.subscribeToAll({ after: status.position, shallow: projection.shallow });
+      subscriptions.add(subscription);
+      try {
+        for await (const batch of inBatches(subscription, BATCH_SIZE)) {
+          if (stopping) break;
+          await applyWithRetry(projection, batch);
+          backoff = 500;
+        }
+        return;
+      } catch (error) {
+        if (stopping) return;
+        status.state = 'failing';
+        status.lastError = error instanceof Error ? error.message : String(error);
+        logger.error({ err: error, projection: projection.name, position: status.position, backoffMs: backoff }, 'cannot read the event store; following it again');
+      } finally {
+        subscriptions.delete(subscription);
+        await subscription.close();
+      }
+      await sleep(backoff);
+      if (stopping) return;
+      // Running again as soon as the store answers, not only when the next event comes.
+      if (await store.headPosition().then(() => true, () => false)) {
+        status.state = 'running';
+        status.lastError = null;
+      }
     }
   }
 
@@ -100,7 +126,7 @@ export function startProjector(deps: { store: EventStore; knex: Knex; projection
       deps.projections.map((projection) => {
         const after = checkpoints.get(projection.name) ?? 0n;
         states.set(projection.name, { name: projection.name, position: after.toString(), state: 'running', lastError: null });
-        return run(projection, after).catch((error) => {
+        return run(projection).catch((error) => {
           const status = states.get(projection.name)!;
           status.state = 'stopped';
           status.lastError = error instanceof Error ? error.message : String(error);
@@ -116,7 +142,7 @@ export function startProjector(deps: { store: EventStore; knex: Knex; projection
       stopping = true;
       wakeSleepers.forEach((w) => w());
       wakeSleepers = [];
-      await Promise.all(subscriptions.map((s) => s.close()));
+      await Promise.all([...subscriptions].map((s) => s.close()));
       await started.catch(() => undefined);
     },
   };

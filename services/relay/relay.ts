@@ -74,23 +74,57 @@ export function startRelay(deps: { store: EventStore; knex: Knex; kafka: Kafka; 
   };
   const checkpointer = setInterval(() => void saveCheckpoint().catch((err) => log.warn({ err }, 'cannot save the relay checkpoint')), CHECKPOINT_INTERVAL_MS);
 
-  const running = (async () => {
+  /** Publishes from the last acknowledged position until stopped; throws when the event store cannot be read. */
+  async function follow(): Promise<void> {
+    const following = deps.store.subscribeToAll({ after: status.position });
+    subscription = following;
+    try {
+      for await (const batch of inBatches(following, BATCH)) {
+        if (stopping) break;
+        await publish(batch);
+      }
+    } finally {
+      subscription = null;
+      await following.close();
+    }
+  }
+
+  let started = false;
+  async function start(): Promise<void> {
     await producer.connect();
     const after = await readCheckpoint(deps.knex, name);
     status.position = after.toString();
     saved = status.position;
+    started = true;
+    status.state = 'running';
+    status.lastError = null;
     log.info({ after: status.position }, 'relay started');
-    if (stopping) return;
-    subscription = deps.store.subscribeToAll({ after: after.toString() });
-    for await (const batch of inBatches(subscription, BATCH)) {
-      if (stopping) break;
-      await publish(batch);
+  }
+
+  // Neither a broker away at start-up nor a read of the event store that fails (the database
+  // restarted or cut the connection) stops the relay: it says so (state `retrying`), and follows
+  // on from the last position the broker acknowledged.
+  const running = (async () => {
+    for (let backoff = 500; !stopping; backoff = Math.min(backoff * 2, MAX_BACKOFF_MS)) {
+      const published = status.published;
+      try {
+        if (!started) await start();
+        await follow();
+        return;
+      } catch (error) {
+        if (stopping) return;
+        if (status.published > published) backoff = 500;
+        status.state = 'retrying';
+        status.lastError = error instanceof Error ? error.message : String(error);
+        log.error({ err: error, position: status.position, backoffMs: backoff }, started ? 'cannot read the event store; following it again' : 'cannot start; trying again');
+      }
+      await sleep(backoff);
+      if (!stopping && started && (await deps.store.headPosition().then(() => true, () => false))) {
+        status.state = 'running';
+        status.lastError = null;
+      }
     }
-  })().catch((error) => {
-    status.state = 'stopped';
-    status.lastError = error instanceof Error ? error.message : String(error);
-    if (!stopping) log.error({ err: error }, 'relay stopped');
-  });
+  })();
 
   return {
     status: () => ({ ...status }),

@@ -38,3 +38,42 @@ export async function createTestDatabase(label = 't'): Promise<TestDatabase> {
     },
   };
 }
+
+/** The same database, its sessions named `applicationName` in pg_stat_activity (so a test can cut just them). */
+export function withApplicationName(url: string, applicationName: string): string {
+  const u = new URL(url);
+  u.searchParams.set('application_name', applicationName);
+  return u.toString();
+}
+
+/**
+ * A database outage as a client sees it: new connections to `db` are refused, and the open
+ * sessions named `applicationName` are ended, except those waiting on LISTEN when `keepListeners`
+ * (so a subscription's next read, not its listener, is what fails). Answers how many sessions were
+ * ended; `restoreConnections` lets connections in again.
+ */
+export async function cutConnections(db: TestDatabase, applicationName: string, opts: { keepListeners?: boolean } = {}): Promise<number> {
+  return withAdmin(async (admin) => {
+    await admin.query(`ALTER DATABASE ${db.name} WITH ALLOW_CONNECTIONS false`);
+    const { rows } = await admin.query(
+      `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+        WHERE datname = $1 AND application_name = $2 AND NOT ($3 AND query ILIKE 'LISTEN %')`,
+      [db.name, applicationName, opts.keepListeners ?? false],
+    );
+    return rows.filter((r) => r.ended).length;
+  });
+}
+
+export async function restoreConnections(db: TestDatabase): Promise<void> {
+  await withAdmin((admin) => admin.query(`ALTER DATABASE ${db.name} WITH ALLOW_CONNECTIONS true`));
+}
+
+async function withAdmin<T>(work: (admin: pg.Client) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  try {
+    return await work(admin);
+  } finally {
+    await admin.end();
+  }
+}

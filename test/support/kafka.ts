@@ -275,7 +275,7 @@ function countingDeliveries(kafka: Kafka, deliveries: Map<string, Map<string, nu
 
 export const RECORDER = 'recorder';
 
-async function createRecordingTable(knex: Knex): Promise<void> {
+export async function createRecordingTable(knex: Knex): Promise<void> {
   await knex.raw(`CREATE TABLE transport_applied (
     seq bigserial PRIMARY KEY, projection text NOT NULL, consumer text NOT NULL,
     stream_id text NOT NULL, revision bigint NOT NULL, position bigint NOT NULL, event_id uuid NOT NULL)`);
