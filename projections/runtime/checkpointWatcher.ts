@@ -21,6 +21,7 @@ export class CheckpointWatcher {
   private readonly waiters = new Set<Waiter>();
   private client: pg.Client | null = null;
   private poller: NodeJS.Timeout | null = null;
+  private reconnecting: NodeJS.Timeout | null = null;
   private closed = false;
 
   constructor(
@@ -44,12 +45,37 @@ export class CheckpointWatcher {
     });
     client.on('error', () => {
       if (this.client === client) this.client = null;
-      if (!this.closed) setTimeout(() => this.connect().catch(() => undefined), SAFETY_POLL_MS);
+      this.reconnectLater();
     });
-    await client.connect();
-    await client.query(`LISTEN ${CHECKPOINT_CHANNEL}`);
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHECKPOINT_CHANNEL}`);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
     if (this.closed) await client.end().catch(() => undefined);
     else this.client = client;
+  }
+
+  /**
+   * A lost LISTEN connection is replaced, every second until the database lets it in; then the
+   * checkpoints are read once, for the notifications missed meanwhile.
+   */
+  private reconnectLater(): void {
+    if (this.closed || this.reconnecting) return;
+    this.reconnecting = setTimeout(() => {
+      void (async () => {
+        try {
+          await this.connect();
+          await this.refresh();
+          this.reconnecting = null;
+        } catch {
+          this.reconnecting = null;
+          if (!this.client) this.reconnectLater();
+        }
+      })();
+    }, SAFETY_POLL_MS);
   }
 
   /**
@@ -108,6 +134,7 @@ export class CheckpointWatcher {
     this.closed = true;
     for (const w of [...this.waiters]) this.settle(w, new HttpError(503, 'shutting-down', 'The server is shutting down'));
     if (this.poller) clearInterval(this.poller);
+    if (this.reconnecting) clearTimeout(this.reconnecting);
     await this.client?.end().catch(() => undefined);
   }
 }

@@ -33,6 +33,9 @@ import { ConcurrencyError } from '../../services/shared/errors';
 import type { EventStore } from '../../services/shared/eventStore';
 import { withContracts } from '../../services/shared/validatingEventStore';
 import { createTestDatabase, type TestDatabase } from './database';
+import { waitUntil } from './wait';
+
+export { waitUntil };
 
 const ROOT = path.join(__dirname, '..', '..');
 
@@ -98,19 +101,6 @@ export function kafkaScript(name: 'up' | 'down', timeoutMs = 180_000): Promise<s
 
 // ---------------------------------------------------------------------------------------------
 // Waiting
-
-/** Polls `check` until it answers true; fails after `timeoutMs` saying what it waited for (and the last state). */
-export async function waitUntil(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 60_000, describe?: () => Promise<string> | string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) {
-      const state = describe ? `; last state: ${await describe()}` : '';
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${state}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** An open-once barrier the writers stop at when `at` events have been appended. */
 export class Gate {
