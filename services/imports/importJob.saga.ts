@@ -18,7 +18,9 @@ import { type ChunkData, type ImportJobCommand, type ImportJobState, importJobDe
  * content before anything is written), plan the test run, then parse again and append the results
  * in chunks, each chunk one `TestResultsImported` on the job's stream at the expected revision, so
  * the chunk and the job's progress are one write. Killed at any point, the job resumes where its
- * stream says (`resumeUnfinished` at start-up): no chunk twice, none missing.
+ * stream says (`resumeUnfinished` at start-up): no chunk twice, none missing. Interrupted by the
+ * database or the event store while the process lives, it resumes the same way by itself, with
+ * backoff, until it completes or fails on its content.
  */
 
 export interface ImportSettings {
@@ -47,6 +49,9 @@ export type JobSignal =
 
 /** How long start-up waits for the `imports` read model before resuming the jobs it lists. */
 const RESUME_WAIT_MS = 60_000;
+/** An interrupted job is taken up again after 1 s, doubling up to a minute. */
+const RESUME_FIRST_MS = 1000;
+const RESUME_MAX_MS = 60_000;
 
 /** How many warnings a job keeps on its stream (all are counted). */
 export const KEPT_WARNINGS = 100;
@@ -56,6 +61,8 @@ const sourceOf = (format: ImportFormat) => format.toUpperCase() as CaseSource;
 
 export class ImportSaga {
   private readonly running = new Map<number, Promise<void>>();
+  /** Jobs interrupted in this process: how often in a row, and the timer that takes each up again. */
+  private readonly interruptions = new Map<number, { attempts: number; timer: NodeJS.Timeout }>();
   private readonly signals = new EventEmitter();
   private stopping = false;
 
@@ -73,10 +80,27 @@ export class ImportSaga {
   run(jobId: number): Promise<void> {
     let running = this.running.get(jobId);
     if (!running) {
-      running = this.execute(jobId).finally(() => this.running.delete(jobId));
+      running = this.execute(jobId)
+        .then(() => void this.interruptions.delete(jobId), (err) => {
+          if (!(err instanceof DomainError || err instanceof ResultFileError)) this.resumeLater(jobId);
+          throw err;
+        })
+        .finally(() => this.running.delete(jobId));
       this.running.set(jobId, running);
     }
     return running;
+  }
+
+  /** After an interruption (database, event store): the job is run again from its stream, with backoff. */
+  private resumeLater(jobId: number): void {
+    if (this.stopping) return;
+    const attempts = (this.interruptions.get(jobId)?.attempts ?? 0) + 1;
+    const delay = Math.min(RESUME_MAX_MS, RESUME_FIRST_MS * 2 ** (attempts - 1));
+    this.deps.logger.warn({ jobId, attempt: attempts, resumeInMs: delay }, 'import job interrupted; resuming it');
+    const timer = setTimeout(() => {
+      if (!this.stopping) void this.run(jobId).catch(() => undefined);
+    }, delay);
+    this.interruptions.set(jobId, { attempts, timer });
   }
 
   /** Every job the read model lists as queued or running: resumed one after the other, in the background. */
@@ -105,6 +129,7 @@ export class ImportSaga {
   /** Stops taking up jobs; jobs in flight stop at their next chunk and resume on the next start. */
   async stop(): Promise<void> {
     this.stopping = true;
+    for (const { timer } of this.interruptions.values()) clearTimeout(timer);
     await Promise.allSettled([...this.running.values()]);
   }
 
@@ -134,9 +159,10 @@ export class ImportSaga {
       if (err instanceof Stopped) return;
       const known = err instanceof ResultFileError || err instanceof DomainError;
       if (!known) {
-        // Infrastructure (database, event store): the job stays unfinished and resumes on the next start.
+        // Infrastructure (database, event store): the job stays unfinished; run() takes it up again.
         this.deps.logger.error({ err, jobId, correlationId: job.metadata.correlationId }, 'import job interrupted');
-        const interrupted = new HttpError(503, 'import-interrupted', 'The import was interrupted; it resumes when the service restarts', { jobId });
+        const interrupted = new HttpError(503, 'import-interrupted',
+          'The import was interrupted; it goes on by itself once the database answers again (GET /api/imports/{jobId} shows it)', { jobId });
         this.emit(jobId, { kind: 'error', code: interrupted.code, error: interrupted.message, details: interrupted.details });
         throw err;
       }

@@ -47,17 +47,17 @@ export function withApplicationName(url: string, applicationName: string): strin
 }
 
 /**
- * A database outage as a client sees it: new connections to `db` are refused, and the open
- * sessions named `applicationName` are ended, except those waiting on LISTEN when `keepListeners`
- * (so a subscription's next read, not its listener, is what fails). Answers how many sessions were
- * ended; `restoreConnections` lets connections in again.
+ * A database outage as a client sees it: new connections to `db` are refused, and its open
+ * sessions are ended — those named `applicationName` only, when given — except those waiting on
+ * LISTEN when `keepListeners` (so a subscription's next read, not its listener, is what fails).
+ * Answers how many sessions were ended; `restoreConnections` lets connections in again.
  */
-export async function cutConnections(db: TestDatabase, applicationName: string, opts: { keepListeners?: boolean } = {}): Promise<number> {
+export async function cutConnections(db: TestDatabase, applicationName: string | null, opts: { keepListeners?: boolean } = {}): Promise<number> {
   return withAdmin(async (admin) => {
     await admin.query(`ALTER DATABASE ${db.name} WITH ALLOW_CONNECTIONS false`);
     const { rows } = await admin.query(
       `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
-        WHERE datname = $1 AND application_name = $2 AND NOT ($3 AND query ILIKE 'LISTEN %')`,
+        WHERE datname = $1 AND ($2::text IS NULL OR application_name = $2) AND NOT ($3 AND query ILIKE 'LISTEN %')`,
       [db.name, applicationName, opts.keepListeners ?? false],
     );
     return rows.filter((r) => r.ended).length;
