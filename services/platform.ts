@@ -59,7 +59,8 @@ export async function openPlatform(config: Readonly<Config>, logger: Logger, opt
     }
     const pool = createPool(databaseUrl, opts.poolSize ?? 10, (err) => logger.warn({ err }, 'idle database connection lost'));
     closers.push(() => pool.end());
-    const knex = createKnex(databaseUrl, opts.poolSize ?? 10);
+    const knexLog = logger.child({ component: 'knex' });
+    const knex = createKnex(databaseUrl, opts.poolSize ?? 10, { warn: (msg) => knexLog.warn(msg), error: (msg) => knexLog.error(msg) });
     usePreparedStatements(knex, config.preparedStatements);
     closers.push(() => knex.destroy());
     await migrateReadModel(knex);

@@ -14,6 +14,15 @@ export function createPool(connectionString: string, max = 10, onIdleError: (err
   return pool;
 }
 
-export function createKnex(connectionString: string, max = 10): Knex {
-  return knexFactory({ client: 'pg', connection: connectionString, pool: { min: 0, max } });
+/** What knex says about its connections (a lost or refused one), to the service's log instead of the console. */
+export interface KnexLog {
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+export function createKnex(connectionString: string, max = 10, log?: KnexLog): Knex {
+  return knexFactory({
+    client: 'pg', connection: connectionString, pool: { min: 0, max },
+    ...(log && { log: { warn: (m: unknown) => log.warn(String(m)), error: (m: unknown) => log.error(String(m)), deprecate: (m: unknown) => log.warn(String(m)), debug: () => undefined } }),
+  });
 }

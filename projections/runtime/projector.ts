@@ -53,6 +53,8 @@ export function startProjector(deps: { store: EventStore; knex: Knex; projection
     }
   }
 
+  const databaseAnswers = () => knex.raw('SELECT 1').then(() => true, () => false);
+
   async function applyWithRetry(projection: Projection, events: EventEnvelope[]): Promise<void> {
     const status = states.get(projection.name)!;
     for (let backoff = 500; !stopping; backoff = Math.min(backoff * 2, MAX_BACKOFF_MS)) {
@@ -69,7 +71,12 @@ export function startProjector(deps: { store: EventStore; knex: Knex; projection
           } catch (error) {
             status.state = 'failing';
             status.lastError = error instanceof Error ? error.message : String(error);
-            await recordFailure(projection, event, error).catch((e) => logger.error({ err: e }, 'cannot record projection failure'));
+            // A database that does not answer is not this event's fault: nothing to record, retried as it is.
+            if (await databaseAnswers()) {
+              await recordFailure(projection, event, error).catch((e) => logger.error({ err: e }, 'cannot record projection failure'));
+            } else {
+              logger.error({ err: error, projection: projection.name, position: status.position }, 'the database does not answer; applying again after a pause');
+            }
             break;
           }
         }
