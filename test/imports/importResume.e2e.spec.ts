@@ -149,5 +149,9 @@ describe('result import end to end (a started server, killed mid-import)', funct
     expect(server.output()).to.include('import job interrupted; resuming it');
     await expectEveryResultOnce(client, project, job);
     expect(server.output(), 'the same server: no restart').to.not.include('resuming unfinished import jobs');
+    // Ready again, and the outage is nobody's fault: no event recorded as failing.
+    const ready = (await client.get('/readyz')).body;
+    expect(ready.status, JSON.stringify(ready)).to.equal('ready');
+    expect(ready.checks.find((c: any) => c.name === 'projections').details.recentFailures).to.deep.equal([]);
   });
 });
