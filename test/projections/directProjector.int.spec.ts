@@ -45,10 +45,11 @@ describe('direct projector: the database refuses it for a while (PostgreSQL)', f
     // The projector's own connections carry a name, so the test cuts just them.
     const url = withApplicationName(db.url, VICTIM);
     const victimPool = createPool(url);
-    const victimKnex = createKnex(url);
+    const logger = pino({ level: 'silent' });
+    const victimKnex = createKnex(url, 10, { warn: (m) => logger.warn(m), error: (m) => logger.error(m) });
     const victimStore = new PostgresEventStore(victimPool, url);
     closers.push(() => victimStore.close(), () => victimKnex.destroy(), () => victimPool.end());
-    projector = startProjector({ store: victimStore, knex: victimKnex, projections: [recordingProjection()], logger: pino({ level: 'silent' }) });
+    projector = startProjector({ store: victimStore, knex: victimKnex, projections: [recordingProjection()], logger });
     const running = projector;
 
     await startBurst(store, { streams: 10, eventsPerStream: 10, writers: 4 }).done;

@@ -1,9 +1,10 @@
-// The database refuses the relay for a while (its connections cut, new ones refused): the relay
-// reports it, and once let in again follows on from what the broker acknowledged.
+// The database refuses the relay, or a projector, for a while (its connections cut, new ones
+// refused): each says so, and once let in again goes on; nothing is lost or applied twice.
 import { expect } from 'chai';
 import { PostgresEventStore } from '../../infra/eventstore/postgres';
 import { createKnex, createPool } from '../../infra/postgres/database';
 import { readModelProjection } from '../../projections/readModel';
+import { startKafkaProjector } from '../../projections/runtime/kafkaProjector';
 import { startRelay } from '../../services/relay/relay';
 import { cutConnections, restoreConnections, withApplicationName } from '../support/database';
 import {
@@ -12,14 +13,17 @@ import {
   type TransportTest,
 } from '../support/kafka';
 
-const VICTIM = 'relay-under-test';
+const VICTIM = 'under-test';
 
-describe('Kafka transport: the database refuses the relay for a while (real broker)', function () {
+/** knex's messages about the connections it lost or could not get, into the test's log (printed if it fails). */
+const knexLogTo = (t: TransportTest) => ({ warn: (m: string) => t.logger.warn(m), error: (m: string) => t.logger.error(m) });
+
+describe('Kafka transport: the database refuses the relay or a projector for a while (real broker)', function () {
   this.timeout(120_000);
   let t: TransportTest | undefined;
 
   before(async function () {
-    await requireKafka(this, 'Kafka transport relay outage');
+    await requireKafka(this, 'Kafka transport database outage');
   });
   afterEach(async function () {
     printLogsIfFailed(this, t);
@@ -28,13 +32,13 @@ describe('Kafka transport: the database refuses the relay for a while (real brok
     t = undefined;
   });
 
-  it('a read that fails is reported (retrying); let in again, it publishes every event once and the projections agree', async () => {
+  it('the relay: a read that fails is reported (retrying); let in again, it publishes every event once and the projections agree', async () => {
     t = await openTransportTest({ partitions: 3 });
     const tt = t;
     // The relay's own connections carry a name, so the test cuts just them.
     const url = withApplicationName(tt.db.url, VICTIM);
     const pool = createPool(url);
-    const knex = createKnex(url);
+    const knex = createKnex(url, 10, knexLogTo(tt));
     const store = new PostgresEventStore(pool, url);
     const relay = startRelay({ store, knex, kafka: tt.kafka, topic: tt.topic, logger: tt.logger });
     tt.defer(async () => {
@@ -61,6 +65,35 @@ describe('Kafka transport: the database refuses the relay for a while (real brok
     await waitForConsumers(tt, [readModelProjection.name, RECORDER]);
     await waitUntil(() => relay.status().state === 'running', 'the relay to report running again', 10_000);
     expect(relay.status().published, 'each event published once').to.equal(160);
+    await expectEachEventAppliedOnceInOrder(tt);
+    await expectReadModelMatchesStore(tt);
+    await expectCheckpointsAtPartitionHeads(tt, [readModelProjection.name, RECORDER]);
+    expect(await failures(tt.knex)).to.deep.equal([]);
+  });
+
+  it('a projector: batches that cannot be applied meanwhile are delivered again; every event applied once, in order, nothing recorded as failing', async () => {
+    t = await openTransportTest({ partitions: 3 });
+    const tt = t;
+    const url = withApplicationName(tt.db.url, VICTIM);
+    const knex = createKnex(url, 10, knexLogTo(tt));
+    const projector = startKafkaProjector({ kafka: tt.kafka, knex, topic: tt.topic, projections: projectionsUnderTest(), contracts: tt.contracts, logger: tt.logger });
+    tt.defer(async () => {
+      await projector.stop();
+      await knex.destroy();
+    });
+    tt.startRelay();
+
+    await startBurst(tt.store, { streams: 15, eventsPerStream: 10, writers: 4 }).done;
+    await waitForConsumers(tt, [readModelProjection.name, RECORDER]);
+
+    expect(await cutConnections(tt.db, VICTIM), 'sessions ended').to.be.greaterThan(0);
+    await startBurst(tt.store, { streams: 5, eventsPerStream: 10, writers: 2, firstCaseId: 16 }).done;
+    await waitForRelay(tt);
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(await failures(tt.knex), 'nothing recorded while the database refused the projector').to.deep.equal([]);
+
+    await restoreConnections(tt.db);
+    await waitForConsumers(tt, [readModelProjection.name, RECORDER], 120_000);
     await expectEachEventAppliedOnceInOrder(tt);
     await expectReadModelMatchesStore(tt);
     await expectCheckpointsAtPartitionHeads(tt, [readModelProjection.name, RECORDER]);
