@@ -4,6 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import type { EventEnvelope, EventMetadata, NewEvent } from '../../contracts/envelope';
 import { ConcurrencyError } from '../../services/shared/errors';
+import { listenOn } from '../postgres/listen';
 import type {
   AppendResult, EventStore, ExpectedRevision, ReadAllOptions, ReadStreamOptions, Subscription,
 } from '../../services/shared/eventStore';
@@ -204,20 +205,14 @@ class PostgresSubscription implements Subscription {
   };
 
   private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString });
-    client.on('notification', this.onNotify);
     // A lost LISTEN connection is replaced; the catch-up read after it covers what was missed.
-    client.on('error', () => {
-      if (this.listener === client) this.listener = null;
-      this.onNotify();
+    const client = await listenOn(this.connectionString, NOTIFY_CHANNEL, {
+      onNotification: this.onNotify,
+      onLost: (lost) => {
+        if (this.listener === lost) this.listener = null;
+        this.onNotify();
+      },
     });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
-    } catch (error) {
-      await client.end().catch(() => undefined);
-      throw error;
-    }
     // Closed while connecting: nobody else will end this client.
     if (this.closed) await client.end().catch(() => undefined);
     else this.listener = client;

@@ -1,5 +1,6 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { Knex } from 'knex';
+import { listenOn } from '../../infra/postgres/listen';
 import { HttpError } from '../../services/shared/errors';
 import { CHECKPOINT_CHANNEL, readCheckpoints } from './checkpoints';
 
@@ -37,23 +38,16 @@ export class CheckpointWatcher {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString });
-    client.on('notification', (msg) => {
-      const payload = msg.payload ?? '';
-      const colon = payload.lastIndexOf(':');
-      if (colon > 0) this.advance(payload.slice(0, colon), BigInt(payload.slice(colon + 1)));
+    const client = await listenOn(this.connectionString, CHECKPOINT_CHANNEL, {
+      onNotification: (payload) => {
+        const colon = payload.lastIndexOf(':');
+        if (colon > 0) this.advance(payload.slice(0, colon), BigInt(payload.slice(colon + 1)));
+      },
+      onLost: (lost) => {
+        if (this.client === lost) this.client = null;
+        this.reconnectLater();
+      },
     });
-    client.on('error', () => {
-      if (this.client === client) this.client = null;
-      this.reconnectLater();
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${CHECKPOINT_CHANNEL}`);
-    } catch (error) {
-      await client.end().catch(() => undefined);
-      throw error;
-    }
     if (this.closed) await client.end().catch(() => undefined);
     else this.client = client;
   }
