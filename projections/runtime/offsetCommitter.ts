@@ -35,7 +35,7 @@ export class OffsetCommitter {
     for (const partition of [...this.pending.keys()]) if (!this.held.has(partition)) this.pending.delete(partition);
   }
 
-  /** Offsets noted and not yet committed, by partition (for tests and status). */
+  /** Offsets noted and not yet committed, by partition (what the tests look at). */
   uncommitted(): Record<number, string> {
     return Object.fromEntries([...this.pending].map(([partition, offset]) => [partition, offset.toString()]));
   }

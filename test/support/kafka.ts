@@ -151,6 +151,39 @@ export function printLogsIfFailed(ctx: Mocha.Context, t: TransportTest | undefin
   for (const line of lines) console.log(`      ${line}`);
 }
 
+/**
+ * What every transport suite sets up, called in its describe: the broker check (skip, or fail with
+ * REQUIRE_SERVICES=1), and after each test its logs when it failed, then its clean-up
+ * (`beforeClose` first, when given). A test opens its TransportTest with `open` or `published`.
+ */
+export function transportSuite(suite: string, opts: { beforeClose?: (t: TransportTest) => Promise<void> } = {}) {
+  let current: TransportTest | undefined;
+  before(async function () {
+    await requireKafka(this, suite);
+  });
+  afterEach(async function () {
+    printLogsIfFailed(this, current);
+    if (current) await opts.beforeClose?.(current).catch(() => undefined);
+    await current?.close();
+    current = undefined;
+  });
+  return {
+    async open(options: { partitions?: number } = {}): Promise<TransportTest> {
+      current = await openTransportTest(options);
+      return current;
+    },
+    /** 150 events on 15 streams, all published to a 3-partition topic before any projector starts. */
+    async published(): Promise<TransportTest> {
+      const t = await this.open({ partitions: 3 });
+      await startBurst(t.store, { streams: 15, eventsPerStream: 10, writers: 4 }).done;
+      const relay = t.startRelay();
+      await waitForRelay(t);
+      await relay.stop();
+      return t;
+    },
+  };
+}
+
 export const uniqueTopic = () => `t-${randomBytes(5).toString('hex')}`;
 
 /** A fresh database (read model, event store, recording table) and a fresh topic (and thus fresh consumer groups). */
@@ -377,16 +410,6 @@ export async function readAllEvents(store: EventStore): Promise<EventEnvelope[]>
     all.push(...page);
     if (page.length < 1000) return all;
   }
-}
-
-/** 150 events on 15 streams, all published to a 3-partition topic before any projector starts. */
-export async function publishedTopic(): Promise<TransportTest> {
-  const t = await openTransportTest({ partitions: 3 });
-  await startBurst(t.store, { streams: 15, eventsPerStream: 10, writers: 4 }).done;
-  const relay = t.startRelay();
-  await waitForRelay(t);
-  await relay.stop();
-  return t;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,8 +6,8 @@ import { partitionOf } from '../../infra/kafka';
 import { consumerGroupOf } from '../../projections/runtime/kafkaProjector';
 import type { Projector } from '../../projections/runtime/projector';
 import {
-  RECORDER, appliedRows, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder, publishedTopic, recordingProjection,
-  requireKafka, waitForConsumers, waitUntil, printLogsIfFailed, type TransportTest,
+  RECORDER, appliedRows, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder, recordingProjection, transportSuite,
+  waitForConsumers, waitUntil,
 } from '../support/kafka';
 
 interface Batch { partition: number; lastOffset: string }
@@ -16,20 +16,10 @@ const offsetsUpTo = (b: Batch) => Array.from({ length: Number(b.lastOffset) + 1 
 
 describe('Kafka transport: consumer dies between applying and committing (real broker)', function () {
   this.timeout(90_000);
-  let t: TransportTest | undefined;
-
-  before(async function () {
-    await requireKafka(this, 'Kafka transport consumer crash');
-  });
-  afterEach(async function () {
-    printLogsIfFailed(this, t);
-    await t?.close();
-    t = undefined;
-  });
+  const suite = transportSuite('Kafka transport consumer crash');
 
   it('dies after its DB commit, before its offset commit: a fresh projector gets the batch again and applies nothing twice', async () => {
-    t = await publishedTopic();
-    const tt = t;
+    const tt = await suite.published();
     let crashed: Batch | undefined;
     let leaving: Promise<void> | undefined;
     const first: Projector = tt.startProjector([recordingProjection({ consumer: 'first' })], {
@@ -68,8 +58,7 @@ describe('Kafka transport: consumer dies between applying and committing (real b
   });
 
   it('throws after the DB commit: kafkajs hands the batch over again and it changes nothing', async () => {
-    t = await publishedTopic();
-    const tt = t;
+    const tt = await suite.published();
     const calls: Batch[] = [];
     tt.startProjector([recordingProjection()], {
       async afterApply(_projection, partition, lastOffset) {

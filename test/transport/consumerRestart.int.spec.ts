@@ -4,26 +4,16 @@
 import { expect } from 'chai';
 import type { ProjectionStatus } from '../../projections/runtime/projector';
 import {
-  RECORDER, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder, failures, publishedTopic, recordingProjection,
-  requireKafka, waitForConsumers, waitUntil, printLogsIfFailed, type TransportTest,
+  RECORDER, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder, failures, recordingProjection, transportSuite,
+  waitForConsumers, waitUntil,
 } from '../support/kafka';
 
 describe('Kafka transport: a consumer kafkajs gives up on (real broker)', function () {
   this.timeout(120_000);
-  let t: TransportTest | undefined;
-
-  before(async function () {
-    await requireKafka(this, 'Kafka transport consumer restart');
-  });
-  afterEach(async function () {
-    printLogsIfFailed(this, t);
-    await t?.close();
-    t = undefined;
-  });
+  const suite = transportSuite('Kafka transport consumer restart');
 
   it('is started again after a TypeError in a batch: reported as failing meanwhile, then every event applied once', async () => {
-    t = await publishedTopic();
-    const tt = t;
+    const tt = await suite.published();
 
     let thrown = 0;
     const seen: ProjectionStatus['state'][] = [];

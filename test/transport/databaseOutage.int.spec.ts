@@ -9,8 +9,7 @@ import { startRelay } from '../../services/relay/relay';
 import { cutConnections, restoreConnections, withApplicationName } from '../support/database';
 import {
   RECORDER, appendCase, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder, expectReadModelMatchesStore, failures,
-  openTransportTest, printLogsIfFailed, projectionsUnderTest, requireKafka, startBurst, waitForConsumers, waitForRelay, waitUntil,
-  type TransportTest,
+  projectionsUnderTest, startBurst, transportSuite, waitForConsumers, waitForRelay, waitUntil, type TransportTest,
 } from '../support/kafka';
 
 const VICTIM = 'under-test';
@@ -20,21 +19,10 @@ const knexLogTo = (t: TransportTest) => ({ warn: (m: string) => t.logger.warn(m)
 
 describe('Kafka transport: the database refuses the relay or a projector for a while (real broker)', function () {
   this.timeout(120_000);
-  let t: TransportTest | undefined;
-
-  before(async function () {
-    await requireKafka(this, 'Kafka transport database outage');
-  });
-  afterEach(async function () {
-    printLogsIfFailed(this, t);
-    if (t) await restoreConnections(t.db).catch(() => undefined);
-    await t?.close();
-    t = undefined;
-  });
+  const suite = transportSuite('Kafka transport database outage', { beforeClose: (t) => restoreConnections(t.db) });
 
   it('the relay: a read that fails is reported (retrying); let in again, it publishes every event once and the projections agree', async () => {
-    t = await openTransportTest({ partitions: 3 });
-    const tt = t;
+    const tt = await suite.open({ partitions: 3 });
     // The relay's own connections carry a name, so the test cuts just them.
     const url = withApplicationName(tt.db.url, VICTIM);
     const pool = createPool(url);
@@ -72,8 +60,7 @@ describe('Kafka transport: the database refuses the relay or a projector for a w
   });
 
   it('a projector: batches that cannot be applied meanwhile are delivered again; every event applied once, in order, nothing recorded as failing', async () => {
-    t = await openTransportTest({ partitions: 3 });
-    const tt = t;
+    const tt = await suite.open({ partitions: 3 });
     const url = withApplicationName(tt.db.url, VICTIM);
     const knex = createKnex(url, 10, knexLogTo(tt));
     const projector = startKafkaProjector({ kafka: tt.kafka, knex, topic: tt.topic, projections: projectionsUnderTest(), contracts: tt.contracts, logger: tt.logger });

@@ -9,8 +9,8 @@ import { readModelProjection } from '../../projections/readModel';
 import { consumerGroupOf } from '../../projections/runtime/kafkaProjector';
 import { caseStream } from '../support/kafka';
 import {
-  META, RECORDER, appendCase, appliedRows, caseEvent, expectCheckpointsAtPartitionHeads, expectReadModelMatchesStore,
-  failures, openTransportTest, projectionsUnderTest, recordingProjection, requireKafka, waitForConsumers, waitForRelay, waitUntil, printLogsIfFailed, type TransportTest,
+  META, RECORDER, appendCase, appliedRows, caseEvent, expectCheckpointsAtPartitionHeads, expectReadModelMatchesStore, failures,
+  projectionsUnderTest, recordingProjection, transportSuite, waitForConsumers, waitForRelay, waitUntil,
 } from '../support/kafka';
 
 const PROJECTIONS = [readModelProjection.name, RECORDER];
@@ -33,20 +33,10 @@ function envelope(caseId: number, revision: number, position: number, event = ca
 
 describe('Kafka transport: malformed messages and failing events (real broker)', function () {
   this.timeout(90_000);
-  let t: TransportTest | undefined;
-
-  before(async function () {
-    await requireKafka(this, 'Kafka transport malformed messages');
-  });
-  afterEach(async function () {
-    printLogsIfFailed(this, t);
-    await t?.close();
-    t = undefined;
-  });
+  const suite = transportSuite('Kafka transport malformed messages');
 
   it('invalid JSON, contract violations and a key that is not the stream are recorded once each and skipped', async () => {
-    t = await openTransportTest({ partitions: 3 });
-    const tt = t;
+    const tt = await suite.open({ partitions: 3 });
     const [a, b] = casesOn(0, 3, 2);
     const [c] = casesOn(1, 3, 1);
     const [d] = casesOn(2, 3, 1);
@@ -125,8 +115,7 @@ describe('Kafka transport: malformed messages and failing events (real broker)',
   });
 
   it('an event the projection cannot apply is recorded, its stream parked, every other stream goes on', async () => {
-    t = await openTransportTest({ partitions: 3 });
-    const tt = t;
+    const tt = await suite.open({ partitions: 3 });
     const [broken, neighbour] = casesOn(0, 3, 2);
     const others = [...casesOn(1, 3, 3), ...casesOn(2, 3, 3)];
     const refuse = (e: EventEnvelope) => e.streamId === caseStream(broken) && e.revision === '1';
@@ -171,8 +160,7 @@ describe('Kafka transport: malformed messages and failing events (real broker)',
   });
 
   it('a stream parked by one projector stays parked when a rebalance gives its partition to another', async () => {
-    t = await openTransportTest({ partitions: 3 });
-    const tt = t;
+    const tt = await suite.open({ partitions: 3 });
     const [broken, neighbour] = casesOn(0, 3, 2);
     const refuse = (e: EventEnvelope) => e.streamId === caseStream(broken) && e.revision === '1';
     const group = consumerGroupOf(tt.topic, RECORDER);

@@ -4,28 +4,19 @@ import { expect } from 'chai';
 import { readModelProjection } from '../../projections/readModel';
 import { consumerGroupOf } from '../../projections/runtime/kafkaProjector';
 import {
-  Gate, RECORDER, appendCase, appliedCount, appliedRows, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder, expectNoRedeliveries,
-  expectReadModelMatchesStore, failures, openTransportTest, projectionsUnderTest, recordingProjection, requireKafka, startBurst,
-  waitForConsumers, waitForRelay, waitUntil, printLogsIfFailed, type TransportTest,
+  Gate, RECORDER, appendCase, appliedCount, appliedRows, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder,
+  expectNoRedeliveries, expectReadModelMatchesStore, failures, projectionsUnderTest, recordingProjection, startBurst, transportSuite,
+  waitForConsumers, waitForRelay, waitUntil,
 } from '../support/kafka';
 
 const PROJECTIONS = [readModelProjection.name, RECORDER];
 
 describe('Kafka transport: per-stream ordering (real broker)', function () {
   this.timeout(120_000);
-  let t: TransportTest | undefined;
-
-  before(async function () {
-    await requireKafka(this, 'Kafka transport ordering');
-  });
-  afterEach(async function () {
-    printLogsIfFailed(this, t);
-    await t?.close();
-    t = undefined;
-  });
+  const suite = transportSuite('Kafka transport ordering');
 
   it('40 streams written by 8 concurrent writers: every event applied once, each stream in revision order', async () => {
-    t = await openTransportTest();
+    const t = await suite.open();
     t.startRelay();
     t.startProjector(projectionsUnderTest());
     const burst = startBurst(t.store, { streams: 40, eventsPerStream: 25, writers: 8 });
@@ -44,8 +35,7 @@ describe('Kafka transport: per-stream ordering (real broker)', function () {
   });
 
   it('a second projector joins mid-burst and the first leaves: partitions move, order and exactly-once hold', async () => {
-    t = await openTransportTest();
-    const tt = t;
+    const tt = await suite.open();
     const gates = [new Gate(300), new Gate(600), new Gate(850)];
     const groups = PROJECTIONS.map((p) => consumerGroupOf(tt.topic, p));
     const members = async () => (await tt.admin.describeGroups(groups)).groups.map((g) => (g.state === 'Stable' ? g.members.length : -1));
@@ -83,8 +73,7 @@ describe('Kafka transport: per-stream ordering (real broker)', function () {
   });
 
   it('a backlog larger than one fetch (1 MB a partition) is consumed to the end, each batch once', async () => {
-    t = await openTransportTest({ partitions: 1 });
-    const tt = t;
+    const tt = await suite.open({ partitions: 1 });
     // 2500 events of about 700 bytes on one partition: 1.7 MB, more than kafkajs fetches at once.
     const description = 'x'.repeat(400);
     for (let caseId = 1; caseId <= 50; caseId++) await appendCase(tt.store, caseId, 1);

@@ -4,8 +4,8 @@ import { expect } from 'chai';
 import { readModelProjection } from '../../projections/readModel';
 import {
   Gate, RECORDER, appendCase, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder, expectReadModelMatchesStore, failures,
-  openTransportTest, projectionsUnderTest, relayPosition, requireKafka, startBurst, startRelayProcess, topicMessageCount, waitForConsumers,
-  waitForRelay, waitUntil, printLogsIfFailed, type TransportTest,
+  projectionsUnderTest, relayPosition, startBurst, startRelayProcess, topicMessageCount, transportSuite, waitForConsumers, waitForRelay,
+  waitUntil, type TransportTest,
 } from '../support/kafka';
 
 const PROJECTIONS = [readModelProjection.name, RECORDER];
@@ -19,20 +19,10 @@ async function expectConsistent(t: TransportTest): Promise<void> {
 
 describe('Kafka transport: relay killed and restarted (real broker, relay process)', function () {
   this.timeout(120_000);
-  let t: TransportTest | undefined;
-
-  before(async function () {
-    await requireKafka(this, 'Kafka transport relay crash');
-  });
-  afterEach(async function () {
-    printLogsIfFailed(this, t);
-    await t?.close();
-    t = undefined;
-  });
+  const suite = transportSuite('Kafka transport relay crash');
 
   it('SIGKILL mid-burst, restart: every one of 3000 events arrives, once, in stream order', async () => {
-    t = await openTransportTest();
-    const tt = t;
+    const tt = await suite.open();
     const relay = await startRelayProcess(tt);
     expect(relay.after).to.equal('0');
     tt.startProjector(projectionsUnderTest());
@@ -55,8 +45,7 @@ describe('Kafka transport: relay killed and restarted (real broker, relay proces
   });
 
   it('a relay restarted behind what the broker acknowledged republishes; consumers apply nothing twice', async () => {
-    t = await openTransportTest();
-    const tt = t;
+    const tt = await suite.open();
     await startBurst(tt.store, { streams: 20, eventsPerStream: 30, writers: 4 }).done;
     const relay = await startRelayProcess(tt);
     tt.startProjector(projectionsUnderTest());
