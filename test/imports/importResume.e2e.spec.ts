@@ -42,6 +42,16 @@ async function expectEveryResultOnce(admin: HttpClient, project: number, job: an
   expect(await count('testRun', { projectId: project })).to.equal(1);
 }
 
+/** The administrator signs in, makes a token and a project; answers the token, the project and a client with the token. */
+async function tokenAndProject(url: string, projectName: string) {
+  const session = new HttpClient(url);
+  expect((await session.post('/api/auth/login', ADMIN)).status).to.equal(200);
+  const token = (await session.post('/api/tokens', { name: `import e2e ${projectName}` })).body.token as string;
+  const client = new HttpClient(url, token);
+  const project = (await client.post('/api/model/project/create', { data: { name: projectName } })).body.data.id as number;
+  return { token, project, client };
+}
+
 /** Starts the import of `bigReport()` and reads its progress stream until three chunks are in. */
 async function importUntilChunksAreIn(url: string, token: string, project: number, name: string) {
   const form = new FormData();
@@ -108,11 +118,7 @@ describe('result import end to end (a started server, killed mid-import)', funct
 
   it('a job killed with SIGKILL between chunks resumes on restart: no duplicate, no missing result', async () => {
     server = await startServer(env);
-    const session = new HttpClient(server.url);
-    expect((await session.post('/api/auth/login', ADMIN)).status).to.equal(200);
-    const token = (await session.post('/api/tokens', { name: 'import e2e' })).body.token as string;
-    const client = new HttpClient(server.url, token);
-    const project = (await client.post('/api/model/project/create', { data: { name: 'Crashy' } })).body.data.id as number;
+    const { token, project } = await tokenAndProject(server.url, 'Crashy');
 
     const { jobId, reader, seen } = await importUntilChunksAreIn(server.url, token, project, 'Killed mid-way');
     await server.kill();
@@ -130,11 +136,7 @@ describe('result import end to end (a started server, killed mid-import)', funct
   it('the database cuts the server off mid-import: the job says so, then goes on by itself once let in (no restart), every result once', async () => {
     if (server) await server.stop();
     server = await startServer(env);
-    const session = new HttpClient(server.url);
-    expect((await session.post('/api/auth/login', ADMIN)).status).to.equal(200);
-    const token = (await session.post('/api/tokens', { name: 'import e2e cut off' })).body.token as string;
-    const client = new HttpClient(server.url, token);
-    const project = (await client.post('/api/model/project/create', { data: { name: 'Cut off' } })).body.data.id as number;
+    const { token, project, client } = await tokenAndProject(server.url, 'Cut off');
 
     const { jobId, readToEnd } = await importUntilChunksAreIn(server.url, token, project, 'Cut off mid-way');
     // Every session of the server ends, and for 3 s no new one is let in (a database restart, as the server sees it).
