@@ -129,6 +129,9 @@ function scenarioOf(element: JsonObject, background: JsonObject | null, options:
     systemErr: null,
     line,
     properties: [...tags, ...steps],
+    variant: null,
+    externalId: null,
+    retried: false,
   };
 }
 

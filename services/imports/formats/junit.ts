@@ -132,6 +132,9 @@ function newDraft(name: string, attrs: Attributes, suites: Array<{ name: string;
     file: nonBlank(attrs.file),
     line: null,
     properties: [],
+    variant: null,
+    externalId: null,
+    retried: false,
     outcomeElement: null,
   };
 }

@@ -175,6 +175,9 @@ function mochaCase(test: MochaTest, outcome: Outcome, report: Report): ParsedCas
     file,
     line: null,
     properties: retries ? [{ name: 'retries', value: String(retries) }] : [],
+    variant: null,
+    externalId: null,
+    retried: false,
   };
 }
 
@@ -256,6 +259,9 @@ function mochawesomeCase(test: MochaTest, scope: Scope, report: Report): ParsedC
     file: scope.file,
     line: null,
     properties: [],
+    variant: null,
+    externalId: null,
+    retried: false,
   };
 }
 

@@ -35,6 +35,31 @@ export interface ParsedCase {
   line: number | null;
   /** Case properties, in file order (suite properties are not repeated here). */
   properties: Array<{ name: string; value: string }>;
+  /**
+   * What tells this test apart from other tests of the same suites, class and name: its
+   * parameters, a data-provider invocation's parameters, a Cucumber example row, a browser
+   * project; null when the format gives none. Part of the test's identity (docs/imports.md).
+   */
+  variant: string | null;
+  /**
+   * An id the file states for the test (a JUnit `testament_case_id` property, an NUnit/TRX category
+   * or a Cucumber tag `@testament_case_id=…`, …): when present it alone identifies the test.
+   */
+  externalId: string | null;
+  /**
+   * The file says this attempt was retried: a later result of the same test in the same file
+   * replaces it (Surefire `flakyFailure`/`rerunFailure` before the final outcome, TestNG
+   * `retried="true"`). A run case's status is the worst of its results that are not retried.
+   */
+  retried: boolean;
+}
+
+/** A suite's own output (Gradle writes all output there), told once per suite as its end is read. */
+export interface SuiteOutput {
+  /** The suite, as the suitePath of its cases. */
+  suitePath: string[];
+  systemOut: string | null;
+  systemErr: string | null;
 }
 
 export interface ParseWarning {
@@ -51,6 +76,8 @@ export interface ParseOptions {
   /** system-out / system-err / stack traces longer than this (in UTF-16 code units) are cut, with a marker. */
   maxOutputChars: number;
   onWarning(warning: ParseWarning): void;
+  /** Suite-level output, where the format has it; optional (the first pass ignores it). */
+  onSuiteOutput?(output: SuiteOutput): void;
 }
 
 /**
@@ -81,8 +108,11 @@ export type ResultFileErrorCode =
   | 'mixed-formats';
 
 /** The details of a case before a parser has read any: no message, trace, output, place or properties. */
-export function noDetails(): Pick<ParsedCase, 'message' | 'failureType' | 'stackTrace' | 'systemOut' | 'systemErr' | 'file' | 'line' | 'properties'> {
-  return { message: null, failureType: null, stackTrace: null, systemOut: null, systemErr: null, file: null, line: null, properties: [] };
+export function noDetails(): Pick<ParsedCase, 'message' | 'failureType' | 'stackTrace' | 'systemOut' | 'systemErr' | 'file' | 'line' | 'properties' | 'variant' | 'externalId' | 'retried'> {
+  return {
+    message: null, failureType: null, stackTrace: null, systemOut: null, systemErr: null, file: null, line: null, properties: [],
+    variant: null, externalId: null, retried: false,
+  };
 }
 
 /** Cuts a long text, saying how much was cut. */

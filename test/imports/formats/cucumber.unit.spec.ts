@@ -24,6 +24,9 @@ function scenario(feature: string, uri: string, fields: Fields): ParsedCase {
     systemOut: null,
     systemErr: null,
     file: uri,
+    variant: null,
+    externalId: null,
+    retried: false,
     ...fields,
   };
 }

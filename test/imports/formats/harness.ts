@@ -22,4 +22,5 @@ export function harness(parser: ResultParser) {
 export const BASE_CASE: ParsedCase = {
   suitePath: [], name: '', className: null, outcome: 'passed', durationMs: null, executedAt: null, message: null,
   failureType: null, stackTrace: null, systemOut: null, systemErr: null, file: null, line: null, properties: [],
+  variant: null, externalId: null, retried: false,
 };

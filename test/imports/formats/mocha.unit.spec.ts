@@ -27,6 +27,9 @@ function mochaCase(fields: Partial<ParsedCase> & Pick<ParsedCase, 'suitePath' | 
     file: FILE,
     line: null,
     properties: [],
+    variant: null,
+    externalId: null,
+    retried: false,
     ...fields,
   };
 }
