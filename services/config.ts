@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { RateLimitSettings } from './api/rateLimit';
 import { DEFAULT_PREPARED_STATEMENTS } from '../infra/postgres/preparedStatements';
+import { DEFAULT_RETRY_BUDGET_MS } from './shared/faults';
 
 /** Everything the processes read from the environment, validated once, typed and frozen. */
 export interface Config {
@@ -40,6 +41,11 @@ export interface Config {
   maxUploadBytes: number;
   /** Result import: cases per chunk event, and where long outputs and stack traces are cut. */
   imports: { chunkSize: number; maxOutputChars: number; finalizeTimeoutMs: number };
+  /**
+   * How long a background loop (projector, relay, saga) may retry a run of transient failures (a
+   * database, event store or broker away) before it stops and reports itself failed (RETRY_BUDGET_MS).
+   */
+  retryBudgetMs: number;
   /** Request rate limits (RATE_LIMIT_*, LOGIN_RATE_LIMIT_*); null when RATE_LIMIT_ENABLED=false. */
   rateLimits: Readonly<RateLimitSettings> | null;
 }
@@ -148,6 +154,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     maxUploadBytes: int(env, 'MAX_UPLOAD_BYTES', 50 * 1024 * 1024, 1),
     rateLimits: rateLimitConfig(env),
     preparedStatements: int(env, 'PG_PREPARED_STATEMENTS', DEFAULT_PREPARED_STATEMENTS, 0, 10_000),
+    retryBudgetMs: int(env, 'RETRY_BUDGET_MS', DEFAULT_RETRY_BUDGET_MS, 1000, 7 * DAY_MS),
     imports: {
       chunkSize: int(env, 'IMPORT_CHUNK_SIZE', 500, 1),
       maxOutputChars: int(env, 'IMPORT_MAX_OUTPUT_CHARS', 64 * 1024, 0),
