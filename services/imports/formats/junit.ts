@@ -1,23 +1,35 @@
+import { EXTERNAL_ID_NAME, JUNIT_OUTCOMES, unnamedCase, withoutAnsi } from './outcomes';
 import { truncate, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, bodyText, firstLine, isoTimestamp, nonBlank, secondsToMs, streamXml, warner, type Attributes, type XmlHandler } from './xmlStream';
 
 /**
- * JUnit XML as Maven Surefire, Gradle, pytest, jest-junit, go-junit-report and JunitXml.TestLogger
- * write it. suitePath is the chain of `<testsuite>` names (nested suites nest); a `<testsuites>`
- * wrapper is not a level. Suite-level properties and output are not imported.
+ * JUnit XML as Maven Surefire, Gradle, pytest, jest-junit, Playwright, go-junit-report and
+ * JunitXml.TestLogger write it. suitePath is the chain of `<testsuite>` names (nested suites nest);
+ * a `<testsuites>` wrapper is not a level. A testcase's `file` that neither a suite name nor its
+ * class name already carries (jest-junit's `addFileAttribute`) is put before the suites, so the same
+ * describe title in two files makes two suites. Suite-level properties are not imported; suite-level
+ * output goes to `onSuiteOutput`.
+ *
+ * Identity (docs/imports.md): a `testament_case_id` property is the externalId; Playwright's browser
+ * project (the `hostname` of a suite named by a script file, classname the same file) is the variant.
+ * Surefire's `flakyFailure`/`flakyError`/`rerunFailure`/`rerunError` are attempts of their own,
+ * `retried`, yielded before the testcase's final outcome.
  */
 export const parseJunit: ResultParser = (input, options) => {
   const warn = warner(options);
   const fileName = options.fileName;
+  const max = options.maxOutputChars;
   return streamXml<ParsedCase>(input, options, {
     label: 'JUnit',
     roots: ['testsuites', 'testsuite'],
     start(emit): XmlHandler {
       let runName: string | null = null;
-      const suites: Array<{ name: string; executedAt: string | null }> = [];
+      const suites: Suite[] = [];
       let draft: Draft | null = null;
-      let ignoringCase = false;
+      let position = 0;
       let property: { name: string | undefined; value: string | undefined } | null = null;
+      /** The outcome or rerun element being read, with the attempt it fills. */
+      let element: { name: string; attempt: ParsedCase } | null = null;
 
       const timestamp = (raw: string | undefined, where: string, caseName?: string): string | null => {
         const iso = isoTimestamp(raw);
@@ -30,18 +42,23 @@ export const parseJunit: ResultParser = (input, options) => {
         open(name, attrs, parents) {
           const parent = parents[parents.length - 1];
           if (draft === null) {
-            if (ignoringCase) return false;
             if (name === 'testsuites' && parents.length === 0) runName = nonBlank(attrs.name);
             else if (name === 'testsuite') {
               const suiteName = nonBlank(attrs.name) ?? nonBlank(attrs.package) ?? '(unnamed suite)';
               const executedAt = attrs.timestamp === undefined ? null : timestamp(attrs.timestamp, `suite ${suiteName}`);
-              suites.push({ name: suiteName, executedAt: executedAt ?? suites[suites.length - 1]?.executedAt ?? null });
+              suites.push({
+                name: suiteName,
+                executedAt: executedAt ?? suites[suites.length - 1]?.executedAt ?? null,
+                hostname: nonBlank(attrs.hostname),
+                systemOut: null,
+                systemErr: null,
+              });
             } else if (name === 'testcase') {
-              const caseName = nonBlank(attrs.name);
+              position++;
+              let caseName = nonBlank(attrs.name);
               if (caseName === null) {
-                warn(`a test case without a name (class ${attrs.classname ?? 'none'}) was skipped`);
-                ignoringCase = true;
-                return false;
+                caseName = unnamedCase(position);
+                warn(`a test case without a name (class ${attrs.classname ?? 'none'}) was imported as "${caseName}"`, caseName);
               }
               draft = newDraft(caseName, attrs, suites, runName ?? fileName);
               const duration = secondsToMs(attrs.time);
@@ -52,21 +69,44 @@ export const parseJunit: ResultParser = (input, options) => {
                 if (/^\d+$/.test(attrs.line.trim())) draft.line = Number(attrs.line.trim());
                 else warn(`unreadable line "${attrs.line}"`, caseName);
               }
-            }
+            } else if ((name === 'system-out' || name === 'system-err') && parent === 'testsuite') return true;
             return false;
           }
           if (parent === 'testcase') {
             const outcome = OUTCOME_ELEMENTS.get(name);
             if (outcome !== undefined) {
-              if (draft.outcomeElement !== null) return false; // the first failure, error or skip decides
-              draft.outcomeElement = name;
-              draft.outcome = outcome;
-              draft.message = truncate(nonBlank(attrs.message), options.maxOutputChars);
-              draft.failureType = outcome === 'skipped' ? null : nonBlank(attrs.type);
+              element = { name, attempt: draft };
+              if (draft.outcomeElement === null) {
+                // The first failure, error or skip decides the outcome; later ones only fill what it lacks.
+                draft.outcomeElement = name;
+                draft.outcome = outcome;
+              }
+              draft.message ??= truncate(withoutAnsi(nonBlank(attrs.message)), max);
+              if (outcome !== 'skipped' && draft.outcome !== 'skipped') draft.failureType ??= nonBlank(attrs.type);
               return true;
+            }
+            const rerun = RERUN_ELEMENTS.get(name);
+            if (rerun !== undefined) {
+              const attempt: ParsedCase = {
+                ...withoutDecision(draft),
+                outcome: rerun,
+                durationMs: secondsToMs(attrs.time) ?? null,
+                message: truncate(withoutAnsi(nonBlank(attrs.message)), max),
+                failureType: nonBlank(attrs.type),
+                stackTrace: null,
+                systemOut: null,
+                systemErr: null,
+                properties: [],
+                retried: true,
+              };
+              draft.reruns.push(attempt);
+              element = { name, attempt };
+              return false;
             }
             return name === 'system-out' || name === 'system-err';
           }
+          if (RERUN_ELEMENTS.has(parent) && parents[parents.length - 2] === 'testcase')
+            return name === 'stackTrace' || name === 'system-out' || name === 'system-err';
           if (name === 'property' && parent === 'properties' && parents[parents.length - 2] === 'testcase') {
             property = { name: attrs.name, value: attrs.value };
             return attrs.value === undefined;
@@ -75,32 +115,49 @@ export const parseJunit: ResultParser = (input, options) => {
         },
 
         close(name, text, parents) {
-          if (name === 'testsuite' && draft === null && !ignoringCase) {
-            suites.pop();
-            return;
-          }
-          if (name === 'testcase' && parents[parents.length - 1] !== 'testcase') {
-            if (draft !== null) {
-              const { outcomeElement: _decided, ...parsed } = draft;
-              emit(parsed);
-            }
-            draft = null;
-            ignoringCase = false;
-            return;
-          }
-          if (draft === null) return;
           const parent = parents[parents.length - 1];
-          if (parent === 'testcase' && name === draft.outcomeElement && text !== null) {
+          if (draft === null) {
+            const suite = suites[suites.length - 1];
+            if (name === 'testsuite') {
+              suites.pop();
+              if (suite !== undefined && (suite.systemOut !== null || suite.systemErr !== null))
+                options.onSuiteOutput?.({ suitePath: [...suites.map((s) => s.name), suite.name], systemOut: suite.systemOut, systemErr: suite.systemErr });
+            } else if (suite !== undefined && parent === 'testsuite' && name === 'system-out') suite.systemOut = appendOutput(suite.systemOut, text, max);
+            else if (suite !== undefined && parent === 'testsuite' && name === 'system-err') suite.systemErr = appendOutput(suite.systemErr, text, max);
+            return;
+          }
+          if (name === 'testcase' && parent !== 'testcase') {
+            const finished = draft;
+            for (const attempt of finished.reruns) emit({ ...attempt, externalId: finished.externalId, variant: finished.variant });
+            emit(withoutDecision(finished));
+            draft = null;
+            return;
+          }
+          if (parent === 'testcase' && element !== null && name === element.name) {
             const body = bodyText(text);
-            if (draft.outcome === 'skipped') draft.message ??= body;
-            else {
-              draft.message ??= firstLine(body);
-              draft.stackTrace = body;
+            if (OUTCOME_ELEMENTS.has(name) && body !== null) {
+              if (draft.outcome === 'skipped') draft.message ??= truncate(withoutAnsi(body), max);
+              else {
+                draft.message ??= withoutAnsi(firstLine(body));
+                draft.stackTrace ??= body;
+              }
             }
-          } else if (parent === 'testcase' && name === 'system-out' && text !== null) draft.systemOut = appendOutput(draft.systemOut, text, options.maxOutputChars);
-          else if (parent === 'testcase' && name === 'system-err' && text !== null) draft.systemErr = appendOutput(draft.systemErr, text, options.maxOutputChars);
+            element = null;
+          } else if (element !== null && RERUN_ELEMENTS.has(parent)) {
+            const attempt = element.attempt;
+            if (name === 'stackTrace') {
+              attempt.stackTrace = bodyText(text);
+              attempt.message ??= withoutAnsi(firstLine(attempt.stackTrace));
+            } else if (name === 'system-out') attempt.systemOut = appendOutput(attempt.systemOut, text, max);
+            else if (name === 'system-err') attempt.systemErr = appendOutput(attempt.systemErr, text, max);
+          } else if (parent === 'testcase' && name === 'system-out' && text !== null) draft.systemOut = appendOutput(draft.systemOut, text, max);
+          else if (parent === 'testcase' && name === 'system-err' && text !== null) draft.systemErr = appendOutput(draft.systemErr, text, max);
           else if (name === 'property' && property !== null) {
-            if (property.name !== undefined) draft.properties.push({ name: property.name, value: property.value ?? text ?? '' });
+            if (property.name !== undefined) {
+              const value = property.value ?? text ?? '';
+              draft.properties.push({ name: property.name, value });
+              if (property.name === EXTERNAL_ID_NAME && nonBlank(value) !== null) draft.externalId ??= value.trim();
+            }
             property = null;
           }
         },
@@ -109,32 +166,74 @@ export const parseJunit: ResultParser = (input, options) => {
   });
 };
 
-const OUTCOME_ELEMENTS = new Map<string, Outcome>([['failure', 'failed'], ['error', 'error'], ['skipped', 'skipped']]);
+const OUTCOME_ELEMENTS = new Map<string, Outcome>([
+  ['failure', JUNIT_OUTCOMES['<failure>']],
+  ['error', JUNIT_OUTCOMES['<error>']],
+  ['skipped', JUNIT_OUTCOMES['<skipped>']],
+]);
+const RERUN_ELEMENTS = new Map<string, Outcome>([
+  ['flakyFailure', JUNIT_OUTCOMES['<flakyFailure> (retried attempt)']],
+  ['flakyError', JUNIT_OUTCOMES['<flakyError> (retried attempt)']],
+  ['rerunFailure', JUNIT_OUTCOMES['<rerunFailure> (retried attempt)']],
+  ['rerunError', JUNIT_OUTCOMES['<rerunError> (retried attempt)']],
+]);
+
+/** Playwright names a suite by its spec file and writes the browser project as the suite's `hostname`. */
+const SCRIPT_FILE = /\.[cm]?[jt]sx?$/;
+
+interface Suite {
+  name: string;
+  executedAt: string | null;
+  hostname: string | null;
+  systemOut: string | null;
+  systemErr: string | null;
+}
 
 interface Draft extends ParsedCase {
   outcomeElement: string | null;
+  /** Surefire's earlier attempts, in file order (each already cut to maxOutputChars). */
+  reruns: ParsedCase[];
 }
 
-function newDraft(name: string, attrs: Attributes, suites: Array<{ name: string; executedAt: string | null }>, fallbackSuite: string): Draft {
+function withoutDecision(draft: Draft): ParsedCase {
+  const { outcomeElement: _decided, reruns: _reruns, ...parsed } = draft;
+  return { ...parsed, properties: [...parsed.properties] };
+}
+
+function newDraft(name: string, attrs: Attributes, suites: Suite[], fallbackSuite: string): Draft {
   const className = nonBlank(attrs.classname);
+  const file = nonBlank(attrs.file);
+  const innermost = suites[suites.length - 1];
+  const suitePath = suites.length > 0 ? suites.map((s) => s.name) : [className ?? fallbackSuite];
+  if (file !== null && !suitePath.includes(file) && !namesFile(className, file)) suitePath.unshift(file);
+  const playwright = innermost !== undefined && innermost.hostname !== null && SCRIPT_FILE.test(innermost.name) && className === innermost.name;
   return {
-    suitePath: suites.length > 0 ? suites.map((s) => s.name) : [className ?? fallbackSuite],
+    suitePath,
     name,
     className,
-    outcome: 'passed',
+    outcome: JUNIT_OUTCOMES['(no failure, error or skipped element)'],
     durationMs: null,
-    executedAt: suites[suites.length - 1]?.executedAt ?? null,
+    executedAt: innermost?.executedAt ?? null,
     message: null,
     failureType: null,
     stackTrace: null,
     systemOut: null,
     systemErr: null,
-    file: nonBlank(attrs.file),
+    file,
     line: null,
     properties: [],
-    variant: null,
+    variant: playwright ? innermost.hostname : null,
     externalId: null,
     retried: false,
     outcomeElement: null,
+    reruns: [],
   };
+}
+
+/** pytest's classname is the file's module path: "tests/test_math.py" is named by "tests.test_math" and "tests.test_math.TestX". */
+function namesFile(className: string | null, file: string): boolean {
+  if (className === null) return false;
+  if (className === file || className.startsWith(`${file} `)) return true;
+  const module = file.replace(/\.[^./\\]+$/, '').replace(/[\\/]/g, '.').replace(/^\.+/, '');
+  return module !== '' && (className === module || className.startsWith(`${module}.`) || className.endsWith(`.${module}`));
 }

@@ -1,4 +1,7 @@
 import { expect } from 'chai';
+import { createReadStream } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { BASE_CASE, harness } from './harness';
 import { parseJunit } from '../../../services/imports/formats/junit';
 import { ResultFileError } from '../../../services/imports/formats/parsedResult';
@@ -23,11 +26,16 @@ describe('JUnit parser', () => {
         failureType: 'java.lang.NullPointerException', stackTrace: 'java.lang.NullPointerException: boom\n\tat com.example.Calculator.parse(Calculator.java:8)',
       },
       { ...base, ...suite, name: 'notReady', outcome: 'skipped', durationMs: 0, message: '@Disabled: not ready' },
+      {
+        ...base, ...suite, name: 'flaky', outcome: 'failed', retried: true, message: 'first run failed', failureType: 'java.lang.AssertionError',
+        stackTrace: 'java.lang.AssertionError: first run failed', systemOut: 'output of the failed run',
+      },
       { ...base, ...suite, name: 'flaky', durationMs: 20, systemOut: 'output of the passing run' },
+      { ...base, ...suite, name: '(unnamed test 6)', durationMs: 1 },
       { ...base, ...suite, name: 'slow', durationMs: null },
     ]);
     expect(warnings).to.deep.equal([
-      { file: 'results.xml', message: 'a test case without a name (class com.example.CalculatorTest) was skipped' },
+      { file: 'results.xml', message: 'a test case without a name (class com.example.CalculatorTest) was imported as "(unnamed test 6)"', case: '(unnamed test 6)' },
       { file: 'results.xml', message: 'unreadable time "abc"; no duration recorded', case: 'slow' },
     ]);
   });
@@ -115,5 +123,89 @@ describe('JUnit parser', () => {
     const other = await parseText('<test-run><test-case name="x"/></test-run>').catch((e) => e);
     expect(other.code).to.equal('malformed-file');
     expect(other.message).to.include('root element is <test-run>');
+  });
+});
+
+describe('JUnit parser: identity, retries and suite output', () => {
+  it('Surefire reruns: each flaky/rerun element is a retried attempt before the final outcome, with its own message, trace and output; the case id comes from a testament_case_id property', async () => {
+    const { cases } = await parseFixture('junit-surefire-reruns.xml');
+    const suite = { suitePath: ['com.example.PaymentIT'], className: 'com.example.PaymentIT' };
+    const idProperty = [{ name: 'testament_case_id', value: 'PAY-17' }];
+    expect(cases).to.deep.equal([
+      {
+        ...base, ...suite, name: 'chargesCard', outcome: 'failed', retried: true, externalId: 'PAY-17', durationMs: 2250,
+        message: 'expected: <200> but was: <503>', failureType: 'org.opentest4j.AssertionFailedError',
+        stackTrace: 'org.opentest4j.AssertionFailedError: expected: <200> but was: <503>\n\tat com.example.PaymentIT.chargesCard(PaymentIT.java:31)',
+        systemOut: 'POST /charge -> 503\n',
+      },
+      {
+        ...base, ...suite, name: 'chargesCard', outcome: 'error', retried: true, externalId: 'PAY-17',
+        message: 'Connection refused', failureType: 'java.net.ConnectException',
+        stackTrace: 'java.net.ConnectException: Connection refused\n\tat java.base/sun.nio.ch.Net.connect0(Native Method)',
+        systemErr: 'retrying after connect error',
+      },
+      { ...base, ...suite, name: 'chargesCard', externalId: 'PAY-17', durationMs: 1500, systemOut: 'POST /charge -> 200\n', properties: idProperty },
+      {
+        ...base, ...suite, name: 'refunds', outcome: 'failed', retried: true, message: 'refund still not recorded', failureType: 'java.lang.AssertionError',
+        stackTrace: 'java.lang.AssertionError: refund still not recorded\n\tat com.example.PaymentIT.refunds(PaymentIT.java:48)',
+      },
+      {
+        ...base, ...suite, name: 'refunds', outcome: 'error', retried: true, message: 'timed out after 5s', failureType: 'java.util.concurrent.TimeoutException',
+        stackTrace: 'java.util.concurrent.TimeoutException: timed out after 5s',
+      },
+      {
+        ...base, ...suite, name: 'refunds', outcome: 'failed', durationMs: 750, message: 'refund not recorded', failureType: 'java.lang.AssertionError',
+        stackTrace: 'java.lang.AssertionError: refund not recorded\n\tat com.example.PaymentIT.refunds(PaymentIT.java:48)',
+      },
+      { ...base, ...suite, name: 'listsPayments', durationMs: 100 },
+    ]);
+  });
+
+  it('Playwright: the browser project (a script-file suite\'s hostname) is the variant, so the same test in two projects differs', async () => {
+    const { cases } = await parseFixture('junit-playwright.xml');
+    expect(cases.map((c) => [c.suitePath, c.className, c.name, c.variant, c.outcome])).to.deep.equal([
+      [['checkout.spec.ts'], 'checkout.spec.ts', 'Checkout › pays with a card', 'chromium', 'passed'],
+      [['checkout.spec.ts'], 'checkout.spec.ts', 'Checkout › shows the total', 'chromium', 'failed'],
+      [['checkout.spec.ts'], 'checkout.spec.ts', 'Checkout › pays with a card', 'firefox', 'passed'],
+      [['checkout.spec.ts'], 'checkout.spec.ts', 'Checkout › shows the total', 'firefox', 'passed'],
+    ]);
+  });
+
+  it('a machine hostname (Gradle) is no variant; pytest files are already named by their class', async () => {
+    const gradle = await parseFixture('junit-gradle.xml');
+    expect(gradle.cases.map((c) => c.variant)).to.deep.equal([null, null]);
+    const pytest = await parseFixture('junit-pytest.xml');
+    expect(pytest.cases.map((c) => c.suitePath)).to.deep.equal([['pytest'], ['pytest'], ['pytest'], ['pytest']]);
+  });
+
+  it('jest-junit with file attributes: the same describe and title in two files get different suitePaths; a nameless case gets a numbered placeholder', async () => {
+    const { cases, warnings } = await parseFixture('junit-jest-files.xml');
+    expect(cases.map((c) => [c.suitePath, c.name])).to.deep.equal([
+      [['src/calculator.test.js', 'Calculator'], 'Calculator adds numbers'],
+      [['src/calculator.test.js', 'Calculator'], '(unnamed test 2)'],
+      [['src/legacy/calculator.test.js', 'Calculator'], 'Calculator adds numbers'],
+    ]);
+    expect(warnings.map((w) => w.case)).to.deep.equal(['(unnamed test 2)']);
+  });
+
+  it('an empty <failure/> followed by an <error message> keeps the failure outcome and takes the message, type and text of the error', async () => {
+    const { cases } = await parseText('<testsuite name="s"><testcase name="t"><failure/><error message="socket closed" type="java.io.IOException">java.io.IOException: socket closed\n\tat X.y(X.java:1)</error></testcase></testsuite>');
+    expect(cases[0]).to.include({ outcome: 'failed', message: 'socket closed', failureType: 'java.io.IOException', stackTrace: 'java.io.IOException: socket closed\n\tat X.y(X.java:1)' });
+  });
+
+  it('reports suite-level output (Gradle) once per suite, cut at maxOutputChars', async () => {
+    const outputs: unknown[] = [];
+    const xml = `<testsuites><testsuite name="outer"><testsuite name="inner"><testcase name="t"/><system-out>${'x'.repeat(30)}</system-out></testsuite>
+      <testcase name="u"><system-out>case out</system-out></testcase><system-err>outer err</system-err></testsuite></testsuites>`;
+    const cases = [];
+    for await (const c of parseJunit(Readable.from([Buffer.from(xml)]), { fileName: 'r.xml', maxOutputChars: 10, onWarning: () => {}, onSuiteOutput: (o) => outputs.push(o) })) cases.push(c);
+    expect(outputs).to.deep.equal([
+      { suitePath: ['outer', 'inner'], systemOut: `${'x'.repeat(10)}\n[… 20 more characters cut]`, systemErr: null },
+      { suitePath: ['outer'], systemOut: null, systemErr: 'outer err' },
+    ]);
+    expect(cases.map((c) => c.systemOut)).to.deep.equal([null, 'case out']);
+    const gradle: unknown[] = [];
+    for await (const _ of parseJunit(createReadStream(join(__dirname, '..', 'fixtures', 'junit-gradle.xml')), { fileName: 'g.xml', maxOutputChars: 100, onWarning: () => {}, onSuiteOutput: (o) => gradle.push(o) }));
+    expect(gradle).to.deep.equal([{ suitePath: ['com.example.StackTest'], systemOut: "suite output is not a case's", systemErr: null }]);
   });
 });
