@@ -61,12 +61,12 @@ export const importsProjection: Projection = {
         }
         case 'ImportCompleted': {
           const d = e.data as DataOf<'ImportCompleted'>;
-          await update(d.jobId, { state: 'completed', counts: JSON.stringify(d.counts), finished_at: d.completedAt });
+          await update(d.jobId, { state: 'completed', counts: JSON.stringify(d.counts), finished_at: d.completedAt, final_position: e.position });
           break;
         }
         case 'ImportFailed': {
           const d = e.data as DataOf<'ImportFailed'>;
-          await update(d.jobId, { state: 'failed', error: JSON.stringify({ error: d.error, code: d.code, details: d.details }), finished_at: d.failedAt });
+          await update(d.jobId, { state: 'failed', error: JSON.stringify({ error: d.error, code: d.code, details: d.details }), finished_at: d.failedAt, final_position: e.position });
           break;
         }
       }

@@ -6,6 +6,8 @@ import * as m004 from './004_rate_limits';
 import * as m005 from './005_audit';
 import * as m006 from './006_accounts';
 import * as m007 from './007_imports';
+import * as m008 from './008_import_completion';
+import * as m010 from './010_case_identity';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -16,6 +18,8 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '005_audit': m005,
   '006_accounts': m006,
   '007_imports': m007,
+  '008_import_completion': m008,
+  '010_case_identity': m010,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -107,6 +107,17 @@ export class CheckpointWatcher {
     else w.resolve();
   }
 
+  /**
+   * Whether every read model holds the write's event now (the checkpoints read from the database,
+   * not waited for): for answers that report a state other read models must already show.
+   */
+  async applied(write: { position: string; streamId: string }): Promise<boolean> {
+    const keys = this.projectionNames.map((name) => this.keyOf(name, write.streamId));
+    if (this.reached(keys, BigInt(write.position))) return true;
+    await this.refresh();
+    return this.reached(keys, BigInt(write.position));
+  }
+
   /** Resolves once every read model holds the write's event; a 503 `read-model-lagging` after `timeoutMs`. */
   waitFor(write: { position: string; streamId: string }, timeoutMs: number): Promise<void> {
     const { position } = write;

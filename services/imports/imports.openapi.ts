@@ -49,7 +49,11 @@ export function importPaths(): OpenAPIV3.PathsObject {
     type: 'object',
     properties: {
       jobId: { type: 'integer' },
-      state: { type: 'string', enum: ['queued', 'running', 'completed', 'failed'] },
+      state: {
+        type: 'string', enum: ['queued', 'running', 'completed', 'failed'],
+        description: 'completed (or failed) only once every read model applied the event that finished the job: a client that then reads the run finds every row',
+      },
+      finalizing: { type: 'boolean', description: 'true while the job is finished but not every read model has applied it yet (state is then running; X-Event-Position names the position to wait for)' },
       projectId: { type: 'integer' },
       testRunId: nullable({ type: 'integer' }),
       testRunName: nullable({ type: 'string' }),
@@ -97,7 +101,11 @@ export function importPaths(): OpenAPIV3.PathsObject {
         description: 'Visible to administrators, to whoever started it, and to users who can see its project.',
         parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } }],
         responses: {
-          200: { description: 'the job', content: { 'application/json': { schema: { type: 'object', properties: { data: job } } } } },
+          200: {
+            description: 'the job',
+            headers: { 'X-Event-Position': { schema: { type: 'string' }, description: 'once the job finished: the position of the event that finished it' } },
+            content: { 'application/json': { schema: { type: 'object', properties: { data: job } } } },
+          },
           400: error('jobId is not a positive integer'),
           401: error('not authenticated'),
           404: error('import-job-not-found'),

@@ -69,14 +69,32 @@ export function importRoutes(deps: ImportRoutesDeps): Router {
     const user = req.auth!.user;
     const visible = row && (user.access === 'ADMIN' || row.created_by_id === user.id || (await resolveProjectAccess(deps.knex, user)).projects.has(row.project_id));
     if (!visible) throw new HttpError(404, 'import-job-not-found', `No import job ${jobId}`, { jobId });
-    res.json({ data: jobView(row) });
+    const { view, position } = await jobAnswer(deps, row);
+    if (position !== null) res.setHeader('X-Event-Position', position);
+    res.json({ data: view });
   }));
   return router;
 }
 
+/**
+ * A job as GET /api/imports/{jobId} shows it. The `imports` read model applies a job's events on
+ * its own, ahead of the others: a job it holds as completed (or failed) is shown so only once
+ * every read model applied the event that finished it, so a client that reads the run after
+ * seeing `completed` finds every row; until then it is `running` with `finalizing: true`.
+ * `position` is that event's (for X-Event-Position), null before the job finished.
+ */
+export async function jobAnswer(deps: Pick<CommandDeps, 'watcher'>, row: Record<string, unknown>): Promise<{ view: ReturnType<typeof jobView>; position: string | null }> {
+  const view = jobView(row);
+  const position = row.final_position === null || row.final_position === undefined ? null : String(row.final_position);
+  if (position !== null && !(await deps.watcher.applied({ position, streamId: importJobStream(row.job_id as number) }))) {
+    return { view: { ...view, state: 'running', finalizing: true }, position };
+  }
+  return { view, position };
+}
+
 function jobView(row: Record<string, unknown>) {
   return {
-    jobId: row.job_id, state: row.state, projectId: row.project_id, testRunId: row.test_run_id, testRunName: row.test_run_name,
+    jobId: row.job_id, state: row.state as string, finalizing: false, projectId: row.project_id, testRunId: row.test_run_id, testRunName: row.test_run_name,
     endpoint: row.endpoint, format: row.format, options: row.options, files: row.files,
     totalCases: row.total_cases, processedCases: row.processed_cases, chunks: row.chunks, counts: row.counts,
     warnings: row.warnings, warningCount: row.warning_count, error: row.error,
