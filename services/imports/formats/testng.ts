@@ -1,10 +1,15 @@
-import { noDetails, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
+import { TESTNG_OUTCOMES, outcomeIn, unnamedCase, withoutAnsi } from './outcomes';
+import { noDetails, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, isoTimestamp, nonBlank, streamXml, warner, type XmlHandler } from './xmlStream';
 
 /**
  * TestNG's testng-results.xml. suitePath is [suite name, test name]; className is the `<class>`
  * name. Configuration methods (`is-config="true"`: @BeforeMethod and the like) are not cases.
  * `<params>` become properties named `param[<index>]`; `<reporter-output>` lines become systemOut.
+ *
+ * Identity (docs/imports.md): the `<test>` block is in suitePath; a data-provider invocation's
+ * parameters, in index order joined by ", ", are the variant. `retried="true"` (an attempt the
+ * retry analyzer ran again) is `retried`.
  */
 export const parseTestng: ResultParser = (input, options) => {
   const warn = warner(options);
@@ -17,6 +22,7 @@ export const parseTestng: ResultParser = (input, options) => {
       let className: string | null = null;
       let draft: ParsedCase | null = null;
       let ignoringMethod = false;
+      let position = 0;
       let param: { index: string; isNull: boolean; valued: boolean } | null = null;
 
       const startedAt = (raw: string | undefined, where: string, caseName?: string): string | null => {
@@ -39,13 +45,15 @@ export const parseTestng: ResultParser = (input, options) => {
               test = { name: testName, executedAt: startedAt(attrs['started-at'], `test ${testName}`) ?? suite?.executedAt ?? null };
             } else if (name === 'class' && parent === 'test') className = nonBlank(attrs.name);
             else if (name === 'test-method' && parent === 'class') {
-              const methodName = nonBlank(attrs.name);
+              let methodName = nonBlank(attrs.name);
               if (attrs['is-config'] === 'true') ignoringMethod = true;
-              else if (methodName === null) {
-                warn(`a test method without a name (class ${className ?? 'none'}) was skipped`);
-                ignoringMethod = true;
-              } else {
-                const outcome = STATUSES.get(attrs.status ?? '');
+              else {
+                position++;
+                if (methodName === null) {
+                  methodName = unnamedCase(position);
+                  warn(`a test method without a name (class ${className ?? 'none'}) was imported as "${methodName}"`, methodName);
+                }
+                const outcome = outcomeIn(TESTNG_OUTCOMES, attrs.status);
                 if (outcome === undefined) {
                   warn(`unknown status "${attrs.status ?? ''}"; the case was skipped`, methodName);
                   ignoringMethod = true;
@@ -66,6 +74,7 @@ export const parseTestng: ResultParser = (input, options) => {
                   durationMs,
                   executedAt: startedAt(attrs['started-at'], `test method ${methodName}`, methodName) ?? levels[levels.length - 1]?.executedAt ?? null,
                   ...noDetails(),
+                  retried: attrs.retried === 'true',
                 };
               }
             }
@@ -83,7 +92,7 @@ export const parseTestng: ResultParser = (input, options) => {
         close(name, text, parents) {
           const parent = parents[parents.length - 1];
           if (name === 'test-method' && parent === 'class') {
-            if (draft !== null) emit(draft);
+            if (draft !== null) emit(withVariant(draft));
             draft = null;
             ignoringMethod = false;
             param = null;
@@ -95,7 +104,7 @@ export const parseTestng: ResultParser = (input, options) => {
             else if (name === 'suite') suite = null;
             return;
           }
-          if (name === 'message' && text !== null) draft.message = nonBlank(text)?.trim() ?? null;
+          if (name === 'message' && text !== null) draft.message = withoutAnsi(nonBlank(text)?.trim() ?? null);
           else if (name === 'full-stacktrace' && text !== null) draft.stackTrace = nonBlank(text)?.trim() ?? null; // indentation around the CDATA is TestNG's, not the trace's
           else if (name === 'line' && text !== null) draft.systemOut = appendOutput(draft.systemOut, text.trim(), options.maxOutputChars);
           else if (name === 'value' && param !== null && text !== null) {
@@ -116,4 +125,11 @@ interface Level {
   executedAt: string | null;
 }
 
-const STATUSES = new Map<string, Outcome>([['PASS', 'passed'], ['FAIL', 'failed'], ['SKIP', 'skipped']]);
+/** The data-provider parameters (properties `param[<index>]`), in index order, as the case's variant. */
+function withVariant(parsed: ParsedCase): ParsedCase {
+  const params = parsed.properties
+    .map((p) => ({ index: /^param\[(\d+)\]$/.exec(p.name)?.[1], value: p.value }))
+    .filter((p): p is { index: string; value: string } => p.index !== undefined)
+    .sort((a, b) => Number(a.index) - Number(b.index));
+  return params.length === 0 ? parsed : { ...parsed, variant: params.map((p) => p.value).join(', ') };
+}

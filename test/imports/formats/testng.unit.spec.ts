@@ -19,7 +19,7 @@ describe('TestNG parser', () => {
       {
         ...base, ...common, name: 'loginAs', outcome: 'skipped', durationMs: 0, executedAt: '2024-01-15T10:30:00.000Z', // its test's start: "IST" is ambiguous
         message: 'guest login disabled', failureType: 'org.testng.SkipException',
-        properties: [{ name: 'param[0]', value: 'guest' }, { name: 'param[1]', value: 'null' }],
+        properties: [{ name: 'param[0]', value: 'guest' }, { name: 'param[1]', value: 'null' }], variant: 'guest, null',
       },
     ]);
     expect(warnings).to.deep.equal([
@@ -31,5 +31,21 @@ describe('TestNG parser', () => {
   it('refuses a results file with only configuration methods (no-tests)', async () => {
     const err = await parseText('<testng-results><suite name="s"><test name="t"><class name="C"><test-method is-config="true" name="setUp" status="PASS"/></class></test></suite></testng-results>').catch((e) => e);
     expect(err.code).to.equal('no-tests');
+  });
+});
+
+describe('TestNG parser: identity and retries', () => {
+  it('data-provider parameters (in index order) are the variant, the <test> block is in suitePath, retried="true" is a retried attempt, a nameless method gets a placeholder', async () => {
+    const { cases, warnings } = await parseFixture('testng-dataprovider.xml');
+    expect(cases.map((c) => [c.suitePath, c.className, c.name, c.variant, c.outcome, c.retried])).to.deep.equal([
+      [['Checkout', 'Chrome'], 'com.example.CartTest', 'addsItem', 'apple, 2', 'passed', false],
+      [['Checkout', 'Chrome'], 'com.example.CartTest', 'addsItem', 'pear, 1', 'passed', false],
+      [['Checkout', 'Chrome'], 'com.example.CartTest', 'checksOut', null, 'skipped', true],
+      [['Checkout', 'Chrome'], 'com.example.CartTest', 'checksOut', null, 'passed', false],
+      [['Checkout', 'Firefox'], 'com.example.CartTest', 'checksOut', null, 'passed', false],
+      [['Checkout', 'Firefox'], 'com.example.CartTest', '(unnamed test 6)', null, 'skipped', false],
+    ]);
+    expect(cases[2].message).to.equal('expected [PAID] but found [PENDING]');
+    expect(warnings.map((w) => w.message)).to.deep.equal(['a test method without a name (class com.example.CartTest) was imported as "(unnamed test 6)"']);
   });
 });
