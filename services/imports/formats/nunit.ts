@@ -1,3 +1,4 @@
+import { EXTERNAL_ID_NAME, NUNIT2_OUTCOMES, NUNIT3_OUTCOMES, externalIdOfLabel, outcomeIn, unnamedCase, withoutAnsi } from './outcomes';
 import { noDetails, truncate, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, bodyText, baseName, isoTimestamp, nonBlank, secondsToMs, splitQualifiedName, streamXml, warner, type Attributes, type XmlHandler } from './xmlStream';
 
@@ -7,6 +8,12 @@ import { appendOutput, bodyText, baseName, isoTimestamp, nonBlank, secondsToMs, 
  * parameterised method (ParameterizedMethod, Theory, GenericMethod, NUnit 2 ParameterizedTest) are
  * left out, the case names already carry the method. NUnit 2 names cases by their full name: it is
  * split into className and the method part. NUnit 2 and xUnit-style dates without a zone count as UTC.
+ * The NUnit 3 pre-release schema gives durations in `time` and start times as times of day, the
+ * date in the run's `run-date`.
+ *
+ * Identity (docs/imports.md): parameters are in the case name ("Add(1,2)"); a `testament_case_id`
+ * property, or a category `testament_case_id=…`, is the externalId. A suite's own `<output>`
+ * (NUnit 3: OneTimeSetUp/TearDown output) goes to `onSuiteOutput`.
  */
 export const parseNunit: ResultParser = (input, options) => {
   const warn = warner(options);
@@ -16,6 +23,8 @@ export const parseNunit: ResultParser = (input, options) => {
     start(emit): XmlHandler {
       let version: 2 | 3 = 3;
       let runExecutedAt: string | null = null;
+      let runDate: string | null = null;
+      let position = 0;
       const suites: Suite[] = [];
       let draft: ParsedCase | null = null;
       let ignoringCase = false;
@@ -35,8 +44,9 @@ export const parseNunit: ResultParser = (input, options) => {
           if (draft === null) {
             if (parents.length === 0) {
               version = name === 'test-results' ? 2 : 3;
+              runDate = nonBlank(attrs['run-date']);
               runExecutedAt = version === 3
-                ? timestamp(attrs['start-time'], 'the test run')
+                ? startTime(attrs['start-time'], 'the test run')
                 : attrs.date === undefined ? null : timestamp(`${attrs.date}T${attrs.time ?? '00:00:00'}`, 'the test results');
             } else if (name === 'test-suite') {
               const type = attrs.type ?? '';
@@ -45,19 +55,30 @@ export const parseNunit: ResultParser = (input, options) => {
                 name: type === 'Assembly' ? baseName(suiteName) : suiteName,
                 inPath: !PER_METHOD_SUITES.has(type),
                 className: nonBlank(attrs.classname) ?? (type === 'TestFixture' ? nonBlank(attrs.fullname) : null),
-                executedAt: (attrs['start-time'] === undefined ? null : timestamp(attrs['start-time'], `suite ${suiteName}`)) ?? suites[suites.length - 1]?.executedAt ?? runExecutedAt,
+                executedAt: startTime(attrs['start-time'], `suite ${suiteName}`) ?? suites[suites.length - 1]?.executedAt ?? runExecutedAt,
+                output: null,
               });
             } else if (name === 'test-case') {
+              position++;
               draft = version === 3 ? nunit3Case(attrs) : nunit2Case(attrs);
               if (draft === null) ignoringCase = true;
-            }
+            } else if (name === 'output' && parent === 'test-suite') return true;
             return false;
           }
           if (parent === 'test-case' && (name === 'output' || name === 'failure' || name === 'reason')) return name === 'output';
           if ((name === 'message' && (parent === 'failure' || parent === 'reason')) || (name === 'stack-trace' && parent === 'failure'))
             return grandparent === 'test-case';
-          if (name === 'property' && parent === 'properties' && grandparent === 'test-case' && attrs.name !== undefined)
+          if (name === 'property' && parent === 'properties' && grandparent === 'test-case' && attrs.name !== undefined) {
             draft.properties.push({ name: attrs.name, value: truncate(attrs.value ?? '', options.maxOutputChars) ?? '' });
+            const value = attrs.value ?? '';
+            const id = attrs.name === EXTERNAL_ID_NAME ? nonBlank(value)?.trim() ?? null : attrs.name === 'Category' ? externalIdOfLabel(value) : null;
+            if (id !== null) draft.externalId ??= id;
+          } else if (name === 'category' && parent === 'categories' && grandparent === 'test-case' && attrs.name !== undefined) {
+            // NUnit 2 writes categories as elements of their own
+            draft.properties.push({ name: 'Category', value: attrs.name });
+            const id = externalIdOfLabel(attrs.name);
+            if (id !== null) draft.externalId ??= id;
+          }
           return false;
         },
 
@@ -69,31 +90,44 @@ export const parseNunit: ResultParser = (input, options) => {
             return;
           }
           if (draft === null) {
-            if (name === 'test-suite') suites.pop();
+            const suite = suites[suites.length - 1];
+            if (name === 'test-suite') {
+              suites.pop();
+              if (suite?.output !== null && suite?.output !== undefined) {
+                const path = [...suites, suite].filter((s) => s.inPath).map((s) => s.name);
+                options.onSuiteOutput?.({ suitePath: path, systemOut: suite.output, systemErr: null });
+              }
+            } else if (name === 'output' && suite !== undefined) suite.output = appendOutput(suite.output, text, options.maxOutputChars);
             return;
           }
           const parent = parents[parents.length - 1];
-          if (name === 'message' && text !== null) draft.message ??= nonBlank(text)?.trim() ?? null;
+          if (name === 'message' && text !== null) draft.message ??= withoutAnsi(nonBlank(text)?.trim() ?? null);
           else if (name === 'stack-trace' && text !== null) draft.stackTrace = bodyText(text);
           else if (name === 'output' && parent === 'test-case') draft.systemOut = appendOutput(draft.systemOut, text, options.maxOutputChars);
         },
       };
 
+      /** A start time; the pre-release schema's time of day ("14:07:12") is on the run's `run-date`. */
+      function startTime(raw: string | undefined, where: string, caseName?: string): string | null {
+        if (raw === undefined) return null;
+        if (runDate !== null && /^\d{1,2}:\d{2}(:\d{2}([.,]\d+)?)?$/.test(raw.trim())) return timestamp(`${runDate}T${raw.trim()}`, where, caseName);
+        return timestamp(raw, where, caseName);
+      }
+
       function nunit3Case(attrs: Attributes): ParsedCase | null {
-        const caseName = nonBlank(attrs.name);
-        if (caseName === null) return nameless(attrs.fullname);
+        const caseName = nonBlank(attrs.name) ?? nameless(attrs.fullname);
         const outcome = nunit3Outcome(attrs.result, attrs.label);
         if (outcome === undefined) return unclassified(caseName, attrs.label === undefined ? attrs.result : `${attrs.result}/${attrs.label}`);
-        const executedAt = attrs['start-time'] === undefined ? null : timestamp(attrs['start-time'], `test case ${caseName}`, caseName);
-        return newCase(caseName, nonBlank(attrs.classname) ?? enclosingClass(), outcome, seconds(attrs.duration, 'duration', caseName), executedAt);
+        const executedAt = startTime(attrs['start-time'], `test case ${caseName}`, caseName);
+        const durationMs = attrs.duration !== undefined ? seconds(attrs.duration, 'duration', caseName) : seconds(attrs.time, 'time', caseName);
+        return newCase(caseName, nonBlank(attrs.classname) ?? enclosingClass(), outcome, durationMs, executedAt);
       }
 
       function nunit2Case(attrs: Attributes): ParsedCase | null {
-        const fullName = nonBlank(attrs.name);
-        if (fullName === null) return nameless(undefined);
-        const outcome = nunit2Outcome(attrs.result, attrs.executed);
+        const fullName = nonBlank(attrs.name) ?? nameless(undefined);
+        const outcome = nunit2Outcome(attrs.result, attrs.executed, attrs.success);
         if (outcome === undefined) return unclassified(fullName, attrs.result);
-        const [className, caseName] = splitQualifiedName(fullName);
+        const [className, caseName] = nonBlank(attrs.name) === null ? [null, fullName] : splitQualifiedName(fullName);
         return newCase(caseName, className ?? enclosingClass(), outcome, seconds(attrs.time, 'time', fullName), null);
       }
 
@@ -122,9 +156,10 @@ export const parseNunit: ResultParser = (input, options) => {
         return null;
       }
 
-      function nameless(fullName: string | undefined): null {
-        warn(`a test case without a name${fullName === undefined ? '' : ` (${fullName})`} was skipped`);
-        return null;
+      function nameless(fullName: string | undefined): string {
+        const placeholder = unnamedCase(position);
+        warn(`a test case without a name${fullName === undefined ? '' : ` (${fullName})`} was imported as "${placeholder}"`, placeholder);
+        return placeholder;
       }
 
       function unclassified(caseName: string, result: string | undefined): null {
@@ -140,44 +175,25 @@ interface Suite {
   inPath: boolean;
   className: string | null;
   executedAt: string | null;
+  /** The suite's own `<output>`, already cut. */
+  output: string | null;
 }
 
 const PER_METHOD_SUITES = new Set(['ParameterizedMethod', 'Theory', 'GenericMethod', 'ParameterizedTest']);
 
-/** NUnit 3: the label refines a Failed result; Warning is a pass with warnings (Assert.Warn). */
+/** NUnit 3: a `result/label` pair the table lists, else the result alone (Failed/Error, but Failed/Other is a failure). */
 function nunit3Outcome(result: string | undefined, label: string | undefined): Outcome | undefined {
-  switch (result) {
-    case 'Passed':
-    case 'Warning':
-      return 'passed';
-    case 'Failed':
-      return label === 'Error' || label === 'Invalid' || label === 'Cancelled' ? 'error' : 'failed';
-    case 'Skipped':
-    case 'Inconclusive':
-      return 'skipped';
-    default:
-      return undefined;
-  }
+  return (label === undefined ? undefined : outcomeIn(NUNIT3_OUTCOMES, `${result}/${label}`)) ?? outcomeIn(NUNIT3_OUTCOMES, result);
 }
 
-/** NUnit 2: NotRunnable (an invalid test: bad signature, bad arguments) counts as an error, as NUnit 3's Failed/Invalid. */
-function nunit2Outcome(result: string | undefined, executed: string | undefined): Outcome | undefined {
-  switch (result) {
-    case 'Success':
-      return 'passed';
-    case 'Failure':
-      return 'failed';
-    case 'Error':
-    case 'NotRunnable':
-    case 'Cancelled':
-      return 'error';
-    case 'Ignored':
-    case 'Skipped':
-    case 'Inconclusive':
-      return 'skipped';
-    case undefined:
-      return executed === 'False' ? 'skipped' : undefined;
-    default:
-      return undefined;
-  }
+/**
+ * NUnit 2: the result; without one, `executed` and `success`. NotRunnable (an invalid test: bad
+ * signature, bad arguments) is skipped: NUnit 2's own header counts it as not run.
+ */
+function nunit2Outcome(result: string | undefined, executed: string | undefined, success: string | undefined): Outcome | undefined {
+  if (result !== undefined) return outcomeIn(NUNIT2_OUTCOMES, result);
+  if (executed === 'False') return NUNIT2_OUTCOMES['(no result, executed="False")'];
+  if (executed === 'True' && success === 'False') return NUNIT2_OUTCOMES['(no result, executed="True" success="False")'];
+  if (executed === 'True' && success === 'True') return NUNIT2_OUTCOMES['(no result, executed="True" success="True")'];
+  return undefined;
 }

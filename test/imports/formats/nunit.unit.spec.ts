@@ -1,4 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { expect } from 'chai';
+import type { SuiteOutput } from '../../../services/imports/formats/parsedResult';
 import { BASE_CASE, harness } from './harness';
 import { parseNunit } from '../../../services/imports/formats/nunit';
 
@@ -41,11 +45,46 @@ describe('NUnit parser', () => {
     ]);
   });
 
-  it('NUnit 2: NotRunnable is an error, a not executed case without result is skipped, unknown results are skipped with a warning', async () => {
+  it('NUnit 2: NotRunnable is skipped (not run, as NUnit counts it), a not executed case without result is skipped, unknown results are skipped with a warning', async () => {
     const { cases, warnings } = await parseText(`<test-results name="a.dll"><test-suite type="TestFixture" name="F"><results>
       <test-case name="N.F.Bad" executed="False" result="NotRunnable"/><test-case name="N.F.Off" executed="False"/><test-case name="N.F.Odd" executed="True" result="Passed"/>
     </results></test-suite></test-results>`);
-    expect(cases.map((c) => [c.suitePath, c.className, c.name, c.outcome])).to.deep.equal([[['F'], 'N.F', 'Bad', 'error'], [['F'], 'N.F', 'Off', 'skipped']]);
+    expect(cases.map((c) => [c.suitePath, c.className, c.name, c.outcome])).to.deep.equal([[['F'], 'N.F', 'Bad', 'skipped'], [['F'], 'N.F', 'Off', 'skipped']]);
     expect(warnings.map((w) => w.case)).to.deep.equal(['N.F.Odd']);
+  });
+});
+
+describe('NUnit parser: identity, gaps of the older schemas, suite output', () => {
+  it('NUnit 2: executed="True" success="False" without a result is a failure (a one-case file is not refused)', async () => {
+    const { cases } = await parseText(`<test-results name="a.dll" date="2009-08-20" time="13:22:10"><test-suite type="TestFixture" name="F" executed="True" success="False"><results>
+      <test-case name="N.F.Breaks" executed="True" success="False" time="0.031"><failure><message><![CDATA[boom]]></message></failure></test-case>
+    </results></test-suite></test-results>`);
+    expect(cases.map((c) => [c.name, c.outcome, c.message, c.durationMs])).to.deep.equal([['Breaks', 'failed', 'boom', 31]]);
+  });
+
+  it('NUnit 3 pre-release schema: durations from time, a time-of-day start-time on the run-date; testament_case_id as a property or a Category; a nameless case gets a placeholder', async () => {
+    const { cases, warnings } = await parseFixture('nunit3-prerelease.xml');
+    const suitePath = ['Billing.Tests.dll', 'InvoiceTests'];
+    expect(cases.map((c) => [c.suitePath, c.className, c.name, c.outcome, c.durationMs, c.executedAt, c.externalId])).to.deep.equal([
+      [suitePath, 'Billing.Tests.InvoiceTests', 'TotalsLines', 'passed', 122, '2014-11-28T14:11:45.000Z', 'BIL-101'],
+      [suitePath, 'Billing.Tests.InvoiceTests', 'AppliesVat', 'failed', 153, '2014-11-28T14:11:46.000Z', 'BIL-102'],
+      [suitePath, 'Billing.Tests.InvoiceTests', '(unnamed test 3)', 'passed', 11, '2014-11-28T14:11:45.000Z', null],
+    ]);
+    expect(warnings).to.deep.equal([{ file: 'results.xml', message: 'a test case without a name (Billing.Tests.InvoiceTests) was imported as "(unnamed test 3)"', case: '(unnamed test 3)' }]);
+  });
+
+  it('NUnit 2 categories: testament_case_id=… is the externalId', async () => {
+    const { cases } = await parseText(`<test-results name="a.dll"><test-suite type="TestFixture" name="F"><results>
+      <test-case name="N.F.A" executed="True" result="Success" success="True"><categories><category name="Smoke"/><category name="testament_case_id=SMK-7"/></categories></test-case>
+    </results></test-suite></test-results>`);
+    expect(cases[0]).to.include({ externalId: 'SMK-7' });
+    expect(cases[0].properties).to.deep.equal([{ name: 'Category', value: 'Smoke' }, { name: 'Category', value: 'testament_case_id=SMK-7' }]);
+  });
+
+  it('NUnit 3 suite-level <output> is reported once per suite through onSuiteOutput', async () => {
+    const outputs: SuiteOutput[] = [];
+    const input = Readable.from([readFileSync(join(__dirname, '..', 'fixtures', 'nunit3-prerelease.xml'))]);
+    for await (const _ of parseNunit(input, { fileName: 'r.xml', maxOutputChars: 100, onWarning: () => {}, onSuiteOutput: (o) => outputs.push(o) }));
+    expect(outputs).to.deep.equal([{ suitePath: ['Billing.Tests.dll', 'InvoiceTests'], systemOut: 'fixture set-up: seeded 3 customers\n', systemErr: null }]);
   });
 });
