@@ -1,4 +1,5 @@
-import { noDetails, truncate, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
+import { EXTERNAL_ID_NAME, XUNIT_OUTCOMES, outcomeIn, unnamedCase, withoutAnsi } from './outcomes';
+import { noDetails, truncate, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, bodyText, baseName, isoTimestamp, nonBlank, secondsToMs, streamXml, warner, type XmlHandler } from './xmlStream';
 
 /**
@@ -7,6 +8,8 @@ import { appendOutput, bodyText, baseName, isoTimestamp, nonBlank, secondsToMs, 
  * cut to the rest ("Ns.CalcTests.Add" → "Add"; a custom DisplayName stays whole). Traits become
  * properties. executedAt is the assembly's run-date and run-time, taken as UTC (xUnit writes no zone).
  * Assembly-level `<errors>` (fixture cleanup failures) are not cases: each one is a warning.
+ * Identity (docs/imports.md): theory data is in the name ("Add(a: 1, b: 2)"); a trait
+ * `testament_case_id` is the externalId.
  */
 export const parseXunit: ResultParser = (input, options) => {
   const warn = warner(options);
@@ -18,6 +21,7 @@ export const parseXunit: ResultParser = (input, options) => {
       let collection: string | null = null;
       let draft: ParsedCase | null = null;
       let ignoringTest = false;
+      let position = 0;
 
       return {
         open(name, attrs, parents) {
@@ -38,15 +42,15 @@ export const parseXunit: ResultParser = (input, options) => {
             else if (name === 'error' && parent === 'errors')
               warn(`the ${attrs.type ?? ''} error of ${attrs.name ?? 'the assembly'} is not a test case and was not imported`);
             else if (name === 'test') {
-              const fullName = nonBlank(attrs.name);
+              position++;
+              let fullName = nonBlank(attrs.name);
               const type = nonBlank(attrs.type);
               if (fullName === null) {
-                warn(`a test without a name (type ${type ?? 'none'}) was skipped`);
-                ignoringTest = true;
-                return false;
+                fullName = unnamedCase(position);
+                warn(`a test without a name (type ${type ?? 'none'}) was imported as "${fullName}"`, fullName);
               }
               const caseName = type !== null && fullName.startsWith(`${type}.`) && fullName.length > type.length + 1 ? fullName.slice(type.length + 1) : fullName;
-              const outcome = RESULTS.get(attrs.result ?? '');
+              const outcome = outcomeIn(XUNIT_OUTCOMES, attrs.result);
               if (outcome === undefined) {
                 warn(`unknown result "${attrs.result ?? ''}"; the case was skipped`, fullName);
                 ignoringTest = true;
@@ -70,8 +74,10 @@ export const parseXunit: ResultParser = (input, options) => {
           if (name === 'failure' && parent === 'test') draft.failureType = nonBlank(attrs['exception-type']);
           else if ((name === 'message' || name === 'stack-trace') && parent === 'failure') return true;
           else if ((name === 'reason' || name === 'output') && parent === 'test') return true;
-          else if (name === 'trait' && parent === 'traits' && attrs.name !== undefined)
+          else if (name === 'trait' && parent === 'traits' && attrs.name !== undefined) {
             draft.properties.push({ name: attrs.name, value: truncate(attrs.value ?? '', options.maxOutputChars) ?? '' });
+            if (attrs.name === EXTERNAL_ID_NAME && nonBlank(attrs.value) !== null) draft.externalId ??= (attrs.value ?? '').trim();
+          }
           return false;
         },
 
@@ -88,7 +94,7 @@ export const parseXunit: ResultParser = (input, options) => {
             else if (name === 'assembly') assembly = null;
             return;
           }
-          if ((name === 'message' || name === 'reason') && text !== null) draft.message ??= nonBlank(text)?.trim() ?? null;
+          if ((name === 'message' || name === 'reason') && text !== null) draft.message ??= withoutAnsi(nonBlank(text)?.trim() ?? null);
           else if (name === 'stack-trace' && text !== null) draft.stackTrace = bodyText(text);
           else if (name === 'output' && parent === 'test') draft.systemOut = appendOutput(draft.systemOut, text, options.maxOutputChars);
         },
@@ -96,6 +102,3 @@ export const parseXunit: ResultParser = (input, options) => {
     },
   });
 };
-
-/** xUnit v2 writes Pass, Fail and Skip; NotRun comes from v3 runners writing the v2 format. */
-const RESULTS = new Map<string, Outcome>([['Pass', 'passed'], ['Fail', 'failed'], ['Skip', 'skipped'], ['NotRun', 'skipped']]);

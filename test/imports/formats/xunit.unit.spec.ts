@@ -29,3 +29,16 @@ describe('xUnit parser', () => {
     expect(cases[0]).to.include({ durationMs: 500, executedAt: null, systemOut: `${'o'.repeat(10)}\n[… 20 more characters cut]` });
   });
 });
+
+describe('xUnit parser: identity', () => {
+  it('a testament_case_id trait is the externalId; a nameless test gets a numbered placeholder; ANSI colours leave the message', async () => {
+    const { cases, warnings } = await parseText(`<?xml version="1.1"?><assemblies><assembly name="/ci/Shop.Tests.dll" run-date="2024-03-05" run-time="10:15:30"><collection name="Test collection for Shop.CartTests">
+      <test name="Shop.CartTests.Adds" type="Shop.CartTests" method="Adds" time="0.01" result="Pass"><traits><trait name="testament_case_id" value="SHOP-3"/></traits></test>
+      <test name="" type="Shop.CartTests" method="Empty" time="0.01" result="Fail"><failure exception-type="Xunit.Sdk.EqualException"><message>&#x1B;[31mAssert.Equal() Failure&#x1B;[39m</message><stack-trace>&#x1B;[2m   at Shop.CartTests.Empty()&#x1B;[22m</stack-trace></failure></test>
+    </collection></assembly></assemblies>`);
+    expect(cases.map((c) => [c.name, c.externalId, c.outcome])).to.deep.equal([['Adds', 'SHOP-3', 'passed'], ['(unnamed test 2)', null, 'failed']]);
+    expect(cases[1].message).to.equal('Assert.Equal() Failure');
+    expect(cases[1].stackTrace).to.equal('\u001b[2m   at Shop.CartTests.Empty()\u001b[22m');
+    expect(warnings.map((w) => w.case)).to.deep.equal(['(unnamed test 2)']);
+  });
+});
