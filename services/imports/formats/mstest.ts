@@ -1,4 +1,5 @@
-import { noDetails, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
+import { EXTERNAL_ID_NAME, TRX_OUTCOMES, externalIdOfLabel, outcomeIn, unnamedCase, withoutAnsi } from './outcomes';
+import { noDetails, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, bodyText, isoTimestamp, nonBlank, splitQualifiedName, streamXml, warner, type XmlHandler } from './xmlStream';
 
 /**
@@ -11,6 +12,11 @@ import { appendOutput, bodyText, isoTimestamp, nonBlank, splitQualifiedName, str
  * definition has not been read yet is held until `</TestDefinitions>` (cases are already cut to
  * maxOutputChars); the testId → class map and those held cases grow with the number of tests, not
  * with the size of the outputs.
+ *
+ * Identity (docs/imports.md): data rows are summed up in their parent, so the test is its class and
+ * name; a `<TestCategoryItem TestCategory="testament_case_id=…">` or a property `testament_case_id`
+ * of its definition is the externalId. The run's own output (`<ResultSummary><Output>`, and its
+ * `<RunInfos>` messages as systemErr) goes to `onSuiteOutput` with an empty suitePath: the whole file.
  */
 export const parseMstest: ResultParser = (input, options) => {
   const warn = warner(options);
@@ -19,22 +25,30 @@ export const parseMstest: ResultParser = (input, options) => {
     roots: ['TestRun'],
     start(emit): XmlHandler {
       let runStart: string | null = null;
-      const classNames = new Map<string, string | null>();
+      const definitions = new Map<string, Definition>();
+      let position = 0;
+      let propertyKey: string | null = null;
+      const run: { systemOut: string | null; systemErr: string | null } = { systemOut: null, systemErr: null };
       const held: Array<{ testId: string; parsed: ParsedCase }> = [];
       let definition: string | null = null;
       let draft: { testId: string; parsed: ParsedCase; depth: number } | null = null;
       let ignoringDepth: number | null = null;
 
-      const place = (testId: string, parsed: ParsedCase, className: string | null): ParsedCase => {
-        let cls = className;
+      const place = (testId: string, parsed: ParsedCase, found: Definition | undefined): ParsedCase => {
+        let cls = found?.className ?? null;
         let name = parsed.name;
         if (cls === null) [cls] = splitQualifiedName(name);
         if (cls === null) warn(`no class found for test ${testId}; it was put in the suite "(no class)"`, name);
         else if (name.startsWith(`${cls}.`) && name.length > cls.length + 1) name = name.slice(cls.length + 1);
-        return { ...parsed, name, className: cls, suitePath: [cls ?? '(no class)'] };
+        return { ...parsed, name, className: cls, suitePath: [cls ?? '(no class)'], externalId: found?.externalId ?? null };
       };
       const releaseHeld = (): void => {
-        for (const { testId, parsed } of held.splice(0)) emit(place(testId, parsed, classNames.get(testId) ?? null));
+        for (const { testId, parsed } of held.splice(0)) emit(place(testId, parsed, definitions.get(testId)));
+      };
+      const definitionOf = (id: string): Definition => {
+        let found = definitions.get(id);
+        if (found === undefined) definitions.set(id, (found = { className: null, externalId: null }));
+        return found;
       };
 
       return {
@@ -45,15 +59,18 @@ export const parseMstest: ResultParser = (input, options) => {
             if (name === 'Times' && parent === 'TestRun') {
               runStart = isoTimestamp(attrs.start) ?? null;
             } else if (name === 'UnitTestResult' && parent === 'Results') {
-              const testName = nonBlank(attrs.testName);
+              position++;
+              let testName = nonBlank(attrs.testName);
               const testId = attrs.testId ?? '';
               if (testName === null) {
-                warn(`a result without a testName (testId ${testId}) was skipped`);
-                ignoringDepth = parents.length;
-                return false;
+                testName = unnamedCase(position);
+                warn(`a result without a testName (testId ${testId}) was imported as "${testName}"`, testName);
               }
-              const outcome = OUTCOMES.get(attrs.outcome ?? '');
-              if (outcome === undefined) {
+              let outcome = outcomeIn(TRX_OUTCOMES, attrs.outcome);
+              if (attrs.outcome === undefined) {
+                outcome = TRX_OUTCOMES['(no outcome)'];
+                warn('a result without an outcome (the run counts it as an error) was imported as an error', testName);
+              } else if (outcome === undefined) {
                 warn(`unknown outcome "${attrs.outcome ?? ''}"; the case was skipped`, testName);
                 ignoringDepth = parents.length;
                 return false;
@@ -77,7 +94,12 @@ export const parseMstest: ResultParser = (input, options) => {
               };
             } else if (name === 'UnitTest' && parent === 'TestDefinitions') definition = attrs.id ?? null;
             else if (name === 'TestMethod' && parent === 'UnitTest' && definition !== null)
-              classNames.set(definition, nonBlank(attrs.className?.split(',')[0]?.trim()));
+              definitionOf(definition).className = nonBlank(attrs.className?.split(',')[0]?.trim());
+            else if (name === 'TestCategoryItem' && parent === 'TestCategory' && definition !== null) {
+              const id = externalIdOfLabel(attrs.TestCategory ?? '');
+              if (id !== null) definitionOf(definition).externalId ??= id;
+            } else if ((name === 'Key' || name === 'Value') && parent === 'Property' && definition !== null) return true;
+            else if (parents[1] === 'ResultSummary' && ((parent === 'Output' && (name === 'StdOut' || name === 'StdErr')) || (name === 'Text' && parent === 'RunInfo'))) return true;
             return false;
           }
           // Inside a result: only its own Output, not an inner result's.
@@ -95,7 +117,7 @@ export const parseMstest: ResultParser = (input, options) => {
           if (draft !== null && parents.length === draft.depth) {
             const { testId, parsed } = draft;
             draft = null;
-            if (classNames.has(testId)) emit(place(testId, parsed, classNames.get(testId) ?? null));
+            if (definitions.has(testId)) emit(place(testId, parsed, definitions.get(testId)));
             else held.push({ testId, parsed });
             return;
           }
@@ -103,27 +125,35 @@ export const parseMstest: ResultParser = (input, options) => {
             const parsed = draft.parsed;
             if (name === 'StdOut') parsed.systemOut = appendOutput(parsed.systemOut, text, options.maxOutputChars);
             else if (name === 'StdErr') parsed.systemErr = appendOutput(parsed.systemErr, text, options.maxOutputChars);
-            else if (name === 'Message' && text !== null) parsed.message = nonBlank(text)?.trim() ?? null;
+            else if (name === 'Message' && text !== null) parsed.message = withoutAnsi(nonBlank(text)?.trim() ?? null);
             else if (name === 'StackTrace' && text !== null) parsed.stackTrace = bodyText(text);
             return;
           }
-          if (name === 'UnitTest') definition = null;
-          else if (name === 'TestDefinitions' || name === 'TestRun') releaseHeld();
+          const parent = parents[parents.length - 1];
+          const max = options.maxOutputChars;
+          if (name === 'Key' && parent === 'Property') propertyKey = text;
+          else if (name === 'Value' && parent === 'Property' && definition !== null) {
+            if (propertyKey?.trim() === EXTERNAL_ID_NAME && nonBlank(text) !== null) definitionOf(definition).externalId ??= (text ?? '').trim();
+            propertyKey = null;
+          } else if (name === 'UnitTest') definition = null;
+          else if (name === 'StdOut' && parent === 'Output') run.systemOut = appendOutput(run.systemOut, text, max);
+          else if (name === 'StdErr' && parent === 'Output') run.systemErr = appendOutput(run.systemErr, text, max);
+          else if (name === 'Text' && parent === 'RunInfo') run.systemErr = appendOutput(run.systemErr, text, max);
+          else if (name === 'TestDefinitions') releaseHeld();
+          else if (name === 'TestRun') {
+            releaseHeld();
+            if (run.systemOut !== null || run.systemErr !== null) options.onSuiteOutput?.({ suitePath: [], ...run });
+          }
         },
       };
     },
   });
 };
 
-const OUTCOMES = new Map<string, Outcome>([
-  ['Passed', 'passed'],
-  ['Failed', 'failed'],
-  ['NotExecuted', 'skipped'],
-  ['Inconclusive', 'skipped'],
-  ['Timeout', 'error'],
-  ['Aborted', 'error'],
-  ['Error', 'error'],
-]);
+interface Definition {
+  className: string | null;
+  externalId: string | null;
+}
 
 /** .NET TimeSpan text ("00:00:01.2345678", "1.02:03:04.5") to whole milliseconds. */
 export function timeSpanToMs(raw: string | undefined): number | null | undefined {

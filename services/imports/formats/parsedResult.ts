@@ -56,7 +56,7 @@ export interface ParsedCase {
 
 /** A suite's own output (Gradle writes all output there), told once per suite as its end is read. */
 export interface SuiteOutput {
-  /** The suite, as the suitePath of its cases. */
+  /** The suite, as the suitePath of its cases; empty for output of the whole run (TRX `<ResultSummary><Output>`). */
   suitePath: string[];
   systemOut: string | null;
   systemErr: string | null;

@@ -1,4 +1,7 @@
+import { createReadStream } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
+import type { ParseWarning, ParsedCase, SuiteOutput } from '../../../services/imports/formats/parsedResult';
 import { BASE_CASE, harness } from './harness';
 import { parseMstest } from '../../../services/imports/formats/mstest';
 
@@ -43,5 +46,29 @@ describe('MSTest (TRX) parser', () => {
   it('refuses a TRX without results (no-tests)', async () => {
     const err = await parseText('<TestRun xmlns="http://microsoft.com/schemas/VisualStudio/TeamTest/2010"><Results/></TestRun>').catch((e) => e);
     expect(err.code).to.equal('no-tests');
+  });
+});
+
+describe('MSTest (TRX) parser: identity, missing outcomes, run output', () => {
+  it('a testament_case_id category or property is the externalId; a result without an outcome is an error with a warning; run output goes to onSuiteOutput', async () => {
+    const outputs: SuiteOutput[] = [];
+    const warnings: ParseWarning[] = [];
+    const cases: ParsedCase[] = [];
+    const input = createReadStream(join(__dirname, '..', 'fixtures', 'mstest-identity.trx'));
+    for await (const c of parseMstest(input, { fileName: 'run.trx', maxOutputChars: 1000, onWarning: (w) => warnings.push(w), onSuiteOutput: (o) => outputs.push(o) })) cases.push(c);
+    expect(cases.map((c) => [c.suitePath, c.name, c.outcome, c.externalId])).to.deep.equal([
+      [['Orders.Tests.OrderTests'], 'CreatesOrder', 'passed', 'ORD-1'],
+      [['Orders.Tests.OrderTests'], 'CancelsOrder', 'failed', 'ORD-2'],
+      [['Orders.Tests.OrderTests'], 'ShipsOrder', 'error', null],
+    ]);
+    expect(warnings).to.deep.equal([{ file: 'run.trx', message: 'a result without an outcome (the run counts it as an error) was imported as an error', case: 'ShipsOrder' }]);
+    expect(outputs).to.deep.equal([{ suitePath: [], systemOut: "Data collector 'Code Coverage' started.", systemErr: 'The active test run was aborted. Reason: Test host process crashed' }]);
+  });
+
+  it('a result without a testName gets a numbered placeholder', async () => {
+    const { cases, warnings } = await parseText(`<TestRun xmlns="http://microsoft.com/schemas/VisualStudio/TeamTest/2010"><Results>
+      <UnitTestResult testId="a" testName="Ns.A.One" outcome="Passed"/><UnitTestResult testId="b" outcome="Failed"/></Results></TestRun>`);
+    expect(cases.map((c) => [c.name, c.outcome])).to.deep.equal([['One', 'passed'], ['(unnamed test 2)', 'failed']]);
+    expect(warnings.map((w) => w.case)).to.include('(unnamed test 2)');
   });
 });
