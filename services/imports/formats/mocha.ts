@@ -10,6 +10,7 @@ import {
   jsonObject,
   jsonString,
 } from './jsonStream';
+import { MOCHA_OUTCOMES, unnamedCase, withoutAnsi } from './outcomes';
 import {
   type Outcome,
   type ParseOptions,
@@ -29,13 +30,21 @@ import {
  * pass, which `tests` cannot (mocha marks passes with `speed`, never-run skips have no `duration`).
  * Mocha JSON has no suite nesting: a case's suite is its full title minus its title ("Calculator
  * add"), and a root-level test's suite is its file's name.
+ *
+ * Identity (docs/imports.md): the file and the full title. Where the report names the test's file,
+ * its base name is the first suitePath level (["calc.spec.js", "Calculator add"]), so the same
+ * title in two files makes two tests; the variant stays null. Mocha lists a retried test once, its
+ * last attempt (`currentRetry` becomes the `retries` property); a report that lists the attempts one
+ * after another (the same test, a higher `currentRetry`) gets the earlier ones marked `retried`.
  */
-export const parseMocha: ResultParser = (input, options) => mochaCases(input, options);
+export const parseMocha: ResultParser = (input, options) => withRetriesMarked(mochaCases(input, options));
 
 interface Report {
   options: ParseOptions;
   /** `stats.start`: both reporters write `stats` first. */
   executedAt: string | null;
+  /** Tests read so far, numbering nameless ones. */
+  position: number;
 }
 
 type MochaTest = Record<string, unknown>;
@@ -45,7 +54,7 @@ const MAX_UNDECIDED = 10_000;
 
 async function* mochaCases(input: Readable, options: ParseOptions): AsyncGenerator<ParsedCase> {
   const json = new JsonReader(input, options.fileName);
-  const report: Report = { options, executedAt: null };
+  const report: Report = { options, executedAt: null, position: 0 };
   let count = 0;
   let hasTestList = false;
   let testsRead = false;
@@ -61,7 +70,7 @@ async function* mochaCases(input: Readable, options: ParseOptions): AsyncGenerat
         case 'tests':
           hasTestList = testsRead = true;
           for await (const _ of json.items('"tests"')) {
-            const test = await readTest(json, key);
+            const test = await readTest(json, key, report);
             const outcome = outcomeInTests(test, pendingTitles);
             if (outcome) {
               count++;
@@ -73,7 +82,7 @@ async function* mochaCases(input: Readable, options: ParseOptions): AsyncGenerat
               if (!warnedUndecided) warnUndecided(options);
               warnedUndecided = true;
               count++;
-              yield mochaCase(undecided.shift() as MochaTest, 'passed', report);
+              yield mochaCase(undecided.shift() as MochaTest, MOCHA_OUTCOMES['speed (ran and passed)'], report);
             }
           }
           break;
@@ -82,15 +91,16 @@ async function* mochaCases(input: Readable, options: ParseOptions): AsyncGenerat
         case 'passes':
           hasTestList = true;
           for await (const _ of json.items(`"${key}"`)) {
-            const test = await readTest(json, key);
+            const test = await readTest(json, key, testsRead ? undefined : report);
             if (!testsRead) {
               count++;
-              yield mochaCase(test, key === 'pending' ? 'skipped' : key === 'passes' ? 'passed' : failureOutcome(test), report);
+              const outcome = key === 'pending' ? MOCHA_OUTCOMES['listed in pending (this.skip())'] : key === 'passes' ? MOCHA_OUTCOMES['only in passes'] : failureOutcome(test);
+              yield mochaCase(test, outcome, report);
             } else if (key === 'pending') {
               (pendingTitles ??= new Set()).add(fullTitleOf(test));
             } else if (key === 'failures' && isHook(test)) {
               count++;
-              yield mochaCase(test, 'error', report);
+              yield mochaCase(test, MOCHA_OUTCOMES['a failed hook ("before each" hook …)'], report);
             }
           }
           break;
@@ -120,7 +130,7 @@ async function* mochaCases(input: Readable, options: ParseOptions): AsyncGenerat
   }
   for (const test of undecided) {
     count++;
-    yield mochaCase(test, pendingTitles?.has(fullTitleOf(test)) ? 'skipped' : 'passed', report);
+    yield mochaCase(test, pendingTitles?.has(fullTitleOf(test)) ? MOCHA_OUTCOMES['listed in pending (this.skip())'] : MOCHA_OUTCOMES['speed (ran and passed)'], report);
   }
   if (!hasTestList) {
     throw json.malformed('not a Mocha JSON report: no "tests" (mocha --reporter json) or "results" (mochawesome)');
@@ -128,23 +138,53 @@ async function* mochaCases(input: Readable, options: ParseOptions): AsyncGenerat
   if (count === 0) throw new ResultFileError('no-tests', `${options.fileName} reports no tests`, { file: options.fileName });
 }
 
-async function readTest(json: JsonReader, list: string): Promise<MochaTest> {
+async function readTest(json: JsonReader, list: string, report?: Report): Promise<MochaTest> {
   const test = jsonObject(await json.readValue());
   if (!test) throw json.malformed(`an item of "${list}" is not an object`);
+  if (report !== undefined) positions.set(test, ++report.position);
   return test;
 }
 
+/** Each test's position among the tests of its file (the list it is the source of), for a placeholder name. */
+const positions = new WeakMap<MochaTest, number>();
+
+/** The current retry of a case's attempt, for `withRetriesMarked`. */
+const retryOf = new WeakMap<ParsedCase, number>();
+
+/** Marks an attempt `retried` when the next case is the same test with a higher `currentRetry`. */
+async function* withRetriesMarked(cases: AsyncIterable<ParsedCase>): AsyncGenerator<ParsedCase> {
+  let previous: ParsedCase | null = null;
+  for await (const next of cases) {
+    if (previous !== null) {
+      if (sameTest(previous, next) && (retryOf.get(next) ?? 0) > (retryOf.get(previous) ?? 0)) previous.retried = true;
+      yield previous;
+    }
+    previous = next;
+  }
+  if (previous !== null) yield previous;
+}
+
+function sameTest(a: ParsedCase, b: ParsedCase): boolean {
+  return a.name === b.name && a.className === b.className && a.file === b.file && a.suitePath.join('\u0000') === b.suitePath.join('\u0000');
+}
+
+function placeholderName(test: MochaTest, report: Report): string {
+  const name = unnamedCase(positions.get(test) ?? ++report.position);
+  report.options.onWarning({ file: report.options.fileName, message: `a test without a title was imported as "${name}"`, case: name });
+  return name;
+}
+
 function outcomeInTests(test: MochaTest, pendingTitles: Set<string> | null): Outcome | null {
-  if (isHook(test)) return 'error';
-  if (hasError(test)) return 'failed';
-  if (test.speed !== undefined) return 'passed';
-  if (jsonNumber(test.duration) === null) return 'skipped'; // it.skip, xit: never ran
-  if (pendingTitles) return pendingTitles.has(fullTitleOf(test)) ? 'skipped' : 'passed';
+  if (isHook(test)) return MOCHA_OUTCOMES['a failed hook ("before each" hook …)'];
+  if (hasError(test)) return MOCHA_OUTCOMES['a non-empty err'];
+  if (test.speed !== undefined) return MOCHA_OUTCOMES['speed (ran and passed)'];
+  if (jsonNumber(test.duration) === null) return MOCHA_OUTCOMES['no duration (it.skip, xit: never ran)'];
+  if (pendingTitles) return pendingTitles.has(fullTitleOf(test)) ? MOCHA_OUTCOMES['listed in pending (this.skip())'] : MOCHA_OUTCOMES['speed (ran and passed)'];
   return null;
 }
 
 function failureOutcome(test: MochaTest): Outcome {
-  return isHook(test) ? 'error' : 'failed';
+  return isHook(test) ? MOCHA_OUTCOMES['a failed hook ("before each" hook …)'] : MOCHA_OUTCOMES['only in failures'];
 }
 
 function warnUndecided(options: ParseOptions): void {
@@ -162,9 +202,10 @@ function mochaCase(test: MochaTest, outcome: Outcome, report: Report): ParsedCas
   const suiteTitle = fullTitle.endsWith(title) ? fullTitle.slice(0, fullTitle.length - title.length).trim() : '';
   const file = jsonString(test.file);
   const retries = jsonNumber(test.currentRetry);
-  return {
-    suitePath: [suiteTitle || (file ? basename(file) : report.options.fileName)],
-    name: title || fullTitle,
+  const fileLevel = file ? [basename(file)] : [];
+  const parsed: ParsedCase = {
+    suitePath: suiteTitle ? [...fileLevel, suiteTitle] : fileLevel.length > 0 ? fileLevel : [report.options.fileName],
+    name: title || fullTitle || placeholderName(test, report),
     className: suiteTitle || null,
     outcome,
     durationMs: jsonNumber(test.duration),
@@ -179,6 +220,8 @@ function mochaCase(test: MochaTest, outcome: Outcome, report: Report): ParsedCas
     externalId: null,
     retried: false,
   };
+  if (retries !== null) retryOf.set(parsed, retries);
+  return parsed;
 }
 
 // ---- mochawesome: results → suites → tests, streamed test by test ----
@@ -218,7 +261,7 @@ async function* suiteCases(json: JsonReader, parent: Scope, report: Report): Asy
           break;
         }
         for await (const _ of json.items('"tests"')) {
-          yield mochawesomeCase(await readTest(json, key), innerScope(parent, title, file), report);
+          yield mochawesomeCase(await readTest(json, key, report), innerScope(parent, title, file), report);
         }
         break;
       case 'suites':
@@ -245,9 +288,11 @@ function* heldSuiteCases(suite: Record<string, unknown>, parent: Scope, report: 
 
 function mochawesomeCase(test: MochaTest, scope: Scope, report: Report): ParsedCase {
   const outcome = mochawesomeOutcome(test);
-  const title = jsonString(test.title) ?? jsonString(test.fullTitle) ?? '';
+  const title = jsonString(test.title) || jsonString(test.fullTitle) || placeholderName(test, report);
+  const fileLevel = scope.file ? [basename(scope.file)] : [];
+  const suitePath = [...fileLevel, ...scope.titles];
   return {
-    suitePath: scope.titles.length > 0 ? scope.titles : [scope.file ? basename(scope.file) : report.options.fileName],
+    suitePath: suitePath.length > 0 ? suitePath : [report.options.fileName],
     name: title,
     className: scope.titles.at(-1) ?? null,
     outcome,
@@ -266,10 +311,10 @@ function mochawesomeCase(test: MochaTest, scope: Scope, report: Report): ParsedC
 }
 
 function mochawesomeOutcome(test: MochaTest): Outcome {
-  if (test.isHook === true || isHook(test)) return 'error';
-  if (test.state === 'failed' || test.fail === true) return 'failed';
-  if (test.state === 'passed' || test.pass === true) return 'passed';
-  return 'skipped'; // pending, or not run after a hook failed (`skipped`)
+  if (test.isHook === true || isHook(test)) return MOCHA_OUTCOMES['a failed hook ("before each" hook …)'];
+  if (test.state === 'failed' || test.fail === true) return MOCHA_OUTCOMES['mochawesome state failed'];
+  if (test.state === 'passed' || test.pass === true) return MOCHA_OUTCOMES['mochawesome state passed'];
+  return MOCHA_OUTCOMES['mochawesome pending or skipped']; // pending, or not run after a hook failed (`skipped`)
 }
 
 // ---- shared ----
@@ -299,7 +344,7 @@ function errorFields(
   if (!err || (outcome !== 'failed' && outcome !== 'error')) return { message: null, failureType: null, stackTrace: null };
   const stack = jsonString(err[stackKey]) ?? jsonString(err.stack);
   return {
-    message: jsonString(err.message) || (stack ? firstLine(stack) : null),
+    message: withoutAnsi(jsonString(err.message) || (stack ? firstLine(stack) : null)),
     failureType: jsonString(err.name) ?? exceptionTypeOf(stack),
     stackTrace: truncate(stack || null, options.maxOutputChars),
   };

@@ -37,14 +37,14 @@ function mochaCase(fields: Partial<ParsedCase> & Pick<ParsedCase, 'suitePath' | 
 const SPEC_CASES: ParsedCase[] = [
   mochaCase({ suitePath: ['calc.spec.js'], name: 'top level', outcome: 'passed', durationMs: 2 }),
   mochaCase({
-    suitePath: ['Calculator add'],
+    suitePath: ['calc.spec.js', 'Calculator add'],
     name: 'adds two numbers',
     className: 'Calculator add',
     outcome: 'passed',
     durationMs: 5,
   }),
   mochaCase({
-    suitePath: ['Calculator add'],
+    suitePath: ['calc.spec.js', 'Calculator add'],
     name: 'adds negatives',
     className: 'Calculator add',
     outcome: 'failed',
@@ -55,9 +55,9 @@ const SPEC_CASES: ParsedCase[] = [
       'AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n\n-3 !== -4\n\n' +
       '    at Context.<anonymous> (calc.spec.js:5:47)\n    at process.processImmediate (node:internal/timers:483:21)',
   }),
-  mochaCase({ suitePath: ['Calculator add'], name: 'adds strings', className: 'Calculator add', outcome: 'skipped' }),
+  mochaCase({ suitePath: ['calc.spec.js', 'Calculator add'], name: 'adds strings', className: 'Calculator add', outcome: 'skipped' }),
   mochaCase({
-    suitePath: ['Calculator flaky'],
+    suitePath: ['calc.spec.js', 'Calculator flaky'],
     name: 'passes on third try',
     className: 'Calculator flaky',
     outcome: 'passed',
@@ -66,7 +66,7 @@ const SPEC_CASES: ParsedCase[] = [
   }),
   // Listed in `failures` only: the test it was for never ran.
   mochaCase({
-    suitePath: ['Calculator divide'],
+    suitePath: ['calc.spec.js', 'Calculator divide'],
     name: '"before each" hook for "by zero"',
     className: 'Calculator divide',
     outcome: 'error',
@@ -78,7 +78,7 @@ const SPEC_CASES: ParsedCase[] = [
   }),
   // this.skip(): ran (has a duration) but no `speed`; the `pending` array, after `tests`, decides.
   mochaCase({
-    suitePath: ['Calculator add'],
+    suitePath: ['calc.spec.js', 'Calculator add'],
     name: 'skips at runtime',
     className: 'Calculator add',
     outcome: 'skipped',
@@ -94,9 +94,9 @@ function awesomeCase(fields: Partial<ParsedCase> & Pick<ParsedCase, 'suitePath' 
 
 const MOCHAWESOME_CASES: ParsedCase[] = [
   awesomeCase({ suitePath: ['cart.spec.js'], name: 'loads the catalogue', outcome: 'passed', durationMs: 14 }),
-  awesomeCase({ suitePath: ['Cart'], name: 'adds an item', className: 'Cart', outcome: 'passed', durationMs: 3 }),
+  awesomeCase({ suitePath: ['cart.spec.js', 'Cart'], name: 'adds an item', className: 'Cart', outcome: 'passed', durationMs: 3 }),
   awesomeCase({
-    suitePath: ['Cart'],
+    suitePath: ['cart.spec.js', 'Cart'],
     name: 'computes the total',
     className: 'Cart',
     outcome: 'failed',
@@ -107,9 +107,9 @@ const MOCHAWESOME_CASES: ParsedCase[] = [
       'AssertionError: expected 2 to equal 3\n    at Context.<anonymous> (test/cart.spec.js:21:30)\n' +
       '    at process.processImmediate (node:internal/timers:478:21)',
   }),
-  awesomeCase({ suitePath: ['Cart'], name: 'removes an item', className: 'Cart', outcome: 'skipped', durationMs: 0 }),
+  awesomeCase({ suitePath: ['cart.spec.js', 'Cart'], name: 'removes an item', className: 'Cart', outcome: 'skipped', durationMs: 0 }),
   awesomeCase({
-    suitePath: ['Cart', 'checkout'],
+    suitePath: ['cart.spec.js', 'Cart', 'checkout'],
     name: '"before each" hook for "applies a coupon"',
     className: 'checkout',
     outcome: 'error',
@@ -118,7 +118,7 @@ const MOCHAWESOME_CASES: ParsedCase[] = [
     failureType: 'TypeError',
     stackTrace: "TypeError: Cannot read properties of undefined (reading 'payment')\n    at Context.<anonymous> (test/cart.spec.js:34:45)",
   }),
-  awesomeCase({ suitePath: ['Cart', 'checkout'], name: 'applies a coupon', className: 'checkout', outcome: 'skipped', durationMs: 0 }),
+  awesomeCase({ suitePath: ['cart.spec.js', 'Cart', 'checkout'], name: 'applies a coupon', className: 'checkout', outcome: 'skipped', durationMs: 0 }),
 ];
 
 describe('parseMocha', () => {
@@ -152,7 +152,7 @@ describe('parseMocha', () => {
     it('counts a test that ran without error or pass mark as passed when pending does not list it', async () => {
       const test = { title: 't', fullTitle: 'S t', file: 'a.js', duration: 4, currentRetry: 0, err: {} };
       const { cases } = await parseAll(parseMocha, inChunks(JSON.stringify({ stats: {}, tests: [test], pending: [] })));
-      expect(cases.map((c) => [c.suitePath, c.name, c.outcome, c.executedAt])).to.deep.equal([[['S'], 't', 'passed', null]]);
+      expect(cases.map((c) => [c.suitePath, c.name, c.outcome, c.executedAt])).to.deep.equal([[['a.js', 'S'], 't', 'passed', null]]);
     });
 
     it('holds at most 10,000 tests waiting for the pending list, warning once when it must decide early', async () => {
@@ -199,8 +199,8 @@ describe('parseMocha', () => {
       const root = { title: '', file: '/t.js', tests: [], suites: [outer] };
       const { cases } = await parseAll(parseMocha, inChunks(JSON.stringify({ stats: {}, results: [root] })));
       expect(cases.map((c) => [c.suitePath, c.name, c.outcome, c.message])).to.deep.equal([
-        [['Outer'], 'a', 'failed', 'no'],
-        [['Outer', 'Inner'], 'b', 'passed', null],
+        [['t.js', 'Outer'], 'a', 'failed', 'no'],
+        [['t.js', 'Outer', 'Inner'], 'b', 'passed', null],
       ]);
     });
   });
@@ -261,5 +261,43 @@ describe('parseMocha', () => {
       expect(count).to.equal(200_000);
       expect(rssRise).to.be.below(150 * 1024 * 1024);
     });
+  });
+});
+
+describe('parseMocha: identity and retries', () => {
+  const spec = (file: string, fields: Record<string, unknown>) => ({ title: 'adds', fullTitle: 'Calculator adds', file, duration: 2, currentRetry: 0, speed: 'fast', err: {}, ...fields });
+
+  it('the same full title in two files gives two suitePaths (the file first); variant stays null', async () => {
+    const tests = [spec('/ci/app/test/calc.spec.js', {}), spec('/ci/app/test/legacy.spec.js', {})];
+    const { cases } = await parseAll(parseMocha, inChunks(JSON.stringify({ stats: {}, tests })));
+    expect(cases.map((c) => [c.suitePath, c.className, c.name, c.variant])).to.deep.equal([
+      [['calc.spec.js', 'Calculator'], 'Calculator', 'adds', null],
+      [['legacy.spec.js', 'Calculator'], 'Calculator', 'adds', null],
+    ]);
+  });
+
+  it('attempts listed one after another (a higher currentRetry) mark the earlier ones retried', async () => {
+    const failed = { currentRetry: 0, speed: undefined, err: { message: 'timeout', stack: 'Error: timeout' } };
+    const tests = [spec('/ci/t.js', failed), spec('/ci/t.js', { ...failed, currentRetry: 1 }), spec('/ci/t.js', { currentRetry: 2 }), spec('/ci/t.js', { title: 'other', fullTitle: 'Calculator other' })];
+    const { cases } = await parseAll(parseMocha, inChunks(JSON.stringify({ stats: {}, tests })));
+    expect(cases.map((c) => [c.name, c.outcome, c.retried])).to.deep.equal([
+      ['adds', 'failed', true],
+      ['adds', 'failed', true],
+      ['adds', 'passed', false],
+      ['other', 'passed', false],
+    ]);
+  });
+
+  it('a test with an empty title gets a numbered placeholder and a warning, in mocha JSON and mochawesome; ANSI colours leave the message only', async () => {
+    const tests = [spec('/ci/t.js', {}), spec('/ci/t.js', { title: '', fullTitle: '', speed: undefined, err: { message: '\u001b[31mexpected 1\u001b[39m', stack: '\u001b[31mAssertionError: expected 1\u001b[39m' } })];
+    const json = await parseAll(parseMocha, inChunks(JSON.stringify({ stats: {}, tests })));
+    expect(json.cases.map((c) => [c.name, c.outcome, c.message, c.stackTrace])).to.deep.equal([
+      ['adds', 'passed', null, null],
+      ['(unnamed test 2)', 'failed', 'expected 1', '\u001b[31mAssertionError: expected 1\u001b[39m'],
+    ]);
+    expect(json.warnings).to.deep.equal([{ file: 'results.json', message: 'a test without a title was imported as "(unnamed test 2)"', case: '(unnamed test 2)' }]);
+    const root = { title: '', file: '/t.js', tests: [], suites: [{ title: 'S', file: '/t.js', tests: [{ title: 'a', state: 'passed' }, { title: '', state: 'passed' }], suites: [] }] };
+    const awesome = await parseAll(parseMocha, inChunks(JSON.stringify({ stats: {}, results: [root] })));
+    expect(awesome.cases.map((c) => c.name)).to.deep.equal(['a', '(unnamed test 2)']);
   });
 });
