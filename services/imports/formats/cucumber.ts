@@ -9,6 +9,7 @@ import {
   jsonObject,
   jsonString,
 } from './jsonStream';
+import { CUCUMBER_OUTCOMES, externalIdOfLabel, outcomeIn, withoutAnsi } from './outcomes';
 import {
   type Outcome,
   type ParseOptions,
@@ -30,6 +31,10 @@ import {
  * Elements are read one at a time, but cucumber-js and cucumber-jvm write a feature's `name` and
  * `uri` after its `elements`: a feature's cases are then held (converted, not as JSON) until the
  * feature ends.
+ *
+ * Identity (docs/imports.md): the feature and the scenario name; the rows of a Scenario Outline
+ * share their name, so a row's line ("line 12") is its variant (the element id where the line is
+ * missing). A tag `@testament_case_id=…` (or `:…`) is the externalId.
  */
 export const parseCucumber: ResultParser = (input, options) => cucumberCases(input, options);
 
@@ -120,6 +125,9 @@ function scenarioOf(element: JsonObject, background: JsonObject | null, options:
     return tagName ? [{ name: 'tag', value: tagName }] : [];
   });
   const steps = runs.filter((run) => run.isStep).map((run) => ({ name: 'step', value: `${run.label} — ${run.status}` }));
+  const externalId = tags.map((tag) => externalIdOfLabel(tag.value)).find((id) => id !== null) ?? null;
+  const id = jsonString(element.id);
+  const outlineRow = /outline|template/i.test(keyword) || (id !== null && id.split(';').length >= 3);
   return {
     name: jsonString(element.name) || `${keyword} at line ${line ?? '?'}`,
     ...outcomeOf(runs, options),
@@ -129,8 +137,8 @@ function scenarioOf(element: JsonObject, background: JsonObject | null, options:
     systemErr: null,
     line,
     properties: [...tags, ...steps],
-    variant: null,
-    externalId: null,
+    variant: outlineRow ? (line !== null ? `line ${line}` : id) : null,
+    externalId,
     retried: false,
   };
 }
@@ -164,7 +172,7 @@ function runOf(step: JsonObject, label: string, isStep: boolean): Run {
   return {
     label,
     isStep,
-    status: jsonString(result?.status) ?? 'skipped',
+    status: jsonString(result?.status) ?? '(no result, or another status)',
     durationNs: jsonNumber(result?.duration),
     error: jsonString(result?.error_message) || null,
     output: jsonArray(step.output).flatMap((line) => (typeof line === 'string' ? [line] : [])),
@@ -173,15 +181,20 @@ function runOf(step: JsonObject, label: string, isStep: boolean): Run {
 
 const NOT_RUN_MESSAGE: Record<string, string> = { undefined: 'Undefined step', pending: 'Pending step' };
 
+/** A hook's or step's outcome by the table; a status the table does not list counts as not run. */
+function stepOutcome(status: string): Outcome {
+  return outcomeIn(CUCUMBER_OUTCOMES, status) ?? CUCUMBER_OUTCOMES['(no result, or another status)'];
+}
+
 function outcomeOf(runs: Run[], options: ParseOptions): Pick<ParsedCase, 'outcome' | 'message' | 'failureType' | 'stackTrace'> {
-  const failed = runs.find((run) => run.status === 'failed');
+  const failed = runs.find((run) => stepOutcome(run.status) === 'failed');
   if (failed) return problem('failed', failed, `${failed.label} failed`, options);
-  const ambiguous = runs.find((run) => run.status === 'ambiguous');
+  const ambiguous = runs.find((run) => stepOutcome(run.status) === 'error');
   if (ambiguous) return problem('error', ambiguous, `Ambiguous step: ${ambiguous.label}`, options);
-  const notRun = runs.find((run) => run.status !== 'passed');
+  const notRun = runs.find((run) => stepOutcome(run.status) !== 'passed');
   if (notRun) {
     const message = notRun.error
-      ? firstLine(notRun.error)
+      ? withoutAnsi(firstLine(notRun.error))
       : NOT_RUN_MESSAGE[notRun.status]
         ? `${NOT_RUN_MESSAGE[notRun.status]}: ${notRun.label}`
         : null;
@@ -193,7 +206,7 @@ function outcomeOf(runs: Run[], options: ParseOptions): Pick<ParsedCase, 'outcom
 function problem(outcome: Outcome, run: Run, fallback: string, options: ParseOptions) {
   return {
     outcome,
-    message: run.error ? firstLine(run.error) : fallback,
+    message: run.error ? withoutAnsi(firstLine(run.error)) : fallback,
     failureType: exceptionTypeOf(run.error),
     stackTrace: truncate(run.error, options.maxOutputChars),
   };

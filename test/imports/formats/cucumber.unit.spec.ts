@@ -148,6 +148,7 @@ const CUCUMBER_JVM_CASES: ParsedCase[] = [
     durationMs: 3,
     executedAt: '2024-03-04T10:20:01.702Z',
     line: 22,
+    variant: 'line 22', // a Scenario Outline's example row
     message: 'io.cucumber.java.PendingException: TODO: implement me',
     properties: [tag('@login'), step('Given a registered user "alice" — passed'), step('When alice requests a reset by email — pending')],
   }),
@@ -207,6 +208,9 @@ describe('parseCucumber', () => {
         file: 'features/a.feature',
         line: 3,
         properties: [step('Given a user — skipped')],
+        variant: null,
+        externalId: null,
+        retried: false,
       },
     ]);
   });
@@ -281,5 +285,38 @@ describe('parseCucumber', () => {
       expect(count).to.equal(100_000);
       expect(rssRise).to.be.below(150 * 1024 * 1024);
     });
+  });
+});
+
+describe('parseCucumber: identity', () => {
+  const passed = [{ keyword: 'Given ', name: 'a cart with <count> items', result: { status: 'passed', duration: 1_000_000 } }];
+
+  it("a Scenario Outline's rows share a name: each row's line is its variant (cucumber-js), the element id where the line is missing", async () => {
+    const rows = [
+      { type: 'scenario', keyword: 'Scenario Outline', name: 'Discount for <count> items', id: 'cart;discount-for-<count>-items;;2', line: 14, steps: passed },
+      { type: 'scenario', keyword: 'Scenario Outline', name: 'Discount for <count> items', id: 'cart;discount-for-<count>-items;;3', line: 15, steps: passed },
+      { type: 'scenario', keyword: 'Scenario Outline', name: 'Discount for <count> items', id: 'cart;discount-for-<count>-items;;4', steps: passed },
+      { type: 'scenario', keyword: 'Scenario', name: 'Empty cart', id: 'cart;empty-cart', line: 20, steps: passed },
+    ];
+    const { cases } = await parseAll(parseCucumber, inChunks(JSON.stringify([feature('Cart', 'features/cart.feature', rows)])));
+    expect(cases.map((c) => [c.name, c.variant])).to.deep.equal([
+      ['Discount for <count> items', 'line 14'],
+      ['Discount for <count> items', 'line 15'],
+      ['Discount for <count> items', 'cart;discount-for-<count>-items;;4'],
+      ['Empty cart', null],
+    ]);
+  });
+
+  it('a tag @testament_case_id=… or @testament_case_id:… is the externalId; ANSI colours leave the message', async () => {
+    const failing = [{ keyword: 'Then ', name: 'x', result: { status: 'failed', error_message: '\u001b[31mAssertionError: no\u001b[39m\n    at steps.js:4' } }];
+    const report = [feature('F', 'f.feature', [
+      element('a', passed, { tags: [{ name: '@smoke' }, { name: '@testament_case_id=CART-9' }] }),
+      element('b', failing, { tags: [{ name: '@testament_case_id:CART-10' }] }),
+      element('c', passed, { tags: [{ name: '@testament_case_id' }] }),
+    ])];
+    const { cases } = await parseAll(parseCucumber, inChunks(JSON.stringify(report)));
+    expect(cases.map((c) => [c.name, c.externalId])).to.deep.equal([['a', 'CART-9'], ['b', 'CART-10'], ['c', null]]);
+    expect(cases[1].message).to.equal('AssertionError: no');
+    expect(cases[1].stackTrace).to.equal('\u001b[31mAssertionError: no\u001b[39m\n    at steps.js:4');
   });
 });
