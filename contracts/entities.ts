@@ -411,6 +411,12 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       isCompleted: flag('is_completed'),
       completedAt: optionalTime('completed_at'),
       elapsedMs: optionalInt('elapsed_ms'),
+      // Where the run came from (a result import's CI context; writable, checked by services/shared/ciContext.ts).
+      branch: optionalText('branch'),
+      commit: optionalText('commit_sha'),
+      buildUrl: optionalText('build_url'),
+      ciJobId: optionalText('ci_job_id'),
+      ciAttempt: optionalInt('ci_attempt'),
       projectId: reference('project_id', false),
       configId: reference('config_id'),
       milestoneId: reference('milestone_id'),

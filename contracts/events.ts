@@ -56,10 +56,16 @@ export type RepositoryFolderDeleted = DomainEvent<'RepositoryFolderDeleted', { f
 
 export type ImportFormatName = 'junit' | 'testng' | 'nunit' | 'xunit' | 'mstest' | 'mocha' | 'cucumber';
 export type ImportWarning = { file: string; message: string; case?: string };
+/**
+ * v2 adds the CI context (`branch`, `commit`, `buildUrl`, `ciJobId`, `attempt`: null when not given)
+ * and `newAttempt` (the caller asked for a new import of an upload already made); v1 events lack
+ * them: readers take null and false.
+ */
 export type ImportRequested = DomainEvent<'ImportRequested', {
   jobId: number; projectId: number; endpoint: 'junit' | 'test-results'; format: 'auto' | ImportFormatName;
   testRunName: string | null; testRunId: number | null; stateId: number | null; parentFolderId: number | null;
   configId: number | null; milestoneId: number | null; tagIds: number[]; templateId: number | null; requestedAt: Iso;
+  branch?: string | null; commit?: string | null; buildUrl?: string | null; ciJobId?: string | null; attempt?: number | null; newAttempt?: boolean;
 }>;
 /** `storedAs` is relative to UPLOAD_DIR. */
 export type ImportFileStored = DomainEvent<'ImportFileStored', {

@@ -29,11 +29,15 @@ export const importsProjection: Projection = {
       switch (e.type as ImportJobEvent['type']) {
         case 'ImportRequested': {
           const d = e.data as DataOf<'ImportRequested'>;
-          const { jobId, projectId, endpoint, format, testRunName, testRunId, requestedAt, ...options } = d;
+          const { jobId, projectId, endpoint, format, testRunName, testRunId, requestedAt, branch, commit, buildUrl, ciJobId, attempt, newAttempt, ...options } = d;
           const actor = e.metadata.actor;
+          // v1 events have no CI context; a job without any shows null.
+          const ci = [branch, commit, buildUrl, ciJobId, attempt].some((v) => v !== undefined && v !== null)
+            ? { branch: branch ?? null, commit: commit ?? null, buildUrl: buildUrl ?? null, ciJobId: ciJobId ?? null, attempt: attempt ?? null, newAttempt: newAttempt ?? false }
+            : null;
           await trx('import_jobs').insert({
             job_id: jobId, project_id: projectId, test_run_id: testRunId, state: 'queued', endpoint, format, test_run_name: testRunName,
-            options: JSON.stringify(options), files: JSON.stringify([]), warnings: JSON.stringify([]), created_by_id: actor.userId ?? null,
+            ci: ci && JSON.stringify(ci), options: JSON.stringify(options), files: JSON.stringify([]), warnings: JSON.stringify([]), created_by_id: actor.userId ?? null,
             token_id: actor.tokenId ?? null, via: actor.via, created_at: requestedAt, updated_at: requestedAt, revision,
           }).onConflict('job_id').ignore();
           break;

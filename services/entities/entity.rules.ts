@@ -1,4 +1,5 @@
 import type { EntityDef } from '../../contracts/entities';
+import { ciValueProblem } from '../shared/ciContext';
 import { DomainError } from '../shared/errors';
 import type { Fact, Facts } from './entity.decider';
 
@@ -44,6 +45,12 @@ export function checkEntityRules(entity: EntityDef, values: Record<string, unkno
       }
       break;
     }
+    case 'testRun':
+      for (const [name, field] of [['branch', 'branch'], ['commit', 'commit'], ['buildUrl', 'buildUrl'], ['ciJobId', 'ciJobId'], ['ciAttempt', 'attempt']] as const) {
+        const problem = values[name] === undefined ? null : ciValueProblem(field, values[name]);
+        if (problem) throw new DomainError('invalid-ci-context', `${name} ${problem}`, { path: `data.${name}` });
+      }
+      break;
     case 'fieldOption':
       if ((values.caseFieldId == null) === (values.resultFieldId == null)) {
         throw new DomainError('invalid-value', 'A field option belongs to exactly one case field or result field', { path: 'data.caseField' });

@@ -231,7 +231,12 @@ export class ImportSaga {
     if (options!.configId !== null) connect.configuration = options!.configId;
     if (options!.milestoneId !== null) connect.milestone = options!.milestoneId;
     await createEntity(this.deps, 'testRun', {
-      data: { name: options!.testRunName!, testRunType: sourceOf(format!) },
+      data: {
+        name: options!.testRunName!, testRunType: sourceOf(format!),
+        // Where the run came from (v1 requests have no CI context).
+        branch: options!.branch ?? null, commit: options!.commit ?? null, buildUrl: options!.buildUrl ?? null,
+        ciJobId: options!.ciJobId ?? null, ciAttempt: options!.attempt ?? null,
+      },
       connect,
       links: { tags: { set: options!.tagIds } },
     }, job.metadata, testRunId!);

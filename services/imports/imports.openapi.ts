@@ -21,6 +21,15 @@ export function importPaths(): OpenAPIV3.PathsObject {
       configId: id('configuration of the new run'),
       milestoneId: id('milestone of the new run (of the same project)'),
       tagIds: { type: 'array', items: id('a tag'), description: 'tags of the new run; repeat the field' },
+      branch: { type: 'string', minLength: 1, maxLength: 255, description: 'CI context, kept on the new run and the job: the branch built' },
+      commit: { type: 'string', pattern: '^[0-9a-fA-F]{7,64}$', description: 'CI context: the commit built (kept in lower case)' },
+      buildUrl: { type: 'string', format: 'uri', maxLength: 2048, description: 'CI context: the build\'s page, an absolute http(s) URL without user name or password' },
+      ciJobId: {
+        type: 'string', minLength: 1, maxLength: 255,
+        description: 'CI context: the CI job. The same files (by SHA-256) sent again for the same project, ciJobId and attempt are answered with the first job and its run (complete carries duplicateOf), nothing added twice; without ciJobId every upload imports',
+      },
+      attempt: { type: 'integer', minimum: 1, maximum: 2147483647, description: 'CI context: the attempt of the CI job (a re-run pipeline); a repeated upload is recognised within one attempt (none given: 1)' },
+      newAttempt: { type: 'boolean', default: false, description: 'true: import the files again even when this CI job and attempt sent them before (later repeats answer with this job)' },
       ...(withFormat && {
         format: { type: 'string', enum: ['auto', ...IMPORT_FORMATS], default: 'auto', description: 'auto detects each file\'s format from its first bytes; files of different formats are refused' },
         templateId: id('template of the new repository cases (default: the default template)'),
@@ -30,15 +39,17 @@ export function importPaths(): OpenAPIV3.PathsObject {
   const stream: OpenAPIV3.ResponseObject = {
     description: 'A Server-Sent Events stream (`data: <json>` per event): `{progress: 0..100 (rising), status}`, `{warning: {file, message, case?}}` for a file or case that '
       + 'could not be used, then `{complete: true, testRunId, jobId}` once the read model holds the whole run, or `{error, code, details}` when the job failed '
-      + '(nothing applied when it fails before its first chunk). The job goes on if the client leaves. Headers: X-Import-Job-Id, Location (/api/imports/{jobId}).',
+      + '(nothing applied when it fails before its first chunk). The job goes on if the client leaves. Headers: X-Import-Job-Id, Location (/api/imports/{jobId}). '
+      + 'A repeated CI upload (same project, ciJobId, attempt and files) stores and appends nothing: its stream follows the first job, and `complete` names that job and run with `duplicateOf` (header X-Import-Duplicate-Of).',
     headers: {
       'X-Import-Job-Id': { schema: { type: 'integer' }, description: 'the job, for GET /api/imports/{jobId}' },
+      'X-Import-Duplicate-Of': { schema: { type: 'integer' }, description: 'only on a repeated upload: the job that has these files' },
     },
     content: { 'text/event-stream': { schema: { type: 'string' } } },
   };
   const responses = (): OpenAPIV3.ResponsesObject => ({
     200: stream,
-    400: error('invalid field, no files, an empty file, an unknown format, mixed formats, a state not of scope RUNS, a completed run (nothing stored, nothing appended)'),
+    400: error('invalid field, invalid-ci-context (a malformed branch, commit, buildUrl, ciJobId or attempt), no files, an empty file, an unknown format, mixed formats, a state not of scope RUNS, a completed run (nothing stored, nothing appended)'),
     401: error('not authenticated'),
     403: error('forbidden: no permission to add results (or runs) in the project; csrf-rejected for a cookie from another origin'),
     404: error('not-found: the project, run, state, folder, configuration, milestone, template or a tag does not exist or is not visible (details.path)'),
@@ -59,6 +70,13 @@ export function importPaths(): OpenAPIV3.PathsObject {
       testRunName: nullable({ type: 'string' }),
       endpoint: { type: 'string', enum: ['junit', 'test-results'] },
       format: { type: 'string', enum: [...IMPORT_FORMATS] },
+      ci: nullable({
+        type: 'object', description: 'the CI context the job was requested with (null: none)',
+        properties: {
+          branch: nullable({ type: 'string' }), commit: nullable({ type: 'string' }), buildUrl: nullable({ type: 'string' }), ciJobId: nullable({ type: 'string' }),
+          attempt: nullable({ type: 'integer' }), newAttempt: { type: 'boolean' },
+        },
+      }),
       options: { type: 'object', description: 'stateId, parentFolderId, configId, milestoneId, tagIds, templateId as requested' },
       files: { type: 'array', items: { type: 'object', properties: { index: { type: 'integer' }, name: { type: 'string' }, sizeBytes: { type: 'integer' }, sha256: { type: 'string' } } } },
       totalCases: nullable({ type: 'integer', description: 'once the files were read through' }),

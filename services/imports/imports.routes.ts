@@ -1,5 +1,8 @@
+import { createHash } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
+import type { EventEnvelope, EventMetadata } from '../../contracts/envelope';
+import type { UniqueValueClaimed } from '../../contracts/events';
 import { resolveProjectAccess, permits } from '../access/projectAccess';
 import { asyncHandler } from '../api/http';
 import { sanitiseFileName, normaliseMimeType } from '../files/fileMeta';
@@ -7,7 +10,8 @@ import type { FileStore } from '../files/fileStore';
 import { stagedUploads, type UploadedFile } from '../files/stagedUploads';
 import type { CommandDeps } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
-import { badRequest, HttpError, notFound } from '../shared/errors';
+import { type CiContext, type CiField, ciValueProblem } from '../shared/ciContext';
+import { badRequest, ConcurrencyError, HttpError, notFound } from '../shared/errors';
 import { detectFormat } from './formats/detect';
 import { IMPORT_FORMATS, type ImportFormat } from './formats/parsedResult';
 import { type ImportOptions, importJobDecider, importJobStream, type StoredFile } from './importJob.decider';
@@ -37,10 +41,17 @@ export interface ImportRoutesDeps extends CommandDeps {
 }
 
 const ID_FIELDS = ['projectId', 'stateId', 'parentFolderId', 'testRunId', 'configId', 'milestoneId', 'templateId'] as const;
+/** Where the run came from (services/shared/ciContext.ts), and whether a repeated upload is meant as a new import. */
+const CI_FIELDS = ['branch', 'commit', 'buildUrl', 'ciJobId', 'attempt', 'newAttempt'] as const;
 const FIELDS: Record<'junit' | 'test-results', readonly string[]> = {
-  junit: ['name', ...ID_FIELDS.filter((f) => f !== 'templateId'), 'tagIds'],
-  'test-results': ['name', ...ID_FIELDS, 'tagIds', 'format'],
+  junit: ['name', ...ID_FIELDS.filter((f) => f !== 'templateId'), 'tagIds', ...CI_FIELDS],
+  'test-results': ['name', ...ID_FIELDS, 'tagIds', 'format', ...CI_FIELDS],
 };
+/** A claimed upload whose job never got requested (its request died in between) may be taken over after this long. */
+const UPLOAD_CLAIM_GRACE_MS = 60_000;
+/** How often an answer that follows another job's progress reads it, and how long it waits for the job to appear. */
+const FOLLOW_POLL_MS = 250;
+const FOLLOW_APPEAR_MS = 60_000;
 
 export function importRoutes(deps: ImportRoutesDeps): Router {
   const router = Router();
@@ -95,7 +106,7 @@ export async function jobAnswer(deps: Pick<CommandDeps, 'watcher'>, row: Record<
 function jobView(row: Record<string, unknown>) {
   return {
     jobId: row.job_id, state: row.state as string, finalizing: false, projectId: row.project_id, testRunId: row.test_run_id, testRunName: row.test_run_name,
-    endpoint: row.endpoint, format: row.format, options: row.options, files: row.files,
+    endpoint: row.endpoint, format: row.format, ci: row.ci ?? null, options: row.options, files: row.files,
     totalCases: row.total_cases, processedCases: row.processed_cases, chunks: row.chunks, counts: row.counts,
     warnings: row.warnings, warningCount: row.warning_count, error: row.error,
     createdById: row.created_by_id, tokenId: row.token_id, via: row.via,
@@ -112,9 +123,18 @@ async function startImport(deps: ImportRoutesDeps, endpoint: 'junit' | 'test-res
   const format = formatOf(fields.format, uploaded);
   await checkReferences(deps, req, fields);
 
-  // Checked: store the files, request the job, stream its progress.
+  // The same files sent again for the same CI job and attempt: answered with the job that has them.
   const metadata = metadataFor(req.auth!, req);
+  const upload = fields.ciJobId === null ? null : uploadClaim(fields, uploaded.map((f) => f.staged.sha256));
+  const earlier = upload && !fields.newAttempt ? await holderOf(deps, upload) : null;
+  if (earlier !== null) return answerDuplicate(deps, req, res, uploaded, earlier, fields);
+
+  // Checked: store the files, request the job, stream its progress.
   const jobId = await deps.ids.next('importJob', metadata);
+  if (upload) {
+    const winner = await claimUpload(deps, upload, jobId, fields.newAttempt, metadata);
+    if (winner !== jobId) return answerDuplicate(deps, req, res, uploaded, winner, fields);
+  }
   const stored: StoredFile[] = [];
   for (const [index, file] of uploaded.entries()) {
     const name = sanitiseFileName(file.originalname);
@@ -123,6 +143,7 @@ async function startImport(deps: ImportRoutesDeps, endpoint: 'junit' | 'test-res
   }
   const { format: _f, ...rest } = fields;
   const options: ImportOptions = { ...rest, endpoint, format };
+  if (upload) deps.logger.info({ jobId, ciJobId: fields.ciJobId, attempt: fields.attempt, newAttempt: fields.newAttempt, correlationId: req.correlationId }, 'import of a CI upload');
   const events = importJobDecider.decide({ type: 'Request', jobId, options, files: stored, now: deps.clock().toISOString() }, importJobDecider.initialState);
   await deps.store.append(importJobStream(jobId), events, { expectedRevision: 'no-stream', metadata });
 
@@ -169,9 +190,10 @@ async function startImport(deps: ImportRoutesDeps, endpoint: 'junit' | 'test-res
   finish();
 }
 
-interface ImportFields extends Omit<ImportOptions, 'endpoint' | 'format'> {
+type ImportFields = Omit<ImportOptions, 'endpoint' | 'format' | keyof CiContext | 'newAttempt'> & CiContext & {
   format: ImportFormat | 'auto';
-}
+  newAttempt: boolean;
+};
 
 /** The text fields, checked: ids are positive integers, `name` is needed unless `testRunId` is given. */
 function readFields(endpoint: 'junit' | 'test-results', body: Record<string, unknown>): ImportFields {
@@ -208,7 +230,136 @@ function readFields(endpoint: 'junit' | 'test-results', body: Record<string, unk
   return {
     projectId, testRunName: name, testRunId, stateId: id('stateId'), parentFolderId: id('parentFolderId'), configId: id('configId'),
     milestoneId: id('milestoneId'), tagIds, templateId: endpoint === 'junit' ? null : id('templateId'), format: format as ImportFormat | 'auto',
+    ...ciFields(single), newAttempt: flag(single('newAttempt'), 'newAttempt'),
   };
+}
+
+/** The CI context fields, checked (empty: not given); a commit is kept in lower case, a build URL as the URL parser writes it. */
+function ciFields(single: (key: string) => string | undefined): CiContext {
+  const value = (key: CiField): string | number | null => {
+    const text = single(key)?.trim();
+    if (text === undefined || text === '') return null;
+    if (key === 'attempt') {
+      if (!/^[1-9]\d{0,9}$/.test(text) || Number(text) > 2147483647) throw invalidCi(key, 'must be a positive integer');
+      return Number(text);
+    }
+    const problem = ciValueProblem(key, text);
+    if (problem) throw invalidCi(key, problem);
+    return key === 'commit' ? text.toLowerCase() : key === 'buildUrl' ? new URL(text).href : text;
+  };
+  return {
+    branch: value('branch') as string | null, commit: value('commit') as string | null, buildUrl: value('buildUrl') as string | null,
+    ciJobId: value('ciJobId') as string | null, attempt: value('attempt') as number | null,
+  };
+}
+
+const invalidCi = (path: CiField, reason: string) => badRequest('invalid-ci-context', `${path} ${reason}`, { path, reason });
+
+function flag(text: string | undefined, path: string): boolean {
+  if (text === undefined || text.trim() === '' || text.trim() === 'false') return false;
+  if (text.trim() === 'true') return true;
+  throw badRequest('invalid-argument', `${path} must be true or false`, { path });
+}
+
+// ------------------------------------------------------------------------------ repeated uploads
+
+/**
+ * "The same upload" is the same project, CI job id and attempt (none given: 1) and the same set of
+ * files by content (SHA-256): a CI job's upload step retried. Its claim is a `UniqueValueClaimed`
+ * on its own stream, appended at the revision the request read (the way unique values are claimed,
+ * services/entities/entity.handlers.ts): of two identical uploads at the same moment one claims,
+ * the other fails the append and answers with the winner's job. The event store decides, so no
+ * read model lag and no lock held across requests; and the claim is in the audit trail.
+ */
+interface UploadClaim { streamId: string; value: string }
+
+function uploadClaim(f: ImportFields, sha256s: string[]): UploadClaim {
+  const identity = JSON.stringify([f.projectId, f.ciJobId, f.attempt ?? 1, [...new Set(sha256s)].sort()]);
+  const value = createHash('sha256').update(identity).digest('hex');
+  return { streamId: `unique-import.upload-${value}`, value };
+}
+
+const lastClaimOf = async (deps: ImportRoutesDeps, claim: UploadClaim) =>
+  (await deps.store.readStream(claim.streamId, { direction: 'backwards', maxCount: 1 }))[0] as EventEnvelope | undefined;
+
+/**
+ * The job that holds the upload, or null: a claim holds unless its job failed (a retry then
+ * imports again), or its job was never requested and the claim is older than the grace period.
+ */
+async function holderOf(deps: ImportRoutesDeps, claim: UploadClaim): Promise<number | null> {
+  const last = await lastClaimOf(deps, claim);
+  if (!last) return null;
+  const jobId = (last.data as UniqueValueClaimed['data']).ownerId;
+  const [jobLast] = await deps.store.readStream(importJobStream(jobId), { direction: 'backwards', maxCount: 1 });
+  if (!jobLast) return Date.now() - Date.parse(last.recordedAt) < UPLOAD_CLAIM_GRACE_MS ? jobId : null;
+  return jobLast.type === 'ImportFailed' ? null : jobId;
+}
+
+/** Claims the upload for `jobId`; answers the job that holds it (another one when a concurrent request won). */
+async function claimUpload(deps: ImportRoutesDeps, claim: UploadClaim, jobId: number, newAttempt: boolean, metadata: EventMetadata): Promise<number> {
+  const last = await lastClaimOf(deps, claim);
+  if (last && !newAttempt) {
+    const holder = await holderOf(deps, claim);
+    if (holder !== null) return holder;
+  }
+  const event: UniqueValueClaimed = { type: 'UniqueValueClaimed', data: { scope: 'import.upload', value: claim.value, ownerId: jobId } };
+  try {
+    // A new attempt asked for takes the claim whatever it held: later retries of it answer with this job.
+    await deps.store.append(claim.streamId, [event], { expectedRevision: newAttempt ? 'any' : last ? BigInt(last.revision) : 'no-stream', metadata });
+    return jobId;
+  } catch (error) {
+    if (!(error instanceof ConcurrencyError)) throw error;
+    const winner = await lastClaimOf(deps, claim);
+    return (winner!.data as UniqueValueClaimed['data']).ownerId;
+  }
+}
+
+/**
+ * A repeated upload: nothing is stored or appended; the answer is the stream of the job that has
+ * the files, followed in the `imports` read model (it may run in another process) until it is
+ * readable, and its `complete` names that job and run, with `duplicateOf`.
+ */
+async function answerDuplicate(deps: ImportRoutesDeps, req: Request, res: Response, uploaded: UploadedFile[], jobId: number, f: ImportFields): Promise<void> {
+  await Promise.all(uploaded.map((file) => deps.files.discard(file.staged)));
+  deps.logger.info({ duplicateOf: jobId, ciJobId: f.ciJobId, attempt: f.attempt, correlationId: req.correlationId }, 'repeated CI upload answered with the earlier job');
+  res.status(200);
+  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-cache, no-transform');
+  res.setHeader('X-Accel-Buffering', 'no');
+  res.setHeader('X-Import-Job-Id', String(jobId));
+  res.setHeader('X-Import-Duplicate-Of', String(jobId));
+  res.setHeader('Location', `/api/imports/${jobId}`);
+  res.flushHeaders();
+  let open = true;
+  res.once('close', () => (open = false));
+  const send = (payload: unknown) => open && res.write(`data: ${JSON.stringify(payload)}\n\n`);
+  send({ progress: 5, status: `These files were sent for CI job ${f.ciJobId} (attempt ${f.attempt ?? 1}) before: import job ${jobId} has them; nothing is added twice (newAttempt=true imports them again)`, duplicateOf: jobId });
+  let progress = 5;
+  const since = Date.now();
+  while (open) {
+    const row = await deps.knex('import_jobs').where({ job_id: jobId }).first();
+    if (row) {
+      const { view } = await jobAnswer(deps, row);
+      if (view.state === 'completed') {
+        send({ progress: 100, status: `Import job ${jobId} completed` });
+        send({ complete: true, testRunId: view.testRunId, jobId, duplicateOf: jobId });
+        break;
+      }
+      if (view.state === 'failed') {
+        const error = (view.error ?? {}) as { error?: string; code?: string; details?: Record<string, unknown> };
+        send({ error: error.error, code: error.code, details: { ...error.details, jobId, duplicateOf: jobId } });
+        break;
+      }
+      const total = view.totalCases as number | null;
+      const now = total ? 25 + Math.floor((70 * (view.processedCases as number)) / total) : progress;
+      if (now > progress) send({ progress: (progress = now), status: `Import job ${jobId}: ${String(view.processedCases)} of ${total} test cases` });
+    } else if (Date.now() - since > FOLLOW_APPEAR_MS) {
+      send({ error: `Import job ${jobId} did not start`, code: 'import-job-not-found', details: { jobId, duplicateOf: jobId } });
+      break;
+    }
+    await new Promise((r) => setTimeout(r, FOLLOW_POLL_MS));
+  }
+  res.end();
 }
 
 /** The one format of all files: the one asked for, or detected from each file's first bytes. */

@@ -20,6 +20,13 @@ type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'DefaultsPlanned' 
 const ARGON2_HASH = '$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA';
 /** UserRegistered as v1 wrote it, before roles: still valid at v1, not at v2 (roleId is required there, null for none). */
 const V1_USER = { userId: 3, email: 'ada@example.com', name: 'Ada', passwordHash: ARGON2_HASH, access: 'USER', createdAt: AT };
+/** ImportRequested as v1 wrote it, before the CI context: still valid at v1, not at v2 (its fields are required there, null for none). */
+const V1_IMPORT_REQUESTED = {
+  jobId: 9, projectId: 7, endpoint: 'junit', format: 'junit', testRunName: 'Nightly', testRunId: null, stateId: null, parentFolderId: null,
+  configId: null, milestoneId: null, tagIds: [], templateId: null, requestedAt: AT,
+};
+/** Hand-written types with a v2: their v1 example (valid at v1); the others' v1 is their only version. */
+const V1_EXAMPLES: Partial<Record<string, Record<string, unknown>>> = { UserRegistered: V1_USER, ImportRequested: V1_IMPORT_REQUESTED };
 
 /** One valid `data` per hand-written event type: the compiler keeps each shape right. */
 const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
@@ -41,6 +48,7 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   ImportRequested: {
     jobId: 9, projectId: 7, endpoint: 'test-results', format: 'junit', testRunName: 'Nightly', testRunId: null, stateId: 4, parentFolderId: null,
     configId: null, milestoneId: 2, tagIds: [1, 3], templateId: null, requestedAt: AT,
+    branch: 'main', commit: 'abc1234', buildUrl: 'https://ci.example.com/builds/12', ciJobId: '12', attempt: 1, newAttempt: false,
   },
   ImportFileStored: { jobId: 9, index: 0, fileName: 'TEST-login.xml', storedAs: 'ab'.repeat(32), sizeBytes: 1234, sha256: 'ab'.repeat(32) },
   ImportParsed: { jobId: 9, format: 'junit', cases: 120, suites: 4, warnings: [{ file: 'TEST-login.xml', message: 'a testcase without a name was left out' }], warningCount: 1, parsedAt: AT },
@@ -159,8 +167,8 @@ describe('event contracts', () => {
         it(handWritten ? 'accepts a valid example, at the latest version and at v1 named explicitly' : 'accepts a valid example at the latest version', () => {
           expect(() => contracts.check({ type, data: valid })).not.to.throw();
           if (handWritten) {
-            expect(() => contracts.check({ type, schemaVersion: 1, data: type === 'UserRegistered' ? V1_USER : valid })).not.to.throw();
-            expect(contracts.latestVersion(type)).to.equal(type === 'UserRegistered' ? 2 : 1);
+            expect(() => contracts.check({ type, schemaVersion: 1, data: V1_EXAMPLES[type] ?? valid })).not.to.throw();
+            expect(contracts.latestVersion(type)).to.equal(V1_EXAMPLES[type] ? 2 : 1);
           }
         });
 
