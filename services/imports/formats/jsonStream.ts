@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import { Assembler } from 'stream-json/core/assembler.js';
 import { jsonParser, type Token } from 'stream-json/core/parser.js';
 import { ResultFileError } from './parsedResult';
+import { isoTimestamp as fileTimestamp } from './xmlStream';
 
 /**
  * Pull-style reading of a JSON result file: the JSON formats walk the file's structure key by key
@@ -191,11 +192,17 @@ export function jsonNumber(value: unknown): number | null {
   return typeof value === 'number' && Number.isFinite(value) ? value : null;
 }
 
-/** A timestamp the file gives, as ISO 8601; null when absent or unreadable. */
+/**
+ * A timestamp the file gives, as ISO 8601; null when absent, unreadable or year 1 (.NET's "no
+ * time"). Read as the XML formats read theirs (no zone is UTC, RFC 1123, zone abbreviations), then
+ * by `Date.parse` for other shapes.
+ */
 export function isoTimestamp(value: unknown): string | null {
   if (typeof value !== 'string') return null;
+  const read = fileTimestamp(value);
+  if (read !== undefined) return read;
   const time = Date.parse(value);
-  return Number.isNaN(time) ? null : new Date(time).toISOString();
+  return Number.isNaN(time) || new Date(time).getUTCFullYear() <= 1 ? null : new Date(time).toISOString();
 }
 
 export function firstLine(text: string): string {

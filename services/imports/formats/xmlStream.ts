@@ -139,11 +139,28 @@ export async function* streamXml<T>(input: Readable, options: ParseOptions, form
   };
   let firstByteSeen = false;
   let sawContent = false;
+  let utf8Bom = false;
+  /** Bytes of the file decoded so far (the UTF-8 byte-order mark, which the decoder drops, included). */
+  let bytesBefore = 0;
   const accept = (text: string): void => {
-    if (text.includes('\u0000'))
-      throw new ResultFileError('wrong-encoding', `${fileName} contains NUL characters: UTF-16 or UTF-32 without a byte order mark? Only UTF-8 is accepted`, { file: fileName });
+    const control = CONTROL_CHARACTER.exec(text);
+    if (control !== null) throw controlCharacter(text, control.index);
+    bytesBefore += Buffer.byteLength(text);
     if (!sawContent && /\S/.test(text)) sawContent = true;
     feed(text);
+  };
+  /** XML allows no control character but tab, line feed and carriage return, not even escaped (1.0). */
+  const controlCharacter = (text: string, index: number): ResultFileError => {
+    const code = text.charCodeAt(index);
+    const byte = bytesBefore + Buffer.byteLength(text.slice(0, index));
+    const line = parser.line + (text.slice(0, index).match(/\n/g)?.length ?? 0);
+    const character = `U+${code.toString(16).toUpperCase().padStart(4, '0')} (${CONTROL_NAMES[code] ?? 'a control character'})`;
+    const where = `${character} at byte offset ${byte} (line ${line})`;
+    const details = { file: fileName, byte, line, character: `U+${code.toString(16).toUpperCase().padStart(4, '0')}` };
+    if (code !== 0) return new ResultFileError('malformed-file', `${fileName} is not valid XML: it contains the control character ${where}; XML allows none but tab, line feed and carriage return`, details);
+    // NUL in the first bytes of a file without a byte-order mark: a UTF-16 or UTF-32 file, most likely.
+    const hint = !utf8Bom && byte < 4 ? ': UTF-16 or UTF-32 without a byte order mark? Only UTF-8 is accepted' : '; XML does not allow it anywhere';
+    return new ResultFileError('wrong-encoding', `${fileName} contains the NUL character ${where}${hint}`, details);
   };
 
   for await (const chunk of input as AsyncIterable<Buffer | string>) {
@@ -152,6 +169,10 @@ export async function* streamXml<T>(input: Readable, options: ParseOptions, form
       firstByteSeen = true;
       if (bytes[0] === 0xfe || bytes[0] === 0xff)
         throw new ResultFileError('wrong-encoding', `${fileName} starts with a UTF-16 or UTF-32 byte order mark; only UTF-8 is accepted`, { file: fileName });
+      if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) {
+        utf8Bom = true;
+        bytesBefore = 3;
+      }
     }
     accept(decode(bytes));
     while (queue.length > 0) yield queue.shift() as T;
@@ -163,6 +184,10 @@ export async function* streamXml<T>(input: Readable, options: ParseOptions, form
   while (queue.length > 0) yield queue.shift() as T;
   if (emitted === 0) throw new ResultFileError('no-tests', `${fileName} holds no test cases`, { file: fileName });
 }
+
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
+const CONTROL_NAMES: Record<number, string> = { 0: 'NUL', 7: 'BEL', 8: 'BS', 11: 'VT', 12: 'FF', 27: 'ESC' };
 
 function localName(qualified: string): string {
   const colon = qualified.indexOf(':');
@@ -234,22 +259,45 @@ export function secondsToMs(raw: string | undefined): number | null | undefined 
   return undefined;
 }
 
-/** Zone abbreviations that mean one offset only; ambiguous ones (IST, CST, BST) are not read. */
+/**
+ * Zone abbreviations that mean one offset only, for the tools that write them (TestNG's "UTC", US
+ * CI machines' "EST"/"CST"…); ambiguous ones (IST, BST) are not read. CST is read as US Central, as
+ * the other US zones beside it.
+ */
 const ZONE_OFFSETS = new Map(Object.entries({
-  UTC: 'Z', GMT: 'Z', Z: 'Z', WET: '+00:00', WEST: '+01:00', CET: '+01:00', CEST: '+02:00', EET: '+02:00', EEST: '+03:00',
-  EST: '-05:00', EDT: '-04:00', CDT: '-05:00', MST: '-07:00', MDT: '-06:00', PST: '-08:00', PDT: '-07:00', JST: '+09:00',
+  UTC: 'Z', UT: 'Z', GMT: 'Z', Z: 'Z', WET: '+00:00', WEST: '+01:00', CET: '+01:00', CEST: '+02:00', EET: '+02:00', EEST: '+03:00',
+  EST: '-05:00', EDT: '-04:00', CST: '-06:00', CDT: '-05:00', MST: '-07:00', MDT: '-06:00', PST: '-08:00', PDT: '-07:00', JST: '+09:00',
 }));
+
+const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
 
 /**
  * A date-time from a result file ("2024-01-15T10:30:00", "2024-01-15 10:30:00Z",
- * "2024-01-15T10:30:00.1234567+01:00", "2024-01-15T10:30:00 UTC") as ISO 8601 in UTC. Without a
- * zone it is taken as UTC. Absent or blank → null; unreadable → undefined.
+ * "2024-01-15T10:30:00.1234567+01:00", "2024-01-15T10:30:00 UTC", RFC 1123's
+ * "Tue, 05 Mar 2024 10:15:30 GMT") as ISO 8601 in UTC. Without a zone it is taken as UTC. Absent,
+ * blank, or year 1 (.NET's DateTime.MinValue, which its tools write for "no time") → null;
+ * unreadable → undefined.
  */
 export function isoTimestamp(raw: string | undefined): string | null | undefined {
   if (raw === undefined || raw.trim() === '') return null;
-  const m = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2})?)(?:[.,](\d+))?\s*(Z|[+-]\d{2}(?::?\d{2})?|[A-Za-z]{1,5})?$/.exec(raw.trim());
-  if (!m) return undefined;
-  const [, date, time, fraction, zone] = m;
+  const text = raw.trim();
+  const iso = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}:\d{2}(?::\d{2})?)(?:[.,](\d+))?\s*(Z|[+-]\d{2}(?::?\d{2})?|[A-Za-z]{1,5})?$/.exec(text);
+  if (iso) {
+    const [, year, month, day, time, fraction, zone] = iso;
+    return utc(year, month, day, time, fraction, zone);
+  }
+  const rfc = /^(?:[A-Za-z]{3},\s*)?(\d{1,2})\s+([A-Za-z]{3})\s+(\d{4})\s+(\d{2}:\d{2}(?::\d{2})?)(?:[.,](\d+))?\s*(Z|[+-]\d{2}(?::?\d{2})?|[A-Za-z]{1,5})?$/.exec(text);
+  if (rfc) {
+    const [, day, monthName, year, time, fraction, zone] = rfc;
+    const month = MONTHS.indexOf(monthName.toLowerCase());
+    if (month < 0) return undefined;
+    return utc(year, String(month + 1).padStart(2, '0'), day.padStart(2, '0'), time, fraction, zone);
+  }
+  return undefined;
+}
+
+function utc(year: string, month: string, day: string, time: string, fraction: string | undefined, zone: string | undefined): string | null | undefined {
+  if (year === '0001') return null;
   let offset = 'Z';
   if (zone !== undefined) {
     if (/^[+-]/.test(zone)) offset = zone.length === 3 ? `${zone}:00` : zone.includes(':') ? zone : `${zone.slice(0, 3)}:${zone.slice(3)}`;
@@ -261,8 +309,18 @@ export function isoTimestamp(raw: string | undefined): string | null | undefined
   }
   const millis = fraction === undefined ? '' : `.${fraction.slice(0, 3).padEnd(3, '0')}`;
   const seconds = time.length === 5 ? `${time}:00` : time;
-  const parsed = new Date(`${date}T${seconds}${millis}${offset}`);
-  return Number.isNaN(parsed.getTime()) ? undefined : parsed.toISOString();
+  const parsed = new Date(`${year}-${month}-${day}T${seconds}${millis}${offset}`);
+  if (Number.isNaN(parsed.getTime())) return undefined;
+  // Date rolls "2024-02-30" over to March; a date that is not one is unreadable.
+  const local = new Date(parsed.getTime() + offsetMinutes(offset) * 60_000);
+  if (local.getUTCDate() !== Number(day) || local.getUTCMonth() + 1 !== Number(month)) return undefined;
+  return parsed.toISOString();
+}
+
+/** "+01:00" → 60, "-05:00" → -300, "Z" → 0. */
+function offsetMinutes(offset: string): number {
+  if (offset === 'Z') return 0;
+  return (offset[0] === '-' ? -1 : 1) * (Number(offset.slice(1, 3)) * 60 + Number(offset.slice(4, 6)));
 }
 
 /** "C:\\src\\bin\\Tests.dll" or "/src/bin/Tests.dll" → "Tests.dll". */

@@ -301,3 +301,12 @@ describe('parseMocha: identity and retries', () => {
     expect(awesome.cases.map((c) => c.name)).to.deep.equal(['a', '(unnamed test 2)']);
   });
 });
+
+describe('parseMocha: timestamps', () => {
+  it('stats.start in year 1 is no time; an RFC 1123 date or a zone-less one (UTC) is read', async () => {
+    const test = { title: 't', fullTitle: 't', duration: 1, speed: 'fast', err: {} };
+    const start = async (value: string) => (await parseAll(parseMocha, inChunks(JSON.stringify({ stats: { start: value }, tests: [test] })))).cases[0].executedAt;
+    expect([await start('0001-01-01T00:00:00.000Z'), await start('Tue, 05 Mar 2024 10:15:30 GMT'), await start('2024-03-05T10:15:30'), await start('2024-03-05T10:15:30 EST')])
+      .to.deep.equal([null, '2024-03-05T10:15:30.000Z', '2024-03-05T10:15:30.000Z', '2024-03-05T15:15:30.000Z']);
+  });
+});

@@ -182,3 +182,42 @@ describe('XML result stream (untrusted uploads)', () => {
     expect((peak - before) / (1024 * 1024), 'rss rise in MB').to.be.lessThan(150);
   });
 });
+
+describe('XML result stream: what real files hold', () => {
+  it('reads year 1 (.NET "no time") as no time, RFC 1123 dates and US zone abbreviations', () => {
+    expect([
+      isoTimestamp('0001-01-01T00:00:00'), isoTimestamp('0001-01-01T00:00:00.0000000+00:00'), isoTimestamp('Tue, 05 Mar 2024 10:15:30 GMT'),
+      isoTimestamp('05 Mar 2024 10:15:30 +0100'), isoTimestamp('2024-03-05T10:15:30 EST'), isoTimestamp('2024-03-05 10:15:30 CST'),
+      isoTimestamp('2024-07-05T10:15:30 PDT'), isoTimestamp('2024-03-05T10:15:30 UTC'), isoTimestamp('2024-02-30T10:00:00'), isoTimestamp('Tue, 05 Foo 2024 10:15:30 GMT'),
+    ]).to.deep.equal([
+      null, null, '2024-03-05T10:15:30.000Z', '2024-03-05T09:15:30.000Z', '2024-03-05T15:15:30.000Z', '2024-03-05T16:15:30.000Z',
+      '2024-07-05T17:15:30.000Z', '2024-03-05T10:15:30.000Z', undefined, undefined,
+    ]);
+  });
+
+  it('a year-1 suite timestamp gives no execution time and no warning', async () => {
+    const warnings: unknown[] = [];
+    const cases: ParsedCase[] = [];
+    const xml = '<testsuite name="s" timestamp="0001-01-01T00:00:00"><testcase name="t"/></testsuite>';
+    for await (const c of parseJunit(bytes(xml), { ...options, onWarning: (w) => warnings.push(w) })) cases.push(c);
+    expect(cases[0].executedAt).to.equal(null);
+    expect(warnings).to.deep.equal([]);
+  });
+
+  it('a UTF-8 file with a BOM and a NUL says where the NUL is (wrong-encoding), not that it may be UTF-16', async () => {
+    const err = await failure(bytes([0xef, 0xbb, 0xbf], '<testsuite name="s">\n<testcase name="t">\n<system-out>a', [0x00], 'b</system-out></testcase></testsuite>'));
+    expect(err.code).to.equal('wrong-encoding');
+    expect(err.message).to.equal('upload.xml contains the NUL character U+0000 (NUL) at byte offset 57 (line 3); XML does not allow it anywhere');
+    expect(err.message).not.to.include('UTF-16');
+    expect(err.details).to.deep.equal({ file: 'upload.xml', byte: 57, line: 3, character: 'U+0000' });
+  });
+
+  it('another control character (ESC of a colour code) is named with its place (malformed-file); UTF-16 without a BOM still gets the hint', async () => {
+    const esc = await failure(bytes('<testsuite name="s"><testcase name="t"><failure message="', [0x1b], '[31mred"/></testcase></testsuite>'));
+    expect(esc.code).to.equal('malformed-file');
+    expect(esc.message).to.equal('upload.xml is not valid XML: it contains the control character U+001B (ESC) at byte offset 57 (line 1); XML allows none but tab, line feed and carriage return');
+    const utf16 = await failure(Readable.from([Buffer.from(minimal, 'utf16le')]));
+    expect(utf16.code).to.equal('wrong-encoding');
+    expect(utf16.message).to.include('UTF-16 or UTF-32 without a byte order mark?');
+  });
+});
