@@ -15,8 +15,9 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
   const platform = await openPlatform(config, logger, { poolSize: 20 });
   const link = await openKafka(config, logger);
-  const relay = link && runRelay(platform, logger, link);
-  const projector = runProjector(platform, logger, link);
+  const retry = { budgetMs: config.retryBudgetMs };
+  const relay = link && runRelay(platform, logger, link, retry);
+  const projector = runProjector(platform, logger, link, retry);
   const readiness = [...projectorReadiness(projector, platform), ...(relay ? [relayReadiness(relay)] : [])];
   const api = await runApi(config, platform, logger, readiness, checkpointKeyOf(link));
   onShutdown(logger, [() => api.stop(), async () => relay?.stop(), () => projector.stop(), () => platform.close()]);

@@ -7,8 +7,8 @@ import { createKafka, ensureTopic, partitionOf } from '../infra/kafka';
 import { ALL_PROJECTIONS } from '../projections';
 import { CheckpointWatcher, directCheckpointKey, type CheckpointKeyOf } from '../projections/runtime/checkpointWatcher';
 import { kafkaCheckpointKey, startKafkaProjector } from '../projections/runtime/kafkaProjector';
-import { startProjector, type Projector } from '../projections/runtime/projector';
-import { startRelay, type Relay } from './relay/relay';
+import { startProjector, type ProjectionStatus, type Projector } from '../projections/runtime/projector';
+import { startRelay, type Relay, type RelayStatus } from './relay/relay';
 import { buildApp } from './api/app';
 import type { ReadinessCheck } from './api/health.routes';
 import type { Config } from './config';
@@ -18,6 +18,7 @@ import { ImportSaga } from './imports/importJob.saga';
 import type { Platform } from './platform';
 import type { CommandDeps } from './shared/commandBus';
 import { systemMetadata } from './shared/context';
+import type { RetryPolicy } from './shared/faults';
 import { IdAllocator } from './shared/ids';
 
 /** Kafka set-up shared by the roles: the client, and the topic with its real partition count. */
@@ -36,18 +37,20 @@ export function checkpointKeyOf(link: KafkaLink | null): CheckpointKeyOf {
 }
 
 /** The projector role: direct subscriptions to the event store, or one Kafka consumer group per projection. */
-export function runProjector(platform: Platform, logger: Logger, link: KafkaLink | null = null): Projector {
+export function runProjector(
+  platform: Platform, logger: Logger, link: KafkaLink | null, retry: RetryPolicy, onFailed?: (status: ProjectionStatus) => void,
+): Projector {
   if (link) {
     return startKafkaProjector({
-      kafka: link.kafka, knex: platform.knex, topic: link.topic, projections: ALL_PROJECTIONS, contracts: loadContracts(), logger,
+      kafka: link.kafka, knex: platform.knex, topic: link.topic, projections: ALL_PROJECTIONS, contracts: loadContracts(), logger, retry, onFailed,
     });
   }
-  return startProjector({ store: platform.store, knex: platform.knex, projections: ALL_PROJECTIONS, logger: logger.child({ role: 'projector' }) });
+  return startProjector({ store: platform.store, knex: platform.knex, projections: ALL_PROJECTIONS, logger: logger.child({ role: 'projector' }), retry, onFailed });
 }
 
 /** The relay role: event store → Kafka. */
-export function runRelay(platform: Platform, logger: Logger, link: KafkaLink): Relay {
-  return startRelay({ store: platform.store, knex: platform.knex, kafka: link.kafka, topic: link.topic, logger });
+export function runRelay(platform: Platform, logger: Logger, link: KafkaLink, retry: RetryPolicy, onFailed?: (status: RelayStatus) => void): Relay {
+  return startRelay({ store: platform.store, knex: platform.knex, kafka: link.kafka, topic: link.topic, logger, retry, onFailed });
 }
 
 export function relayReadiness(relay: Relay): ReadinessCheck {

@@ -205,7 +205,7 @@ class PostgresSubscription implements Subscription {
   };
 
   private async listen(): Promise<void> {
-    // A lost LISTEN connection is replaced; the catch-up read after it covers what was missed.
+    // A lost LISTEN connection is replaced at the next turn; the catch-up read after it covers what was missed.
     const client = await listenOn(this.connectionString, NOTIFY_CHANNEL, {
       onNotification: this.onNotify,
       onLost: (lost) => {
@@ -228,15 +228,9 @@ class PostgresSubscription implements Subscription {
 
   private async *events(): AsyncGenerator<EventEnvelope> {
     while (!this.closed) {
-      if (!this.listener) {
-        try {
-          await this.listen();
-        } catch (error) {
-          if (this.closed) return;
-          await new Promise((r) => setTimeout(r, 1000));
-          continue;
-        }
-      }
+      // A listener that cannot be had (again) ends the subscription with the error: its follower
+      // (projector, relay) decides whether and for how long to retry (services/shared/faults.ts).
+      if (!this.listener) await this.listen();
       this.notified = false;
       const page = await this.store.readAll({ after: this.after, maxCount: PAGE, maxBytes: SUBSCRIPTION_PAGE_BYTES, shallow: this.shallow });
       for (const event of page) {

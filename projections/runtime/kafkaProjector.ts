@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { EventEnvelope } from '../../contracts/envelope';
 import type { ContractValidator } from '../../contracts/validator';
+import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
 import { decodeValue, headerText, type ConsumerRunConfig, type Kafka, type KafkaMessage } from '../../infra/kafka';
 import { applyBatch } from './applyBatch';
 import { advanceCheckpoint } from './checkpoints';
@@ -9,12 +11,15 @@ import { OffsetCommitter } from './offsetCommitter';
 import type { Projection } from './projection';
 import type { ProjectionStatus, Projector } from './projector';
 
-const APPLY_ATTEMPTS = 3;
 const PARKED_REASON = 'stream parked after an earlier failure';
 const OFFSET_COMMIT_INTERVAL_MS = 1000;
 const PARTITIONS_IN_PARALLEL = 3;
 const RESTART_FIRST_MS = 1000;
 const RESTART_MAX_MS = 30_000;
+const APPLY_FIRST_MS = 500;
+const APPLY_MAX_MS = 30_000;
+/** A batch waiting to be applied again heartbeats at least this often, so the group keeps it. */
+const HEARTBEAT_SLICE_MS = 3000;
 
 export interface KafkaProjectorHooks {
   /** Called after a batch's read-model transaction committed and before its offset is resolved and committed (tests). */
@@ -34,21 +39,32 @@ interface Failure { position: string | null; eventId: string | null; eventType: 
  * after its own restart — is recognised by its position and changes nothing.
  *
  * Failure policy: a message that is not a valid event (malformed JSON, contract violation) is
- * recorded in projection_failures and skipped. An event that cannot be applied is retried
- * (3 attempts); then it is recorded, skipped, and its stream is parked: later events of that
- * stream are recorded and skipped too (applying them out of order would corrupt the row), while
- * every other stream goes on. Parked streams and failures are reported by /readyz and the logs.
+ * recorded in projection_failures and skipped. An event that cannot be applied (an error that is
+ * not transient, see services/shared/faults.ts) is recorded at once, skipped, and its stream is
+ * parked: later events of that stream are recorded and skipped too (applying them out of order
+ * would corrupt the row), while every other stream goes on. Parked streams and failures are
+ * reported by /readyz and the logs.
  *
- * A consumer is never left stopped: one kafkajs gives up on is started again with backoff, and
- * its projection reported as failing until it has joined its group again.
+ * Transient failures (the database away while a batch is applied, the broker away) are retried
+ * within the retry budget (RETRY_BUDGET_MS) from the first failure of the run: a batch is applied
+ * again in place after a pause (0.5 s doubling to 30 s, heartbeating meanwhile), a consumer
+ * kafkajs gives up on is started again (1 s doubling to 30 s); the projection is reported failing
+ * meanwhile. A budget spent, or an error that is not transient and is no event's fault (a
+ * programming error escaping a batch, a consumer kafkajs cannot run), ends the projection:
+ * `failed`, logged once at error level, its consumer disconnected (what it applied is committed
+ * first), `onFailed` told. It stays stopped until the process restarts; the other projections go on.
  */
 export function startKafkaProjector(deps: {
   kafka: Kafka; knex: Knex; topic: string; projections: readonly Projection[]; contracts: ContractValidator; logger: Logger; hooks?: KafkaProjectorHooks;
+  retry?: RetryPolicy; onFailed?: (status: ProjectionStatus) => void;
 }): Projector {
   const states = new Map<string, ProjectionStatus & { partitions: Record<number, string>; parkedStreams: number }>();
   const consumers = deps.projections.map((projection) => {
     const log = deps.logger.child({ role: 'projector', projection: projection.name, transport: 'kafka' });
-    const status = { name: projection.name, position: '0', state: 'running' as ProjectionStatus['state'], lastError: null as string | null, partitions: {} as Record<number, string>, parkedStreams: 0 };
+    const status = {
+      name: projection.name, position: '0', state: 'running' as ProjectionStatus['state'], lastError: null as string | null,
+      correlationId: undefined as string | undefined, partitions: {} as Record<number, string>, parkedStreams: 0,
+    };
     states.set(projection.name, status);
     const parked = new Set<string>();
     const offsets = new OffsetCommitter(
@@ -85,16 +101,7 @@ export function startKafkaProjector(deps: {
       }
     }
 
-    async function applyWithRetry(events: EventEnvelope[], key: string): Promise<bigint> {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await applyBatch(deps.knex, projection, events, key);
-        } catch (error) {
-          if (attempt >= APPLY_ATTEMPTS) throw error;
-          await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
-        }
-      }
-    }
+    const databaseAnswers = () => deps.knex.raw('SELECT 1').then(() => true, () => false);
 
     /**
      * Streams parked by an unresolved failure of this projection, whichever consumer recorded it:
@@ -134,8 +141,10 @@ export function startKafkaProjector(deps: {
         }
       }
       try {
-        if (events.length > 0) applied = await applyWithRetry(events, key);
-      } catch {
+        if (events.length > 0) applied = await applyBatch(deps.knex, projection, events, key);
+      } catch (batchError) {
+        // The database away: the whole batch is applied again (by the caller, within the budget).
+        if (isTransient(batchError)) throw batchError;
         // Find the culprit: apply one by one; a failing event parks its stream.
         for (const event of events) {
           if (parked.has(event.streamId)) {
@@ -143,13 +152,13 @@ export function startKafkaProjector(deps: {
             continue;
           }
           try {
-            await applyWithRetry([event], key);
+            await applyBatch(deps.knex, projection, [event], key);
           } catch (error) {
-            // A database that does not answer is not this event's fault: fail the batch, Kafka retries it.
-            await deps.knex.raw('SELECT 1');
+            // A database that does not answer is not this event's fault: nothing recorded, applied again.
+            if (isTransient(error) || !(await databaseAnswers())) throw error;
             parked.add(event.streamId);
             status.parkedStreams = parked.size;
-            status.lastError = error instanceof Error ? error.message : String(error);
+            status.lastError = describeError(error);
             await record({ position: event.position, eventId: event.id, eventType: event.type, streamId: event.streamId, partition, offset: offsetOf.get(event)!, reason: status.lastError });
           }
           await heartbeat();
@@ -162,6 +171,79 @@ export function startKafkaProjector(deps: {
       status.partitions[partition] = checkpoint.toString();
     }
 
+    /** Ends the projection: failed, logged once, its consumer disconnected after what it applied is committed. */
+    function giveUp(error: unknown): void {
+      if (supervisor.stopping) return;
+      supervisor.stopping = true;
+      clearTimeout(supervisor.timer);
+      status.state = 'failed';
+      status.lastError = describeError(error);
+      status.correlationId = randomUUID();
+      log.error({ err: error, correlationId: status.correlationId, partitions: status.partitions }, 'projection failed; stopped until restarted');
+      deps.onFailed?.({ name: status.name, position: status.position, state: status.state, lastError: status.lastError, correlationId: status.correlationId });
+      wakeAll();
+      // Not awaited: a batch still running (maybe the caller) must end before kafkajs disconnects.
+      supervisor.starting = supervisor.starting.then(async () => {
+        clearInterval(committer);
+        await offsets.drain();
+        await consumer.disconnect().catch(() => undefined);
+      });
+    }
+
+    const sleepers = new Set<() => void>();
+    function wakeAll(): void {
+      for (const wake of [...sleepers]) wake();
+    }
+    const pause = (ms: number) => new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      sleepers.add(wake);
+    });
+
+    /**
+     * Applies a partition's batch; a transient failure applies it again after a pause (heartbeating,
+     * so the group keeps the partition), within the partition's budget. False when the batch was
+     * not applied: the projection failed, or it stops, or the partition is no longer ours.
+     */
+    const budgets = new Map<number, RetryBudget>();
+    async function handleWithinBudget(partition: number, messages: KafkaMessage[], heartbeat: () => Promise<void>, stillOurs: () => boolean): Promise<boolean> {
+      if (!budgets.has(partition)) budgets.set(partition, budgetOf(deps.retry, { firstMs: APPLY_FIRST_MS, maxMs: APPLY_MAX_MS }));
+      const budget = budgets.get(partition)!;
+      for (;;) {
+        try {
+          await handle(partition, messages, heartbeat);
+          budget.reset();
+          if (status.state === 'failing' && [...budgets.values()].every((b) => b.failures === 0)) {
+            status.state = 'running';
+            status.lastError = null;
+          }
+          return true;
+        } catch (error) {
+          if (supervisor.stopping || !stillOurs()) return false;
+          if (!isTransient(error) && (await databaseAnswers())) {
+            giveUp(error);
+            return false;
+          }
+          status.state = 'failing';
+          status.lastError = describeError(error);
+          const delay = budget.next();
+          if (delay === null) {
+            giveUp(new RetryBudgetSpent(error, budget));
+            return false;
+          }
+          log.warn({ err: error, partition, backoffMs: delay, failures: budget.failures }, 'cannot apply the batch (the database is away?); applying it again after a pause');
+          for (let left = delay; left > 0 && !supervisor.stopping; left -= HEARTBEAT_SLICE_MS) {
+            await pause(Math.min(left, HEARTBEAT_SLICE_MS));
+            if (!supervisor.stopping) await heartbeat();
+          }
+        }
+      }
+    }
+
     const runConfig: ConsumerRunConfig = {
       // The read model's own checkpoints recognise redeliveries, so no offset commit has to
       // succeed for correctness: they are committed on a timer, off the batch path.
@@ -170,8 +252,8 @@ export function startKafkaProjector(deps: {
       // Partitions are independent (a stream lives on one): several are applied at once.
       partitionsConsumedConcurrently: PARTITIONS_IN_PARALLEL,
       eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }) => {
-        if (!isRunning() || isStale() || batch.messages.length === 0) return;
-        await handle(batch.partition, batch.messages, heartbeat);
+        if (!isRunning() || isStale() || batch.messages.length === 0 || supervisor.stopping) return;
+        if (!(await handleWithinBudget(batch.partition, batch.messages, heartbeat, () => isRunning() && !isStale()))) return;
         const lastOffset = batch.messages[batch.messages.length - 1].offset;
         await deps.hooks?.afterApply?.(projection.name, batch.partition, lastOffset);
         // Moves this consumer's fetch position; the group's offset follows within OFFSET_COMMIT_INTERVAL_MS.
@@ -181,9 +263,13 @@ export function startKafkaProjector(deps: {
     };
 
     // kafkajs restarts a consumer after a retriable error itself; after any other (a broker away
-    // at start-up, an error it does not know, a bug) it gives up. We never do: the consumer is
-    // started again with backoff, and reported as failing meanwhile.
-    const supervisor = { stopping: false, timer: undefined as NodeJS.Timeout | undefined, crashesInARow: 0, subscribed: false, starting: Promise.resolve() };
+    // at start-up, an error it does not know, a bug) it gives up. A transient one is ours to
+    // retry: the consumer is started again with backoff, reported as failing meanwhile, within the
+    // budget; anything else ends the projection.
+    const supervisor = {
+      stopping: false, timer: undefined as NodeJS.Timeout | undefined, subscribed: false, starting: Promise.resolve(),
+      restarts: budgetOf(deps.retry, { firstMs: RESTART_FIRST_MS, maxMs: RESTART_MAX_MS }),
+    };
     const start = async () => {
       try {
         await consumer.connect();
@@ -197,11 +283,13 @@ export function startKafkaProjector(deps: {
       }
     };
     const startAgainLater = (error: unknown) => {
-      status.state = 'failing';
-      status.lastError = error instanceof Error ? error.message : String(error);
       if (supervisor.stopping || supervisor.timer) return;
-      const delay = Math.min(RESTART_MAX_MS, RESTART_FIRST_MS * 2 ** supervisor.crashesInARow++);
-      log.error({ err: error, restartInMs: delay }, 'kafka consumer stopped; starting it again');
+      status.state = 'failing';
+      status.lastError = describeError(error);
+      if (!isTransient(error)) return giveUp(error);
+      const delay = supervisor.restarts.next();
+      if (delay === null) return giveUp(new RetryBudgetSpent(error, supervisor.restarts));
+      log.warn({ err: error, restartInMs: delay, failures: supervisor.restarts.failures }, 'kafka consumer stopped; starting it again');
       supervisor.timer = setTimeout(() => {
         supervisor.timer = undefined;
         if (!supervisor.stopping) supervisor.starting = start();
@@ -210,18 +298,24 @@ export function startKafkaProjector(deps: {
     supervisor.starting = start();
 
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
-      supervisor.crashesInARow = 0;
+      if (supervisor.stopping) return;
+      supervisor.restarts.reset();
       status.state = 'running';
+      status.lastError = null;
       log.info({ memberId: e.payload.memberId, partitions: e.payload.memberAssignment[deps.topic] ?? [] }, 'joined the consumer group');
       // After a rebalance, only offsets of partitions still ours are worth committing.
       offsets.keepOnly(e.payload.memberAssignment[deps.topic] ?? []);
     });
     consumer.on(consumer.events.CRASH, (e) => {
-      status.lastError = e.payload.error.message;
-      if (e.payload.restart) log.error({ err: e.payload.error }, 'kafka consumer crashed; kafkajs starts it again');
-      else startAgainLater(e.payload.error);
+      if (supervisor.stopping) return;
+      status.lastError = describeError(e.payload.error);
+      if (!e.payload.restart) return startAgainLater(e.payload.error);
+      // kafkajs starts it again itself; those restarts count against the budget too.
+      status.state = 'failing';
+      if (supervisor.restarts.next() === null) return giveUp(new RetryBudgetSpent(e.payload.error, supervisor.restarts));
+      log.warn({ err: e.payload.error }, 'kafka consumer crashed; kafkajs starts it again');
     });
-    return { consumer, supervisor, committer, offsets };
+    return { consumer, supervisor, committer, offsets, wakeAll };
   });
 
   return {
@@ -231,8 +325,9 @@ export function startKafkaProjector(deps: {
       return { ...s, partitions: { ...s.partitions }, position: max.toString() };
     }),
     async stop() {
-      await Promise.all(consumers.map(async ({ consumer, supervisor, committer, offsets }) => {
+      await Promise.all(consumers.map(async ({ consumer, supervisor, committer, offsets, wakeAll }) => {
         supervisor.stopping = true;
+        wakeAll();
         clearTimeout(supervisor.timer);
         clearInterval(committer);
         await supervisor.starting;

@@ -9,8 +9,14 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel).child({ role: 'projector' });
   const platform = await openPlatform(config, logger);
-  const projector = runProjector(platform, logger, await openKafka(config, logger));
-  onShutdown(logger, [() => projector.stop(), () => platform.close()]);
+  // Once every projection has failed for good this process has nothing left to do: it exits
+  // non-zero, so whatever supervises it sees the failure. While one still runs, it goes on.
+  const allFailed = () => projector.status().every((s) => s.state === 'failed');
+  const projector = runProjector(platform, logger, await openKafka(config, logger), { budgetMs: config.retryBudgetMs }, () => {
+    if (allFailed()) void stop('every projection failed', 1);
+  });
+  const stop = onShutdown(logger, [() => projector.stop(), () => platform.close()]);
+  if (allFailed()) void stop('every projection failed', 1);
 }
 
 main().catch((err) => {

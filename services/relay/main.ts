@@ -10,8 +10,11 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel).child({ role: 'relay' });
   if (!config.kafka) throw new Error('the relay needs KAFKA_BROKERS');
   const platform = await openPlatform(config, logger);
-  const relay = runRelay(platform, logger, (await openKafka(config, logger))!);
-  onShutdown(logger, [() => relay.stop(), () => platform.close()]);
+  // A relay that failed for good leaves nothing for this process to do: it exits non-zero, so
+  // whatever supervises it sees the failure (the reason is in the log line before).
+  const relay = runRelay(platform, logger, (await openKafka(config, logger))!, { budgetMs: config.retryBudgetMs }, () => void stop('relay failed', 1));
+  const stop = onShutdown(logger, [() => relay.stop(), () => platform.close()]);
+  if (relay.status().state === 'failed') void stop('relay failed', 1);
 }
 
 main().catch((err) => {

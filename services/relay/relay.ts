@@ -1,11 +1,25 @@
+import { randomUUID } from 'node:crypto';
 import type { EventEnvelope } from '../../contracts/envelope';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { encodeEvent, type Kafka } from '../../infra/kafka';
 import { inBatches } from '../../projections/runtime/batches';
 import type { EventStore, Subscription } from '../shared/eventStore';
+import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryPolicy } from '../shared/faults';
 
-export interface RelayStatus { state: 'running' | 'retrying' | 'stopped'; position: string; lastError: string | null; published: number }
+/**
+ * running; retrying: a transient failure (broker or database away) is being retried within the
+ * budget; failed: stopped for good (an error that is not transient, or the budget spent) until the
+ * process restarts; stopped: ended by stop().
+ */
+export interface RelayStatus {
+  state: 'running' | 'retrying' | 'failed' | 'stopped';
+  position: string;
+  lastError: string | null;
+  published: number;
+  /** When failed: the id its error-level log line carries. */
+  correlationId?: string;
+}
 
 export interface Relay {
   status(): RelayStatus;
@@ -15,6 +29,7 @@ export interface Relay {
 const BATCH = 500;
 /** The checkpoint is written at most this often (and at stop): a crash republishes at most that much. */
 const CHECKPOINT_INTERVAL_MS = 250;
+const FIRST_BACKOFF_MS = 200;
 const MAX_BACKOFF_MS = 10_000;
 
 async function readCheckpoint(knex: Knex, name: string): Promise<bigint> {
@@ -29,12 +44,23 @@ async function readCheckpoint(knex: Knex, name: string): Promise<bigint> {
  * producer is idempotent with acks=all; the checkpoint moves only to positions the broker
  * acknowledged (written every 250 ms and at stop, not per batch). Killed at any moment, it publishes again from the checkpoint: consumers may see an event
  * twice, never miss one (they recognise repeats by position, see kafkaProjector.ts).
+ *
+ * Failures (services/shared/faults.ts): a broker away (at start-up or while publishing) and a
+ * database or event store away are transient: reported `retrying`, retried with backoff (0.2 s
+ * doubling to 10 s) from the last acknowledged position, for at most the retry budget
+ * (RETRY_BUDGET_MS) from the first failure of the run. Anything else (the broker refusing a
+ * message, a programming error), or the budget spent, ends in `failed`: logged once at error
+ * level, the checkpoint saved, nothing skipped (the relay never publishes out of order), and
+ * `onFailed` told; it stays stopped until the process restarts.
  */
-export function startRelay(deps: { store: EventStore; knex: Knex; kafka: Kafka; topic: string; logger: Logger; name?: string }): Relay {
+export function startRelay(deps: {
+  store: EventStore; knex: Knex; kafka: Kafka; topic: string; logger: Logger; name?: string; retry?: RetryPolicy; onFailed?: (status: RelayStatus) => void;
+}): Relay {
   const name = deps.name ?? deps.topic;
   const log = deps.logger.child({ role: 'relay', topic: deps.topic });
   const producer = deps.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
   const status: RelayStatus = { state: 'running', position: '0', lastError: null, published: 0 };
+  const budget = budgetOf(deps.retry, { firstMs: FIRST_BACKOFF_MS, maxMs: MAX_BACKOFF_MS });
   let subscription: Subscription | null = null;
   let stopping = false;
   let wake: (() => void) | null = null;
@@ -47,22 +73,50 @@ export function startRelay(deps: { store: EventStore; knex: Knex; kafka: Kafka; 
     };
   });
 
-  async function publish(batch: EventEnvelope[]): Promise<void> {
-    for (let backoff = 200; !stopping; backoff = Math.min(backoff * 2, MAX_BACKOFF_MS)) {
+  /** Stops for good: reported failed, logged once, `onFailed` told. */
+  function fail(error: unknown): void {
+    status.state = 'failed';
+    status.lastError = describeError(error);
+    status.correlationId = randomUUID();
+    log.error({ err: error, position: status.position, correlationId: status.correlationId }, 'relay failed; stopped until restarted');
+    deps.onFailed?.({ ...status });
+  }
+
+  /** After a transient failure: reported retrying, then a pause; false (and the relay failed) when the budget is spent or it stops meanwhile. */
+  async function pauseOrGiveUp(error: unknown, message: string): Promise<boolean> {
+    status.state = 'retrying';
+    status.lastError = describeError(error);
+    const pause = budget.next();
+    if (pause === null) {
+      fail(new RetryBudgetSpent(error, budget));
+      return false;
+    }
+    log.warn({ err: error, position: status.position, backoffMs: pause, failures: budget.failures }, message);
+    await sleep(pause);
+    return !stopping;
+  }
+
+  /** Publishes a batch (the same one again after a transient failure); false when the relay failed or stops. */
+  async function publish(batch: EventEnvelope[]): Promise<boolean> {
+    while (!stopping) {
       try {
         await producer.send({ topic: deps.topic, acks: -1, messages: batch.map(encodeEvent) });
         status.position = batch[batch.length - 1].position;
         status.published += batch.length;
         status.state = 'running';
         status.lastError = null;
-        return;
+        budget.reset();
+        return true;
       } catch (error) {
-        status.state = 'retrying';
-        status.lastError = error instanceof Error ? error.message : String(error);
-        log.warn({ err: error, backoffMs: backoff }, 'cannot publish; retrying the same batch');
-        await sleep(backoff);
+        if (stopping) return false;
+        if (!isTransient(error)) {
+          fail(error);
+          return false;
+        }
+        if (!(await pauseOrGiveUp(error, 'cannot publish; retrying the same batch'))) return false;
       }
     }
+    return false;
   }
 
   let saved = '0';
@@ -74,14 +128,13 @@ export function startRelay(deps: { store: EventStore; knex: Knex; kafka: Kafka; 
   };
   const checkpointer = setInterval(() => void saveCheckpoint().catch((err) => log.warn({ err }, 'cannot save the relay checkpoint')), CHECKPOINT_INTERVAL_MS);
 
-  /** Publishes from the last acknowledged position until stopped; throws when the event store cannot be read. */
+  /** Publishes from the last acknowledged position until stopped or failed; throws when the event store cannot be read. */
   async function follow(): Promise<void> {
     const following = deps.store.subscribeToAll({ after: status.position });
     subscription = following;
     try {
       for await (const batch of inBatches(following, BATCH)) {
-        if (stopping) break;
-        await publish(batch);
+        if (stopping || !(await publish(batch))) break;
       }
     } finally {
       subscription = null;
@@ -98,33 +151,36 @@ export function startRelay(deps: { store: EventStore; knex: Knex; kafka: Kafka; 
     started = true;
     status.state = 'running';
     status.lastError = null;
+    budget.reset();
     log.info({ after: status.position }, 'relay started');
   }
 
   // Neither a broker away at start-up nor a read of the event store that fails (the database
-  // restarted or cut the connection) stops the relay: it says so (state `retrying`), and follows
-  // on from the last position the broker acknowledged.
+  // restarted or cut the connection) stops the relay while its budget lasts: it says so (state
+  // `retrying`), and follows on from the last position the broker acknowledged.
   const running = (async () => {
-    for (let backoff = 500; !stopping; backoff = Math.min(backoff * 2, MAX_BACKOFF_MS)) {
-      const published = status.published;
+    while (!stopping) {
+      let error: unknown;
       try {
         if (!started) await start();
         await follow();
         return;
-      } catch (error) {
+      } catch (e) {
         if (stopping) return;
-        if (status.published > published) backoff = 500;
-        status.state = 'retrying';
-        status.lastError = error instanceof Error ? error.message : String(error);
-        log.error({ err: error, position: status.position, backoffMs: backoff }, started ? 'cannot read the event store; following it again' : 'cannot start; trying again');
+        error = e;
       }
-      await sleep(backoff);
-      if (!stopping && started && (await deps.store.headPosition().then(() => true, () => false))) {
+      if (!isTransient(error)) return fail(error);
+      if (!(await pauseOrGiveUp(error, started ? 'cannot read the event store; following it again' : 'cannot start; trying again'))) return;
+      if (started && (await deps.store.headPosition().then(() => true, () => false))) {
         status.state = 'running';
         status.lastError = null;
+        budget.reset();
       }
     }
-  })();
+  })().catch((error) => {
+    // A bug in the loop itself: it ends, and says so.
+    if (!stopping) fail(error);
+  });
 
   return {
     status: () => ({ ...status }),
@@ -136,7 +192,7 @@ export function startRelay(deps: { store: EventStore; knex: Knex; kafka: Kafka; 
       clearInterval(checkpointer);
       await saveCheckpoint().catch((err) => log.warn({ err }, 'cannot save the relay checkpoint'));
       await producer.disconnect().catch(() => undefined);
-      status.state = 'stopped';
+      if (status.state !== 'failed') status.state = 'stopped';
     },
   };
 }

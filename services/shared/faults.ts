@@ -159,5 +159,17 @@ export class RetryBudgetSpent extends Error {
   }
 }
 
+/** A loop's retry settings: its budget (RETRY_BUDGET_MS) and, when a test wants them shorter, its pauses. */
+export interface RetryPolicy {
+  budgetMs: number;
+  firstMs?: number;
+  maxMs?: number;
+}
+
+/** The budget of a loop whose own pauses are `defaults`, unless `policy` says otherwise; no policy: the default budget. */
+export function budgetOf(policy: RetryPolicy | undefined, defaults: { firstMs: number; maxMs: number }): RetryBudget {
+  return retryBudget({ firstMs: policy?.firstMs ?? defaults.firstMs, maxMs: policy?.maxMs ?? defaults.maxMs, budgetMs: policy?.budgetMs ?? DEFAULT_RETRY_BUDGET_MS });
+}
+
 /** 30 minutes: the default RETRY_BUDGET_MS. */
 export const DEFAULT_RETRY_BUDGET_MS = 30 * 60 * 1000;

@@ -1,5 +1,7 @@
 // The direct transport's projector (projections follow the event store themselves) when the
-// database goes away under it: the read that fails does not stop the projection for good.
+// database goes away under it: the read that fails does not stop the projection for good; when it
+// stays away past the retry budget, or an event cannot be applied, the projection ends `failed`
+// once instead of retrying forever.
 import { expect } from 'chai';
 import type { Knex } from 'knex';
 import type pg from 'pg';
@@ -9,7 +11,7 @@ import { createKnex, createPool } from '../../infra/postgres/database';
 import { migrateReadModel } from '../../projections/migrations';
 import { startProjector, type Projector } from '../../projections/runtime/projector';
 import { createTestDatabase, cutConnections, restoreConnections, withApplicationName, type TestDatabase } from '../support/database';
-import { RECORDER, appendCase, appliedRows, createRecordingTable, recordingProjection, startBurst, waitUntil } from '../support/kafka';
+import { RECORDER, appendCase, appliedRows, caseStream, createRecordingTable, recordingProjection, startBurst, waitUntil } from '../support/kafka';
 
 const VICTIM = 'projector-under-test';
 
@@ -73,5 +75,98 @@ describe('direct projector: the database refuses it for a while (PostgreSQL)', f
     for (const r of rows) byStream.set(r.stream_id, [...(byStream.get(r.stream_id) ?? []), Number(r.revision)]);
     for (const [stream, revisions] of byStream) expect(revisions, stream).to.deep.equal(revisions.map((_, i) => i));
     expect(running.status()[0].position).to.equal(await store.headPosition());
+  });
+});
+
+describe('direct projector: what cannot succeed fails once (PostgreSQL)', function () {
+  this.timeout(60_000);
+  let db: TestDatabase;
+  let pool: pg.Pool;
+  let knex: Knex;
+  let store: PostgresEventStore;
+  const stops: (() => Promise<unknown>)[] = [];
+
+  beforeEach(async () => {
+    db = await createTestDatabase('directfail');
+    pool = createPool(db.url);
+    knex = createKnex(db.url);
+    await migrateReadModel(knex);
+    await setupPostgresEventStore(pool);
+    await createRecordingTable(knex);
+    store = new PostgresEventStore(pool, db.url);
+  });
+  afterEach(async () => {
+    await restoreConnections(db).catch(() => undefined);
+    for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
+    await store.close();
+    await knex.destroy();
+    await pool.end();
+    await db.drop();
+  });
+
+  it('a handler that throws on one event: the events before it land, the event is recorded once, the projection stops there (failed); another projection goes on', async () => {
+    await appendCase(store, 1, 3);
+    await appendCase(store, 2, 4);
+    await appendCase(store, 3, 2);
+    const culprit = (e: { streamId: string; revision: string }) => e.streamId === caseStream(2) && e.revision === '2';
+    let triesOnCulprit = 0;
+    const refusing = recordingProjection({ name: 'refusing' });
+    const projector = startProjector({
+      store, knex, logger: pino({ level: 'silent' }),
+      projections: [
+        { ...refusing, async apply(trx, events) {
+          if (events.some(culprit)) {
+            triesOnCulprit++;
+            throw new TypeError('cannot read properties of undefined (reading \'title\')');
+          }
+          return refusing.apply(trx, events);
+        } },
+        recordingProjection({ name: 'other' }),
+      ],
+    });
+    stops.push(() => projector.stop());
+    const head = await store.headPosition();
+    const stateOf = (name: string) => projector.status().find((s) => s.name === name);
+
+    await waitUntil(() => stateOf('refusing')?.state === 'failed', 'the refusing projection to fail', 20_000, () => JSON.stringify(projector.status()));
+    await waitUntil(() => stateOf('other')?.position === head, 'the other projection to apply every event', 20_000);
+
+    const events = await store.readAll({ after: '0', maxCount: 100 });
+    const culpritEvent = events.find(culprit)!;
+    const before = events.filter((e) => BigInt(e.position) < BigInt(culpritEvent.position)).map((e) => e.position);
+    expect((await appliedRows(knex, 'refusing')).map((r) => r.position), 'the events before the culprit').to.deep.equal(before);
+    expect(stateOf('refusing')).to.deep.include({ position: before.at(-1), lastError: "cannot read properties of undefined (reading 'title')", correlationId: culpritEvent.metadata.correlationId });
+    const recorded = await knex('projection_failures').select('projection', 'position', 'event_id', 'reason');
+    expect(recorded).to.deep.equal([{ projection: 'refusing', position: culpritEvent.position, event_id: culpritEvent.id, reason: "cannot read properties of undefined (reading 'title')" }]);
+    // The batch, then the culprit alone: never again.
+    expect(triesOnCulprit).to.equal(2);
+    expect(stateOf('other')?.state).to.equal('running');
+  });
+
+  it('the database stays away longer than the retry budget: the projection ends failed with the last error, and a restart follows on', async () => {
+    const url = withApplicationName(db.url, VICTIM);
+    const victimPool = createPool(url);
+    const logger = pino({ level: 'silent' });
+    const victimKnex = createKnex(url, 10, { warn: (m) => logger.warn(m), error: (m) => logger.error(m) });
+    const victimStore = new PostgresEventStore(victimPool, url);
+    stops.push(() => victimPool.end(), () => victimKnex.destroy(), () => victimStore.close());
+    const projector = startProjector({ store: victimStore, knex: victimKnex, projections: [recordingProjection()], logger, retry: { budgetMs: 2000, firstMs: 100, maxMs: 400 } });
+    stops.push(() => projector.stop());
+
+    await appendCase(store, 1, 5);
+    await waitUntil(async () => (await appliedRows(knex)).length === 5, 'the first events to be applied');
+
+    expect(await cutConnections(db, VICTIM, { keepListeners: true }), 'sessions ended').to.be.greaterThan(0);
+    await appendCase(store, 2, 3);
+    await waitUntil(() => projector.status()[0].state === 'failed', 'the projection to give up', 30_000, () => JSON.stringify(projector.status()));
+    expect(projector.status()[0].lastError).to.match(/^gave up after \d+ failed attempts in \d+ s: .*(not currently accepting connections|terminat)/);
+    await projector.stop();
+    expect(projector.status()[0].state, 'stop() leaves a failed projection failed').to.equal('failed');
+
+    await restoreConnections(db);
+    const restarted = startProjector({ store, knex, projections: [recordingProjection()], logger });
+    stops.push(() => restarted.stop());
+    await waitUntil(async () => (await appliedRows(knex)).length === 8, 'the restarted projector to apply the rest');
+    expect(await knex('projection_failures').count({ n: '*' }).first()).to.deep.equal({ n: '0' });
   });
 });
