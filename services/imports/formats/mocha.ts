@@ -37,7 +37,10 @@ import {
  * last attempt (`currentRetry` becomes the `retries` property); a report that lists the attempts one
  * after another (the same test, a higher `currentRetry`) gets the earlier ones marked `retried`.
  */
-export const parseMocha: ResultParser = (input, options) => withRetriesMarked(mochaCases(input, options));
+export const parseMocha: ResultParser = (input, options) => {
+  const retryOf = new WeakMap<ParsedCase, number>();
+  return withRetriesMarked(mochaCases(input, options, retryOf), retryOf);
+};
 
 interface Report {
   options: ParseOptions;
@@ -45,6 +48,10 @@ interface Report {
   executedAt: string | null;
   /** Tests read so far, numbering nameless ones. */
   position: number;
+  /** Each test's position among the tests read (the lists that are the source of cases). */
+  positions: WeakMap<MochaTest, number>;
+  /** The `currentRetry` of each case made, for `withRetriesMarked`. */
+  retryOf: WeakMap<ParsedCase, number>;
 }
 
 type MochaTest = Record<string, unknown>;
@@ -52,9 +59,9 @@ type MochaTest = Record<string, unknown>;
 /** Ran, no error, no `speed`: held until the `pending` array; bounded so a file lacking `speed` marks stays streamed. */
 const MAX_UNDECIDED = 10_000;
 
-async function* mochaCases(input: Readable, options: ParseOptions): AsyncGenerator<ParsedCase> {
+async function* mochaCases(input: Readable, options: ParseOptions, retryOf: WeakMap<ParsedCase, number>): AsyncGenerator<ParsedCase> {
   const json = new JsonReader(input, options.fileName);
-  const report: Report = { options, executedAt: null, position: 0 };
+  const report: Report = { options, executedAt: null, position: 0, positions: new WeakMap(), retryOf };
   let count = 0;
   let hasTestList = false;
   let testsRead = false;
@@ -141,18 +148,12 @@ async function* mochaCases(input: Readable, options: ParseOptions): AsyncGenerat
 async function readTest(json: JsonReader, list: string, report?: Report): Promise<MochaTest> {
   const test = jsonObject(await json.readValue());
   if (!test) throw json.malformed(`an item of "${list}" is not an object`);
-  if (report !== undefined) positions.set(test, ++report.position);
+  if (report !== undefined) report.positions.set(test, ++report.position);
   return test;
 }
 
-/** Each test's position among the tests of its file (the list it is the source of), for a placeholder name. */
-const positions = new WeakMap<MochaTest, number>();
-
-/** The current retry of a case's attempt, for `withRetriesMarked`. */
-const retryOf = new WeakMap<ParsedCase, number>();
-
 /** Marks an attempt `retried` when the next case is the same test with a higher `currentRetry`. */
-async function* withRetriesMarked(cases: AsyncIterable<ParsedCase>): AsyncGenerator<ParsedCase> {
+async function* withRetriesMarked(cases: AsyncIterable<ParsedCase>, retryOf: WeakMap<ParsedCase, number>): AsyncGenerator<ParsedCase> {
   let previous: ParsedCase | null = null;
   for await (const next of cases) {
     if (previous !== null) {
@@ -169,7 +170,7 @@ function sameTest(a: ParsedCase, b: ParsedCase): boolean {
 }
 
 function placeholderName(test: MochaTest, report: Report): string {
-  const name = unnamedCase(positions.get(test) ?? ++report.position);
+  const name = unnamedCase(report.positions.get(test) ?? ++report.position);
   report.options.onWarning({ file: report.options.fileName, message: `a test without a title was imported as "${name}"`, case: name });
   return name;
 }
@@ -220,7 +221,7 @@ function mochaCase(test: MochaTest, outcome: Outcome, report: Report): ParsedCas
     externalId: null,
     retried: false,
   };
-  if (retries !== null) retryOf.set(parsed, retries);
+  if (retries !== null) report.retryOf.set(parsed, retries);
   return parsed;
 }
 
