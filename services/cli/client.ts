@@ -6,7 +6,7 @@ import { CliError } from './settings';
 export type ImportEvent =
   | { progress: number; status: string }
   | { warning: { file: string; message: string; case?: string } }
-  | { complete: true; testRunId: number; jobId: number }
+  | { complete: true; testRunId: number; jobId: number; duplicateOf?: number }
   | { error: string; code: string; details?: Record<string, unknown> };
 
 export interface ImportFields {
@@ -20,7 +20,21 @@ export interface ImportFields {
   parentFolderId?: number;
   templateId?: number;
   tagIds: number[];
+  branch?: string;
+  commit?: string;
+  buildUrl?: string;
+  ciJobId?: string;
+  attempt?: number;
+  newAttempt?: boolean;
 }
+
+/** How an import's stream ended: complete (perhaps answered with an earlier job), or interrupted while the job goes on by itself. */
+export interface ImportOutcome { jobId: number; testRunId: number | null; duplicateOf: number | null; interrupted: boolean }
+
+/** What a finished job recorded: its state, run, counts (GET /api/imports/{jobId}). */
+export interface FinishedJob { state: 'completed' | 'failed'; testRunId: number | null; counts: Record<string, number> | null; error: { error: string; code: string } | null }
+
+const JOB_POLL_MS = 500;
 
 /** The service's HTTP API as the CLI uses it: bearer token, `User-Agent: testament-cli/<version>`. */
 export class ServiceClient {
@@ -64,8 +78,34 @@ export class ServiceClient {
     return body!.data!;
   }
 
-  /** Uploads the files and follows the import's event stream; answers its `complete` event. */
-  async importResults(files: string[], fields: ImportFields, onEvent: (event: ImportEvent) => void): Promise<{ testRunId: number; jobId: number }> {
+  /**
+   * Polls the job until it is completed or failed. The service says `completed` only once the run
+   * is readable in full (until then `running`, `finalizing`), so what is read next is all there.
+   */
+  async finishedJob(jobId: number, timeoutMs = 6 * 3_600_000): Promise<FinishedJob> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const job = await this.job(jobId);
+      if (job.state === 'completed' || job.state === 'failed') return job as unknown as FinishedJob;
+      if (Date.now() > deadline) throw new CliError(`Import job ${jobId} did not finish in time; see ${this.url}/api/imports/${jobId}`);
+      await new Promise((r) => setTimeout(r, JOB_POLL_MS));
+    }
+  }
+
+  /** How many of the run's test cases the job gave a result (each counted once, however many attempts). */
+  async testsOf(jobId: number): Promise<number> {
+    const res = await this.send('/api/model/testRunCase/count', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ where: { results: { some: { importJobId: jobId } } } }),
+    });
+    const body = await jsonOf(res);
+    if (!res.ok) throw errorOf(res, body);
+    return (body as unknown as { data: number }).data;
+  }
+
+  /** Uploads the files and follows the import's event stream to its `complete` (or to an interruption the job recovers from). */
+  async importResults(files: string[], fields: ImportFields, onEvent: (event: ImportEvent) => void): Promise<ImportOutcome> {
     const form = new FormData();
     const put = (key: string, value: number | string | undefined) => value !== undefined && form.append(key, String(value));
     put('projectId', fields.projectId);
@@ -78,9 +118,16 @@ export class ServiceClient {
     put('parentFolderId', fields.parentFolderId);
     put('templateId', fields.templateId);
     for (const tag of fields.tagIds) put('tagIds', tag);
+    put('branch', fields.branch);
+    put('commit', fields.commit);
+    put('buildUrl', fields.buildUrl);
+    put('ciJobId', fields.ciJobId);
+    put('attempt', fields.attempt);
+    if (fields.newAttempt) put('newAttempt', 'true');
     for (const file of files) form.append('files', await blobOf(file), path.basename(file));
     const res = await this.send('/api/test-results/import', { method: 'POST', body: form });
     if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) throw errorOf(res, await jsonOf(res));
+    const jobId = Number(res.headers.get('x-import-job-id'));
     let buffer = '';
     const decoder = new TextDecoder();
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
@@ -93,7 +140,9 @@ export class ServiceClient {
         if (!data) continue;
         const event = JSON.parse(data) as ImportEvent;
         onEvent(event);
-        if ('complete' in event) return { testRunId: event.testRunId, jobId: event.jobId };
+        if ('complete' in event) return { testRunId: event.testRunId, jobId: event.jobId, duplicateOf: event.duplicateOf ?? null, interrupted: false };
+        // The database or event store went away: the job resumes by itself; the caller follows it.
+        if ('error' in event && event.code === 'import-interrupted') return { testRunId: null, jobId, duplicateOf: null, interrupted: true };
         if ('error' in event) throw new CliError(`Import failed: ${event.error} (${event.code})`);
       }
     }

@@ -7,6 +7,8 @@
 import { parseArgs } from 'node:util';
 import { glob } from 'tinyglobby';
 import { version as VERSION } from '../../package.json';
+import { type CiField, ciValueProblem } from '../shared/ciContext';
+import { ciContextFromEnv } from './ciEnv';
 import { type ImportEvent, type ImportFields, ServiceClient } from './client';
 import { CliError, clearStored, effectiveSettings, masked, normaliseUrl, readStored, settingsFile, writeStored } from './settings';
 
@@ -42,6 +44,19 @@ Options:
       --template <name or id>   template of new test cases
       --json                    print one JSON object instead of progress
   -h, --help                    this help
+
+Where the run came from (kept on the run; read from GitHub Actions, GitLab CI, Jenkins,
+CircleCI or Azure Pipelines variables when not given):
+      --branch <name>           the branch built
+      --commit <sha>            the commit built (7 to 64 hex digits)
+      --build-url <url>         the build's page (http or https)
+      --ci-job-id <id>          the CI job; the same files sent again for the same job and
+                                attempt are recognised: the first import's run is the answer
+      --attempt <n>             the attempt of the CI job (a re-run pipeline)
+      --new-attempt             import the files again even if this job and attempt sent them
+
+The last line counts the tests (run cases given a result), results and retries (results beyond
+the first of a test) the import recorded, to compare with your runner's totals.
 
 Exit codes: 0 imported; 1 the service refused or failed; 2 wrong usage (no file matched, bad option).`,
   config: `testament config set --url <instance_url> --token <API_TOKEN>   store them (file mode 0600)
@@ -138,6 +153,8 @@ async function importCommand(argv: string[], out: (line: string) => void, err: (
       format: { type: 'string', short: 'F', default: 'auto' }, state: { type: 'string', short: 's' }, config: { type: 'string', short: 'c' },
       milestone: { type: 'string', short: 'm' }, folder: { type: 'string', short: 'f' }, tags: { type: 'string', short: 't' },
       template: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      branch: { type: 'string' }, commit: { type: 'string' }, 'build-url': { type: 'string' }, 'ci-job-id': { type: 'string' },
+      attempt: { type: 'string' }, 'new-attempt': { type: 'boolean' },
     },
   });
   if (values.help) {
@@ -148,6 +165,7 @@ async function importCommand(argv: string[], out: (line: string) => void, err: (
   if (!values.project) throw new CliError('Give the project: -p <name or id>', 2);
   if (!values.name && !values['test-run']) throw new CliError('Give the test run name (-n) or an existing run (--test-run)', 2);
   if (!FORMATS.includes(values.format!)) throw new CliError(`--format must be one of ${FORMATS.join(', ')}`, 2);
+  const ci = ciContext(values, (line) => (values.json ? undefined : err(line)));
 
   const files = await glob(positionals.map((p) => p.replace(/\\/g, '/')), { absolute: true, onlyFiles: true, expandDirectories: false, dot: true });
   if (files.length === 0) throw new CliError(`No file matches ${positionals.join(' ')}`, 2);
@@ -174,23 +192,69 @@ async function importCommand(argv: string[], out: (line: string) => void, err: (
     tagIds: [],
   };
   for (const tag of values.tags ? splitList(values.tags) : []) fields.tagIds.push((await resolve('tag', tag, undefined, true))!);
+  Object.assign(fields, ci.fields, values['new-attempt'] && { newAttempt: true });
 
   const show = values.json ? () => undefined : progressPrinter(out);
   const warnings: unknown[] = [];
-  const { testRunId, jobId } = await client.importResults(files, fields, (event: ImportEvent) => {
+  const outcome = await client.importResults(files, fields, (event: ImportEvent) => {
     if ('warning' in event) {
       warnings.push(event.warning);
       if (!values.json) err(`warning: ${event.warning.file}${event.warning.case ? ` (${event.warning.case})` : ''}: ${event.warning.message}`);
     } else if ('progress' in event) show(event.progress, event.status);
   });
+  const { jobId, duplicateOf } = outcome;
+  if (outcome.interrupted && !values.json) err(`The import was interrupted; it goes on by itself: waiting for job ${jobId}...`);
+  // The job's own record, once the run is readable in full; then what it recorded, counted.
+  const job = await client.finishedJob(jobId);
+  if (job.state === 'failed') throw new CliError(`Import failed: ${job.error?.error ?? 'see the job'} (${job.error?.code ?? 'failed'})`);
+  const testRunId = job.testRunId!;
+  const results = job.counts?.results ?? 0;
+  const tests = await client.testsOf(jobId);
+  const retries = results - tests;
   const runUrl = `${client.url}/api/model/testRun/findUnique?q=${encodeURIComponent(JSON.stringify({ where: { id: testRunId } }))}`;
   if (values.json) {
-    const job = await client.job(jobId);
-    out(JSON.stringify({ ok: true, testRunId, jobId, projectId, url: runUrl, files: files.length, counts: job.counts, warnings }));
+    out(JSON.stringify({
+      ok: true, testRunId, jobId, duplicateOf, projectId, url: runUrl, files: files.length, tests, results, retries, counts: job.counts, ci: { provider: ci.provider, ...ci.fields }, warnings,
+    }));
   } else {
-    out(`Imported ${files.length} file(s) into test run ${testRunId}: ${runUrl}`);
+    if (duplicateOf !== null) out(`These files were sent for CI job ${fields.ciJobId} (attempt ${fields.attempt ?? 1}) before: import job ${jobId} has them, nothing was added (--new-attempt imports them again)`);
+    out(`Imported ${files.length} file(s) into test run ${testRunId}: ${tests} test(s), ${results} result(s), ${retries} retr${retries === 1 ? 'y' : 'ies'} recorded${duplicateOf !== null ? ` by job ${jobId}` : ''}: ${runUrl}`);
   }
   return 0;
+}
+
+const CI_OPTIONS: [CiField, 'branch' | 'commit' | 'build-url' | 'ci-job-id' | 'attempt'][] = [
+  ['branch', 'branch'], ['commit', 'commit'], ['buildUrl', 'build-url'], ['ciJobId', 'ci-job-id'], ['attempt', 'attempt'],
+];
+
+/**
+ * The CI context: each option given, else what the CI service's variables say. A bad option is a
+ * usage error; a variable the service would refuse is left out, with a note.
+ */
+function ciContext(values: Partial<Record<string, string | boolean>>, note: (line: string) => void) {
+  const detected = ciContextFromEnv(process.env);
+  for (const d of detected.dropped) note(`note: the ${detected.provider} variable for ${d.field} ("${d.value}") ${d.reason}; left out`);
+  const fields: Pick<ImportFields, 'branch' | 'commit' | 'buildUrl' | 'ciJobId' | 'attempt'> = {};
+  for (const [field, option] of CI_OPTIONS) {
+    const given = values[option] as string | undefined;
+    if (given === undefined) {
+      const found = detected[field];
+      if (found !== null) Object.assign(fields, { [field]: found });
+      continue;
+    }
+    const text = given.trim();
+    if (field === 'attempt') {
+      if (!/^[1-9]\d{0,9}$/.test(text) || Number(text) > 2147483647) throw new CliError('--attempt must be a positive integer', 2);
+      fields.attempt = Number(text);
+      continue;
+    }
+    const problem = ciValueProblem(field, text);
+    if (problem) throw new CliError(`--${option} ${problem}`, 2);
+    Object.assign(fields, { [field]: text });
+  }
+  // A job id with no attempt: the first (the service reads it so too).
+  if (fields.ciJobId !== undefined && fields.attempt === undefined) fields.attempt = 1;
+  return { provider: detected.provider, fields };
 }
 
 /** A bar redrawn in place on a terminal; otherwise a line whenever the status changes. */

@@ -104,6 +104,48 @@ describe(`testament CLI end to end against a started server (${label})`, functio
     expect(attempts._max.attempt).to.equal(3);
   });
 
+  it('CI context from GitLab variables (an option wins); the last line counts tests, results and retries; a retried upload adds nothing; --new-attempt does', async () => {
+    const sha = '0123456789abcdef0123456789abcdef01234567';
+    const file = path.join(work, 'ci-report.xml');
+    // "flaky" ran twice (a retry): 3 tests, 4 results, 1 retry.
+    fs.writeFileSync(file, `<?xml version="1.0"?><testsuite name="ci.Suite" tests="4">${['stable', 'flaky', 'flaky', 'other']
+      .map((name) => `<testcase classname="ci.Suite" name="${name}" time="0.1"/>`).join('')}</testsuite>`);
+    const gitlab = env({ GITLAB_CI: 'true', CI_COMMIT_REF_NAME: 'main', CI_COMMIT_SHA: sha, CI_JOB_URL: 'https://gitlab.example.com/acme/shop/-/jobs/77', CI_JOB_ID: '77' });
+    const args = ['import', file, '-p', 'Web Shop', '-n', 'From GitLab', '--branch', 'release/1.0'];
+    const first = await cli(args, gitlab);
+    expect(first.code, first.stdout + first.stderr).to.equal(0);
+    expect(first.stdout).to.match(/Imported 1 file\(s\) into test run \d+: 3 test\(s\), 4 result\(s\), 1 retry recorded: /);
+    const runId = Number(/test run (\d+)/.exec(first.stdout)![1]);
+    const run = await model('testRun', 'findUnique', { where: { id: runId }, include: { _count: { select: { results: true } } } });
+    expect(run).to.include({ branch: 'release/1.0', commit: sha, buildUrl: 'https://gitlab.example.com/acme/shop/-/jobs/77', ciJobId: '77', ciAttempt: 1 });
+    expect(run._count.results).to.equal(4);
+
+    const again = await cli([...args, '--json'], gitlab);
+    expect(again.code, again.stderr).to.equal(0);
+    const answer = JSON.parse(again.stdout.trim());
+    expect(answer).to.include({ ok: true, testRunId: runId, tests: 3, results: 4, retries: 1 });
+    expect(answer.duplicateOf).to.equal(answer.jobId);
+    expect(answer.ci).to.include({ provider: 'gitlab-ci', ciJobId: '77', attempt: 1, branch: 'release/1.0' });
+    const plain = await cli(args, gitlab);
+    expect(plain.stdout).to.include('nothing was added');
+    expect(plain.stdout).to.include(`into test run ${runId}:`);
+    expect((await model('testRun', 'findUnique', { where: { id: runId }, include: { _count: { select: { results: true } } } }))._count.results, 'nothing twice').to.equal(4);
+
+    const forced = await cli([...args, '--new-attempt'], gitlab);
+    expect(forced.code, forced.stderr).to.equal(0);
+    expect(Number(/test run (\d+)/.exec(forced.stdout)![1])).to.not.equal(runId);
+    // Options without a CI service: the context still travels.
+    const byOptions = await cli(['import', file, '-p', 'Web Shop', '-n', 'By options', '--commit', sha.slice(0, 7), '--build-url', 'https://ci.example.com/b/1', '--ci-job-id', 'local-1', '--attempt', '2'], env());
+    expect(byOptions.code, byOptions.stderr).to.equal(0);
+    const optionsRun = await model('testRun', 'findUnique', { where: { id: Number(/test run (\d+)/.exec(byOptions.stdout)![1]) } });
+    expect(optionsRun).to.include({ branch: null, commit: sha.slice(0, 7), buildUrl: 'https://ci.example.com/b/1', ciJobId: 'local-1', ciAttempt: 2 });
+    for (const bad of [['--commit', 'xyz'], ['--build-url', 'ftp://x/1'], ['--attempt', '0']]) {
+      const refused = await cli([...args, ...bad], gitlab);
+      expect(refused.code, bad.join(' ')).to.equal(2);
+      expect(refused.stderr).to.include(bad[0]);
+    }
+  });
+
   it('fails clearly: a bad token (1), an unknown project (1), a glob that matches nothing (2), a missing option (2)', async () => {
     const bad = await cli(['import', path.join(work, 'junit', '*'), '-p', 'Web Shop', '-n', 'x'], env({ SERVICE_TOKEN: 'tst_nope' }));
     expect(bad.code).to.equal(1);
