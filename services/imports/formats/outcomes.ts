@@ -22,11 +22,12 @@ export const JUNIT_OUTCOMES = {
   '<rerunError> (retried attempt)': 'error',
 } as const satisfies OutcomeTable;
 
-/** TestNG: the `status` of a `<test-method>`. */
+/** TestNG: the `status` of a `<test-method>` (SUCCESS_PERCENTAGE_FAILURE: an invocation that failed within the method's successPercentage). */
 export const TESTNG_OUTCOMES = {
   PASS: 'passed',
   FAIL: 'failed',
   SKIP: 'skipped',
+  SUCCESS_PERCENTAGE_FAILURE: 'failed',
 } as const satisfies OutcomeTable;
 
 /** NUnit 3: `result`, refined by `label` where a `result/label` pair is listed. */
@@ -64,15 +65,25 @@ export const XUNIT_OUTCOMES = {
   NotRun: 'skipped',
 } as const satisfies OutcomeTable;
 
-/** TRX: the `outcome` of a top-level `<UnitTestResult>`. */
+/**
+ * TRX: the `outcome` of a top-level `<UnitTestResult>`, every value of the TRX schema's TestOutcome.
+ * PassedButRunAborted passed before the run was aborted; InProgress was cut off by the end of the run.
+ */
 export const TRX_OUTCOMES = {
   Passed: 'passed',
+  PassedButRunAborted: 'passed',
+  Warning: 'passed',
+  Completed: 'passed',
   Failed: 'failed',
-  NotExecuted: 'skipped',
-  Inconclusive: 'skipped',
+  Error: 'error',
   Timeout: 'error',
   Aborted: 'error',
-  Error: 'error',
+  Disconnected: 'error',
+  InProgress: 'error',
+  NotExecuted: 'skipped',
+  NotRunnable: 'skipped',
+  Inconclusive: 'skipped',
+  Pending: 'skipped',
   '(no outcome)': 'error',
 } as const satisfies OutcomeTable;
 

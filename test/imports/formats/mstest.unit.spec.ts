@@ -21,8 +21,9 @@ describe('MSTest (TRX) parser', () => {
       { ...base, suitePath: ['MyTests.Math.SlowTests'], className: 'MyTests.Math.SlowTests', name: 'Hangs', outcome: 'error', durationMs: 86_402_000, executedAt: '2024-01-15T10:30:02.000Z' },
       { ...base, ...calc, name: 'Later', outcome: 'skipped', durationMs: 0, executedAt: '2024-01-15T10:30:03.000Z', message: 'Test method MyTests.Math.CalculatorTests.Later was ignored' },
       { ...base, ...calc, name: 'Rows', outcome: 'failed', durationMs: 2, executedAt: '2024-01-15T10:30:04.000Z' }, // not the inner row's message
+      { ...base, suitePath: ['(no class)'], name: 'Odd', outcome: 'passed', durationMs: 0, executedAt: '2024-01-15T10:30:00.000Z' }, // PassedButRunAborted
     ]);
-    expect(warnings).to.deep.equal([{ file: 'results.xml', message: 'unknown outcome "PassedButRunAborted"; the case was skipped', case: 'Odd' }]);
+    expect(warnings).to.deep.equal([{ file: 'results.xml', message: 'no class found for test t6; it was put in the suite "(no class)"', case: 'Odd' }]);
   });
 
   it('uses definitions read before the results, a qualified test name without a definition, and the run start', async () => {
