@@ -49,4 +49,21 @@ describe('CheckpointWatcher: its LISTEN connection lost (PostgreSQL)', function 
     // Heard, not polled: no write waits, so nothing but the notification moves it.
     await w.waitFor({ position: '9', streamId: 'any' }, 1000);
   });
+
+  it('applied(): every projection, at the partition that holds the stream (Kafka), has reached the position: read from the database, not waited for', async () => {
+    // The Kafka shape: one checkpoint per projection and partition; the job's stream is on partition 2.
+    const keyOf = (projection: string, streamId: string) => `${projection}#${streamId === 'importJob-1' ? 2 : 0}`;
+    const kafka = new CheckpointWatcher(knex, db.url, ['readModel', 'imports'], keyOf);
+    await advanceCheckpoint(knex, 'imports#2', 10n);
+    await advanceCheckpoint(knex, 'readModel#2', 5n);
+    await advanceCheckpoint(knex, 'readModel#0', 100n);
+    const write = { position: '10', streamId: 'importJob-1' };
+    expect(await kafka.applied(write), 'readModel#2 is behind, whatever another partition has').to.equal(false);
+    await advanceCheckpoint(knex, 'readModel#2', 10n);
+    // Never started (no LISTEN): the answer comes from the checkpoints read now.
+    expect(await kafka.applied(write)).to.equal(true);
+    expect(await kafka.applied({ position: '11', streamId: 'importJob-1' })).to.equal(false);
+    expect(await kafka.applied({ position: '100', streamId: 'other-1' }), 'partition 0: readModel#0 at 100, imports#0 never moved').to.equal(false);
+    await kafka.stop();
+  });
 });
