@@ -9,7 +9,7 @@ import {
   jsonObject,
   jsonString,
 } from './jsonStream';
-import { CUCUMBER_OUTCOMES, externalIdOfLabel, outcomeIn, withoutAnsi } from './outcomes';
+import { CUCUMBER_OUTCOMES, externalIdOfLabel, outcomeIn, unnamedCase, withoutAnsi } from './outcomes';
 import {
   type Outcome,
   type ParseOptions,
@@ -73,9 +73,9 @@ async function* cucumberCases(input: Readable, options: ParseOptions): AsyncGene
                 background = element;
                 continue;
               }
-              const scenario = scenarioOf(element, background, options);
-              background = null;
               count++;
+              const scenario = scenarioOf(element, background, options, count);
+              background = null;
               if (name !== undefined && uri !== undefined) yield inFeature(scenario, name, uri, options);
               else held.push(scenario);
             }
@@ -114,7 +114,8 @@ interface Run {
   output: string[];
 }
 
-function scenarioOf(element: JsonObject, background: JsonObject | null, options: ParseOptions): Scenario {
+/** One scenario; `position` is its place among the file's scenarios (naming one without name or line). */
+function scenarioOf(element: JsonObject, background: JsonObject | null, options: ParseOptions, position: number): Scenario {
   const runs = [...(background ? runsOf(background) : []), ...runsOf(element)];
   const keyword = (jsonString(element.keyword) ?? 'Scenario').trim();
   const line = jsonNumber(element.line);
@@ -129,7 +130,7 @@ function scenarioOf(element: JsonObject, background: JsonObject | null, options:
   const id = jsonString(element.id);
   const outlineRow = /outline|template/i.test(keyword) || (id !== null && id.split(';').length >= 3);
   return {
-    name: jsonString(element.name) || `${keyword} at line ${line ?? '?'}`,
+    name: jsonString(element.name) || (line !== null ? `${keyword} at line ${line}` : unnamed(position, options)),
     ...outcomeOf(runs, options),
     durationMs: durations.length > 0 ? Math.round(durations.reduce((a, b) => a + b, 0) / 1e6) : null,
     executedAt: isoTimestamp(element.start_timestamp),
@@ -141,6 +142,12 @@ function scenarioOf(element: JsonObject, background: JsonObject | null, options:
     externalId,
     retried: false,
   };
+}
+
+function unnamed(position: number, options: ParseOptions): string {
+  const name = unnamedCase(position);
+  options.onWarning({ file: options.fileName, message: `a scenario without a name or line was imported as "${name}"`, case: name });
+  return name;
 }
 
 function runsOf(element: JsonObject): Run[] {

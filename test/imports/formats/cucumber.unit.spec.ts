@@ -320,3 +320,13 @@ describe('parseCucumber: identity', () => {
     expect(cases[1].stackTrace).to.equal('\u001b[31mAssertionError: no\u001b[39m\n    at steps.js:4');
   });
 });
+
+describe('parseCucumber: nameless scenarios', () => {
+  it('a scenario without name is named by its line, or, without a line either, by a numbered placeholder with a warning', async () => {
+    const steps = [{ keyword: 'Given ', name: 'x', result: { status: 'passed' } }];
+    const report = [feature('F', 'f.feature', [element('', steps, { line: 7 }), element('', steps, { line: undefined })])];
+    const { cases, warnings } = await parseAll(parseCucumber, inChunks(JSON.stringify(report)));
+    expect(cases.map((c) => c.name)).to.deep.equal(['Scenario at line 7', '(unnamed test 2)']);
+    expect(warnings).to.deep.equal([{ file: 'results.json', message: 'a scenario without a name or line was imported as "(unnamed test 2)"', case: '(unnamed test 2)' }]);
+  });
+});
