@@ -29,7 +29,7 @@ export const parseJunit: ResultParser = (input, options) => {
       let position = 0;
       let property: { name: string | undefined; value: string | undefined } | null = null;
       /** The outcome or rerun element being read, with the attempt it fills. */
-      let element: { name: string; attempt: ParsedCase } | null = null;
+      let element: { name: string; attempt: ParsedCase; children: number } | null = null;
 
       const timestamp = (raw: string | undefined, where: string, caseName?: string): string | null => {
         const iso = isoTimestamp(raw);
@@ -75,7 +75,7 @@ export const parseJunit: ResultParser = (input, options) => {
           if (parent === 'testcase') {
             const outcome = OUTCOME_ELEMENTS.get(name);
             if (outcome !== undefined) {
-              element = { name, attempt: draft };
+              element = { name, attempt: draft, children: 0 };
               if (draft.outcomeElement === null) {
                 // The first failure, error or skip decides the outcome; later ones only fill what it lacks.
                 draft.outcomeElement = name;
@@ -100,13 +100,15 @@ export const parseJunit: ResultParser = (input, options) => {
                 retried: true,
               };
               draft.reruns.push(attempt);
-              element = { name, attempt };
-              return false;
+              element = { name, attempt, children: 0 };
+              return true; // its own text is its stack trace when it has no child elements (cargo-nextest, older writers)
             }
             return name === 'system-out' || name === 'system-err';
           }
-          if (RERUN_ELEMENTS.has(parent) && parents[parents.length - 2] === 'testcase')
+          if (RERUN_ELEMENTS.has(parent) && parents[parents.length - 2] === 'testcase') {
+            if (element !== null) element.children++;
             return name === 'stackTrace' || name === 'system-out' || name === 'system-err';
+          }
           if (name === 'property' && parent === 'properties' && parents[parents.length - 2] === 'testcase') {
             property = { name: attrs.name, value: attrs.value };
             return attrs.value === undefined;
@@ -141,6 +143,9 @@ export const parseJunit: ResultParser = (input, options) => {
                 draft.message ??= withoutAnsi(firstLine(body));
                 draft.stackTrace ??= body;
               }
+            } else if (RERUN_ELEMENTS.has(name) && element.children === 0 && body !== null) {
+              element.attempt.stackTrace = body;
+              element.attempt.message ??= withoutAnsi(firstLine(body));
             }
             element = null;
           } else if (element !== null && RERUN_ELEMENTS.has(parent)) {

@@ -161,6 +161,14 @@ describe('JUnit parser: identity, retries and suite output', () => {
     ]);
   });
 
+  it('a flakyFailure whose text is its trace (no child elements, as cargo-nextest writes it) keeps that text as the attempt\'s trace', async () => {
+    const { cases } = await parseText('<testsuites><testsuite name="crate"><testcase name="it_flakes" classname="mod::tests" time="0.300"><flakyFailure message="flake" type="failure">thread panicked at src/lib.rs:9:5</flakyFailure></testcase></testsuite></testsuites>');
+    expect(cases.map((c) => [c.name, c.outcome, c.retried, c.message, c.stackTrace])).to.deep.equal([
+      ['it_flakes', 'failed', true, 'flake', 'thread panicked at src/lib.rs:9:5'],
+      ['it_flakes', 'passed', false, null, null],
+    ]);
+  });
+
   it('Playwright: the browser project (a script-file suite\'s hostname) is the variant, so the same test in two projects differs', async () => {
     const { cases } = await parseFixture('junit-playwright.xml');
     expect(cases.map((c) => [c.suitePath, c.className, c.name, c.variant, c.outcome])).to.deep.equal([
