@@ -49,20 +49,23 @@ async function readCheckpoint(knex: Knex, name: string): Promise<bigint> {
  * database or event store away are transient: reported `retrying`, retried with backoff (0.2 s
  * doubling to 10 s) from the last acknowledged position, for at most the retry budget
  * (RETRY_BUDGET_MS) from the first failure of the run. Anything else (the broker refusing a
- * message, a programming error), or the budget spent, ends in `failed`: logged once at error
- * level, the checkpoint saved, nothing skipped (the relay never publishes out of order), and
- * `onFailed` told; it stays stopped until the process restarts.
+ * message: the batch is then sent one by one up to that event; a programming error), or the
+ * budget spent, ends in `failed`: logged once at error level, the checkpoint saved, nothing
+ * skipped (the relay never publishes out of order), and `onFailed` told; it stays stopped until
+ * the process restarts.
  */
 export function startRelay(deps: {
   store: EventStore; knex: Knex; kafka: Kafka; topic: string; logger: Logger; name?: string; retry?: RetryPolicy; onFailed?: (status: RelayStatus) => void;
 }): Relay {
   const name = deps.name ?? deps.topic;
   const log = deps.logger.child({ role: 'relay', topic: deps.topic });
-  const producer = deps.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+  const newProducer = () => deps.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+  let producer = newProducer();
   const status: RelayStatus = { state: 'running', position: '0', lastError: null, published: 0 };
   const budget = budgetOf(deps.retry, { firstMs: FIRST_BACKOFF_MS, maxMs: MAX_BACKOFF_MS });
   let subscription: Subscription | null = null;
   let stopping = false;
+  let started = false;
   let wake: (() => void) | null = null;
 
   const sleep = (ms: number) => new Promise<void>((resolve) => {
@@ -73,12 +76,15 @@ export function startRelay(deps: {
     };
   });
 
-  /** Stops for good: reported failed, logged once, `onFailed` told. */
-  function fail(error: unknown): void {
+  /** Stops for good: reported failed, logged once (with the event the broker refused, if one), `onFailed` told. */
+  function fail(error: unknown, event?: EventEnvelope): void {
     status.state = 'failed';
     status.lastError = describeError(error);
     status.correlationId = randomUUID();
-    log.error({ err: error, position: status.position, correlationId: status.correlationId }, 'relay failed; stopped until restarted');
+    log.error({
+      err: error, position: status.position, correlationId: status.correlationId,
+      ...(event && { eventPosition: event.position, eventId: event.id, eventType: event.type, streamId: event.streamId }),
+    }, 'relay failed; stopped until restarted');
     deps.onFailed?.({ ...status });
   }
 
@@ -110,8 +116,24 @@ export function startRelay(deps: {
       } catch (error) {
         if (stopping) return false;
         if (!isTransient(error)) {
-          fail(error);
-          return false;
+          if (batch.length === 1) {
+            fail(error, batch[0]);
+            return false;
+          }
+          // Narrowed down one by one, so what comes before the event the broker refuses is
+          // published. Part of the batch may have landed, and the idempotent producer's sequence
+          // numbers are not to be trusted after it (the broker answers "out of order sequence"): a
+          // new producer (and producer id) starts them afresh. A repeat is possible, and recognised by consumers.
+          await producer.disconnect().catch(() => undefined);
+          producer = newProducer();
+          try {
+            await producer.connect();
+          } catch (reconnectError) {
+            started = false; // connected again (and the checkpoint read again) by the loop
+            throw reconnectError;
+          }
+          for (const event of batch) if (!(await publish([event]))) return false;
+          return true;
         }
         if (!(await pauseOrGiveUp(error, 'cannot publish; retrying the same batch'))) return false;
       }
@@ -142,7 +164,6 @@ export function startRelay(deps: {
     }
   }
 
-  let started = false;
   async function start(): Promise<void> {
     await producer.connect();
     const after = await readCheckpoint(deps.knex, name);

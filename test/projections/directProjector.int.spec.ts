@@ -9,7 +9,9 @@ import pino from 'pino';
 import { PostgresEventStore, setupPostgresEventStore } from '../../infra/eventstore/postgres';
 import { createKnex, createPool } from '../../infra/postgres/database';
 import { migrateReadModel } from '../../projections/migrations';
-import { startProjector, type Projector } from '../../projections/runtime/projector';
+import { startProjector, type ProjectionStatus, type Projector } from '../../projections/runtime/projector';
+import type { Platform } from '../../services/platform';
+import { projectorReadiness } from '../../services/roles';
 import { createTestDatabase, cutConnections, restoreConnections, withApplicationName, type TestDatabase } from '../support/database';
 import { RECORDER, appendCase, appliedRows, caseStream, createRecordingTable, recordingProjection, startBurst, waitUntil } from '../support/kafka';
 
@@ -141,6 +143,14 @@ describe('direct projector: what cannot succeed fails once (PostgreSQL)', functi
     // The batch, then the culprit alone: never again.
     expect(triesOnCulprit).to.equal(2);
     expect(stateOf('other')?.state).to.equal('running');
+
+    // /readyz: not ready, the failed projection with its error, the event among the recent failures.
+    const [, , projections] = projectorReadiness(projector, { knex, store } as unknown as Platform);
+    const readiness = await projections.check();
+    expect(readiness.ok).to.equal(false);
+    const details = readiness.details as { projections: ProjectionStatus[]; recentFailures: { eventId: string }[] };
+    expect(details.projections.find((p) => p.name === 'refusing')).to.deep.include({ state: 'failed', correlationId: culpritEvent.metadata.correlationId });
+    expect(details.recentFailures.map((f) => f.eventId)).to.deep.equal([culpritEvent.id]);
   });
 
   it('the database stays away longer than the retry budget: the projection ends failed with the last error, and a restart follows on', async () => {
