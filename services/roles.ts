@@ -77,11 +77,18 @@ export function projectorReadiness(projector: Projector | null, platform: Platfo
   return checks;
 }
 
+/** The read-your-writes watcher: not ready once it gave up on its LISTEN connection. */
+export function watcherReadiness(watcher: CheckpointWatcher): ReadinessCheck {
+  return { name: 'checkpointWatcher', check: async () => ({ ok: watcher.status().state !== 'failed', details: watcher.status() }) };
+}
+
 /** The API role: HTTP, commands, read-your-writes through the projections' checkpoints. */
 export async function runApi(
   config: Readonly<Config>, platform: Platform, logger: Logger, readiness: ReadinessCheck[], keyOf: CheckpointKeyOf = directCheckpointKey,
 ): Promise<{ server: Server; stop(): Promise<void> }> {
-  const watcher = new CheckpointWatcher(platform.knex, platform.databaseUrl, ALL_PROJECTIONS.map((p) => p.name), keyOf);
+  const watcher = new CheckpointWatcher(
+    platform.knex, platform.databaseUrl, ALL_PROJECTIONS.map((p) => p.name), keyOf, { retry: { budgetMs: config.retryBudgetMs }, logger: logger.child({ role: 'checkpointWatcher' }) },
+  );
   await watcher.start();
   const deps: CommandDeps = {
     store: platform.store, ids: new IdAllocator(platform.store), knex: platform.knex, watcher,
@@ -98,7 +105,7 @@ export async function runApi(
   const app = buildApp({
     ...deps, logger, pool: platform.pool, ...platform.secrets,
     sessionIdleTimeoutMs: config.sessionIdleTimeoutMs, sessionAbsoluteTimeoutMs: config.sessionAbsoluteTimeoutMs,
-    trustProxy: config.trustProxy, allowedOrigins: config.allowedOrigins, readiness,
+    trustProxy: config.trustProxy, allowedOrigins: config.allowedOrigins, readiness: [...readiness, watcherReadiness(watcher)],
     files, maxUploadBytes: config.maxUploadBytes, imports,
     rateLimits: config.rateLimits && { settings: config.rateLimits, store: new PostgresRateLimitStore(platform.pool) },
   });

@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Knex } from 'knex';
+import type { Logger } from 'pino';
 import { listenOn } from '../../infra/postgres/listen';
 import { HttpError } from '../../services/shared/errors';
+import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
 import { CHECKPOINT_CHANNEL, readCheckpoints } from './checkpoints';
 
 interface Waiter { keys: string[]; position: bigint; resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
@@ -11,6 +14,11 @@ export type CheckpointKeyOf = (projection: string, streamId: string) => string;
 export const directCheckpointKey: CheckpointKeyOf = (projection) => projection;
 
 const SAFETY_POLL_MS = 1000;
+const RECONNECT_FIRST_MS = 1000;
+const RECONNECT_MAX_MS = 30_000;
+
+/** listening; reconnecting: its LISTEN connection was lost and is being replaced; failed: it gave up (until restart). */
+export interface WatcherStatus { state: 'listening' | 'reconnecting' | 'failed'; lastError: string | null; correlationId?: string }
 
 /**
  * Read-your-writes: resolves when every named projection has applied a position. Checkpoint moves
@@ -24,13 +32,22 @@ export class CheckpointWatcher {
   private poller: NodeJS.Timeout | null = null;
   private reconnecting: NodeJS.Timeout | null = null;
   private closed = false;
+  private readonly budget: RetryBudget;
+  private current: WatcherStatus = { state: 'listening', lastError: null };
 
   constructor(
     private readonly knex: Knex,
     private readonly connectionString: string,
     private readonly projectionNames: readonly string[],
     private readonly keyOf: CheckpointKeyOf = directCheckpointKey,
-  ) {}
+    private readonly opts: { retry?: RetryPolicy; logger?: Logger } = {},
+  ) {
+    this.budget = budgetOf(opts.retry, { firstMs: RECONNECT_FIRST_MS, maxMs: RECONNECT_MAX_MS });
+  }
+
+  status(): WatcherStatus {
+    return { ...this.current };
+  }
 
   async start(): Promise<void> {
     await this.connect();
@@ -45,7 +62,7 @@ export class CheckpointWatcher {
       },
       onLost: (lost) => {
         if (this.client === lost) this.client = null;
-        this.reconnectLater();
+        this.reconnectLater(null);
       },
     });
     if (this.closed) await client.end().catch(() => undefined);
@@ -53,23 +70,37 @@ export class CheckpointWatcher {
   }
 
   /**
-   * A lost LISTEN connection is replaced, every second until the database lets it in; then the
-   * checkpoints are read once, for the notifications missed meanwhile.
+   * A lost LISTEN connection is replaced (1 s, doubling to 30 s) while the database refuses it,
+   * within the retry budget; then the checkpoints are read once, for the notifications missed
+   * meanwhile. An attempt that fails for good (not transient, see services/shared/faults.ts) or a
+   * budget spent ends it: `failed`, logged once; waits are then resolved by the re-read of the
+   * checkpoints once a second alone, until the process restarts. `error` is null for the loss itself.
    */
-  private reconnectLater(): void {
-    if (this.closed || this.reconnecting) return;
+  private reconnectLater(error: unknown): void {
+    if (this.closed || this.reconnecting || this.current.state === 'failed') return;
+    this.current = { state: 'reconnecting', lastError: error === null ? 'LISTEN connection lost' : describeError(error) };
+    if (error !== null && !isTransient(error)) return this.fail(error);
+    const pause = this.budget.next();
+    if (pause === null) return this.fail(new RetryBudgetSpent(error, this.budget));
     this.reconnecting = setTimeout(() => {
       void (async () => {
         try {
           await this.connect();
           await this.refresh();
           this.reconnecting = null;
-        } catch {
+          this.budget.reset();
+          this.current = { state: 'listening', lastError: null };
+        } catch (e) {
           this.reconnecting = null;
-          if (!this.client) this.reconnectLater();
+          if (!this.client) this.reconnectLater(e);
         }
       })();
-    }, SAFETY_POLL_MS);
+    }, pause);
+  }
+
+  private fail(error: unknown): void {
+    this.current = { state: 'failed', lastError: describeError(error), correlationId: randomUUID() };
+    this.opts.logger?.error({ err: error, correlationId: this.current.correlationId }, 'checkpoint watcher cannot LISTEN; stopped until restarted (writes wait on the once-a-second re-read)');
   }
 
   /**

@@ -1,5 +1,6 @@
 // The read-your-writes watcher hears checkpoint moves by LISTEN: a lost connection is replaced,
-// also when the database refuses new connections for a while.
+// also when the database refuses new connections for a while; not past its retry budget, and not
+// when the connection fails for good (services/shared/faults.ts).
 import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { createKnex } from '../../infra/postgres/database';
@@ -65,5 +66,44 @@ describe('CheckpointWatcher: its LISTEN connection lost (PostgreSQL)', function 
     expect(await kafka.applied({ position: '11', streamId: 'importJob-1' })).to.equal(false);
     expect(await kafka.applied({ position: '100', streamId: 'other-1' }), 'partition 0: readModel#0 at 100, imports#0 never moved').to.equal(false);
     await kafka.stop();
+  });
+
+  it('refused longer than its retry budget: failed once with the last error; writes still resolve through the re-read of the checkpoints', async () => {
+    const w = new CheckpointWatcher(knex, withApplicationName(db.url, `${VICTIM}-budget`), ['budgeted'], undefined, { retry: { budgetMs: 1000, firstMs: 100, maxMs: 200 } });
+    try {
+      await w.start();
+      expect(await cutConnections(db, `${VICTIM}-budget`), 'LISTEN session ended').to.equal(1);
+      await waitUntil(() => w.status().state === 'failed', 'the watcher to give up', 10_000, () => JSON.stringify(w.status()));
+      expect(w.status().lastError).to.match(/^gave up after \d+ failed attempts in \d+ s: .*not currently accepting connections/);
+      expect(w.status().correlationId).to.be.a('string');
+
+      await restoreConnections(db);
+      const waiting = w.waitFor({ position: '3', streamId: 'any' }, 10_000);
+      await advanceCheckpoint(knex, 'budgeted', 3n);
+      await waiting;
+      expect(w.status().state, 'it did not LISTEN again').to.equal('failed');
+    } finally {
+      await restoreConnections(db);
+      await w.stop();
+    }
+  });
+
+  it('its database is gone (3D000, not transient): failed at the first attempt, no budget spent', async () => {
+    const doomed = await createTestDatabase('watchergone');
+    const doomedKnex = createKnex(doomed.url);
+    const w = new CheckpointWatcher(doomedKnex, doomed.url, ['readModel']);
+    try {
+      await migrateReadModel(doomedKnex);
+      await w.start();
+      await doomedKnex.destroy();
+      await doomed.drop();
+      await waitUntil(() => w.status().state === 'failed', 'the watcher to fail', 10_000, () => JSON.stringify(w.status()));
+      expect(w.status().lastError).to.match(/does not exist/);
+      expect(w.status().lastError).not.to.match(/^gave up after/);
+    } finally {
+      await w.stop();
+      await doomedKnex.destroy().catch(() => undefined);
+      await doomed.drop().catch(() => undefined);
+    }
   });
 });
