@@ -50,6 +50,10 @@ export type RepositoryFolderUpdated = DomainEvent<'RepositoryFolderUpdated', {
   folderId: number; changes: { name?: string; parentId?: number | null }; updatedAt: Iso;
 }>;
 export type RepositoryFolderDeleted = DomainEvent<'RepositoryFolderDeleted', { folderId: number; deletedAt: Iso }>;
+/** A renamed case with an import identity keeps its old key as an alias (stream `caseIdentity-<caseId>`; services/repository/caseIdentity.ts). */
+export type RepositoryCaseAliasAdded = DomainEvent<'RepositoryCaseAliasAdded', {
+  caseId: number; projectId: number; source: string; alias: string; aliasTitle: string; identityKey: string; addedAt: Iso;
+}>;
 
 // ------------------------------------------------------------------------------- result import
 // An import job's stream is `importJob-<jobId>` (services/imports/importJob.decider.ts).
@@ -83,21 +87,36 @@ export type CaseSource = 'JUNIT' | 'TESTNG' | 'XUNIT' | 'NUNIT' | 'MSTEST' | 'MO
  */
 export type ImportedColumns<T> = { [K in keyof T]: T[K][] };
 export interface ImportedFolder { folderId: number; parentId: number | null; name: string }
-export interface ImportedCase { caseId: number; folderId: number | null; title: string; className: string | null }
+/** `identityKey`/`identityScope`: what finds the case again at the next import (services/repository/caseIdentity.ts); absent in v1. */
+export interface ImportedCase {
+  caseId: number; folderId: number | null; title: string; className: string | null; identityKey: string | null; identityScope: string | null;
+}
+/** A case made before identities existed, now owned by a test of the chunk (v2). */
+export interface AdoptedCase { caseId: number; identityKey: string; identityScope: string | null }
+/** The status a run case shows after the chunk (v2). */
+export interface ShownStatus { testRunCaseId: number; statusId: number }
+/** A suite's own output, by the suite's folder (v2). */
+export interface ImportedSuiteOutput { folderId: number | null; suite: string; systemOut: string | null; systemErr: string | null }
 export interface ImportedRunCase { testRunCaseId: number; repositoryCaseId: number; order: number }
 export interface ImportedResult {
   resultId: number; testRunCaseId: number; statusId: number; durationMs: number | null; executedAt: Iso | null;
   message: string | null; failureType: string | null; stackTrace: string | null; systemOut: string | null; systemErr: string | null;
   file: string | null; line: number | null; properties: { name: string; value: string }[]; attempt: number;
+  /** The file says a later attempt replaces this one (v2; false in v1). */
+  retried: boolean;
 }
 /**
  * One chunk of results; new cases take `caseSource`, `caseTemplateId` and `caseStateId`;
- * `processedCases` counts the files' cases consumed so far (resume starts after them).
+ * `processedCases` counts the files' cases consumed so far (resume starts after them). A chunk may
+ * hold folders only (a suite nested deeper than one event's 5,000 folders): it moves no case on.
+ * v1 events lack the v2 fields (`identityKey`, `identityScope`, `retried`, `adopted`, `shown`,
+ * `suiteOutputs`): readers default them.
  */
 export type TestResultsImported = DomainEvent<'TestResultsImported', {
   jobId: number; chunk: number; projectId: number; testRunId: number; caseSource: CaseSource; caseTemplateId: number | null; caseStateId: number | null;
   folders: ImportedColumns<ImportedFolder>; cases: ImportedColumns<ImportedCase>; runCases: ImportedColumns<ImportedRunCase>;
   results: ImportedColumns<ImportedResult>; processedCases: number; importedAt: Iso;
+  adopted: ImportedColumns<AdoptedCase>; shown: ImportedColumns<ShownStatus>; suiteOutputs: ImportedColumns<ImportedSuiteOutput>;
 }>;
 export interface ImportCounts { results: number; newCases: number; newFolders: number; newRunCases: number; passed: number; failed: number; error: number; skipped: number }
 export type ImportCompleted = DomainEvent<'ImportCompleted', { jobId: number; testRunId: number; counts: ImportCounts; completedAt: Iso }>;
@@ -108,7 +127,7 @@ export type TestamentEvent =
   | IdBlockReserved | UniqueValueClaimed | DefaultsPlanned
   | UserRegistered | UserUpdated | UserDeactivated | UserReactivated | UserPasswordChanged | UserDeleted
   | ApiTokenCreated | ApiTokenRevoked | LoginFailed
-  | RepositoryFolderCreated | RepositoryFolderUpdated | RepositoryFolderDeleted
+  | RepositoryFolderCreated | RepositoryFolderUpdated | RepositoryFolderDeleted | RepositoryCaseAliasAdded
   | ImportJobEvent
   | EntityEvent;
 
@@ -119,7 +138,7 @@ export const HAND_WRITTEN_EVENT_TYPES: readonly EventType[] = [
   'IdBlockReserved', 'UniqueValueClaimed', 'DefaultsPlanned',
   'UserRegistered', 'UserUpdated', 'UserDeactivated', 'UserReactivated', 'UserPasswordChanged', 'UserDeleted',
   'ApiTokenCreated', 'ApiTokenRevoked', 'LoginFailed',
-  'RepositoryFolderCreated', 'RepositoryFolderUpdated', 'RepositoryFolderDeleted',
+  'RepositoryFolderCreated', 'RepositoryFolderUpdated', 'RepositoryFolderDeleted', 'RepositoryCaseAliasAdded',
   'ImportRequested', 'ImportFileStored', 'ImportParsed', 'ImportTestRunPlanned', 'TestResultsImported', 'ImportCompleted', 'ImportFailed',
 ];
 

@@ -145,7 +145,7 @@ const SNAPSHOT_SQL = `jsonb_build_object(${[...SNAPSHOT_FIELDS.map(([name, f]) =
 
 export const readModelProjection: Projection = {
   name: 'readModel',
-  tables: catalogueTables(),
+  tables: [...catalogueTables(), 'repository_case_aliases', 'test_run_suite_outputs'],
 
   async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {
     const batches = new Map<string, RowBatch>();
@@ -164,7 +164,10 @@ export const readModelProjection: Projection = {
       relevant.push({ event, id, ...target });
     }
     const imported = events.filter((e) => e.type === 'TestResultsImported');
-    if (relevant.length === 0) return applyImportedChunks(trx, imported);
+    if (relevant.length === 0) {
+      await applyImportedChunks(trx, imported);
+      return applyAliases(trx, events);
+    }
     for (const batch of batches.values()) await batch.load(trx);
 
     const replaced = new Replacements();
@@ -236,8 +239,26 @@ export const readModelProjection: Projection = {
     for (const batch of batches.values()) await batch.flush(trx);
     await replaced.flush(trx);
     await applyImportedChunks(trx, imported);
+    await applyAliases(trx, events);
   },
 };
+
+/**
+ * Renamed cases (RepositoryCaseAliasAdded): the old identity key becomes an alias of the case and
+ * the new name's key its identity. Applied once per event (the alias row is the event's mark).
+ */
+async function applyAliases(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {
+  for (const event of events) {
+    if (event.type !== 'RepositoryCaseAliasAdded') continue;
+    const d = event.data as DataOf<'RepositoryCaseAliasAdded'>;
+    await trx.raw(`INSERT INTO repository_case_aliases (project_id, source, identity_key, repository_case_id, title, created_at)
+      VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (project_id, source, identity_key) DO UPDATE SET repository_case_id = EXCLUDED.repository_case_id,
+        title = EXCLUDED.title, created_at = EXCLUDED.created_at`, [d.projectId, d.source, d.alias, d.caseId, d.aliasTitle, d.addedAt]);
+    await trx('repository_cases').where({ id: d.caseId }).update({ identity_key: d.identityKey });
+    // The new name's key may have been an alias of this case (renamed back): the case's own key wins.
+    await trx('repository_case_aliases').where({ project_id: d.projectId, source: d.source, identity_key: d.identityKey, repository_case_id: d.caseId }).delete();
+  }
+}
 
 /**
  * Result-import chunks (TestResultsImported, on an import job's stream): their folders, cases
@@ -255,6 +276,10 @@ async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[
   const results: unknown[][] = [];
   /** Per run case, its last result here: [status, executedAt, durationMs, importedAt]. */
   const latest = new Map<number, [number, string, number | null, string]>();
+  /** v2: the status each touched run case shows (the worst of its results not retried), which overrides the last result's. */
+  const shownStatus = new Map<number, number>();
+  const adopted: unknown[][] = [];
+  const suiteOutputs: unknown[][] = [];
   for (const event of events) {
     const d = event.data as DataOf<'TestResultsImported'>;
     const by = event.metadata.actor.userId ?? null;
@@ -264,7 +289,8 @@ async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[
     const c = d.cases;
     c.caseId.forEach((id, i) => {
       caseIds.push(id);
-      cases.push([id, d.projectId, c.folderId[i], c.title[i], c.className[i], d.caseSource, d.caseTemplateId, d.caseStateId, true, by, d.jobId, 1, false, at, at, -1]);
+      cases.push([id, d.projectId, c.folderId[i], c.title[i], c.className[i], d.caseSource, d.caseTemplateId, d.caseStateId, true, by, d.jobId, 1, false, at, at, -1,
+        c.identityKey?.[i] ?? null, c.identityScope?.[i] ?? null]);
     });
     const rc = d.runCases;
     rc.testRunCaseId.forEach((id, i) => runCases.set(id, [id, d.testRunId, rc.repositoryCaseId[i], rc.order[i], d.jobId, false, at, at, -1]));
@@ -272,9 +298,19 @@ async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[
     r.resultId.forEach((id, i) => {
       const executedAt = r.executedAt[i] ?? at;
       results.push([id, d.testRunId, r.testRunCaseId[i], r.statusId[i], r.durationMs[i], executedAt, r.message[i], r.failureType[i], r.stackTrace[i],
-        r.systemOut[i], r.systemErr[i], r.file[i], r.line[i], r.properties[i], r.attempt[i], by, d.jobId, false, at, at, -1]);
+        r.systemOut[i], r.systemErr[i], r.file[i], r.line[i], r.properties[i], r.attempt[i], by, d.jobId, false, at, at, -1, r.retried?.[i] ?? false]);
       latest.set(r.testRunCaseId[i], [r.statusId[i], executedAt, r.durationMs[i], at]);
     });
+    d.shown?.testRunCaseId.forEach((id, i) => shownStatus.set(id, d.shown.statusId[i]));
+    d.adopted?.caseId.forEach((id, i) => adopted.push([id, d.adopted.identityKey[i], d.adopted.identityScope[i]]));
+    d.suiteOutputs?.folderId.forEach((folderId, i) => {
+      const o = d.suiteOutputs;
+      suiteOutputs.push([d.testRunId, d.jobId, folderId, o.suite[i], o.systemOut[i], o.systemErr[i], at]);
+    });
+  }
+  for (const [id, status] of shownStatus) {
+    const last = latest.get(id);
+    if (last) last[0] = status;
   }
   const statusIds = [...new Set([...latest.values()].map(([status]) => status))];
   const completing = new Set<number>((await trx('statuses').whereIn('id', statusIds).where('is_completed', true).select('id')).map((s) => s.id as number));
@@ -288,7 +324,12 @@ async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[
   await copyRows(trx, 'repository_folders', ['id', 'project_id', 'parent_id', 'name', 'import_job_id', 'is_deleted', 'created_at', 'updated_at', 'revision'], folders);
   await copyRows(trx, 'repository_cases', [
     'id', 'project_id', 'folder_id', 'title', 'class_name', 'source', 'template_id', 'state_id', 'automated', 'created_by_id', 'import_job_id',
-    'current_version', 'is_deleted', 'created_at', 'updated_at', 'revision'], cases);
+    'current_version', 'is_deleted', 'created_at', 'updated_at', 'revision', 'identity_key', 'identity_scope'], cases);
+  if (adopted.length > 0) {
+    await trx.raw(`UPDATE repository_cases c SET identity_key = x.k, identity_scope = x.s
+      FROM unnest(?::integer[], ?::text[], ?::text[]) AS x(id, k, s) WHERE c.id = x.id`, [0, 1, 2].map((k) => adopted.map((row) => row[k])) as unknown as Knex.RawBinding[]);
+  }
+  await copyRows(trx, 'test_run_suite_outputs', ['test_run_id', 'import_job_id', 'folder_id', 'suite', 'system_out', 'system_err', 'created_at'], suiteOutputs);
   if (caseIds.length > 0) {
     await trx.raw(`INSERT INTO repository_case_versions (repository_case_id, version, title, snapshot, changed_by_id, created_at)
       SELECT c.id, 1, c.title, ${SNAPSHOT_SQL}, c.created_by_id, c.created_at FROM repository_cases c WHERE c.id = ANY(?::integer[])`, [caseIds]);
@@ -298,7 +339,7 @@ async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[
     'status_id', 'is_completed', 'completed_at', 'elapsed_ms'], [...runCases.values()].map((row) => [...row, ...shown(row[0] as number)]));
   await copyRows(trx, 'test_run_results', [
     'id', 'test_run_id', 'test_run_case_id', 'status_id', 'duration_ms', 'executed_at', 'message', 'failure_type', 'stack_trace', 'system_out',
-    'system_err', 'file', 'line', 'properties', 'attempt', 'executed_by_id', 'import_job_id', 'is_deleted', 'created_at', 'updated_at', 'revision'], results);
+    'system_err', 'file', 'line', 'properties', 'attempt', 'executed_by_id', 'import_job_id', 'is_deleted', 'created_at', 'updated_at', 'revision', 'retried'], results);
   const older = [...latest.keys()].filter((id) => !runCases.has(id));
   if (older.length > 0) {
     const rows = older.map((id) => [id, ...shown(id), latest.get(id)![3]]);

@@ -7,6 +7,7 @@ import * as m005 from './005_audit';
 import * as m006 from './006_accounts';
 import * as m007 from './007_imports';
 import * as m008 from './008_import_completion';
+import * as m010 from './010_case_identity';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -18,6 +19,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '006_accounts': m006,
   '007_imports': m007,
   '008_import_completion': m008,
+  '010_case_identity': m010,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

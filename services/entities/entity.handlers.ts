@@ -6,6 +6,7 @@ import type { UniqueValueClaimed } from '../../contracts/events';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { handleCommand, loadAggregate } from '../shared/decider';
 import { ConcurrencyError, DomainError } from '../shared/errors';
+import { keyInScope } from '../repository/caseIdentity';
 import { folderStream, repositoryFolderDecider } from '../repository/repositoryFolder.decider';
 import { userDecider, userStream } from '../identity/user.decider';
 import { type Fact, type Facts, entityDecider, kebab, projectIdOf } from './entity.decider';
@@ -100,7 +101,28 @@ export async function updateEntity(deps: CommandDeps, name: EntityName, id: numb
   const outcome = await handleCommand(deps.store, streamOf(entity, id), decider, {
     type: 'Update', id, values, facts, now: deps.clock().toISOString(),
   }, metadata);
+  const renamed = name === 'repositoryCase' && typeof values.title === 'string' && values.title !== state.values.title
+    ? await keepImportIdentity(deps, id, state.values.title as string, values.title, metadata) : null;
   await readYourWrites(deps, outcome);
+  if (renamed) await readYourWrites(deps, renamed);
+}
+
+/**
+ * A renamed case that an import identifies by its name keeps its old key as an alias, and takes
+ * the key of its new name (services/repository/caseIdentity.ts): the next import under either name
+ * lands on it. Appended after the rename; a process stopped in between leaves the old key in place.
+ */
+async function keepImportIdentity(deps: CommandDeps, id: number, oldTitle: string, newTitle: string, metadata: EventMetadata) {
+  const row = await deps.knex('repository_cases').where({ id }).first('project_id', 'source', 'identity_key', 'identity_scope');
+  if (!row?.identity_key || !row.identity_scope) return null;
+  const identityKey = keyInScope(row.identity_scope, newTitle);
+  if (identityKey === row.identity_key) return null;
+  const streamId = `caseIdentity-${id}`;
+  const result = await deps.store.append(streamId, [{
+    type: 'RepositoryCaseAliasAdded',
+    data: { caseId: id, projectId: row.project_id, source: row.source, alias: row.identity_key, aliasTitle: oldTitle, identityKey, addedAt: deps.clock().toISOString() },
+  }], { expectedRevision: 'any', metadata });
+  return { position: result.position, streamId };
 }
 
 export async function deleteEntity(deps: CommandDeps, name: EntityName, id: number, metadata: EventMetadata): Promise<void> {

@@ -3,14 +3,17 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { EventEnvelope, EventMetadata } from '../../contracts/envelope';
 import type {
-  CaseSource, ImportCounts, ImportedColumns, ImportedFolder, ImportedResult, ImportJobEvent, ImportWarning,
+  AdoptedCase, CaseSource, ImportCounts, ImportedCase, ImportedColumns, ImportedFolder, ImportedResult, ImportedSuiteOutput, ImportJobEvent,
+  ImportWarning, ShownStatus,
 } from '../../contracts/events';
-import { createEntity, updateEntity } from '../entities/entity.handlers';
+import { createEntity, deleteEntity, updateEntity } from '../entities/entity.handlers';
+import { type CaseIdentity, caseIdentity } from '../repository/caseIdentity';
 import type { FileStore } from '../files/fileStore';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
-import { ConcurrencyError, DomainError, HttpError } from '../shared/errors';
+import { ConcurrencyError, ContractViolation, DomainError, HttpError } from '../shared/errors';
+import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient, type RetryBudget, retryBudget, RetryBudgetSpent } from '../shared/faults';
 import { parserFor } from './formats';
-import { type ImportFormat, type Outcome, type ParsedCase, ResultFileError } from './formats/parsedResult';
+import { type ImportFormat, type Outcome, type ParsedCase, ResultFileError, type SuiteOutput } from './formats/parsedResult';
 import { type ChunkData, type ImportJobCommand, type ImportJobState, importJobDecider, importJobStream } from './importJob.decider';
 
 /**
@@ -30,9 +33,13 @@ export interface ImportSettings {
   maxOutputChars: number;
   /** How long the final wait for the read model may take. */
   finalizeTimeoutMs: number;
+  /** How long a job interrupted by the database or event store is taken up again in this process before it fails (RETRY_BUDGET_MS). */
+  retryBudgetMs?: number;
 }
 
-export const DEFAULT_IMPORT_SETTINGS: ImportSettings = { chunkSize: 500, maxOutputChars: 64 * 1024, finalizeTimeoutMs: 10 * 60_000 };
+export const DEFAULT_IMPORT_SETTINGS: ImportSettings = {
+  chunkSize: 500, maxOutputChars: 64 * 1024, finalizeTimeoutMs: 10 * 60_000, retryBudgetMs: DEFAULT_RETRY_BUDGET_MS,
+};
 
 export interface ImportDeps extends CommandDeps {
   files: FileStore;
@@ -61,8 +68,8 @@ const sourceOf = (format: ImportFormat) => format.toUpperCase() as CaseSource;
 
 export class ImportSaga {
   private readonly running = new Map<number, Promise<void>>();
-  /** Jobs interrupted in this process: how often in a row, and the timer that takes each up again. */
-  private readonly interruptions = new Map<number, { attempts: number; timer: NodeJS.Timeout }>();
+  /** Jobs interrupted in this process: their retry budget, and the timer that takes each up again. */
+  private readonly interruptions = new Map<number, { budget: RetryBudget; timer: NodeJS.Timeout | null }>();
   private readonly signals = new EventEmitter();
   private stopping = false;
 
@@ -82,7 +89,8 @@ export class ImportSaga {
     if (!running) {
       running = this.execute(jobId)
         .then(() => void this.interruptions.delete(jobId), (err) => {
-          if (!(err instanceof DomainError || err instanceof ResultFileError)) this.resumeLater(jobId);
+          // A transient fault leaves the job unfinished; everything else has failed it already (or another worker runs it).
+          if (isTransient(err)) this.resumeLater(jobId, err);
           throw err;
         })
         .finally(() => this.running.delete(jobId));
@@ -91,16 +99,40 @@ export class ImportSaga {
     return running;
   }
 
-  /** After an interruption (database, event store): the job is run again from its stream, with backoff. */
-  private resumeLater(jobId: number): void {
+  /**
+   * After an interruption (database, event store): the job is run again from its stream, with
+   * backoff, within the retry budget; once it is spent the job fails (or, if even that cannot be
+   * written, is left for the next start).
+   */
+  private resumeLater(jobId: number, err: unknown): void {
     if (this.stopping) return;
-    const attempts = (this.interruptions.get(jobId)?.attempts ?? 0) + 1;
-    const delay = Math.min(RESUME_MAX_MS, RESUME_FIRST_MS * 2 ** (attempts - 1));
-    this.deps.logger.warn({ jobId, attempt: attempts, resumeInMs: delay }, 'import job interrupted; resuming it');
-    const timer = setTimeout(() => {
+    const entry = this.interruptions.get(jobId)
+      ?? { budget: retryBudget({ firstMs: RESUME_FIRST_MS, maxMs: RESUME_MAX_MS, budgetMs: this.deps.imports.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS }), timer: null };
+    this.interruptions.set(jobId, entry);
+    const delay = entry.budget.next();
+    if (delay === null) {
+      const spent = new RetryBudgetSpent(err, entry.budget);
+      this.deps.logger.error({ err: spent, jobId }, 'import job interrupted for longer than its retry budget; failing it');
+      entry.timer = null;
+      void this.failForGood(jobId, spent).finally(() => this.interruptions.delete(jobId));
+      return;
+    }
+    this.deps.logger.warn({ jobId, attempt: entry.budget.failures, resumeInMs: delay }, 'import job interrupted; resuming it');
+    entry.timer = setTimeout(() => {
       if (!this.stopping) void this.run(jobId).catch(() => undefined);
     }, delay);
-    this.interruptions.set(jobId, { attempts, timer });
+  }
+
+  /** A job whose interruptions outlasted the budget: failed once, with its empty run removed; if even that fails, the next start tries again. */
+  private async failForGood(jobId: number, spent: RetryBudgetSpent): Promise<void> {
+    try {
+      const job = await JobStream.load(this.deps, jobId);
+      const tooLong = new DomainError('import-interrupted-too-long',
+        `The import was interrupted by the database or event store for longer than its retry budget: ${spent.message}`, { attempts: spent.message });
+      await this.fail(job, tooLong.code, tooLong.message, tooLong.details);
+    } catch (err) {
+      this.deps.logger.error({ err, jobId }, 'the import job could not be failed either; it is taken up again at the next start');
+    }
   }
 
   /** Every job the read model lists as queued or running: resumed one after the other, in the background. */
@@ -129,7 +161,7 @@ export class ImportSaga {
   /** Stops taking up jobs; jobs in flight stop at their next chunk and resume on the next start. */
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const { timer } of this.interruptions.values()) clearTimeout(timer);
+    for (const { timer } of this.interruptions.values()) if (timer) clearTimeout(timer);
     await Promise.allSettled([...this.running.values()]);
   }
 
@@ -157,8 +189,8 @@ export class ImportSaga {
       this.emit(jobId, { kind: 'complete', testRunId: job.state.testRunId! });
     } catch (err) {
       if (err instanceof Stopped) return;
-      const known = err instanceof ResultFileError || err instanceof DomainError;
-      if (!known) {
+      if (err instanceof DomainError && err.code === 'import-job-taken') throw err; // another worker runs it
+      if (isTransient(err)) {
         // Infrastructure (database, event store): the job stays unfinished; run() takes it up again.
         this.deps.logger.error({ err, jobId, correlationId: job.metadata.correlationId }, 'import job interrupted');
         const interrupted = new HttpError(503, 'import-interrupted',
@@ -166,11 +198,28 @@ export class ImportSaga {
         this.emit(jobId, { kind: 'error', code: interrupted.code, error: interrupted.message, details: interrupted.details });
         throw err;
       }
-      const { code, message, details } = err as ResultFileError | DomainError;
-      const failed = await job.apply({ type: 'Fail', code, error: message, details, now: this.deps.clock().toISOString() });
-      if (failed) await readYourWrites(this.deps, failed);
-      this.emit(jobId, { kind: 'error', code, error: message, details: { ...details, jobId } });
+      // Anything else fails the same way every time: the job fails once, saying what.
+      const { code, message, details } = failureOf(err);
+      if (!(err instanceof ResultFileError || err instanceof DomainError)) {
+        this.deps.logger.error({ err, jobId, correlationId: job.metadata.correlationId }, 'import job failed');
+      }
+      await this.fail(job, code, message, details);
     }
+  }
+
+  /** Fails the job (once) and removes the run it made if no result reached it. */
+  private async fail(job: JobStream, code: string, message: string, details: Record<string, unknown>): Promise<void> {
+    const jobId = job.state.jobId;
+    const failed = await job.apply({ type: 'Fail', code, error: message, details, now: this.deps.clock().toISOString() });
+    if (failed) await readYourWrites(this.deps, failed);
+    const { createsRun, testRunId } = job.state;
+    if (failed && createsRun && testRunId !== null && job.state.counts.results === 0) {
+      const [created] = await this.deps.store.readStream(`testRun-${testRunId}`, { maxCount: 1 });
+      if (created) await deleteEntity(this.deps, 'testRun', testRunId, job.metadata).catch((err) => {
+        if (!(err instanceof DomainError)) throw err; // deleted already
+      });
+    }
+    this.emit(jobId, { kind: 'error', code, error: message, details: { ...details, jobId } });
   }
 
   /** First pass: every file read through, counted and checked; warnings told and kept. Writes nothing but ImportParsed. */
@@ -183,13 +232,15 @@ export class ImportSaga {
     let warningCount = 0;
     let cases = 0;
     const suites = new Set<string>();
-    for await (const parsed of this.cases(job, format, (warning) => {
+    const onWarning = (warning: ImportWarning) => {
       warningCount++;
       if (warnings.length < KEPT_WARNINGS) warnings.push(warning);
       this.emit(job.state.jobId, { kind: 'warning', warning });
-    })) {
+    };
+    for await (const { parsed, file } of this.cases(job, format, onWarning)) {
       cases++;
       suites.add(parsed.suitePath.join('\u0000'));
+      for (const warning of limitWarnings(parsed, file)) onWarning(warning);
     }
     if (cases === 0) throw new ResultFileError('no-tests', 'The files hold no test cases', {});
     await this.statusesFor(); // a missing status fails the job before anything is written
@@ -242,7 +293,7 @@ export class ImportSaga {
     }, job.metadata, testRunId!);
   }
 
-  /** Second pass: the cases after those already appended, in chunks. */
+  /** Second pass: the cases (and suite outputs) after those already appended, in chunks. */
   private async appendChunks(job: JobStream, say: (p: number, s: string) => void): Promise<void> {
     say(25, 'Creating test run...');
     await this.ensureRun(job);
@@ -251,26 +302,43 @@ export class ImportSaga {
     const builder = new ChunkBuilder(this.deps, job, await this.statusesFor(), await this.caseDefaults(job));
     const total = job.state.totalCases;
     let index = 0;
-    let pending: { parsed: ParsedCase; index: number }[] = [];
+    let pending: ChunkItem[] = [];
+    let outputs: SuiteOutput[] = [];
+    let outputsSeen = 0;
+    /** The files' cases in the chunks built so far. */
+    let processed = job.state.processedCases;
+    const onSuiteOutput = (output: SuiteOutput) => {
+      outputsSeen++;
+      if (outputsSeen > job.state.processedOutputs) outputs.push(output);
+    };
     // The next chunk is built while the previous one is appended; appends stay one at a time, in order.
     let appending: Promise<void> | null = null;
     const flush = async () => {
       if (this.stopping) throw new Stopped();
-      const data = await builder.build(pending);
+      const chunks = await builder.build(pending, outputs, processed);
+      const named = pending.map(({ parsed, file }) => ({ file, name: parsed.name }));
+      processed = pending.at(-1)?.index ?? processed;
       pending = [];
+      outputs = [];
       if (appending) await appending;
-      appending = job.apply({ type: 'AppendChunk', chunk: job.state.chunks, data }).then(() => {
+      appending = (async () => {
+        for (const data of chunks) {
+          const chunk = job.state.chunks;
+          await job.apply({ type: 'AppendChunk', chunk, data }).catch((err) => {
+            throw err instanceof ContractViolation ? new ChunkRefused(err, chunk, data.results.resultId.length > 0 ? named : []) : err;
+          });
+        }
         say(25 + Math.floor((70 * job.state.processedCases) / total), `Imported ${job.state.processedCases} of ${total} test cases...`);
-      });
+      })();
       appending.catch(() => undefined); // awaited at the next flush or at the end
     };
-    for await (const parsed of this.cases(job, job.state.format!, () => undefined)) {
+    for await (const { parsed, file } of this.cases(job, job.state.format!, () => undefined, onSuiteOutput)) {
       index++;
       if (index <= job.state.processedCases) continue;
-      pending.push({ parsed, index });
-      if (pending.length >= this.deps.imports.chunkSize) await flush();
+      pending.push({ parsed, index, file });
+      if (pending.length >= this.deps.imports.chunkSize || outputs.length >= this.deps.imports.chunkSize) await flush();
     }
-    if (pending.length > 0) await flush();
+    if (pending.length > 0 || outputs.length > 0) await flush();
     if (appending) await appending;
     if (job.state.processedCases !== total) {
       throw new DomainError('import-files-changed', `The stored files now hold ${index} cases, not ${total}`, { expected: total, found: index });
@@ -278,13 +346,17 @@ export class ImportSaga {
   }
 
   /** Every case of every file of the job, in order. */
-  private async *cases(job: JobStream, format: ImportFormat, onWarning: (w: ImportWarning) => void): AsyncGenerator<ParsedCase> {
+  private async *cases(
+    job: JobStream, format: ImportFormat, onWarning: (w: ImportWarning) => void, onSuiteOutput?: (output: SuiteOutput) => void,
+  ): AsyncGenerator<{ parsed: ParsedCase; file: string }> {
     const parse = parserFor(format);
     for (const file of job.state.files) {
       const opened = await this.deps.files.open(file.storedAs);
       if (!opened) throw new DomainError('import-file-missing', `The stored file ${file.fileName} is gone`, { file: file.fileName });
       try {
-        yield* parse(opened.content, { fileName: file.fileName, maxOutputChars: this.deps.imports.maxOutputChars, onWarning });
+        for await (const parsed of parse(opened.content, { fileName: file.fileName, maxOutputChars: this.deps.imports.maxOutputChars, onWarning, onSuiteOutput })) {
+          yield { parsed, file: file.fileName };
+        }
       } finally {
         opened.content.destroy();
       }
@@ -330,6 +402,36 @@ export class ImportSaga {
 }
 
 class Stopped extends Error {}
+
+/** Raised while appending a chunk the event contract refused: which files and cases it held. */
+class ChunkRefused extends Error {
+  constructor(readonly violation: ContractViolation, readonly chunk: number, readonly items: { file: string; name: string }[]) {
+    super(violation.message);
+    this.name = 'ChunkRefused';
+  }
+}
+
+/** The code, message and details a job fails with, for an error that is not transient. */
+function failureOf(err: unknown): { code: string; message: string; details: Record<string, unknown> } {
+  if (err instanceof ResultFileError || err instanceof DomainError) return err;
+  if (err instanceof ChunkRefused) {
+    const errors = Array.isArray(err.violation.errors) ? (err.violation.errors as { instancePath?: string; message?: string }[]) : [];
+    const files = [...new Set(err.items.map((i) => i.file))];
+    // A result column's index is its case's place in the chunk.
+    const cases = errors.flatMap((e) => {
+      const m = /^\/results\/[A-Za-z]+\/(\d+)/.exec(e.instancePath ?? '');
+      const item = m ? err.items[Number(m[1])] : undefined;
+      return item ? [{ file: item.file, case: item.name.slice(0, 200), problem: `${e.instancePath} ${e.message ?? ''}`.trim() }] : [];
+    }).slice(0, 10);
+    return new DomainError('import-content-refused',
+      `Chunk ${err.chunk} of the import holds content the event contract refuses (${files.join(', ')}): ${errors.slice(0, 3).map((e) => `${e.instancePath} ${e.message}`).join('; ')}`,
+      { chunk: err.chunk, files, cases, violations: errors.slice(0, 10).map((e) => ({ path: e.instancePath, message: e.message })) });
+  }
+  if (err instanceof ContractViolation) {
+    return new DomainError('import-content-refused', `The import made a ${err.eventType} event its contract refuses: ${err.message}`, { eventType: err.eventType });
+  }
+  return new DomainError('import-internal-error', `The import failed on an unexpected error: ${describeError(err)} (logged with the correlation id)`);
+}
 
 /** The job's stream, folded, with its revision: each command is decided and appended at that revision. */
 class JobStream {
@@ -396,17 +498,37 @@ async function withProjectLock<T>(knex: Knex, projectId: number, work: () => Pro
   }
 }
 
+/** One event holds at most this many rows of a kind (the contract's `maxItems`): a deeper suite tree is split across folder-only chunks. */
+export const MAX_ROWS_PER_EVENT = 5000;
+
+/** How a result weighs in its run case's status: a failure is never hidden by a later pass or skip. */
+const RANK: Record<Outcome, number> = { passed: 0, skipped: 1, failed: 2, error: 2 };
+
+interface RunCaseState {
+  id: number;
+  attempts: number;
+  /** The worst result not retried so far (rank and status), and the last result's status. */
+  worst: { rank: number; statusId: number } | null;
+  last: number | null;
+}
+
 /**
- * Turns parsed cases into a chunk: folders for their suites, repository cases found by project,
- * source, name and class (or new), run cases (or new), and one result each, with ids reserved in
- * blocks. Remembers what this process created, which the read model may not have yet; the run's
- * run cases are read once (the job holds the project's lock, and the run is written by this job).
+ * Turns parsed cases into chunks: folders for their suites, repository cases found by identity
+ * (services/repository/caseIdentity.ts: its key or an alias; else a case made before identities
+ * existed, with the same source, title and class, which the test adopts), run cases (or new), and
+ * one result each, with ids reserved in blocks. Remembers what this process created, which the
+ * read model may not have yet; the run's run cases are read once (the job holds the project's
+ * lock, and the run is written by this job).
  */
 class ChunkBuilder {
   private readonly folders = new Map<string, number>();
+  /** Folders this job made: nothing in the read model can be under them yet, so they are not looked up. */
+  private readonly madeFolders = new Set<number>();
   private readonly cases = new Map<string, number>();
+  /** Legacy cases adopted by this job (the read model may not show it yet). */
+  private readonly adoptedCases = new Set<number>();
   /** Every run case of the run (by repository case), with its results so far: read once, then kept up to date here. */
-  private runCases: Map<number, { id: number; attempts: number }> | null = null;
+  private runCases: Map<number, RunCaseState> | null = null;
   private order = 0;
   private readonly idPools = new Map<string, { next: number; to: number }>();
 
@@ -419,6 +541,7 @@ class ChunkBuilder {
 
   /** Ids of a kind, from blocks reserved ten chunks at a time (one append per block, not per chunk). */
   private async ids(category: string, count: number): Promise<number[]> {
+    if (count === 0) return [];
     let pool = this.idPools.get(category);
     if (!pool || pool.to - pool.next + 1 < count) {
       const size = Math.max(count, 10 * this.deps.imports.chunkSize);
@@ -431,42 +554,45 @@ class ChunkBuilder {
     return Array.from({ length: count }, (_, i) => from + i);
   }
 
-  /** The run's run cases and their attempts (the run's own, or from a job that stopped before): one statement, at the first chunk. */
-  private async loadRunCases(testRunId: number): Promise<Map<number, { id: number; attempts: number }>> {
+  /** The run's run cases, their attempts and shown status (the run's own, or from a job that stopped before): at the first chunk. */
+  private async loadRunCases(testRunId: number): Promise<Map<number, RunCaseState>> {
     const { rows } = await this.deps.knex.raw(
-      `SELECT rc.id, rc.repository_case_id, count(r.id)::int AS attempts
+      `SELECT rc.id, rc.repository_case_id, rc.status_id, count(r.id)::int AS attempts
        FROM test_run_cases rc LEFT JOIN test_run_results r ON r.test_run_case_id = rc.id AND NOT r.is_deleted
        WHERE rc.test_run_id = ? AND NOT rc.is_deleted GROUP BY rc.id`, [testRunId]);
-    const map = new Map<number, { id: number; attempts: number }>();
-    for (const r of rows as { id: number; repository_case_id: number; attempts: number }[]) map.set(r.repository_case_id, { id: r.id, attempts: r.attempts });
+    const rankOf = new Map<number, number>();
+    for (const outcome of OUTCOMES) rankOf.set(this.statuses[outcome], Math.max(rankOf.get(this.statuses[outcome]) ?? 0, RANK[outcome]));
+    const map = new Map<number, RunCaseState>();
+    for (const r of rows as { id: number; repository_case_id: number; status_id: number | null; attempts: number }[]) {
+      // A status set by hand (not one of the four) weighs least: the next imported result shows.
+      const worst = r.status_id === null ? null : { rank: rankOf.get(r.status_id) ?? -1, statusId: r.status_id };
+      map.set(r.repository_case_id, { id: r.id, attempts: r.attempts, worst, last: r.status_id });
+    }
     const order = await this.deps.knex('test_run_cases').where({ test_run_id: testRunId }).max('sort_order as max').first();
     this.order = ((order?.max as number | null) ?? -1) + 1;
     return map;
   }
 
-  async build(items: { parsed: ParsedCase; index: number }[]): Promise<ChunkData> {
+  /** The folder of each suite path of the items, made where missing (under parentFolderId, or at the project's top). */
+  private async foldersFor(items: readonly { suitePath: readonly string[] }[], folders: ImportedColumns<ImportedFolder>): Promise<Map<string, number | null>> {
     const { knex } = this.deps;
     const s = this.job.state;
-    const projectId = s.options!.projectId;
-    const testRunId = s.testRunId!;
-    const source = sourceOf(s.format!);
-
-    // Folders: one per suite path, under parentFolderId (or at the project's top).
-    const folders: ImportedColumns<ImportedFolder> = { folderId: [], parentId: [], name: [] };
     const folderOf = new Map<string, number | null>();
-    for (const { parsed } of items) {
+    for (const parsed of items) {
       const path = parsed.suitePath.join('\u0000');
       if (folderOf.has(path)) continue;
       let parentId: number | null = s.options!.parentFolderId;
-      for (const name of parsed.suitePath.map((p) => p.slice(0, 255) || '(unnamed)')) {
+      for (const name of parsed.suitePath.map((p) => cut(p, FOLDER_NAME_MAX) || '(unnamed)')) {
         const key = `${parentId ?? 0}\u0000${name}`;
         let id = this.folders.get(key);
         if (id === undefined) {
-          const row = await knex('repository_folders').where({ project_id: projectId, name, is_deleted: false })
-            .where((q) => (parentId === null ? q.whereNull('parent_id') : q.where('parent_id', parentId))).orderBy('id').first('id');
+          const row = parentId !== null && this.madeFolders.has(parentId) ? undefined
+            : await knex('repository_folders').where({ project_id: s.options!.projectId, name, is_deleted: false })
+              .where((q) => (parentId === null ? q.whereNull('parent_id') : q.where('parent_id', parentId))).orderBy('id').first('id');
           if (row) id = row.id as number;
           else {
             [id] = await this.ids('repositoryFolder', 1);
+            this.madeFolders.add(id);
             folders.folderId.push(id);
             folders.parentId.push(parentId);
             folders.name.push(name);
@@ -477,48 +603,95 @@ class ChunkBuilder {
       }
       folderOf.set(path, parentId);
     }
+    return folderOf;
+  }
 
-    // Repository cases: found (this job's, then the read model's), or new.
-    const keyOf = (p: ParsedCase) => `${p.name}\u0000${p.className ?? '\u0001'}`;
-    const unknown = [...new Map(items.filter(({ parsed }) => !this.cases.has(keyOf(parsed))).map(({ parsed }) => [keyOf(parsed), parsed])).values()];
-    if (unknown.length > 0) {
-      // One index probe per name (repository_cases_identity), whatever the size of the project.
-      const { rows } = await knex.raw(
-        `SELECT x.t, x.c, (SELECT c.id FROM repository_cases c
-           WHERE c.project_id = ? AND c.source = ? AND c.title = x.t AND c.class_name IS NOT DISTINCT FROM x.c AND NOT c.is_deleted
-           ORDER BY c.id LIMIT 1) AS id
-         FROM unnest(?::text[], ?::text[]) AS x(t, c)`,
-        [projectId, source, unknown.map((p) => p.name), unknown.map((p) => p.className) as string[]],
-      );
-      for (const r of rows as { id: number | null; t: string; c: string | null }[]) if (r.id !== null) this.cases.set(`${r.t}\u0000${r.c ?? '\u0001'}`, r.id);
+  /** Cases already there for these identities: by key or alias, then (for keys still unknown) a case from before identities by title and class. */
+  private async findCases(unknown: readonly { identity: CaseIdentity; title: string; className: string | null }[], source: CaseSource) {
+    const { knex } = this.deps;
+    const projectId = this.job.state.options!.projectId;
+    const adopted: ImportedColumns<AdoptedCase> = { caseId: [], identityKey: [], identityScope: [] };
+    if (unknown.length === 0) return adopted;
+    // One index probe per key (repository_cases_by_identity, repository_case_aliases' primary key).
+    const { rows } = await knex.raw(
+      `SELECT x.k, coalesce(
+         (SELECT c.id FROM repository_cases c WHERE c.project_id = ? AND c.source = ? AND c.identity_key = x.k AND NOT c.is_deleted ORDER BY c.id LIMIT 1),
+         (SELECT a.repository_case_id FROM repository_case_aliases a JOIN repository_cases c ON c.id = a.repository_case_id AND NOT c.is_deleted
+           WHERE a.project_id = ? AND a.source = ? AND a.identity_key = x.k)) AS id
+       FROM unnest(?::text[]) AS x(k)`,
+      [projectId, source, projectId, source, unknown.map((u) => u.identity.key)],
+    );
+    for (const r of rows as { k: string; id: number | null }[]) if (r.id !== null) this.cases.set(r.k, r.id);
+    const rest = unknown.filter((u) => !this.cases.has(u.identity.key));
+    if (rest.length === 0) return adopted;
+    // Cases imported before identities existed: found by title and class, each adopted by the first test that matches it.
+    const { rows: legacy } = await knex.raw(
+      `SELECT x.i, array(SELECT c.id FROM repository_cases c
+           WHERE c.project_id = ? AND c.source = ? AND c.title = x.t AND c.class_name IS NOT DISTINCT FROM x.c
+             AND c.identity_key IS NULL AND NOT c.is_deleted ORDER BY c.id LIMIT 50) AS ids
+       FROM unnest(?::text[], ?::text[]) WITH ORDINALITY AS x(t, c, i)`,
+      [projectId, source, rest.map((u) => u.title), rest.map((u) => u.className) as string[]],
+    );
+    for (const r of legacy as { i: string; ids: number[] }[]) {
+      const u = rest[Number(r.i) - 1];
+      const id = r.ids.find((candidate) => !this.adoptedCases.has(candidate));
+      if (id === undefined || this.cases.has(u.identity.key)) continue;
+      this.adoptedCases.add(id);
+      this.cases.set(u.identity.key, id);
+      adopted.caseId.push(id);
+      adopted.identityKey.push(u.identity.key);
+      adopted.identityScope.push(u.identity.scope);
     }
-    const creating = unknown.filter((p) => !this.cases.has(keyOf(p)));
+    return adopted;
+  }
+
+  /** The chunk events for these items: folder-only ones first when their folders do not fit in one, then the chunk with the results. */
+  async build(items: ChunkItem[], suiteOutputs: readonly SuiteOutput[], processedBefore: number): Promise<ChunkData[]> {
+    const s = this.job.state;
+    const projectId = s.options!.projectId;
+    const testRunId = s.testRunId!;
+    const source = sourceOf(s.format!);
+
+    const folders: ImportedColumns<ImportedFolder> = { folderId: [], parentId: [], name: [] };
+    const folderOf = await this.foldersFor([...items.map((item) => item.parsed), ...suiteOutputs], folders);
+
+    // Repository cases: found (this job's, then the read model's), adopted, or new.
+    const identified = items.map(({ parsed }) => ({ parsed, identity: caseIdentity(parsed), title: titleOf(parsed.name), className: cutOrNull(parsed.className, CLASS_NAME_MAX) }));
+    const unknown = [...new Map(identified.filter((c) => !this.cases.has(c.identity.key)).map((c) => [c.identity.key, c])).values()];
+    const adopted = await this.findCases(unknown, source);
+    const creating = unknown.filter((c) => !this.cases.has(c.identity.key));
     const caseIds = await this.ids('repositoryCase', creating.length);
-    creating.forEach((p, i) => this.cases.set(keyOf(p), caseIds[i]));
-    const cases = {
-      caseId: caseIds, folderId: creating.map((p) => folderOf.get(p.suitePath.join('\u0000')) ?? null),
-      title: creating.map((p) => p.name), className: creating.map((p) => p.className),
+    creating.forEach((c, i) => this.cases.set(c.identity.key, caseIds[i]));
+    const cases: ImportedColumns<ImportedCase> = {
+      caseId: caseIds, folderId: creating.map((c) => folderOf.get(c.parsed.suitePath.join('\u0000')) ?? null),
+      title: creating.map((c) => c.title), className: creating.map((c) => c.className),
+      identityKey: creating.map((c) => c.identity.key), identityScope: creating.map((c) => c.identity.scope),
     };
 
     // Run cases: the run's (read once), or new.
     this.runCases ??= await this.loadRunCases(testRunId);
     const runCases = this.runCases;
-    const addRunCases = [...new Set(items.map(({ parsed }) => this.cases.get(keyOf(parsed))!))].filter((id) => !runCases.has(id));
+    const addRunCases = [...new Set(identified.map((c) => this.cases.get(c.identity.key)!))].filter((id) => !runCases.has(id));
     const runCaseIds = await this.ids('testRunCase', addRunCases.length);
-    addRunCases.forEach((caseId, i) => runCases.set(caseId, { id: runCaseIds[i], attempts: 0 }));
+    addRunCases.forEach((caseId, i) => runCases.set(caseId, { id: runCaseIds[i], attempts: 0, worst: null, last: null }));
     const newRunCases = { testRunCaseId: runCaseIds, repositoryCaseId: addRunCases, order: addRunCases.map(() => this.order++) };
 
-    // One result per parsed case; a case met again in the same run is its next attempt.
+    // One result per parsed case; a test met again in the same run is its next attempt.
     const resultIds = await this.ids('testRunResult', items.length);
     const results: ImportedColumns<ImportedResult> = {
       resultId: resultIds, testRunCaseId: [], statusId: [], durationMs: [], executedAt: [], message: [], failureType: [], stackTrace: [],
-      systemOut: [], systemErr: [], file: [], line: [], properties: [], attempt: [],
+      systemOut: [], systemErr: [], file: [], line: [], properties: [], attempt: [], retried: [],
     };
-    for (const { parsed } of items) {
-      const runCase = runCases.get(this.cases.get(keyOf(parsed))!)!;
+    const touched = new Set<RunCaseState>();
+    for (const { parsed, identity } of identified) {
+      const runCase = runCases.get(this.cases.get(identity.key)!)!;
+      const statusId = this.statuses[parsed.outcome];
       runCase.attempts++;
+      runCase.last = statusId;
+      if (!parsed.retried && (runCase.worst === null || RANK[parsed.outcome] >= runCase.worst.rank)) runCase.worst = { rank: RANK[parsed.outcome], statusId };
+      touched.add(runCase);
       results.testRunCaseId.push(runCase.id);
-      results.statusId.push(this.statuses[parsed.outcome]);
+      results.statusId.push(statusId);
       results.durationMs.push(parsed.durationMs);
       results.executedAt.push(parsed.executedAt);
       results.message.push(parsed.message);
@@ -528,12 +701,94 @@ class ChunkBuilder {
       results.systemErr.push(parsed.systemErr);
       results.file.push(parsed.file);
       results.line.push(parsed.line);
-      results.properties.push(parsed.properties);
+      results.properties.push(propertiesOf(parsed));
       results.attempt.push(runCase.attempts);
+      results.retried.push(parsed.retried);
     }
-    return {
+    const shown: ImportedColumns<ShownStatus> = { testRunCaseId: [], statusId: [] };
+    for (const runCase of touched) {
+      shown.testRunCaseId.push(runCase.id);
+      shown.statusId.push(runCase.worst?.statusId ?? runCase.last!);
+    }
+    const outputs: ImportedColumns<ImportedSuiteOutput> = { folderId: [], suite: [], systemOut: [], systemErr: [] };
+    for (const o of suiteOutputs) {
+      outputs.folderId.push(folderOf.get(o.suitePath.join('\u0000')) ?? null);
+      outputs.suite.push(cut(o.suitePath.join(' › '), 2000));
+      outputs.systemOut.push(o.systemOut);
+      outputs.systemErr.push(o.systemErr);
+    }
+
+    const base = {
       projectId, testRunId, caseSource: source, caseTemplateId: this.defaults.templateId, caseStateId: this.defaults.stateId,
-      folders, cases, runCases: newRunCases, results, processedCases: items[items.length - 1].index, importedAt: this.deps.clock().toISOString(),
+      importedAt: this.deps.clock().toISOString(),
     };
+    const empty = <T>(columns: ImportedColumns<T>) => Object.fromEntries(Object.keys(columns).map((k) => [k, []])) as unknown as ImportedColumns<T>;
+    const chunks: ChunkData[] = [];
+    // Folders beyond one event's share go first, in order (a parent before its children), in chunks that move no case on.
+    while (folders.folderId.length > MAX_ROWS_PER_EVENT) {
+      const part = { folderId: folders.folderId.splice(0, MAX_ROWS_PER_EVENT), parentId: folders.parentId.splice(0, MAX_ROWS_PER_EVENT), name: folders.name.splice(0, MAX_ROWS_PER_EVENT) };
+      chunks.push({
+        ...base, folders: part, cases: empty(cases), runCases: empty(newRunCases), results: empty(results), adopted: empty(adopted),
+        shown: empty(shown), suiteOutputs: empty(outputs), processedCases: processedBefore,
+      });
+    }
+    chunks.push({
+      ...base, folders, cases, runCases: newRunCases, results, adopted, shown, suiteOutputs: outputs,
+      processedCases: items.at(-1)?.index ?? processedBefore,
+    });
+    return chunks;
   }
+}
+
+interface ChunkItem {
+  parsed: ParsedCase;
+  /** The case's place among the files' cases, from 1. */
+  index: number;
+  file: string;
+}
+
+/** Limits of the event contract (TestResultsImported) a real file may exceed: cut, with a warning at parse time. */
+const TITLE_MAX = 2000;
+const CLASS_NAME_MAX = 2000;
+const FOLDER_NAME_MAX = 255;
+const PROPERTY_NAME_MAX = 1000;
+/** The result property that keeps a name cut to fit the case's title (or class). */
+export const FULL_NAME_PROPERTY = 'testament.fullName';
+export const FULL_CLASS_NAME_PROPERTY = 'testament.fullClassName';
+/** What a test without a name is called (parsers number theirs; this is the last resort). */
+const UNNAMED = '(unnamed test)';
+
+/** Cuts a text to at most `max` UTF-16 units, ending in "…", never between the halves of a surrogate pair. */
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = max - 1;
+  if (/[\ud800-\udbff]/.test(text[end - 1] ?? '')) end--;
+  return `${text.slice(0, end)}…`;
+}
+
+const cutOrNull = (text: string | null, max: number) => (text === null ? null : cut(text, max));
+const titleOf = (name: string) => cut(name.trim() === '' ? UNNAMED : name, TITLE_MAX);
+
+/** A result's properties: the file's (names cut to fit), and the full name and class where the case's had to be cut. */
+function propertiesOf(parsed: ParsedCase): Array<{ name: string; value: string }> {
+  const properties = parsed.properties.map((p) => (p.name.length > PROPERTY_NAME_MAX ? { name: cut(p.name, PROPERTY_NAME_MAX), value: p.value } : p));
+  if (parsed.name.length > TITLE_MAX) properties.push({ name: FULL_NAME_PROPERTY, value: parsed.name });
+  if (parsed.className !== null && parsed.className.length > CLASS_NAME_MAX) properties.push({ name: FULL_CLASS_NAME_PROPERTY, value: parsed.className });
+  return properties;
+}
+
+/** What of a case the event contract would refuse, as warnings (told at parse time; the chunk cuts the same). */
+export function limitWarnings(parsed: ParsedCase, file: string): ImportWarning[] {
+  const warnings: ImportWarning[] = [];
+  const caseName = cut(parsed.name, 200);
+  if (parsed.name.length > TITLE_MAX) {
+    warnings.push({ file, case: caseName, message: `the name has ${parsed.name.length} characters; the case's title keeps the first ${TITLE_MAX - 1} and the result property ${FULL_NAME_PROPERTY} the whole name` });
+  }
+  if (parsed.className !== null && parsed.className.length > CLASS_NAME_MAX) {
+    warnings.push({ file, case: caseName, message: `the class name has ${parsed.className.length} characters; the case keeps the first ${CLASS_NAME_MAX - 1} and the result property ${FULL_CLASS_NAME_PROPERTY} the whole` });
+  }
+  const longSuite = parsed.suitePath.find((name) => name.length > FOLDER_NAME_MAX);
+  if (longSuite !== undefined) warnings.push({ file, case: caseName, message: `a suite name has ${longSuite.length} characters; its folder's name keeps the first ${FOLDER_NAME_MAX - 1}` });
+  if (parsed.name.trim() === '') warnings.push({ file, message: `a test case without a name is imported as "${UNNAMED}"` });
+  return warnings;
 }

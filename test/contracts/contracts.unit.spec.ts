@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { CASE_KEYS, columns, FOLDER_KEYS, RESULT_KEYS, RUN_CASE_KEYS } from '../support/columns';
+import { ADOPTED_KEYS, CASE_KEYS, CASE_V2_KEYS, columns, FOLDER_KEYS, RESULT_KEYS, RESULT_V2_KEYS, RUN_CASE_KEYS, SHOWN_KEYS, SUITE_OUTPUT_KEYS } from '../support/columns';
 import type { EventMetadata } from '../../contracts/envelope';
 import { type DataOf, EVENT_TYPES, HAND_WRITTEN_EVENT_TYPES } from '../../contracts/events';
 import { EVENTS_SCHEMA_DIR, loadContracts } from '../../contracts/validator';
@@ -14,7 +14,7 @@ const META: EventMetadata = { actor: { userId: 1, via: 'api' }, correlationId: '
 
 type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'DefaultsPlanned' | 'UserRegistered' | 'ApiTokenCreated' | 'ApiTokenRevoked' | 'LoginFailed'
   | 'UserUpdated' | 'UserDeactivated' | 'UserReactivated' | 'UserPasswordChanged' | 'UserDeleted'
-  | 'RepositoryFolderCreated' | 'RepositoryFolderUpdated' | 'RepositoryFolderDeleted'
+  | 'RepositoryFolderCreated' | 'RepositoryFolderUpdated' | 'RepositoryFolderDeleted' | 'RepositoryCaseAliasAdded'
   | 'ImportRequested' | 'ImportFileStored' | 'ImportParsed' | 'ImportTestRunPlanned' | 'TestResultsImported' | 'ImportCompleted' | 'ImportFailed';
 
 const ARGON2_HASH = '$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA';
@@ -26,7 +26,18 @@ const V1_IMPORT_REQUESTED = {
   configId: null, milestoneId: null, tagIds: [], templateId: null, requestedAt: AT,
 };
 /** Hand-written types with a v2: their v1 example (valid at v1); the others' v1 is their only version. */
-const V1_EXAMPLES: Partial<Record<string, Record<string, unknown>>> = { UserRegistered: V1_USER, ImportRequested: V1_IMPORT_REQUESTED };
+/** A TestResultsImported chunk as v1 wrote it: no identities, retries, shown statuses or suite output. */
+const V1_CHUNK = {
+  jobId: 9, chunk: 0, projectId: 7, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: 1, caseStateId: 3,
+  folders: columns(FOLDER_KEYS, []), cases: columns(CASE_KEYS, [{ caseId: 100, folderId: null, title: 'accepts a password', className: null }]),
+  runCases: columns(RUN_CASE_KEYS, [{ testRunCaseId: 500, repositoryCaseId: 100, order: 0 }]),
+  results: columns(RESULT_KEYS, [{
+    resultId: 900, testRunCaseId: 500, statusId: 3, durationMs: null, executedAt: null, message: null, failureType: null,
+    stackTrace: null, systemOut: null, systemErr: null, file: null, line: null, properties: [], attempt: 1,
+  }]),
+  processedCases: 1, importedAt: AT,
+};
+const V1_EXAMPLES: Partial<Record<string, Record<string, unknown>>> = { UserRegistered: V1_USER, ImportRequested: V1_IMPORT_REQUESTED, TestResultsImported: V1_CHUNK };
 
 /** One valid `data` per hand-written event type: the compiler keeps each shape right. */
 const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
@@ -45,6 +56,7 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   RepositoryFolderCreated: { folderId: 11, projectId: 7, parentId: null, name: 'Cards', createdAt: AT },
   RepositoryFolderUpdated: { folderId: 11, changes: { name: 'Credit cards', parentId: 10 }, updatedAt: AT },
   RepositoryFolderDeleted: { folderId: 11, deletedAt: AT },
+  RepositoryCaseAliasAdded: { caseId: 100, projectId: 7, source: 'JUNIT', alias: 'cd'.repeat(32), aliasTitle: 'accepts a password', identityKey: 'ef'.repeat(32), addedAt: AT },
   ImportRequested: {
     jobId: 9, projectId: 7, endpoint: 'test-results', format: 'junit', testRunName: 'Nightly', testRunId: null, stateId: 4, parentFolderId: null,
     configId: null, milestoneId: 2, tagIds: [1, 3], templateId: null, requestedAt: AT,
@@ -56,13 +68,16 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   TestResultsImported: {
     jobId: 9, chunk: 0, projectId: 7, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: 1, caseStateId: 3,
     folders: columns(FOLDER_KEYS, [{ folderId: 11, parentId: null, name: 'com.acme.LoginTest' }]),
-    cases: columns(CASE_KEYS, [{ caseId: 100, folderId: 11, title: 'accepts a password', className: 'com.acme.LoginTest' }]),
+    cases: columns(CASE_V2_KEYS, [{ caseId: 100, folderId: 11, title: 'accepts a password', className: 'com.acme.LoginTest', identityKey: 'cd'.repeat(32), identityScope: 'ef'.repeat(32) }]),
     runCases: columns(RUN_CASE_KEYS, [{ testRunCaseId: 500, repositoryCaseId: 100, order: 0 }]),
-    results: columns(RESULT_KEYS, [{
+    results: columns(RESULT_V2_KEYS, [{
       resultId: 900, testRunCaseId: 500, statusId: 3, durationMs: 1250, executedAt: AT, message: 'expected 401', failureType: 'AssertionError',
-      stackTrace: 'at LoginTest.java:42', systemOut: null, systemErr: null, file: 'LoginTest.java', line: 42, properties: [{ name: 'owner', value: 'a' }], attempt: 1,
+      stackTrace: 'at LoginTest.java:42', systemOut: null, systemErr: null, file: 'LoginTest.java', line: 42, properties: [{ name: 'owner', value: 'a' }], attempt: 1, retried: false,
     }]),
     processedCases: 1, importedAt: AT,
+    adopted: columns(ADOPTED_KEYS, [{ caseId: 7, identityKey: '12'.repeat(32), identityScope: null }]),
+    shown: columns(SHOWN_KEYS, [{ testRunCaseId: 500, statusId: 3 }]),
+    suiteOutputs: columns(SUITE_OUTPUT_KEYS, [{ folderId: 11, suite: 'com.acme.LoginTest', systemOut: 'started', systemErr: null }]),
   },
   ImportCompleted: { jobId: 9, testRunId: 42, counts: { results: 1, newCases: 1, newFolders: 1, newRunCases: 1, passed: 0, failed: 1, error: 0, skipped: 0 }, completedAt: AT },
   ImportFailed: { jobId: 9, code: 'doctype-refused', error: 'A DOCTYPE is not accepted', details: { file: 'evil.xml' }, failedAt: AT },

@@ -124,15 +124,19 @@ describe('result import (JUnit endpoint and the multi-format one)', function () 
     expect(passed.testRunCase.repositoryCase).to.include({ className: 'com.acme.LoginTest', source: 'JUNIT', automated: true, projectId: ids.project, importJobId: jobId });
     expect(failed.testRunCase).to.include({ statusId: failed.statusId, isCompleted: true });
 
-    // Suites became folders under parentFolderId: Automated / com.acme.LoginTest / Nested.
+    // Suites became folders under parentFolderId: Automated / com.acme.LoginTest, and for the case
+    // whose file the suites do not name, that file first (docs/imports.md): Automated / src/Nested.java / com.acme.LoginTest / Nested.
     const outer = passed.testRunCase.repositoryCase.folder;
     expect(outer).to.include({ name: 'com.acme.LoginTest', parentId: ids.root });
-    expect(inner.testRunCase.repositoryCase.folder).to.include({ name: 'Nested', parentId: outer.id });
+    const nested = inner.testRunCase.repositoryCase.folder;
+    expect(nested).to.include({ name: 'Nested' });
+    const suite = await model('repositoryFolder', 'findUnique', { where: { id: nested.parentId }, include: { parent: true } });
+    expect([suite.name, suite.parent.name, suite.parent.parentId]).to.deep.equal(['com.acme.LoginTest', 'src/Nested.java', ids.root]);
 
     const job = await admin.get(`/api/imports/${jobId}`);
     expect(job.status).to.equal(200);
     expect(job.body.data).to.include({ state: 'completed', projectId: ids.project, testRunId: runId, totalCases: 5, processedCases: 5, chunks: 3, format: 'junit' });
-    expect(job.body.data.counts).to.deep.equal({ results: 5, newCases: 5, newFolders: 2, newRunCases: 5, passed: 2, failed: 1, error: 1, skipped: 1 });
+    expect(job.body.data.counts).to.deep.equal({ results: 5, newCases: 5, newFolders: 4, newRunCases: 5, passed: 2, failed: 1, error: 1, skipped: 1 });
     expect(job.body.data.files[0]).to.include({ name: 'TEST-login.xml', sizeBytes: Buffer.byteLength(SUREFIRE) });
 
     // The audit trail has every chunk (read shallow by its projection: the same fields, the project).

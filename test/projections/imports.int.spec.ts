@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { Knex } from 'knex';
 import type { EventEnvelope } from '../../contracts/envelope';
-import type { ImportedResult, TestamentEvent } from '../../contracts/events';
+import type { ImportedResult, TestamentEvent, TestResultsImported } from '../../contracts/events';
 import { createKnex } from '../../infra/postgres/database';
 import { importsProjection } from '../../projections/imports';
 import { migrateReadModel } from '../../projections/migrations';
@@ -12,7 +12,9 @@ import { createTestDatabase, type TestDatabase } from '../support/database';
 import { at, envelopes, twice } from './envelopes';
 
 const JOB = 'importJob-9';
-const result = (resultId: number, testRunCaseId: number, statusId: number, attempt: number): ImportedResult => ({
+/** A chunk as v1 wrote it (before identities, retries and the shown status): the last result shows. */
+const v1 = (data: object) => data as unknown as TestResultsImported['data'];
+const result = (resultId: number, testRunCaseId: number, statusId: number, attempt: number): Omit<ImportedResult, 'retried'> => ({
   resultId, testRunCaseId, statusId, durationMs: 10 * resultId, executedAt: at(30 + resultId), message: statusId === 3 ? 'boom' : null,
   failureType: null, stackTrace: null, systemOut: 'out', systemErr: null, file: 'a.py', line: resultId, properties: [{ name: 'k', value: 'v' }], attempt,
 });
@@ -24,19 +26,19 @@ const EVENTS: [string, TestamentEvent][] = [
   [JOB, { type: 'ImportFileStored', data: { jobId: 9, index: 0, fileName: 'a.xml', storedAs: 'ab'.repeat(32), sizeBytes: 99, sha256: 'ab'.repeat(32) } }],
   [JOB, { type: 'ImportParsed', data: { jobId: 9, format: 'junit', cases: 3, suites: 1, warnings: [{ file: 'a.xml', message: 'w' }], warningCount: 1, parsedAt: at(21) } }],
   [JOB, { type: 'ImportTestRunPlanned', data: { jobId: 9, testRunId: 42, created: true } }],
-  [JOB, { type: 'TestResultsImported', data: {
+  [JOB, { type: 'TestResultsImported', data: v1({
     jobId: 9, chunk: 0, projectId: 1, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: null, caseStateId: null,
     folders: columns(FOLDER_KEYS, [{ folderId: 11, parentId: null, name: 'suite' }]),
     cases: columns(CASE_KEYS, [{ caseId: 100, folderId: 11, title: 'a', className: 'A' }, { caseId: 101, folderId: 11, title: 'b', className: 'A' }]),
     runCases: columns(RUN_CASE_KEYS, [{ testRunCaseId: 500, repositoryCaseId: 100, order: 0 }, { testRunCaseId: 501, repositoryCaseId: 101, order: 1 }]),
     results: columns(RESULT_KEYS, [result(1, 500, 3, 1), result(2, 501, 2, 1)]), processedCases: 2, importedAt: at(22),
-  } }],
+  }) }],
   // The third case of the file is case a again: its second attempt, and its run case now shows passed.
-  [JOB, { type: 'TestResultsImported', data: {
+  [JOB, { type: 'TestResultsImported', data: v1({
     jobId: 9, chunk: 1, projectId: 1, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: null, caseStateId: null,
     folders: columns(FOLDER_KEYS, []), cases: columns(CASE_KEYS, []), runCases: columns(RUN_CASE_KEYS, []),
     results: columns(RESULT_KEYS, [result(3, 500, 2, 2)]), processedCases: 3, importedAt: at(23),
-  } }],
+  }) }],
   [JOB, { type: 'ImportCompleted', data: { jobId: 9, testRunId: 42, counts: { results: 3, newCases: 2, newFolders: 1, newRunCases: 2, passed: 2, failed: 1, error: 0, skipped: 0 }, completedAt: at(24) } }],
 ];
 

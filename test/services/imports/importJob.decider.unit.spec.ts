@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { ImportJobEvent } from '../../../contracts/events';
 import { type ChunkData, type ImportJobCommand, importJobDecider, importJobStream, type ImportOptions } from '../../../services/imports/importJob.decider';
-import { CASE_KEYS, columns, FOLDER_KEYS, RESULT_KEYS, RUN_CASE_KEYS } from '../../support/columns';
+import { ADOPTED_KEYS, CASE_V2_KEYS, columns, FOLDER_KEYS, RESULT_V2_KEYS, RUN_CASE_KEYS, SHOWN_KEYS, SUITE_OUTPUT_KEYS } from '../../support/columns';
 import { given } from '../../support/given';
 
 const NOW = '2026-03-01T10:00:00.000Z';
@@ -18,12 +18,12 @@ const parsed: ImportJobEvent = { type: 'ImportParsed', data: { jobId: 9, format:
 const planned: ImportJobEvent = { type: 'ImportTestRunPlanned', data: { jobId: 9, testRunId: 42, created: true } };
 const result = (resultId: number, statusId: number) => ({
   resultId, testRunCaseId: 500 + resultId, statusId, durationMs: 1, executedAt: null, message: null, failureType: null, stackTrace: null,
-  systemOut: null, systemErr: null, file: null, line: null, properties: [], attempt: 1,
+  systemOut: null, systemErr: null, file: null, line: null, properties: [], attempt: 1, retried: false,
 });
 const chunkData = (processedCases: number, results = [result(processedCases, 2)]): ChunkData => ({
   projectId: 7, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: null, caseStateId: null,
-  folders: columns(FOLDER_KEYS, []), cases: columns(CASE_KEYS, []), runCases: columns(RUN_CASE_KEYS, []), results: columns(RESULT_KEYS, results),
-  processedCases, importedAt: NOW,
+  folders: columns(FOLDER_KEYS, []), cases: columns(CASE_V2_KEYS, []), runCases: columns(RUN_CASE_KEYS, []), results: columns(RESULT_V2_KEYS, results),
+  processedCases, importedAt: NOW, adopted: columns(ADOPTED_KEYS, []), shown: columns(SHOWN_KEYS, []), suiteOutputs: columns(SUITE_OUTPUT_KEYS, []),
 });
 const chunk0: ImportJobEvent = { type: 'TestResultsImported', data: { jobId: 9, chunk: 0, ...chunkData(2, [result(1, 2), result(2, 3)]) } };
 const append = (chunk: number, data: ChunkData): ImportJobCommand => ({ type: 'AppendChunk', chunk, data });

@@ -1,0 +1,197 @@
+import { expect } from 'chai';
+import { seedDefaults } from '../../services/entities/seed';
+import { registerUser } from '../../services/identity/identity.handlers';
+import { FULL_NAME_PROPERTY, MAX_ROWS_PER_EVENT } from '../../services/imports/importJob.saga';
+import { systemMetadata } from '../../services/shared/context';
+import { startTestApp, type TestApp } from '../support/app';
+import { HttpClient } from '../support/server';
+import { expectCompleted, postImport, type ResultFile } from './importClient';
+
+const PASSWORD = 'identity-password-1';
+
+/** A JUnit file of suites, each with its cases: [name, classname, outcome element or ''] */
+function junit(suites: Array<{ name: string; cases: Array<[string, string, string]> }>): string {
+  const body = suites.map((s) => `  <testsuite name="${s.name}" tests="${s.cases.length}">\n${s.cases.map(([name, cls, outcome]) =>
+    `    <testcase name="${name}" classname="${cls}" time="0.1">${outcome}</testcase>`).join('\n')}\n  </testsuite>`).join('\n');
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n${body}\n</testsuites>\n`;
+}
+const FAIL = '<failure message="expected 2 but was 3" type="AssertionError">at sum.test.js:4</failure>';
+
+/** Users with a client that signs in, a token, and a project of their own. */
+async function setUp(app: TestApp) {
+  const meta = systemMetadata('test');
+  await seedDefaults(app.deps, meta);
+  await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: PASSWORD, access: 'ADMIN' }, meta);
+  const admin = new HttpClient(app.url);
+  expect((await admin.post('/api/auth/login', { email: 'admin@example.com', password: PASSWORD })).status).to.equal(200);
+  const token = (await admin.post('/api/tokens', { name: 'import' })).body.token as string;
+  const model = async (entity: string, op: string, body: unknown) => {
+    const res = await admin.post(`/api/model/${entity}/${op}`, body);
+    expect(res.status, JSON.stringify(res.body)).to.equal(op === 'create' ? 201 : 200);
+    return res.body.data;
+  };
+  const projectId = (await model('project', 'create', { data: { name: 'Identity' } })).id as number;
+  const upload = (fields: Record<string, string | number>, files: ResultFile[]) =>
+    postImport(app.url, '/api/test-results/import', { projectId, ...fields }, files, token);
+  /** The run's run cases: [title, status, attempts], ordered by sort order. */
+  const runCases = async (testRunId: number) => {
+    const rows = await model('testRunCase', 'findMany', {
+      where: { testRunId }, orderBy: { order: 'asc' }, include: { status: true, repositoryCase: true, results: true },
+    });
+    return rows.map((r: any) => [r.repositoryCase.title, r.status?.systemName ?? null, r.results.length]);
+  };
+  return { admin, model, projectId, upload, runCases };
+}
+
+describe('result import: what a test is, and what its run case shows', function () {
+  this.timeout(180_000);
+  let app: TestApp;
+  let t: Awaited<ReturnType<typeof setUp>>;
+
+  before(async () => {
+    app = await startTestApp({ maxUploadBytes: 16 * 1024 * 1024, imports: { chunkSize: 3 } });
+    t = await setUp(app);
+  });
+  after(() => app?.stop());
+
+  it('keeps tests of the same name in different suites (files) apart, and a failure shows over a later pass of the same test', async () => {
+    const file = junit([
+      { name: 'src/cart/total.test.js', cases: [['adds the prices', '', ''], ['rounds', '', FAIL]] },
+      { name: 'src/checkout/total.test.js', cases: [['adds the prices', '', FAIL], ['rounds', '', '']] },
+      // The same test twice in one suite without a retry mark: both results count, the failure shows.
+      { name: 'src/flaky.test.js', cases: [['retries the payment', '', FAIL], ['retries the payment', '', '']] },
+    ]);
+    const runId = expectCompleted(await t.upload({ format: 'junit', name: 'files' }, [{ name: 'jest-junit.xml', content: file }]));
+    expect(await t.runCases(runId)).to.deep.equal([
+      ['adds the prices', 'passed', 1],
+      ['rounds', 'failed', 1],
+      ['adds the prices', 'failed', 1],
+      ['rounds', 'passed', 1],
+      ['retries the payment', 'failed', 2],
+    ]);
+    const cases = await t.model('repositoryCase', 'findMany', { where: { projectId: t.projectId }, include: { folder: true }, orderBy: { id: 'asc' } });
+    expect(cases.map((c: any) => [c.title, c.folder.name])).to.deep.equal([
+      ['adds the prices', 'src/cart/total.test.js'], ['rounds', 'src/cart/total.test.js'],
+      ['adds the prices', 'src/checkout/total.test.js'], ['rounds', 'src/checkout/total.test.js'],
+      ['retries the payment', 'src/flaky.test.js'],
+    ]);
+
+    // The same file again into a new run lands on the same five cases.
+    const again = expectCompleted(await t.upload({ format: 'junit', name: 'files again' }, [{ name: 'jest-junit.xml', content: file }]));
+    expect(await t.model('repositoryCase', 'count', { where: { projectId: t.projectId } })).to.equal(5);
+    expect((await t.runCases(again)).map((r: unknown[]) => r[1])).to.deep.equal(['passed', 'failed', 'failed', 'passed', 'failed']);
+  });
+
+  it('appending a pass to a failed run case keeps it failed; results of runs before stay as they were', async () => {
+    const first = junit([{ name: 'Append', cases: [['stays red', 'A', FAIL], ['goes green', 'A', '']] }]);
+    const runId = expectCompleted(await t.upload({ format: 'junit', name: 'append' }, [{ name: 'a.xml', content: first }]));
+    const second = junit([{ name: 'Append', cases: [['stays red', 'A', ''], ['goes green', 'A', '']] }]);
+    expectCompleted(await t.upload({ format: 'junit', testRunId: runId }, [{ name: 'b.xml', content: second }]));
+    expect(await t.runCases(runId)).to.deep.equal([['stays red', 'failed', 2], ['goes green', 'passed', 2]]);
+  });
+
+  it('finds cases imported before identities existed, each adopted once by a test of the same title and class', async () => {
+    const file = junit([{ name: 'suite-one', cases: [['legacy test', 'L', '']] }, { name: 'suite-two', cases: [['legacy test', 'L', '']] }]);
+    const runId = expectCompleted(await t.upload({ format: 'junit', name: 'legacy' }, [{ name: 'l.xml', content: file }]));
+    const [one, two] = await t.model('repositoryCase', 'findMany', { where: { projectId: t.projectId, title: 'legacy test' }, orderBy: { id: 'asc' } });
+    expect(one.id).to.not.equal(two.id);
+    // As a database migrated from before identities has them: no key; the second case was made by hand (no import).
+    await app.deps.knex('repository_cases').whereIn('id', [one.id, two.id]).update({ identity_key: null, identity_scope: null });
+
+    const again = expectCompleted(await t.upload({ format: 'junit', name: 'legacy again' }, [{ name: 'l.xml', content: file }]));
+    expect(again).to.not.equal(runId);
+    const used = await t.model('testRunCase', 'findMany', { where: { testRunId: again }, orderBy: { order: 'asc' } });
+    expect(used.map((rc: any) => rc.repositoryCaseId)).to.deep.equal([one.id, two.id]);
+    const keys = await app.deps.knex('repository_cases').whereIn('id', [one.id, two.id]).orderBy('id').pluck('identity_key');
+    expect(keys.every((k: string | null) => typeof k === 'string' && k.length === 64)).to.equal(true);
+    expect(keys[0]).to.not.equal(keys[1]);
+  });
+
+  it('a renamed case keeps its history: the next import under the old name and one under the new name both land on it', async () => {
+    const before = junit([{ name: 'Rename', cases: [['logs in', 'com.acme.Login', '']] }]);
+    const runId = expectCompleted(await t.upload({ format: 'junit', name: 'rename 1' }, [{ name: 'r.xml', content: before }]));
+    const [runCase] = await t.model('testRunCase', 'findMany', { where: { testRunId: runId } });
+    const caseId = runCase.repositoryCaseId as number;
+    await t.model('repositoryCase', 'update', { where: { id: caseId }, data: { title: 'signs in with a password' } });
+
+    const oldName = expectCompleted(await t.upload({ format: 'junit', name: 'rename 2' }, [{ name: 'r.xml', content: before }]));
+    const after = junit([{ name: 'Rename', cases: [['signs in with a password', 'com.acme.Login', FAIL]] }]);
+    const newName = expectCompleted(await t.upload({ format: 'junit', name: 'rename 3' }, [{ name: 'r2.xml', content: after }]));
+    for (const id of [oldName, newName]) {
+      const [rc] = await t.model('testRunCase', 'findMany', { where: { testRunId: id } });
+      expect(rc.repositoryCaseId, `run ${id}`).to.equal(caseId);
+    }
+    // The alias is an event, with who renamed it.
+    const audit = await t.admin.get(`/api/audit?type=RepositoryCaseAliasAdded`);
+    expect(audit.status).to.equal(200);
+    expect(audit.body.data.map((e: any) => e.type)).to.include('RepositoryCaseAliasAdded');
+  });
+
+  it('imports what a real file may hold past the contract\'s limits: long names cut (kept whole in a property), deep suites split', async () => {
+    const longName = `Add(${'1,'.repeat(2600)}2)`; // NUnit writes parameterised names like this: 5,206 characters
+    const longClass = `Ns.${'Inner.'.repeat(400)}Fixture`;
+    const longSuite = 'S'.repeat(300);
+    const file = junit([{ name: longSuite, cases: [[longName, longClass, FAIL]] }]);
+    const answer = await t.upload({ format: 'junit', name: 'long' }, [{ name: 'long.xml', content: file }]);
+    const runId = expectCompleted(answer);
+    const warnings = answer.events.filter((e) => 'warning' in e).map((e) => e.warning.message as string);
+    expect(warnings.some((w) => w.includes(FULL_NAME_PROPERTY))).to.equal(true);
+    const [result] = await t.model('testRunResult', 'findMany', { where: { testRunId: runId }, include: { testRunCase: { include: { repositoryCase: { include: { folder: true } } } } } });
+    const repositoryCase = result.testRunCase.repositoryCase;
+    expect(repositoryCase.title).to.have.length(2000);
+    expect(repositoryCase.title.endsWith('…')).to.equal(true);
+    expect(repositoryCase.className).to.have.length(2000);
+    expect(repositoryCase.folder.name).to.have.length(255);
+    expect(result.properties).to.deep.include({ name: FULL_NAME_PROPERTY, value: longName });
+    expect(result.message).to.equal('expected 2 but was 3');
+
+    // Imported again, the long name finds its case.
+    const again = expectCompleted(await t.upload({ format: 'junit', name: 'long again' }, [{ name: 'long.xml', content: file }]));
+    const [rc] = await t.model('testRunCase', 'findMany', { where: { testRunId: again } });
+    expect(rc.repositoryCaseId).to.equal(repositoryCase.id);
+  });
+
+  it('a case nested in more suites than one event holds folders for imports, its folders spread over chunks', async () => {
+    const depth = MAX_ROWS_PER_EVENT + 1200;
+    const xml = `<?xml version="1.0"?>\n<testsuites>${'<testsuite name="level">'.repeat(depth)}<testcase name="deep" classname="D"><failure message="down here"/></testcase>${'</testsuite>'.repeat(depth)}</testsuites>`;
+    const answer = await t.upload({ format: 'junit', name: 'deep' }, [{ name: 'deep.xml', content: xml }]);
+    const runId = expectCompleted(answer);
+    expect(await t.runCases(runId)).to.deep.equal([['deep', 'failed', 1]]);
+    const jobId = Number(answer.headers.get('x-import-job-id'));
+    const job = (await t.admin.get(`/api/imports/${jobId}`)).body.data;
+    expect(job.counts).to.include({ newFolders: depth, results: 1 });
+    expect(job.chunks).to.equal(2);
+  });
+});
+
+describe('result import: a job that cannot succeed fails once', function () {
+  this.timeout(120_000);
+  let app: TestApp;
+  let t: Awaited<ReturnType<typeof setUp>>;
+
+  before(async () => {
+    // More cases per chunk than the event contract allows: every chunk is refused, as content a later version cannot fit would be.
+    app = await startTestApp({ imports: { chunkSize: MAX_ROWS_PER_EVENT + 1 } });
+    t = await setUp(app);
+  });
+  after(() => app?.stop());
+
+  it('a chunk the event contract refuses fails the job with a code naming the file, leaves no empty run, and is not taken up again', async () => {
+    const cases: Array<[string, string, string]> = Array.from({ length: MAX_ROWS_PER_EVENT + 1 }, (_, i) => [`case ${i}`, 'Big', '']);
+    const answer = await t.upload({ format: 'junit', name: 'refused' }, [{ name: 'big.xml', content: junit([{ name: 'Big', cases }]) }]);
+    expect(answer.status).to.equal(200);
+    const last = answer.events[answer.events.length - 1];
+    expect(last, JSON.stringify(last)).to.include({ code: 'import-content-refused' });
+    expect(last.details.files).to.deep.equal(['big.xml']);
+    const jobId = Number(answer.headers.get('x-import-job-id'));
+    const job = (await t.admin.get(`/api/imports/${jobId}`)).body.data;
+    expect(job.state).to.equal('failed');
+    expect(job.error).to.include({ code: 'import-content-refused' });
+    // The run it made holds nothing, so it is deleted.
+    expect(await t.model('testRun', 'findMany', { where: { projectId: t.projectId }, select: { isDeleted: true } })).to.deep.equal([{ isDeleted: true }]);
+    // A restart does not take it up again.
+    expect(await app.appDeps.imports.resumeUnfinished()).to.deep.equal([]);
+    const events = await app.deps.store.readStream(`importJob-${jobId}`);
+    expect(events.filter((e) => e.type === 'ImportFailed')).to.have.length(1);
+  });
+});
