@@ -156,7 +156,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     preparedStatements: int(env, 'PG_PREPARED_STATEMENTS', DEFAULT_PREPARED_STATEMENTS, 0, 10_000),
     retryBudgetMs: int(env, 'RETRY_BUDGET_MS', DEFAULT_RETRY_BUDGET_MS, 1000, 7 * DAY_MS),
     imports: {
-      chunkSize: int(env, 'IMPORT_CHUNK_SIZE', 500, 1),
+      chunkSize: int(env, 'IMPORT_CHUNK_SIZE', 500, 1, 5000),
       maxOutputChars: int(env, 'IMPORT_MAX_OUTPUT_CHARS', 64 * 1024, 0),
       finalizeTimeoutMs: int(env, 'IMPORT_FINALIZE_TIMEOUT_MS', 10 * 60_000, 1000),
     },

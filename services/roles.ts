@@ -101,7 +101,7 @@ export async function runApi(
   const seeded = await seedDefaults(deps, systemMetadata('seed-defaults'));
   if (seeded > 0) logger.info({ rows: seeded }, 'default workflows, statuses, template, roles and milestone types created');
   const files = await openLocalFileStore({ dir: config.uploadDir, logger });
-  const imports = new ImportSaga({ ...deps, files, logger: logger.child({ role: 'imports' }), imports: config.imports });
+  const imports = new ImportSaga({ ...deps, files, logger: logger.child({ role: 'imports' }), imports: { ...config.imports, retryBudgetMs: config.retryBudgetMs } });
   const app = buildApp({
     ...deps, logger, pool: platform.pool, ...platform.secrets,
     sessionIdleTimeoutMs: config.sessionIdleTimeoutMs, sessionAbsoluteTimeoutMs: config.sessionAbsoluteTimeoutMs,
