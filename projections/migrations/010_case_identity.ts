@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { syncCatalogueTables } from './catalogueTables';
 
 /**
  * Result import, identity and retries (docs/imports.md): a repository case's identity (the key
@@ -22,9 +23,8 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('created_at', { useTz: true }).notNullable();
     t.primary(['project_id', 'source', 'identity_key']);
   });
-  await knex.schema.alterTable('test_run_results', (t) => {
-    t.boolean('retried').notNullable().defaultTo(false);
-  });
+  // test_run_results.retried is a catalogue field (read-only): added with the catalogue's other new columns.
+  await syncCatalogueTables(knex);
   await knex.schema.createTable('test_run_suite_outputs', (t) => {
     t.increments('id').primary();
     t.integer('test_run_id').notNullable().index();

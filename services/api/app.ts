@@ -11,6 +11,7 @@ import { auditRoutes } from '../audit/audit.routes';
 import { modelRoutes } from '../model/model.routes';
 import { fileRoutes, UPLOAD_PATH } from '../files/files.routes';
 import { importRoutes, IMPORT_PATHS } from '../imports/imports.routes';
+import { suiteOutputRoutes } from '../imports/suiteOutput.routes';
 import { lookupRoutes } from '../lookup/lookup.routes';
 import type { ImportSaga } from '../imports/importJob.saga';
 import type { FileStore } from '../files/fileStore';
@@ -79,6 +80,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(auditRoutes(deps));
   app.use(fileRoutes(deps));
   app.use(importRoutes(deps));
+  app.use(suiteOutputRoutes(deps));
   app.use(lookupRoutes(deps));
   app.use(notFoundRoute);
   app.use(errorHandler(deps.logger));

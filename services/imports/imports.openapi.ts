@@ -130,5 +130,46 @@ export function importPaths(): OpenAPIV3.PathsObject {
         },
       },
     },
+    '/api/test-runs/{testRunId}/suite-output': {
+      get: {
+        operationId: 'testRunSuiteOutput', tags: ['imports'], summary: 'the suites\' own output that result imports kept for a run',
+        description: 'system-out and system-err a result file has outside any test case (Gradle writes all output there; NUnit 3 suite output; TRX run output), per suite, '
+          + 'in file order, each cut at IMPORT_MAX_OUTPUT_CHARS. Readable by whoever can see the run\'s project. Pages of `limit` (default 20, at most 100); `nextCursor` gives the next page.',
+        parameters: [
+          { name: 'testRunId', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } },
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+          { name: 'cursor', in: 'query', schema: { type: 'integer', minimum: 1 }, description: 'nextCursor of the previous page' },
+        ],
+        responses: {
+          200: {
+            description: 'a page of suite outputs',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object', required: ['data', 'nextCursor'],
+                  properties: {
+                    data: {
+                      type: 'array',
+                      items: {
+                        type: 'object',
+                        properties: {
+                          id: { type: 'integer' }, suite: { type: 'string', description: 'the suite path, outermost first, joined with " › " (empty: the whole run)' },
+                          folderId: nullable({ type: 'integer', description: 'the folder the suite became' }),
+                          systemOut: nullable({ type: 'string' }), systemErr: nullable({ type: 'string' }), importJobId: { type: 'integer' }, createdAt: { type: 'string', format: 'date-time' },
+                        },
+                      },
+                    },
+                    nextCursor: nullable({ type: 'integer' }),
+                  },
+                },
+              },
+            },
+          },
+          400: error('testRunId, limit or cursor is not a positive integer, or limit is over 100'),
+          401: error('not authenticated'),
+          404: error('test-run-not-found: no such run, or not visible to the caller'),
+        },
+      },
+    },
   };
 }

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
 import { seedDefaults } from '../../services/entities/seed';
 import { registerUser } from '../../services/identity/identity.handlers';
@@ -125,6 +127,66 @@ describe('result import: what a test is, and what its run case shows', function 
     const audit = await t.admin.get(`/api/audit?type=RepositoryCaseAliasAdded`);
     expect(audit.status).to.equal(200);
     expect(audit.body.data.map((e: any) => e.type)).to.include('RepositoryCaseAliasAdded');
+  });
+
+  it('a test the file marks as retried shows its last attempt: Surefire flaky (passed on a rerun) and rerun failures; an explicit id names the case', async () => {
+    const content = fs.readFileSync(path.join(__dirname, 'fixtures', 'junit-surefire-reruns.xml'));
+    const runId = expectCompleted(await t.upload({ format: 'junit', name: 'reruns' }, [{ name: 'TEST-com.example.PaymentIT.xml', content }]));
+    expect(await t.runCases(runId)).to.deep.equal([['chargesCard', 'passed', 3], ['refunds', 'failed', 3], ['listsPayments', 'passed', 1]]);
+    const results = await t.model('testRunResult', 'findMany', { where: { testRunId: runId }, orderBy: { id: 'asc' }, include: { status: true } });
+    expect(results.map((r: any) => [r.attempt, r.status.systemName, r.retried])).to.deep.equal([
+      [1, 'failed', true], [2, 'error', true], [3, 'passed', false],
+      [1, 'failed', true], [2, 'error', true], [3, 'failed', false],
+      [1, 'passed', false],
+    ]);
+    // The case with testament_case_id is found by it whatever its name becomes.
+    const renamed = fs.readFileSync(path.join(__dirname, 'fixtures', 'junit-surefire-reruns.xml'), 'utf8').replace('name="chargesCard"', 'name="chargesTheCard"');
+    const again = expectCompleted(await t.upload({ format: 'junit', name: 'reruns again' }, [{ name: 'TEST-com.example.PaymentIT.xml', content: renamed }]));
+    const [first] = await t.model('testRunCase', 'findMany', { where: { testRunId: runId }, orderBy: { order: 'asc' } });
+    const [second] = await t.model('testRunCase', 'findMany', { where: { testRunId: again }, orderBy: { order: 'asc' } });
+    expect(second.repositoryCaseId).to.equal(first.repositoryCaseId);
+  });
+
+  it('TestNG data-provider invocations are tests of their own: a failed invocation is never hidden by a passing one', async () => {
+    const content = fs.readFileSync(path.join(__dirname, 'fixtures', 'testng-dataprovider.xml'));
+    const runId = expectCompleted(await t.upload({ format: 'testng', name: 'data provider' }, [{ name: 'testng-results.xml', content }]));
+    const results = await t.model('testRunResult', 'findMany', { where: { testRunId: runId }, include: { status: true, testRunCase: { include: { status: true } } } });
+    // Every result not retried that failed shows on its run case.
+    for (const r of results.filter((x: any) => !x.retried && ['failed', 'error'].includes(x.status.systemName))) {
+      expect(['failed', 'error'], `run case ${r.testRunCaseId}`).to.include(r.testRunCase.status.systemName);
+    }
+    const failedInFile = (content.toString().match(/status="FAIL"/g) ?? []).length;
+    expect(results.filter((x: any) => x.status.systemName === 'failed')).to.have.length(failedInFile);
+  });
+
+  it('keeps suite-level output per run, readable page by page by whoever sees the project', async () => {
+    const gradle = `<?xml version="1.0" encoding="UTF-8"?>
+<testsuite name="com.acme.CartTest" tests="1" failures="0" errors="0" skipped="0" timestamp="2026-03-01T10:00:00" hostname="ci" time="0.2">
+  <properties/>
+  <testcase name="adds an item" classname="com.acme.CartTest" time="0.1"/>
+  <system-out><![CDATA[Cart service started on port 8080
+]]></system-out>
+  <system-err><![CDATA[WARN slow start
+]]></system-err>
+</testsuite>`;
+    const answer = await t.upload({ format: 'junit', name: 'gradle' }, [
+      { name: 'TEST-com.acme.CartTest.xml', content: gradle },
+      { name: 'TEST-com.acme.OrderTest.xml', content: gradle.replaceAll('CartTest', 'OrderTest').replace('Cart service', 'Order service') },
+    ]);
+    const runId = expectCompleted(answer);
+    const page1 = await t.admin.get(`/api/test-runs/${runId}/suite-output?limit=1`);
+    expect(page1.status, JSON.stringify(page1.body)).to.equal(200);
+    expect(page1.body.data.map((o: any) => [o.suite, o.systemOut, o.systemErr])).to.deep.equal([['com.acme.CartTest', 'Cart service started on port 8080\n', 'WARN slow start\n']]);
+    expect(page1.body.data[0].importJobId).to.equal(Number(answer.headers.get('x-import-job-id')));
+    const page2 = await t.admin.get(`/api/test-runs/${runId}/suite-output?limit=1&cursor=${page1.body.nextCursor}`);
+    expect(page2.body.data.map((o: any) => o.suite)).to.deep.equal(['com.acme.OrderTest']);
+    expect(page2.body.nextCursor).to.equal(null);
+    for (const bad of ['limit=0', 'limit=101', 'cursor=x', 'limit=1e3']) {
+      const res = await t.admin.get(`/api/test-runs/${runId}/suite-output?${bad}`);
+      expect(res.status, bad).to.equal(400);
+      expect(res.body.code).to.equal('invalid-argument');
+    }
+    expect((await t.admin.get('/api/test-runs/999999/suite-output')).status).to.equal(404);
   });
 
   it('imports what a real file may hold past the contract\'s limits: long names cut (kept whole in a property), deep suites split', async () => {
