@@ -71,9 +71,8 @@ export const parseMstest: ResultParser = (input, options) => {
                 outcome = TRX_OUTCOMES['(no outcome)'];
                 warn('a result without an outcome (the run counts it as an error) was imported as an error', testName);
               } else if (outcome === undefined) {
-                warn(`unknown outcome "${attrs.outcome ?? ''}"; the case was skipped`, testName);
-                ignoringDepth = parents.length;
-                return false;
+                warn(`unknown outcome "${attrs.outcome ?? ''}"; imported as an error, so that no failure is hidden`, testName);
+                outcome = 'error';
               }
               const durationMs = timeSpanToMs(attrs.duration);
               if (durationMs === undefined) warn(`unreadable duration "${attrs.duration}"; no duration recorded`, testName);

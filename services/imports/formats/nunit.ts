@@ -116,8 +116,7 @@ export const parseNunit: ResultParser = (input, options) => {
 
       function nunit3Case(attrs: Attributes): ParsedCase | null {
         const caseName = nonBlank(attrs.name) ?? nameless(attrs.fullname);
-        const outcome = nunit3Outcome(attrs.result, attrs.label);
-        if (outcome === undefined) return unclassified(caseName, attrs.label === undefined ? attrs.result : `${attrs.result}/${attrs.label}`);
+        const outcome = nunit3Outcome(attrs.result, attrs.label) ?? unclassified(caseName, attrs.label === undefined ? attrs.result : `${attrs.result}/${attrs.label}`);
         const executedAt = startTime(attrs['start-time'], `test case ${caseName}`, caseName);
         const durationMs = attrs.duration !== undefined ? seconds(attrs.duration, 'duration', caseName) : seconds(attrs.time, 'time', caseName);
         return newCase(caseName, nonBlank(attrs.classname) ?? enclosingClass(), outcome, durationMs, executedAt);
@@ -125,8 +124,7 @@ export const parseNunit: ResultParser = (input, options) => {
 
       function nunit2Case(attrs: Attributes): ParsedCase | null {
         const fullName = nonBlank(attrs.name) ?? nameless(undefined);
-        const outcome = nunit2Outcome(attrs.result, attrs.executed, attrs.success);
-        if (outcome === undefined) return unclassified(fullName, attrs.result);
+        const outcome = nunit2Outcome(attrs.result, attrs.executed, attrs.success) ?? unclassified(fullName, attrs.result);
         const [className, caseName] = nonBlank(attrs.name) === null ? [null, fullName] : splitQualifiedName(fullName);
         return newCase(caseName, className ?? enclosingClass(), outcome, seconds(attrs.time, 'time', fullName), null);
       }
@@ -162,9 +160,10 @@ export const parseNunit: ResultParser = (input, options) => {
         return placeholder;
       }
 
-      function unclassified(caseName: string, result: string | undefined): null {
-        warn(`unknown result "${result ?? ''}"; the case was skipped`, caseName);
-        return null;
+      /** A result value no table lists: an error, so that no failure is hidden. */
+      function unclassified(caseName: string, result: string | undefined): Outcome {
+        warn(`unknown result "${result ?? ''}"; imported as an error, so that no failure is hidden`, caseName);
+        return 'error';
       }
     },
   });

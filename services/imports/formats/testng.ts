@@ -53,11 +53,10 @@ export const parseTestng: ResultParser = (input, options) => {
                   methodName = unnamedCase(position);
                   warn(`a test method without a name (class ${className ?? 'none'}) was imported as "${methodName}"`, methodName);
                 }
-                const outcome = outcomeIn(TESTNG_OUTCOMES, attrs.status);
+                let outcome = outcomeIn(TESTNG_OUTCOMES, attrs.status);
                 if (outcome === undefined) {
-                  warn(`unknown status "${attrs.status ?? ''}"; the case was skipped`, methodName);
-                  ignoringMethod = true;
-                  return false;
+                  warn(`unknown status "${attrs.status ?? ''}"; imported as an error, so that no failure is hidden`, methodName);
+                  outcome = 'error';
                 }
                 const duration = attrs['duration-ms'];
                 let durationMs: number | null = null;

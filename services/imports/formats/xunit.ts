@@ -50,11 +50,10 @@ export const parseXunit: ResultParser = (input, options) => {
                 warn(`a test without a name (type ${type ?? 'none'}) was imported as "${fullName}"`, fullName);
               }
               const caseName = type !== null && fullName.startsWith(`${type}.`) && fullName.length > type.length + 1 ? fullName.slice(type.length + 1) : fullName;
-              const outcome = outcomeIn(XUNIT_OUTCOMES, attrs.result);
+              let outcome = outcomeIn(XUNIT_OUTCOMES, attrs.result);
               if (outcome === undefined) {
-                warn(`unknown result "${attrs.result ?? ''}"; the case was skipped`, fullName);
-                ignoringTest = true;
-                return false;
+                warn(`unknown result "${attrs.result ?? ''}"; imported as an error, so that no failure is hidden`, fullName);
+                outcome = 'error';
               }
               const durationMs = secondsToMs(attrs.time);
               if (durationMs === undefined) warn(`unreadable time "${attrs.time}"; no duration recorded`, fullName);

@@ -29,8 +29,10 @@ describe('NUnit parser', () => {
       { ...base, suitePath: path, className, name: 'Later', outcome: 'skipped', durationMs: 0, executedAt: '2024-01-15T10:30:01.000Z', message: 'not ready', properties: [{ name: '_SKIPREASON', value: 'not ready' }] },
       { ...base, suitePath: path, className, name: 'Warns', outcome: 'passed', durationMs: 1, executedAt: '2024-01-15T10:30:01.000Z', message: 'precision is low' },
       { ...base, suitePath: path, className, name: 'Multiply(2,3)', durationMs: 4, executedAt: '2024-01-15T10:30:02.000Z' },
+      // A result no table lists is an error: a failure is never hidden.
+      { ...base, suitePath: path, className, name: 'Weird', outcome: 'error', durationMs: 1, executedAt: '2024-01-15T10:30:00.000Z' },
     ]);
-    expect(warnings).to.deep.equal([{ file: 'results.xml', message: 'unknown result "Passing"; the case was skipped', case: 'Weird' }]);
+    expect(warnings).to.deep.equal([{ file: 'results.xml', message: 'unknown result "Passing"; imported as an error, so that no failure is hidden', case: 'Weird' }]);
   });
 
   it('reads NUnit 2: full names split into class and method, Error → error, Ignored → skipped, run date as executedAt', async () => {
@@ -45,11 +47,11 @@ describe('NUnit parser', () => {
     ]);
   });
 
-  it('NUnit 2: NotRunnable is skipped (not run, as NUnit counts it), a not executed case without result is skipped, unknown results are skipped with a warning', async () => {
+  it('NUnit 2: NotRunnable is skipped (not run, as NUnit counts it), a not executed case without result is skipped, an unknown result is an error with a warning', async () => {
     const { cases, warnings } = await parseText(`<test-results name="a.dll"><test-suite type="TestFixture" name="F"><results>
       <test-case name="N.F.Bad" executed="False" result="NotRunnable"/><test-case name="N.F.Off" executed="False"/><test-case name="N.F.Odd" executed="True" result="Passed"/>
     </results></test-suite></test-results>`);
-    expect(cases.map((c) => [c.suitePath, c.className, c.name, c.outcome])).to.deep.equal([[['F'], 'N.F', 'Bad', 'skipped'], [['F'], 'N.F', 'Off', 'skipped']]);
+    expect(cases.map((c) => [c.suitePath, c.className, c.name, c.outcome])).to.deep.equal([[['F'], 'N.F', 'Bad', 'skipped'], [['F'], 'N.F', 'Off', 'skipped'], [['F'], 'N.F', 'Odd', 'error']]);
     expect(warnings.map((w) => w.case)).to.deep.equal(['N.F.Odd']);
   });
 });

@@ -17,10 +17,11 @@ describe('xUnit parser', () => {
         stackTrace: '   at MyTests.Calculator.Divide(Int32 a, Int32 b) in /src/Calculator.cs:line 9\n   at MyTests.CalculatorTests.Divide(Int32 a, Int32 b) in /src/CalculatorTests.cs:line 20',
       },
       { ...base, ...common, name: 'Adds big numbers', outcome: 'skipped', durationMs: 0, message: 'not ready' },
+      { ...base, ...common, name: 'Odd', outcome: 'error', durationMs: 1 }, // an unknown result is an error
     ]);
     expect(warnings.map((w) => w.message)).to.deep.equal([
       'the test-class-cleanup error of MyTests.DatabaseTests is not a test case and was not imported',
-      'unknown result "Unknown"; the case was skipped',
+      'unknown result "Unknown"; imported as an error, so that no failure is hidden',
     ]);
   });
 
