@@ -210,6 +210,8 @@ export function startKafkaProjector(deps: {
      * not applied: the projection failed, or it stops, or the partition is no longer ours.
      */
     const budgets = new Map<number, RetryBudget>();
+    /** Partitions whose batch is waiting to be applied again. */
+    const retrying = new Set<number>();
     async function handleWithinBudget(partition: number, messages: KafkaMessage[], heartbeat: () => Promise<void>, stillOurs: () => boolean): Promise<boolean> {
       if (!budgets.has(partition)) budgets.set(partition, budgetOf(deps.retry, { firstMs: APPLY_FIRST_MS, maxMs: APPLY_MAX_MS }));
       const budget = budgets.get(partition)!;
@@ -217,19 +219,27 @@ export function startKafkaProjector(deps: {
         try {
           await handle(partition, messages, heartbeat);
           budget.reset();
-          if (status.state === 'failing' && [...budgets.values()].every((b) => b.failures === 0)) {
+          retrying.delete(partition);
+          if (status.state === 'failing' && retrying.size === 0) {
             status.state = 'running';
             status.lastError = null;
           }
           return true;
         } catch (error) {
-          if (supervisor.stopping || !stillOurs()) return false;
+          if (supervisor.stopping) return false;
+          if (!stillOurs()) {
+            // Handed over by a rebalance: its new holder applies it; if it comes back, with a fresh budget.
+            retrying.delete(partition);
+            budgets.delete(partition);
+            return false;
+          }
           if (!isTransient(error) && (await databaseAnswers())) {
             giveUp(error);
             return false;
           }
           status.state = 'failing';
           status.lastError = describeError(error);
+          retrying.add(partition);
           const delay = budget.next();
           if (delay === null) {
             giveUp(new RetryBudgetSpent(error, budget));
@@ -238,7 +248,13 @@ export function startKafkaProjector(deps: {
           log.warn({ err: error, partition, backoffMs: delay, failures: budget.failures }, 'cannot apply the batch (the database is away?); applying it again after a pause');
           for (let left = delay; left > 0 && !supervisor.stopping; left -= HEARTBEAT_SLICE_MS) {
             await pause(Math.min(left, HEARTBEAT_SLICE_MS));
-            if (!supervisor.stopping) await heartbeat();
+            if (supervisor.stopping) break;
+            try {
+              await heartbeat();
+            } catch (rebalancing) {
+              retrying.delete(partition); // kafkajs hands the batch over again, to us or another member
+              throw rebalancing;
+            }
           }
         }
       }
