@@ -73,6 +73,8 @@ async function* cucumberCases(input: Readable, options: ParseOptions): AsyncGene
                 background = element;
                 continue;
               }
+              // cucumber-jvm 1.x writes a Scenario Outline's template (no result anywhere), then each example row as a scenario of its own.
+              if (element.type === 'scenario_outline' && !hasResult(element)) continue;
               count++;
               const scenario = scenarioOf(element, background, options, count);
               background = null;
@@ -165,6 +167,15 @@ function runsOf(element: JsonObject): Run[] {
   }
   runs.push(...hooksOf(element.after, 'After hook'));
   return runs;
+}
+
+/** Whether any hook or step of an element has a `result` (an outline's template has none). */
+function hasResult(element: JsonObject): boolean {
+  const withResult = (value: unknown) => jsonArray(value).some((item) => jsonObject(jsonObject(item)?.result) !== null);
+  return withResult(element.before) || withResult(element.after) || jsonArray(element.steps).some((step) => {
+    const object = jsonObject(step);
+    return object !== null && (jsonObject(object.result) !== null || withResult(object.before) || withResult(object.after));
+  });
 }
 
 function hooksOf(value: unknown, label: string): Run[] {

@@ -5,9 +5,10 @@ import { appendOutput, bodyText, firstLine, isoTimestamp, nonBlank, secondsToMs,
 /**
  * JUnit XML as Maven Surefire, Gradle, pytest, jest-junit, Playwright, go-junit-report and
  * JunitXml.TestLogger write it. suitePath is the chain of `<testsuite>` names (nested suites nest);
- * a `<testsuites>` wrapper is not a level. A testcase's `file` that neither a suite name nor its
- * class name already carries (jest-junit's `addFileAttribute`) is put before the suites, so the same
- * describe title in two files makes two suites. Suite-level properties are not imported; suite-level
+ * a `<testsuites>` wrapper is not a level. A testcase's `file` that neither a suite (by its name or
+ * its own `file`, as PHPUnit writes it), its class name nor its own name (a PHPUnit `.phpt` test)
+ * already carries (jest-junit's `addFileAttribute`) is put before the suites, so the same describe
+ * title in two files makes two suites. Suite-level properties are not imported; suite-level
  * output goes to `onSuiteOutput`.
  *
  * Identity (docs/imports.md): a `testament_case_id` property is the externalId; Playwright's browser
@@ -50,6 +51,7 @@ export const parseJunit: ResultParser = (input, options) => {
                 name: suiteName,
                 executedAt: executedAt ?? suites[suites.length - 1]?.executedAt ?? null,
                 hostname: nonBlank(attrs.hostname),
+                file: nonBlank(attrs.file),
                 systemOut: null,
                 systemErr: null,
               });
@@ -190,6 +192,8 @@ interface Suite {
   name: string;
   executedAt: string | null;
   hostname: string | null;
+  /** The suite's own `file` (PHPUnit writes one per test class): its cases' file is then carried by the suite. */
+  file: string | null;
   systemOut: string | null;
   systemErr: string | null;
 }
@@ -210,7 +214,8 @@ function newDraft(name: string, attrs: Attributes, suites: Suite[], fallbackSuit
   const file = nonBlank(attrs.file);
   const innermost = suites[suites.length - 1];
   const suitePath = suites.length > 0 ? suites.map((s) => s.name) : [className ?? fallbackSuite];
-  if (file !== null && !suitePath.includes(file) && !namesFile(className, file)) suitePath.unshift(file);
+  const carried = file !== null && (suitePath.includes(file) || suites.some((s) => s.file === file) || namesFile(className, file) || isBaseName(name, file));
+  if (file !== null && !carried) suitePath.unshift(file);
   const playwright = innermost !== undefined && innermost.hostname !== null && SCRIPT_FILE.test(innermost.name) && className === innermost.name;
   return {
     suitePath,
@@ -233,6 +238,11 @@ function newDraft(name: string, attrs: Attributes, suites: Suite[], fallbackSuit
     outcomeElement: null,
     reruns: [],
   };
+}
+
+/** PHPUnit names a `.phpt` test by its file's base name (and writes the file's absolute path, the machine's, as `file`). */
+function isBaseName(name: string, file: string): boolean {
+  return name === file.split(/[\\/]/).pop();
 }
 
 /** pytest's classname is the file's module path: "tests/test_math.py" is named by "tests.test_math" and "tests.test_math.TestX". */

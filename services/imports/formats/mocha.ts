@@ -1,4 +1,3 @@
-import { basename } from 'node:path';
 import type { Readable } from 'node:stream';
 import {
   JsonReader,
@@ -203,7 +202,7 @@ function mochaCase(test: MochaTest, outcome: Outcome, report: Report): ParsedCas
   const suiteTitle = fullTitle.endsWith(title) ? fullTitle.slice(0, fullTitle.length - title.length).trim() : '';
   const file = jsonString(test.file);
   const retries = jsonNumber(test.currentRetry);
-  const fileLevel = file ? [basename(file)] : [];
+  const fileLevel = file ? [baseName(file)] : [];
   const parsed: ParsedCase = {
     suitePath: suiteTitle ? [...fileLevel, suiteTitle] : fileLevel.length > 0 ? fileLevel : [report.options.fileName],
     name: title || fullTitle || placeholderName(test, report),
@@ -290,7 +289,7 @@ function* heldSuiteCases(suite: Record<string, unknown>, parent: Scope, report: 
 function mochawesomeCase(test: MochaTest, scope: Scope, report: Report): ParsedCase {
   const outcome = mochawesomeOutcome(test);
   const title = jsonString(test.title) || jsonString(test.fullTitle) || placeholderName(test, report);
-  const fileLevel = scope.file ? [basename(scope.file)] : [];
+  const fileLevel = scope.file ? [baseName(scope.file)] : [];
   const suitePath = [...fileLevel, ...scope.titles];
   return {
     suitePath: suitePath.length > 0 ? suitePath : [report.options.fileName],
@@ -349,4 +348,9 @@ function errorFields(
     failureType: jsonString(err.name) ?? exceptionTypeOf(stack),
     stackTrace: truncate(stack || null, options.maxOutputChars),
   };
+}
+
+/** A test file's base name, whether the report was written on Windows (`C:\\work\\test\\a.test.js`) or not. */
+function baseName(file: string): string {
+  return file.split(/[\\/]/).filter((part) => part !== '').pop() ?? file;
 }

@@ -1,0 +1,105 @@
+import { expect } from 'chai';
+import { parseCucumber } from '../../../services/imports/formats/cucumber';
+import { parseJunit } from '../../../services/imports/formats/junit';
+import { parseMocha } from '../../../services/imports/formats/mocha';
+import { harness } from './harness';
+
+/**
+ * What real result files (test/imports/fixtures/real, SOURCES.md) showed the parsers got wrong, each
+ * reduced to the shape that shows it. test/imports/realFiles.int.spec.ts imports the files themselves.
+ */
+describe('parsers on shapes real files have', () => {
+  it('PHPUnit: the absolute `file` it writes on each class suite and on .phpt tests is not a suite level (a CI checkout elsewhere finds the same tests)', async () => {
+    const report = (root: string) => `<?xml version="1.0" encoding="UTF-8"?>
+<testsuites>
+  <testsuite name="CLI Arguments" tests="2" failures="1">
+    <testcase name="deprecated.phpt" file="${root}/tests/end-to-end/deprecated.phpt" assertions="1" time="0.06">
+      <failure type="PHPUnit\\Framework\\PhptAssertionFailedError">deprecated.phptFailed asserting that string matches format description.</failure>
+    </testcase>
+    <testsuite name="PHPUnit\\Event\\CollectingDispatcherTest" file="${root}/tests/unit/CollectingDispatcherTest.php" tests="1">
+      <testcase name="testCollects" file="${root}/tests/unit/CollectingDispatcherTest.php" line="20" class="PHPUnit\\Event\\CollectingDispatcherTest" classname="PHPUnit.Event.CollectingDispatcherTest" time="0.001"/>
+    </testsuite>
+  </testsuite>
+</testsuites>`;
+    const { parseText } = harness(parseJunit);
+    const onLaptop = await parseText(report('/home/matteo/OSS/phpunit'));
+    const onCi = await parseText(report('/home/runner/work/phpunit/phpunit'));
+    const identity = (c: { suitePath: string[]; className: string | null; name: string }) => [c.suitePath, c.className, c.name];
+    expect(onLaptop.cases.map(identity)).to.deep.equal([
+      [['CLI Arguments'], null, 'deprecated.phpt'],
+      [['CLI Arguments', 'PHPUnit\\Event\\CollectingDispatcherTest'], 'PHPUnit.Event.CollectingDispatcherTest', 'testCollects'],
+    ]);
+    expect(onCi.cases.map(identity)).to.deep.equal(onLaptop.cases.map(identity));
+    // The file itself is still kept on the result.
+    expect(onCi.cases[1].file).to.equal('/home/runner/work/phpunit/phpunit/tests/unit/CollectingDispatcherTest.php');
+    expect(onCi.cases.map((c) => c.outcome)).to.deep.equal(['failed', 'passed']);
+  });
+
+  it('jest-junit with addFileAttribute still gets its file as the first level (a relative path no suite carries)', async () => {
+    const { parseText } = harness(parseJunit);
+    const { cases } = await parseText(`<testsuites><testsuite name="total">
+      <testcase classname="total adds" name="adds" file="src/cart/total.test.js"/>
+    </testsuite></testsuites>`);
+    expect(cases[0].suitePath).to.deep.equal(['src/cart/total.test.js', 'total']);
+  });
+
+  it('Mocha JSON and mochawesome written on Windows: the file level is the base name, not the machine\'s path', async () => {
+    const { parseText } = harness(parseMocha);
+    const file = 'C:\\Users\\Michal\\Workspace\\dorny\\test-reporter\\reports\\mocha\\test\\main.test.js';
+    const json = await parseText(JSON.stringify({
+      stats: { tests: 2, passes: 1, failures: 1 },
+      tests: [
+        { title: 'Passing test', fullTitle: 'Test 1 Passing test', file, duration: 0, currentRetry: 0, err: {} },
+        { title: 'Failing test', fullTitle: 'Test 1 Failing test', file, duration: 1, currentRetry: 0, err: { message: '2 == -1', stack: 'AssertionError: 2 == -1' } },
+      ],
+    }));
+    expect(json.cases.map((c) => [c.suitePath, c.name, c.outcome])).to.have.deep.members([
+      [['main.test.js', 'Test 1'], 'Passing test', 'passed'],
+      [['main.test.js', 'Test 1'], 'Failing test', 'failed'],
+    ]);
+    expect(json.cases.map((c) => c.file)).to.deep.equal([file, file]);
+
+    const awesome = await parseText(JSON.stringify({
+      stats: { tests: 1, passes: 1 },
+      results: [{
+        title: '', fullFile: 'D:\\work\\testcases\\update-data-profile.js', file: '\\testcases\\update-data-profile.js', tests: [],
+        suites: [{ title: 'Update Data User API Test', file: '\\testcases\\update-data-profile.js', tests: [
+          { title: 'returns 200', fullTitle: 'Update Data User API Test returns 200', duration: 85, state: 'passed', pass: true, fail: false, pending: false, err: {} },
+        ], suites: [] }],
+      }],
+    }));
+    expect(awesome.cases.map((c) => c.suitePath)).to.deep.equal([['update-data-profile.js', 'Update Data User API Test']]);
+  });
+
+  it('cucumber-jvm 1.x: a Scenario Outline\'s template (no result anywhere) is not a test; its example rows are', async () => {
+    const { parseText } = harness(parseCucumber);
+    const row = (line: number, status: string) => ({
+      line, name: 'reports each example', id: `outlines;reports-each-example;;${line - 9}`, type: 'scenario', keyword: 'Scenario Outline',
+      before: [{ result: { duration: 1000000, status: 'passed' } }],
+      steps: [{ line: 6, name: 'a get call', keyword: 'Given ', result: { duration: 2000000, status } }],
+    });
+    const { cases } = await parseText(JSON.stringify([{
+      name: 'Outlines', uri: '/features/outline.feature', keyword: 'Feature', elements: [
+        { line: 5, name: 'reports each example', id: 'outlines;reports-each-example', type: 'scenario_outline', keyword: 'Scenario Outline',
+          examples: [{ line: 9, rows: [{ cells: ['endpoint'], line: 10 }, { cells: ['/a'], line: 11 }, { cells: ['/b'], line: 12 }] }],
+          steps: [{ line: 6, name: 'a get call to "<endpoint>"', keyword: 'Given ' }] },
+        row(11, 'passed'),
+        row(12, 'failed'),
+      ],
+    }]));
+    expect(cases.map((c) => [c.name, c.variant, c.outcome])).to.deep.equal([
+      ['reports each example', 'line 11', 'passed'],
+      ['reports each example', 'line 12', 'failed'],
+    ]);
+  });
+
+  it('a scenario_outline element that did run (it has results) is still imported', async () => {
+    const { parseText } = harness(parseCucumber);
+    const { cases } = await parseText(JSON.stringify([{
+      name: 'Outlines', uri: 'outline.feature', elements: [
+        { line: 5, name: 'ran as a whole', type: 'scenario_outline', keyword: 'Scenario Outline', steps: [{ name: 'x', keyword: 'Given ', result: { status: 'failed', error_message: 'boom' } }] },
+      ],
+    }]));
+    expect(cases.map((c) => [c.name, c.outcome, c.message])).to.deep.equal([['ran as a whole', 'failed', 'boom']]);
+  });
+});
