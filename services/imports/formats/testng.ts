@@ -1,10 +1,13 @@
 import { TESTNG_OUTCOMES, outcomeIn, unnamedCase, withoutAnsi } from './outcomes';
 import { noDetails, type ParsedCase, type ResultParser } from './parsedResult';
-import { appendOutput, isoTimestamp, nonBlank, streamXml, warner, type XmlHandler } from './xmlStream';
+import { appendOutput, firstLine, isoTimestamp, nonBlank, streamXml, warner, type XmlHandler } from './xmlStream';
 
 /**
  * TestNG's testng-results.xml. suitePath is [suite name, test name]; className is the `<class>`
- * name. Configuration methods (`is-config="true"`: @BeforeMethod and the like) are not cases.
+ * name. Configuration methods (`is-config="true"`: @BeforeMethod and the like) are not cases, except
+ * one that failed: it is imported as a failed result (property `configuration`), with a warning, as
+ * Gradle and Surefire report it, so that a set-up failure is not hidden behind its skipped tests.
+ * A failure without `<message>` takes the first line of its stack trace as its message.
  * `<params>` become properties named `param[<index>]`; `<reporter-output>` lines become systemOut.
  *
  * Identity (docs/imports.md): the `<test>` block is in suitePath; a data-provider invocation's
@@ -46,7 +49,8 @@ export const parseTestng: ResultParser = (input, options) => {
             } else if (name === 'class' && parent === 'test') className = nonBlank(attrs.name);
             else if (name === 'test-method' && parent === 'class') {
               let methodName = nonBlank(attrs.name);
-              if (attrs['is-config'] === 'true') ignoringMethod = true;
+              const config = attrs['is-config'] === 'true';
+              if (config && outcomeIn(TESTNG_OUTCOMES, attrs.status) !== 'failed') ignoringMethod = true;
               else {
                 position++;
                 if (methodName === null) {
@@ -75,6 +79,10 @@ export const parseTestng: ResultParser = (input, options) => {
                   ...noDetails(),
                   retried: attrs.retried === 'true',
                 };
+                if (config) {
+                  draft.properties.push({ name: 'configuration', value: 'true' });
+                  warn(`configuration method ${methodName} (class ${className ?? 'none'}) failed; imported as a failed result so that the failure shows`, methodName);
+                }
               }
             }
             return false;
@@ -91,7 +99,10 @@ export const parseTestng: ResultParser = (input, options) => {
         close(name, text, parents) {
           const parent = parents[parents.length - 1];
           if (name === 'test-method' && parent === 'class') {
-            if (draft !== null) emit(withVariant(draft));
+            if (draft !== null) {
+              if (draft.message === null && draft.stackTrace !== null) draft.message = withoutAnsi(firstLine(draft.stackTrace));
+              emit(withVariant(draft));
+            }
             draft = null;
             ignoringMethod = false;
             param = null;

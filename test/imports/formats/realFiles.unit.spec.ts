@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { parseCucumber } from '../../../services/imports/formats/cucumber';
 import { parseJunit } from '../../../services/imports/formats/junit';
 import { parseMocha } from '../../../services/imports/formats/mocha';
+import { parseTestng } from '../../../services/imports/formats/testng';
 import { harness } from './harness';
 
 /**
@@ -101,5 +102,36 @@ describe('parsers on shapes real files have', () => {
       ],
     }]));
     expect(cases.map((c) => [c.name, c.outcome, c.message])).to.deep.equal([['ran as a whole', 'failed', 'boom']]);
+  });
+
+  it('TestNG: a failed configuration method is a failed result with a warning (its tests only show as skipped); passed and skipped ones stay out', async () => {
+    const { parseText } = harness(parseTestng);
+    const { cases, warnings } = await parseText(`<?xml version="1.0" encoding="UTF-8"?>
+<testng-results skipped="1" failed="0" total="1" passed="0">
+  <suite name="Config suite"><test name="Config test"><class name="com.fakepkg.test.MyFakeTest">
+    <test-method status="FAIL" signature="testSetup" name="testSetup" is-config="true" duration-ms="11"/>
+    <test-method status="SKIP" signature="tearDown" name="tearDown" is-config="true" duration-ms="0"/>
+    <test-method status="PASS" signature="beforeClass" name="beforeClass" is-config="true" duration-ms="1"/>
+    <test-method status="SKIP" signature="runTest" name="testShouldPass" duration-ms="11"/>
+  </class></test></suite>
+</testng-results>`);
+    expect(cases.map((c) => [c.name, c.outcome, c.properties])).to.deep.equal([
+      ['testSetup', 'failed', [{ name: 'configuration', value: 'true' }]],
+      ['testShouldPass', 'skipped', []],
+    ]);
+    expect(warnings.map((w) => w.message)).to.deep.equal(['configuration method testSetup (class com.fakepkg.test.MyFakeTest) failed; imported as a failed result so that the failure shows']);
+  });
+
+  it('TestNG: a failure whose <exception> has no <message> takes the first line of its stack trace as message', async () => {
+    const { parseText } = harness(parseTestng);
+    const { cases } = await parseText(`<testng-results><suite name="Ant suite"><test name="Ant test"><class name="org.jenkins.TestDataProvider">
+      <test-method status="FAIL" signature="test(int)" name="test" duration-ms="9">
+        <params><param index="0"><value><![CDATA[1]]></value></param></params>
+        <exception class="java.lang.AssertionError"><full-stacktrace><![CDATA[java.lang.AssertionError
+	at org.jenkins.TestDataProvider.test(TestDataProvider.java:15)
+]]></full-stacktrace></exception>
+      </test-method>
+    </class></test></suite></testng-results>`);
+    expect(cases.map((c) => [c.variant, c.outcome, c.message, c.failureType])).to.deep.equal([['1', 'failed', 'java.lang.AssertionError', 'java.lang.AssertionError']]);
   });
 });
