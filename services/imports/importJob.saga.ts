@@ -7,7 +7,7 @@ import type {
   ImportWarning, ShownStatus,
 } from '../../contracts/events';
 import { createEntity, deleteEntity, updateEntity } from '../entities/entity.handlers';
-import { type CaseIdentity, caseIdentity } from '../repository/caseIdentity';
+import { type CaseIdentity, caseIdentity, type IdentityParts, identityScope } from '../repository/caseIdentity';
 import type { FileStore } from '../files/fileStore';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { ConcurrencyError, ContractViolation, DomainError, HttpError } from '../shared/errors';
@@ -656,7 +656,17 @@ class ChunkBuilder {
     const folderOf = await this.foldersFor([...items.map((item) => item.parsed), ...suiteOutputs], folders);
 
     // Repository cases: found (this job's, then the read model's), adopted, or new.
-    const identified = items.map(({ parsed }) => ({ parsed, identity: caseIdentity(parsed), title: titleOf(parsed.name), className: cutOrNull(parsed.className, CLASS_NAME_MAX) }));
+    // Cases of a chunk mostly share their suites and class: each scope is hashed once.
+    const scopes = new Map<string, string>();
+    const scopeOf = (p: IdentityParts) => {
+      const at = `${p.suitePath.join('\u0000')}\u0001${p.className ?? ''}\u0001${p.className === null ? 0 : 1}\u0001${p.variant ?? '\u0002'}`;
+      let scope = scopes.get(at);
+      if (scope === undefined) scopes.set(at, (scope = identityScope(p)));
+      return scope;
+    };
+    const identified = items.map(({ parsed }) => ({
+      parsed, identity: caseIdentity(parsed, scopeOf), title: titleOf(parsed.name), className: cutOrNull(parsed.className, CLASS_NAME_MAX),
+    }));
     const unknown = [...new Map(identified.filter((c) => !this.cases.has(c.identity.key)).map((c) => [c.identity.key, c])).values()];
     const adopted = await this.findCases(unknown, source);
     const creating = unknown.filter((c) => !this.cases.has(c.identity.key));

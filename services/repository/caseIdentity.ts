@@ -9,9 +9,9 @@ import { createHash } from 'node:crypto';
  */
 
 export interface CaseIdentity {
-  /** SHA-256 (hex) of scope and name, or of the explicit id. */
+  /** Of scope and name, or of the explicit id: 128 bits of SHA-256 in base64url (22 characters). */
   key: string;
-  /** SHA-256 (hex) of suites, class and variant; null for a case identified by an explicit id (a rename keeps its key). */
+  /** Of suites, class and variant (the same form); null for a case identified by an explicit id (a rename keeps its key). */
   scope: string | null;
 }
 
@@ -23,7 +23,8 @@ export interface IdentityParts {
   externalId: string | null;
 }
 
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+/** 128 bits of SHA-256, base64url: a chunk carries two per new case, so the log stays small. */
+const sha256 = (text: string) => createHash('sha256').update(text).digest().subarray(0, 16).toString('base64url');
 
 export function identityScope(parts: Pick<IdentityParts, 'suitePath' | 'className' | 'variant'>): string {
   return sha256(JSON.stringify(['scope', parts.suitePath, parts.className, parts.variant]));
@@ -34,8 +35,9 @@ export function keyInScope(scope: string, name: string): string {
   return sha256(`${scope}\u0000${name}`);
 }
 
-export function caseIdentity(parts: IdentityParts): CaseIdentity {
+/** `scopeOf` may answer a scope computed before for the same suites, class and variant. */
+export function caseIdentity(parts: IdentityParts, scopeOf: (parts: IdentityParts) => string = identityScope): CaseIdentity {
   if (parts.externalId !== null) return { key: sha256(`id\u0000${parts.externalId}`), scope: null };
-  const scope = identityScope(parts);
+  const scope = scopeOf(parts);
   return { key: keyInScope(scope, parts.name), scope };
 }

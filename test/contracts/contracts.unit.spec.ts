@@ -56,7 +56,7 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   RepositoryFolderCreated: { folderId: 11, projectId: 7, parentId: null, name: 'Cards', createdAt: AT },
   RepositoryFolderUpdated: { folderId: 11, changes: { name: 'Credit cards', parentId: 10 }, updatedAt: AT },
   RepositoryFolderDeleted: { folderId: 11, deletedAt: AT },
-  RepositoryCaseAliasAdded: { caseId: 100, projectId: 7, source: 'JUNIT', alias: 'cd'.repeat(32), aliasTitle: 'accepts a password', identityKey: 'ef'.repeat(32), addedAt: AT },
+  RepositoryCaseAliasAdded: { caseId: 100, projectId: 7, source: 'JUNIT', alias: 'cd'.repeat(11), aliasTitle: 'accepts a password', identityKey: 'ef'.repeat(11), addedAt: AT },
   ImportRequested: {
     jobId: 9, projectId: 7, endpoint: 'test-results', format: 'junit', testRunName: 'Nightly', testRunId: null, stateId: 4, parentFolderId: null,
     configId: null, milestoneId: 2, tagIds: [1, 3], templateId: null, requestedAt: AT,
@@ -68,14 +68,14 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   TestResultsImported: {
     jobId: 9, chunk: 0, projectId: 7, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: 1, caseStateId: 3,
     folders: columns(FOLDER_KEYS, [{ folderId: 11, parentId: null, name: 'com.acme.LoginTest' }]),
-    cases: columns(CASE_V2_KEYS, [{ caseId: 100, folderId: 11, title: 'accepts a password', className: 'com.acme.LoginTest', identityKey: 'cd'.repeat(32), identityScope: 'ef'.repeat(32) }]),
+    cases: columns(CASE_V2_KEYS, [{ caseId: 100, folderId: 11, title: 'accepts a password', className: 'com.acme.LoginTest', identityKey: 'cd'.repeat(11), identityScope: 'ef'.repeat(11) }]),
     runCases: columns(RUN_CASE_KEYS, [{ testRunCaseId: 500, repositoryCaseId: 100, order: 0 }]),
     results: columns(RESULT_V2_KEYS, [{
       resultId: 900, testRunCaseId: 500, statusId: 3, durationMs: 1250, executedAt: AT, message: 'expected 401', failureType: 'AssertionError',
       stackTrace: 'at LoginTest.java:42', systemOut: null, systemErr: null, file: 'LoginTest.java', line: 42, properties: [{ name: 'owner', value: 'a' }], attempt: 1, retried: false,
     }]),
     processedCases: 1, importedAt: AT,
-    adopted: columns(ADOPTED_KEYS, [{ caseId: 7, identityKey: '12'.repeat(32), identityScope: null }]),
+    adopted: columns(ADOPTED_KEYS, [{ caseId: 7, identityKey: '12'.repeat(11), identityScope: null }]),
     shown: columns(SHOWN_KEYS, [{ testRunCaseId: 500, statusId: 3 }]),
     suiteOutputs: columns(SUITE_OUTPUT_KEYS, [{ folderId: 11, suite: 'com.acme.LoginTest', systemOut: 'started', systemErr: null }]),
   },

@@ -105,7 +105,7 @@ describe('result import: what a test is, and what its run case shows', function 
     const used = await t.model('testRunCase', 'findMany', { where: { testRunId: again }, orderBy: { order: 'asc' } });
     expect(used.map((rc: any) => rc.repositoryCaseId)).to.deep.equal([one.id, two.id]);
     const keys = await app.deps.knex('repository_cases').whereIn('id', [one.id, two.id]).orderBy('id').pluck('identity_key');
-    expect(keys.every((k: string | null) => typeof k === 'string' && k.length === 64)).to.equal(true);
+    expect(keys.every((k: string | null) => typeof k === 'string' && k.length === 22)).to.equal(true);
     expect(keys[0]).to.not.equal(keys[1]);
   });
 
