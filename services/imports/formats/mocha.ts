@@ -168,6 +168,16 @@ function sameTest(a: ParsedCase, b: ParsedCase): boolean {
   return a.name === b.name && a.className === b.className && a.file === b.file && a.suitePath.join('\u0000') === b.suitePath.join('\u0000');
 }
 
+/**
+ * A test's name: its title; without a title key at all, its full title. An empty title (`it('')`)
+ * gets a numbered placeholder: its full title is only its suites' ("Checkout "), the same for
+ * every empty-titled test of the suite, which would make them one test.
+ */
+function nameOf(title: string | null, fullTitle: string, test: MochaTest, report: Report): string {
+  if (title !== null) return title.trim() !== '' ? title : placeholderName(test, report);
+  return fullTitle.trim() !== '' ? fullTitle : placeholderName(test, report);
+}
+
 function placeholderName(test: MochaTest, report: Report): string {
   const name = unnamedCase(report.positions.get(test) ?? ++report.position);
   report.options.onWarning({ file: report.options.fileName, message: `a test without a title was imported as "${name}"`, case: name });
@@ -205,7 +215,7 @@ function mochaCase(test: MochaTest, outcome: Outcome, report: Report): ParsedCas
   const fileLevel = file ? [baseName(file)] : [];
   const parsed: ParsedCase = {
     suitePath: suiteTitle ? [...fileLevel, suiteTitle] : fileLevel.length > 0 ? fileLevel : [report.options.fileName],
-    name: title || fullTitle || placeholderName(test, report),
+    name: nameOf(jsonString(test.title), fullTitle, test, report),
     className: suiteTitle || null,
     outcome,
     durationMs: jsonNumber(test.duration),
@@ -288,7 +298,7 @@ function* heldSuiteCases(suite: Record<string, unknown>, parent: Scope, report: 
 
 function mochawesomeCase(test: MochaTest, scope: Scope, report: Report): ParsedCase {
   const outcome = mochawesomeOutcome(test);
-  const title = jsonString(test.title) || jsonString(test.fullTitle) || placeholderName(test, report);
+  const title = nameOf(jsonString(test.title), jsonString(test.fullTitle) ?? '', test, report);
   const fileLevel = scope.file ? [baseName(scope.file)] : [];
   const suitePath = [...fileLevel, ...scope.titles];
   return {

@@ -134,4 +134,34 @@ describe('parsers on shapes real files have', () => {
     </class></test></suite></testng-results>`);
     expect(cases.map((c) => [c.variant, c.outcome, c.message, c.failureType])).to.deep.equal([['1', 'failed', 'java.lang.AssertionError', 'java.lang.AssertionError']]);
   });
+
+  it('Mocha: an empty title inside a describe (full title "Checkout ") gets a numbered placeholder, so two such tests stay two, in mocha JSON and mochawesome', async () => {
+    const { parseText } = harness(parseMocha);
+    const json = await parseText(JSON.stringify({
+      stats: { tests: 3, passes: 2, failures: 1 },
+      tests: [
+        { title: '', fullTitle: 'Checkout ', file: '/ci/test/checkout.spec.js', duration: 3, currentRetry: 0, err: { message: 'expected 1 to equal 2', stack: 'AssertionError' } },
+        { title: '', fullTitle: 'Checkout ', file: '/ci/test/checkout.spec.js', duration: 1, currentRetry: 0, speed: 'fast', err: {} },
+        { fullTitle: 'Checkout pays', file: '/ci/test/checkout.spec.js', duration: 1, currentRetry: 0, speed: 'fast', err: {} },
+      ],
+    }));
+    expect(json.cases.map((c) => [c.suitePath, c.name, c.outcome])).to.have.deep.members([
+      [['checkout.spec.js', 'Checkout'], '(unnamed test 1)', 'failed'],
+      [['checkout.spec.js', 'Checkout'], '(unnamed test 2)', 'passed'],
+      // Without a title key at all the full title is all there is.
+      [['checkout.spec.js', 'Checkout pays'], 'Checkout pays', 'passed'],
+    ]);
+    expect(json.warnings.map((w) => w.message).sort()).to.deep.equal([
+      'a test without a title was imported as "(unnamed test 1)"', 'a test without a title was imported as "(unnamed test 2)"',
+    ]);
+
+    const awesome = await parseText(JSON.stringify({
+      stats: { tests: 2 },
+      results: [{ title: '', file: '/t.js', tests: [], suites: [{ title: 'S', file: '/t.js', suites: [], tests: [
+        { title: '', fullTitle: 'S ', state: 'failed', fail: true, err: { message: 'boom' } },
+        { title: ' ', fullTitle: 'S  ', state: 'passed', pass: true, err: {} },
+      ] }] }],
+    }));
+    expect(awesome.cases.map((c) => [c.name, c.outcome])).to.deep.equal([['(unnamed test 1)', 'failed'], ['(unnamed test 2)', 'passed']]);
+  });
 });
