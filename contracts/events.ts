@@ -93,7 +93,7 @@ export interface ImportedCase {
 }
 /** A case made before identities existed, now owned by a test of the chunk (v2). */
 export interface AdoptedCase { caseId: number; identityKey: string; identityScope: string | null }
-/** The status a run case shows after the chunk (v2). */
+/** The status a run case shows after the chunk, where it is not its last result's in the chunk (v2). */
 export interface ShownStatus { testRunCaseId: number; statusId: number }
 /** A suite's own output, by the suite's folder (v2). */
 export interface ImportedSuiteOutput { folderId: number | null; suite: string; systemOut: string | null; systemErr: string | null }

@@ -300,6 +300,7 @@ async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[
       results.push([id, d.testRunId, r.testRunCaseId[i], r.statusId[i], r.durationMs[i], executedAt, r.message[i], r.failureType[i], r.stackTrace[i],
         r.systemOut[i], r.systemErr[i], r.file[i], r.line[i], r.properties[i], r.attempt[i], by, d.jobId, false, at, at, -1, r.retried?.[i] ?? false]);
       latest.set(r.testRunCaseId[i], [r.statusId[i], executedAt, r.durationMs[i], at]);
+      shownStatus.delete(r.testRunCaseId[i]); // an earlier chunk's word is replaced by this one's (its own `shown`, or its last result)
     });
     d.shown?.testRunCaseId.forEach((id, i) => shownStatus.set(id, d.shown.statusId[i]));
     d.adopted?.caseId.forEach((id, i) => adopted.push([id, d.adopted.identityKey[i], d.adopted.identityScope[i]]));

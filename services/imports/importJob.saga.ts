@@ -717,8 +717,11 @@ class ChunkBuilder {
     }
     const shown: ImportedColumns<ShownStatus> = { testRunCaseId: [], statusId: [] };
     for (const runCase of touched) {
+      // Only where it is not the last result's (which the read model shows by default): most chunks carry none.
+      const status = runCase.worst?.statusId ?? runCase.last!;
+      if (status === runCase.last) continue;
       shown.testRunCaseId.push(runCase.id);
-      shown.statusId.push(runCase.worst?.statusId ?? runCase.last!);
+      shown.statusId.push(status);
     }
     const outputs: ImportedColumns<ImportedSuiteOutput> = { folderId: [], suite: [], systemOut: [], systemErr: [] };
     for (const o of suiteOutputs) {

@@ -7,7 +7,7 @@ import { importsProjection } from '../../projections/imports';
 import { migrateReadModel } from '../../projections/migrations';
 import { readModelProjection } from '../../projections/readModel';
 import { applyBatch } from '../../projections/runtime/applyBatch';
-import { CASE_KEYS, columns, FOLDER_KEYS, RESULT_KEYS, RUN_CASE_KEYS } from '../support/columns';
+import { ADOPTED_KEYS, CASE_KEYS, CASE_V2_KEYS, columns, FOLDER_KEYS, RESULT_KEYS, RESULT_V2_KEYS, RUN_CASE_KEYS, SHOWN_KEYS, SUITE_OUTPUT_KEYS } from '../support/columns';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { at, envelopes, twice } from './envelopes';
 
@@ -101,5 +101,68 @@ describe('import job projections (PostgreSQL)', function () {
     expect(job.files).to.deep.equal([{ index: 0, name: 'a.xml', sizeBytes: 99, sha256: 'ab'.repeat(32) }]);
     expect(job.counts).to.include({ results: 3, failed: 1 });
     expect(job.warnings).to.deep.equal([{ file: 'a.xml', message: 'w' }]);
+  });
+});
+
+/** v2 chunks: identities, adopted cases, retried results, the status a run case shows, suite output; and a renamed case's alias. */
+describe('import chunks v2 and case aliases (readModel projection, PostgreSQL)', function () {
+  this.timeout(60_000);
+  let db: TestDatabase;
+  let knex: Knex;
+  const JOB2 = 'importJob-10';
+  const KEY = (c: string) => c.repeat(22);
+  const v2result = (resultId: number, testRunCaseId: number, statusId: number, attempt: number, retried = false): ImportedResult => ({
+    ...result(resultId, testRunCaseId, statusId, attempt), retried,
+  });
+  const chunk = (n: number, data: Partial<TestResultsImported['data']>): TestamentEvent => ({
+    type: 'TestResultsImported',
+    data: {
+      jobId: 10, chunk: n, projectId: 1, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: null, caseStateId: null,
+      folders: columns(FOLDER_KEYS, []), cases: columns(CASE_V2_KEYS, []), runCases: columns(RUN_CASE_KEYS, []), results: columns(RESULT_V2_KEYS, []),
+      adopted: columns(ADOPTED_KEYS, []), shown: columns(SHOWN_KEYS, []), suiteOutputs: columns(SUITE_OUTPUT_KEYS, []),
+      processedCases: n + 1, importedAt: at(22 + n), ...data,
+    },
+  });
+  const EVENTS_V2: [string, TestamentEvent][] = [
+    // A case from before identities (no key), adopted by this chunk's second test.
+    ['repositoryCase-300', { type: 'RepositoryCaseCreated', data: { caseId: 300, projectId: 1, title: 'old', createdAt: at(10) } as never }],
+    [JOB2, chunk(0, {
+      folders: columns(FOLDER_KEYS, [{ folderId: 12, parentId: null, name: 'Suite' }]),
+      cases: columns(CASE_V2_KEYS, [{ caseId: 200, folderId: 12, title: 'flaky', className: 'S', identityKey: KEY('a'), identityScope: KEY('s') }]),
+      runCases: columns(RUN_CASE_KEYS, [{ testRunCaseId: 600, repositoryCaseId: 200, order: 0 }, { testRunCaseId: 601, repositoryCaseId: 300, order: 1 }]),
+      // 600: a retried failure, then a pass: shows passed (its last result). 601: failed, then passed in the next chunk.
+      results: columns(RESULT_V2_KEYS, [v2result(10, 600, 3, 1, true), v2result(11, 600, 2, 2), v2result(12, 601, 3, 1)]),
+      adopted: columns(ADOPTED_KEYS, [{ caseId: 300, identityKey: KEY('b'), identityScope: KEY('s') }]),
+      suiteOutputs: columns(SUITE_OUTPUT_KEYS, [{ folderId: 12, suite: 'Suite', systemOut: 'started', systemErr: null }]),
+    })],
+    [JOB2, chunk(1, { results: columns(RESULT_V2_KEYS, [v2result(13, 601, 2, 2)]), shown: columns(SHOWN_KEYS, [{ testRunCaseId: 601, statusId: 3 }]) })],
+    ['caseIdentity-200', { type: 'RepositoryCaseAliasAdded', data: { caseId: 200, projectId: 1, source: 'JUNIT', alias: KEY('a'), aliasTitle: 'flaky', identityKey: KEY('c'), addedAt: at(40) } }],
+  ];
+
+  before(async () => {
+    db = await createTestDatabase('imports_v2');
+    knex = createKnex(db.url);
+    await migrateReadModel(knex);
+    await knex('statuses').insert([
+      { id: 2, name: 'Passed', system_name: 'passed', is_completed: true, created_at: at(1), updated_at: at(1), revision: 0 },
+      { id: 3, name: 'Failed', system_name: 'failed', is_completed: true, created_at: at(1), updated_at: at(1), revision: 0 },
+    ]);
+  });
+  after(async () => {
+    await knex?.destroy();
+    await db?.drop();
+  });
+
+  it('shows the worst result not retried, keeps identities, adoptions, retries, suite output and aliases; every event twice changes nothing', async () => {
+    const events = envelopes(EVENTS_V2);
+    await applyBatch(knex, readModelProjection, twice(events));
+    for (const e of events) await applyBatch(knex, readModelProjection, [e]);
+    expect(await knex('test_run_cases').orderBy('id').select('id', 'status_id')).to.deep.equal([{ id: 600, status_id: 2 }, { id: 601, status_id: 3 }]);
+    expect(await knex('test_run_results').orderBy('id').pluck('retried')).to.deep.equal([true, false, false, false]);
+    expect(await knex('repository_cases').orderBy('id').select('id', 'identity_key', 'identity_scope')).to.deep.equal([
+      { id: 200, identity_key: KEY('c'), identity_scope: KEY('s') }, { id: 300, identity_key: KEY('b'), identity_scope: KEY('s') },
+    ]);
+    expect(await knex('repository_case_aliases').select('identity_key', 'repository_case_id', 'title')).to.deep.equal([{ identity_key: KEY('a'), repository_case_id: 200, title: 'flaky' }]);
+    expect(await knex('test_run_suite_outputs').select('test_run_id', 'folder_id', 'suite', 'system_out')).to.deep.equal([{ test_run_id: 42, folder_id: 12, suite: 'Suite', system_out: 'started' }]);
   });
 });
