@@ -8,7 +8,9 @@ import { appendOutput, bodyText, firstLine, isoTimestamp, nonBlank, secondsToMs,
  * a `<testsuites>` wrapper is not a level. A testcase's `file` that neither a suite (by its name or
  * its own `file`, as PHPUnit writes it), its class name nor its own name (a PHPUnit `.phpt` test)
  * already carries (jest-junit's `addFileAttribute`) is put before the suites, so the same describe
- * title in two files makes two suites. Suite-level properties are not imported; suite-level
+ * title in two files makes two suites. mocha-junit-reporter (Cypress) names each spec file on a
+ * top-level "Root Suite" and writes that file's describe suites after it, as siblings: the file is
+ * theirs too, and put before them the same way. Suite-level properties are not imported; suite-level
  * output goes to `onSuiteOutput`.
  *
  * Identity (docs/imports.md): a `testament_case_id` property is the externalId; Playwright's browser
@@ -26,6 +28,8 @@ export const parseJunit: ResultParser = (input, options) => {
     start(emit): XmlHandler {
       let runName: string | null = null;
       const suites: Suite[] = [];
+      /** The spec file of mocha-junit-reporter's last top-level "Root Suite" (Cypress): its describe suites follow it as siblings. */
+      let specFile: string | null = null;
       let draft: Draft | null = null;
       let position = 0;
       let property: { name: string | undefined; value: string | undefined } | null = null;
@@ -46,12 +50,17 @@ export const parseJunit: ResultParser = (input, options) => {
             if (name === 'testsuites' && parents.length === 0) runName = nonBlank(attrs.name);
             else if (name === 'testsuite') {
               const suiteName = nonBlank(attrs.name) ?? nonBlank(attrs.package) ?? '(unnamed suite)';
+              if (suites.length === 0) {
+                if (suiteName === MOCHA_ROOT_SUITE) specFile = nonBlank(attrs.file);
+                else if (nonBlank(attrs.file) !== null) specFile = null;
+              }
               const executedAt = attrs.timestamp === undefined ? null : timestamp(attrs.timestamp, `suite ${suiteName}`);
               suites.push({
                 name: suiteName,
                 executedAt: executedAt ?? suites[suites.length - 1]?.executedAt ?? null,
                 hostname: nonBlank(attrs.hostname),
                 file: nonBlank(attrs.file),
+                specFile: suites.length > 0 ? suites[suites.length - 1].specFile : specFile,
                 systemOut: null,
                 systemErr: null,
               });
@@ -185,6 +194,9 @@ const RERUN_ELEMENTS = new Map<string, Outcome>([
   ['rerunError', JUNIT_OUTCOMES['<rerunError> (retried attempt)']],
 ]);
 
+/** mocha-junit-reporter's (Cypress's) suite for a spec file's root, the one that names the file; its describe suites follow as siblings. */
+const MOCHA_ROOT_SUITE = 'Root Suite';
+
 /** Playwright names a suite by its spec file and writes the browser project as the suite's `hostname`. */
 const SCRIPT_FILE = /\.[cm]?[jt]sx?$/;
 
@@ -194,6 +206,8 @@ interface Suite {
   hostname: string | null;
   /** The suite's own `file` (PHPUnit writes one per test class): its cases' file is then carried by the suite. */
   file: string | null;
+  /** The spec file mocha-junit-reporter names on the "Root Suite" before this suite: the file of its cases that name none. */
+  specFile: string | null;
   systemOut: string | null;
   systemErr: string | null;
 }
@@ -211,10 +225,13 @@ function withoutDecision(draft: Draft): ParsedCase {
 
 function newDraft(name: string, attrs: Attributes, suites: Suite[], fallbackSuite: string): Draft {
   const className = nonBlank(attrs.classname);
-  const file = nonBlank(attrs.file);
   const innermost = suites[suites.length - 1];
+  const ownFile = nonBlank(attrs.file);
+  const file = ownFile ?? innermost?.specFile ?? null;
   const suitePath = suites.length > 0 ? suites.map((s) => s.name) : [className ?? fallbackSuite];
-  const carried = file !== null && (suitePath.includes(file) || suites.some((s) => s.file === file) || namesFile(className, file) || isBaseName(name, file));
+  // A spec file named on a "Root Suite" is carried by no suite name (the same describe in two spec files is two tests).
+  const carried = file !== null && (suitePath.includes(file)
+    || (ownFile !== null && (suites.some((s) => s.file === file && s.name !== MOCHA_ROOT_SUITE) || namesFile(className, file) || isBaseName(name, file))));
   if (file !== null && !carried) suitePath.unshift(file);
   const playwright = innermost !== undefined && innermost.hostname !== null && SCRIPT_FILE.test(innermost.name) && className === innermost.name;
   return {

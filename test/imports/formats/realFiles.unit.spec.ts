@@ -164,4 +164,22 @@ describe('parsers on shapes real files have', () => {
     }));
     expect(awesome.cases.map((c) => [c.name, c.outcome])).to.deep.equal([['(unnamed test 1)', 'failed'], ['(unnamed test 2)', 'passed']]);
   });
+
+  it('Cypress (mocha-junit-reporter): the spec file on each "Root Suite" is the file of the describe suites after it, so one describe in two spec files is two tests', async () => {
+    const { parseText } = harness(parseJunit);
+    const spec = (file: string, outcome: string) => `
+<testsuite name="Root Suite" timestamp="2021-02-09T12:41:53" tests="1" file="${file}" time="2.47" failures="0">
+  <testcase name="loads" time="2.47" classname="loads"></testcase>
+</testsuite>
+<testsuite name="Login" timestamp="2021-02-09T12:41:58" tests="1" time="1.65" failures="${outcome ? 1 : 0}">
+  <testcase name="Login works" time="1.65" classname="works">${outcome}</testcase>
+</testsuite>`;
+    const { cases } = await parseText(`<?xml version="1.0"?>\n<testsuites>${spec('cypress/e2e/desktop/login.cy.js', '<failure message="no button" type="AssertionError">no button</failure>')}${spec('cypress/e2e/mobile/login.cy.js', '')}</testsuites>`);
+    expect(cases.map((c) => [c.suitePath, c.name, c.file, c.outcome])).to.deep.equal([
+      [['cypress/e2e/desktop/login.cy.js', 'Root Suite'], 'loads', 'cypress/e2e/desktop/login.cy.js', 'passed'],
+      [['cypress/e2e/desktop/login.cy.js', 'Login'], 'Login works', 'cypress/e2e/desktop/login.cy.js', 'failed'],
+      [['cypress/e2e/mobile/login.cy.js', 'Root Suite'], 'loads', 'cypress/e2e/mobile/login.cy.js', 'passed'],
+      [['cypress/e2e/mobile/login.cy.js', 'Login'], 'Login works', 'cypress/e2e/mobile/login.cy.js', 'passed'],
+    ]);
+  });
 });
