@@ -10,7 +10,8 @@ import { appendOutput, bodyText, firstLine, isoTimestamp, nonBlank, secondsToMs,
  * already carries (jest-junit's `addFileAttribute`) is put before the suites, so the same describe
  * title in two files makes two suites. mocha-junit-reporter (Cypress) names each spec file on a
  * top-level "Root Suite" and writes that file's describe suites after it, as siblings: the file is
- * theirs too, and put before them the same way. Suite-level properties are not imported; suite-level
+ * theirs too, and put before them the same way. The run's time xmlrunner appends to a suite's name
+ * (`TestAcme-20251114214921`) is no part of it. Suite-level properties are not imported; suite-level
  * output goes to `onSuiteOutput`.
  *
  * Identity (docs/imports.md): a `testament_case_id` property is the externalId; Playwright's browser
@@ -49,7 +50,7 @@ export const parseJunit: ResultParser = (input, options) => {
           if (draft === null) {
             if (name === 'testsuites' && parents.length === 0) runName = nonBlank(attrs.name);
             else if (name === 'testsuite') {
-              const suiteName = nonBlank(attrs.name) ?? nonBlank(attrs.package) ?? '(unnamed suite)';
+              const suiteName = withoutRunStamp(nonBlank(attrs.name)) ?? nonBlank(attrs.package) ?? '(unnamed suite)';
               if (suites.length === 0) {
                 if (suiteName === MOCHA_ROOT_SUITE) specFile = nonBlank(attrs.file);
                 else if (nonBlank(attrs.file) !== null) specFile = null;
@@ -255,6 +256,18 @@ function newDraft(name: string, attrs: Attributes, suites: Suite[], fallbackSuit
     outcomeElement: null,
     reruns: [],
   };
+}
+
+/**
+ * unittest-xml-reporting (xmlrunner) names a suite by its class and the run's time by default
+ * (`TestAcme-20251114214921`): without the stamp, the next run's suite is the same suite.
+ */
+function withoutRunStamp(name: string | null): string | null {
+  const stamped = name === null ? null : /^(.+)-(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})$/.exec(name);
+  if (stamped === null) return name;
+  const [, base, , month, day, hour, minute, second] = stamped.map(String);
+  const valid = Number(month) >= 1 && Number(month) <= 12 && Number(day) >= 1 && Number(day) <= 31 && Number(hour) <= 23 && Number(minute) <= 59 && Number(second) <= 59;
+  return valid ? base : name;
 }
 
 /** PHPUnit names a `.phpt` test by its file's base name (and writes the file's absolute path, the machine's, as `file`). */

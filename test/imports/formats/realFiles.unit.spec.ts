@@ -182,4 +182,18 @@ describe('parsers on shapes real files have', () => {
       [['cypress/e2e/mobile/login.cy.js', 'Login'], 'Login works', 'cypress/e2e/mobile/login.cy.js', 'passed'],
     ]);
   });
+
+  it('xmlrunner: the run\'s time it appends to a suite name (TestAcme-20251114214921) is left out, so the next run finds the same tests; other names keep their digits', async () => {
+    const { parseText } = harness(parseJunit);
+    const report = (suite: string) => `<testsuite name="${suite}" tests="1" file=".py" failures="1">
+  <testcase classname="TestAcme" name="test_always_fail" time="0.000" file="tests/test_lib.py" line="23"><failure type="AssertionError" message="failed">AssertionError: failed</failure></testcase>
+</testsuite>`;
+    const monday = await parseText(report('TestAcme-20251114214921'));
+    const tuesday = await parseText(report('TestAcme-20251115093000'));
+    expect(monday.cases.map((c) => c.suitePath)).to.deep.equal([['tests/test_lib.py', 'TestAcme']]);
+    expect(tuesday.cases.map((c) => c.suitePath)).to.deep.equal(monday.cases.map((c) => c.suitePath));
+    for (const name of ['release-2025111421492', 'build-20251399999999', '20251114214921']) {
+      expect((await parseText(report(name))).cases[0].suitePath[1], name).to.equal(name);
+    }
+  });
 });
