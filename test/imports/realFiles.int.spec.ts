@@ -39,6 +39,8 @@ interface RealFile {
   runCases: Counts;
   results: number;
   retried: number;
+  /** Output of a suite (or, with an empty suite, of the whole run): [suite, text in its standard output, text in its standard error]. */
+  suiteOutput?: Array<[string, string, string]>;
   /** Where the file's numbers and ours legitimately differ: why, and the relation that holds instead. */
   differs?: { why: string; holds: (own: Own, runCases: Counts) => boolean };
 }
@@ -77,7 +79,11 @@ const FILES: RealFile[] = [
   { file: 'jest-junit-widget.xml', producer: 'jest-junit (empty classname)', format: 'junit', own: { tests: 2, failing: 0, errors: 0, skipped: 0 }, runCases: { total: 2, passed: 2, failed: 0, error: 0, skipped: 0 }, results: 2, retried: 0 },
   { file: 'cypress-mocha-junit.xml', producer: 'Cypress (mocha-junit-reporter, merged)', format: 'junit', own: { tests: 6, failing: 2, errors: 0, skipped: 0 }, runCases: { total: 6, passed: 4, failed: 2, error: 0, skipped: 0 }, results: 6, retried: 0 },
   { file: 'cypress-mocha-junit-windows.xml', producer: 'Cypress (mocha-junit-reporter, Windows)', format: 'junit', own: { tests: 3, failing: 0, errors: 0, skipped: 0 }, runCases: { total: 3, passed: 3, failed: 0, error: 0, skipped: 0 }, results: 3, retried: 0 },
-  { file: 'bazel-suite-logs.xml', producer: 'Bazel (test.xml, suite-level logs)', format: 'junit', own: { tests: 1, failing: 1, errors: 1, skipped: 0 }, runCases: { total: 1, passed: 0, failed: 0, error: 1, skipped: 0 }, results: 1, retried: 0 },
+  {
+    file: 'bazel-suite-logs.xml', producer: 'Bazel (test.xml, suite-level logs)', format: 'junit',
+    own: { tests: 1, failing: 1, errors: 1, skipped: 0 }, runCases: { total: 1, passed: 0, failed: 0, error: 1, skipped: 0 }, results: 1, retried: 0,
+    suiteOutput: [['bazel/failing_absl_test', "ModuleNotFoundError: No module named 'non_existent_package'", 'Generated test.err']],
+  },
   // TestNG
   {
     file: 'testng-dataprovider.xml', producer: 'TestNG (data provider, Ant; no totals on the root)', format: 'testng',
@@ -116,6 +122,7 @@ const FILES: RealFile[] = [
   {
     file: 'vstest-xunit.trx', producer: 'VSTest (dotnet test, xUnit adapter)', format: 'mstest',
     own: { tests: 7, failing: 3, skipped: 0 }, runCases: { total: 7, passed: 3, failed: 3, error: 0, skipped: 1 }, results: 7, retried: 0,
+    suiteOutput: [['', "Test 'DotnetTests.XUnitTests.CalculatorTests.Skipped_Test' was skipped in the test run.", 'DotnetTests.XUnitTests.CalculatorTests.Skipped_Test [SKIP]']],
     differs: {
       why: 'VSTest counts a skipped test in total="7" but not in notExecuted="0" (executed="6"): the NotExecuted result is imported as skipped',
       holds: (own, rc) => rc.total === own.tests && rc.failed === own.failing && rc.skipped === 1 && rc.passed + rc.failed + rc.skipped === own.tests,
@@ -265,8 +272,10 @@ async function setUp(app: TestApp) {
       runCases: runCases.map((rc: any) => ({ id: rc.id as number, status: rc.status?.systemName as string, title: rc.repositoryCase.title as string })),
     };
   };
+  const suiteOutputsOf = async (testRunId: number) =>
+    app.deps.knex('test_run_suite_outputs').where({ test_run_id: testRunId }).orderBy('id').select('suite', 'system_out', 'system_err') as Promise<Array<{ suite: string; system_out: string | null; system_err: string | null }>>;
   const jobOf = async (answer: ImportAnswer) => (await admin.get(`/api/imports/${answer.headers.get('x-import-job-id')}`)).body.data;
-  return { upload, runOf, jobOf, model };
+  return { upload, runOf, jobOf, model, suiteOutputsOf };
 }
 
 /** What a CI user relies on, for any import: failures show, a run case shows the worst of its results not retried. */
@@ -338,6 +347,14 @@ describe('result import of real files (test/imports/fixtures/real): their own to
 
       // Distinct tests are distinct run cases, none folded into another.
       expect(runCases.total, 'run cases = distinct tests of the file').to.equal(new Set(parsed.map(identityOf)).size);
+
+      // Output the file gives for a suite or the whole run (not for a case) is kept once, with its suite; files without have none.
+      const outputs = await t.suiteOutputsOf(runId);
+      expect(outputs.map((o) => o.suite), 'suites with output of their own').to.deep.equal((spec.suiteOutput ?? []).map((o) => o[0]));
+      (spec.suiteOutput ?? []).forEach(([, out, err], i) => {
+        expect(outputs[i].system_out).to.include(out);
+        expect(outputs[i].system_err).to.include(err);
+      });
 
       if (spec.differs) {
         expect(spec.differs.holds(own, runCases), spec.differs.why).to.equal(true);
