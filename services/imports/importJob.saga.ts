@@ -507,10 +507,14 @@ const RANK: Record<Outcome, number> = { passed: 0, skipped: 1, failed: 2, error:
 interface RunCaseState {
   id: number;
   attempts: number;
-  /** The worst result not retried so far (rank and status), and the last result's status. */
-  worst: { rank: number; statusId: number } | null;
+  /** The worst result not retried so far: its rank (NO_RANK: none yet) and status; and the last result's status. */
+  worstRank: number;
+  worstStatus: number | null;
   last: number | null;
 }
+
+/** A run case without a result that counts yet: any result outranks it. */
+const NO_RANK = -2;
 
 /**
  * Turns parsed cases into chunks: folders for their suites, repository cases found by identity
@@ -565,8 +569,8 @@ class ChunkBuilder {
     const map = new Map<number, RunCaseState>();
     for (const r of rows as { id: number; repository_case_id: number; status_id: number | null; attempts: number }[]) {
       // A status set by hand (not one of the four) weighs least: the next imported result shows.
-      const worst = r.status_id === null ? null : { rank: rankOf.get(r.status_id) ?? -1, statusId: r.status_id };
-      map.set(r.repository_case_id, { id: r.id, attempts: r.attempts, worst, last: r.status_id });
+      const worstRank = r.status_id === null ? NO_RANK : rankOf.get(r.status_id) ?? -1;
+      map.set(r.repository_case_id, { id: r.id, attempts: r.attempts, worstRank, worstStatus: r.status_id, last: r.status_id });
     }
     const order = await this.deps.knex('test_run_cases').where({ test_run_id: testRunId }).max('sort_order as max').first();
     this.order = ((order?.max as number | null) ?? -1) + 1;
@@ -606,24 +610,39 @@ class ChunkBuilder {
     return folderOf;
   }
 
+  /**
+   * What the project holds that a lookup could find, asked once per job (the job holds the
+   * project's lock, and cases made by hand have no key): a first import into a project makes no
+   * lookup per chunk at all.
+   */
+  private lookups: { keyed: boolean; legacy: boolean } | null = null;
+
   /** Cases already there for these identities: by key or alias, then (for keys still unknown) a case from before identities by title and class. */
   private async findCases(unknown: readonly { identity: CaseIdentity; title: string; className: string | null }[], source: CaseSource) {
     const { knex } = this.deps;
     const projectId = this.job.state.options!.projectId;
     const adopted: ImportedColumns<AdoptedCase> = { caseId: [], identityKey: [], identityScope: [] };
     if (unknown.length === 0) return adopted;
-    // One index probe per key (repository_cases_by_identity, repository_case_aliases' primary key).
-    const { rows } = await knex.raw(
-      `SELECT x.k, coalesce(
-         (SELECT c.id FROM repository_cases c WHERE c.project_id = ? AND c.source = ? AND c.identity_key = x.k AND NOT c.is_deleted ORDER BY c.id LIMIT 1),
-         (SELECT a.repository_case_id FROM repository_case_aliases a JOIN repository_cases c ON c.id = a.repository_case_id AND NOT c.is_deleted
-           WHERE a.project_id = ? AND a.source = ? AND a.identity_key = x.k)) AS id
-       FROM unnest(?::text[]) AS x(k)`,
-      [projectId, source, projectId, source, unknown.map((u) => u.identity.key)],
-    );
-    for (const r of rows as { k: string; id: number | null }[]) if (r.id !== null) this.cases.set(r.k, r.id);
+    this.lookups ??= (await knex.raw(
+      `SELECT EXISTS (SELECT 1 FROM repository_cases WHERE project_id = ? AND source = ? AND identity_key IS NOT NULL AND NOT is_deleted)
+           OR EXISTS (SELECT 1 FROM repository_case_aliases WHERE project_id = ? AND source = ?) AS keyed,
+         EXISTS (SELECT 1 FROM repository_cases WHERE project_id = ? AND source = ? AND identity_key IS NULL AND NOT is_deleted) AS legacy`,
+      [projectId, source, projectId, source, projectId, source])).rows[0] as { keyed: boolean; legacy: boolean };
+    if (!this.lookups.keyed && !this.lookups.legacy) return adopted;
+    if (this.lookups.keyed) {
+      // One index probe per key (repository_cases_by_identity, repository_case_aliases' primary key).
+      const { rows } = await knex.raw(
+        `SELECT x.k, coalesce(
+           (SELECT c.id FROM repository_cases c WHERE c.project_id = ? AND c.source = ? AND c.identity_key = x.k AND NOT c.is_deleted ORDER BY c.id LIMIT 1),
+           (SELECT a.repository_case_id FROM repository_case_aliases a JOIN repository_cases c ON c.id = a.repository_case_id AND NOT c.is_deleted
+             WHERE a.project_id = ? AND a.source = ? AND a.identity_key = x.k)) AS id
+         FROM unnest(?::text[]) AS x(k)`,
+        [projectId, source, projectId, source, unknown.map((u) => u.identity.key)],
+      );
+      for (const r of rows as { k: string; id: number | null }[]) if (r.id !== null) this.cases.set(r.k, r.id);
+    }
     const rest = unknown.filter((u) => !this.cases.has(u.identity.key));
-    if (rest.length === 0) return adopted;
+    if (rest.length === 0 || !this.lookups.legacy) return adopted;
     // Cases imported before identities existed: found by title and class, each adopted by the first test that matches it.
     const { rows: legacy } = await knex.raw(
       `SELECT x.i, array(SELECT c.id FROM repository_cases c
@@ -664,10 +683,9 @@ class ChunkBuilder {
       if (scope === undefined) scopes.set(at, (scope = identityScope(p)));
       return scope;
     };
-    const identified = items.map(({ parsed }) => ({
-      parsed, identity: caseIdentity(parsed, scopeOf), title: titleOf(parsed.name), className: cutOrNull(parsed.className, CLASS_NAME_MAX),
-    }));
-    const unknown = [...new Map(identified.filter((c) => !this.cases.has(c.identity.key)).map((c) => [c.identity.key, c])).values()];
+    const identified = items.map(({ parsed }) => ({ parsed, identity: caseIdentity(parsed, scopeOf) }));
+    const unknown = [...new Map(identified.filter((c) => !this.cases.has(c.identity.key)).map((c) => [c.identity.key, c])).values()]
+      .map((c) => ({ ...c, title: titleOf(c.parsed.name), className: cutOrNull(c.parsed.className, CLASS_NAME_MAX) }));
     const adopted = await this.findCases(unknown, source);
     const creating = unknown.filter((c) => !this.cases.has(c.identity.key));
     const caseIds = await this.ids('repositoryCase', creating.length);
@@ -683,7 +701,7 @@ class ChunkBuilder {
     const runCases = this.runCases;
     const addRunCases = [...new Set(identified.map((c) => this.cases.get(c.identity.key)!))].filter((id) => !runCases.has(id));
     const runCaseIds = await this.ids('testRunCase', addRunCases.length);
-    addRunCases.forEach((caseId, i) => runCases.set(caseId, { id: runCaseIds[i], attempts: 0, worst: null, last: null }));
+    addRunCases.forEach((caseId, i) => runCases.set(caseId, { id: runCaseIds[i], attempts: 0, worstRank: NO_RANK, worstStatus: null, last: null }));
     const newRunCases = { testRunCaseId: runCaseIds, repositoryCaseId: addRunCases, order: addRunCases.map(() => this.order++) };
 
     // One result per parsed case; a test met again in the same run is its next attempt.
@@ -698,7 +716,10 @@ class ChunkBuilder {
       const statusId = this.statuses[parsed.outcome];
       runCase.attempts++;
       runCase.last = statusId;
-      if (!parsed.retried && (runCase.worst === null || RANK[parsed.outcome] >= runCase.worst.rank)) runCase.worst = { rank: RANK[parsed.outcome], statusId };
+      if (!parsed.retried && RANK[parsed.outcome] >= runCase.worstRank) {
+        runCase.worstRank = RANK[parsed.outcome];
+        runCase.worstStatus = statusId;
+      }
       touched.add(runCase);
       results.testRunCaseId.push(runCase.id);
       results.statusId.push(statusId);
@@ -718,7 +739,7 @@ class ChunkBuilder {
     const shown: ImportedColumns<ShownStatus> = { testRunCaseId: [], statusId: [] };
     for (const runCase of touched) {
       // Only where it is not the last result's (which the read model shows by default): most chunks carry none.
-      const status = runCase.worst?.statusId ?? runCase.last!;
+      const status = runCase.worstStatus ?? runCase.last!;
       if (status === runCase.last) continue;
       shown.testRunCaseId.push(runCase.id);
       shown.statusId.push(status);
