@@ -234,6 +234,7 @@ interface RunResult {
   title: string;
   properties: Array<{ name: string; value: string }>;
   message: string | null;
+  stackTrace: string | null;
 }
 interface Run { results: RunResult[]; runCases: Array<{ id: number; status: string; title: string }> }
 
@@ -267,7 +268,7 @@ async function setUp(app: TestApp) {
       results: results.map((r: any) => ({
         id: r.id as number, status: r.status.systemName as Outcome, retried: retried.get(r.id) === true, runCaseId: r.testRunCaseId as number,
         runCaseStatus: r.testRunCase.status?.systemName as string, title: r.testRunCase.repositoryCase.title as string, properties: r.properties,
-        message: r.message as string | null,
+        message: r.message as string | null, stackTrace: r.stackTrace as string | null,
       })),
       runCases: runCases.map((rc: any) => ({ id: rc.id as number, status: rc.status?.systemName as string, title: rc.repositoryCase.title as string })),
     };
@@ -282,6 +283,8 @@ async function setUp(app: TestApp) {
 function expectFailuresShown(run: Run) {
   for (const r of run.results) {
     if (!r.retried && FAILING.includes(r.status)) expect(FAILING, `${r.title}: its ${r.status} result's run case shows ${r.runCaseStatus}`).to.include(r.runCaseStatus);
+    // A failure says something: its message, or at least its stack trace.
+    if (FAILING.includes(r.status)) expect(r.message ?? r.stackTrace, `${r.title}: its ${r.status} result says why`).to.be.a('string').and.not.equal('');
   }
   for (const rc of run.runCases) {
     const own = run.results.filter((r) => r.runCaseId === rc.id && !r.retried);

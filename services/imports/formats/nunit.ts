@@ -28,6 +28,8 @@ export const parseNunit: ResultParser = (input, options) => {
       const suites: Suite[] = [];
       let draft: ParsedCase | null = null;
       let ignoringCase = false;
+      /** The test case's NUnit 3 `label` (Error, Ignored, or a sentence such as a time-out's). */
+      let label: string | null = null;
 
       const timestamp = (raw: string | undefined, where: string, caseName?: string): string | null => {
         const iso = isoTimestamp(raw);
@@ -60,6 +62,7 @@ export const parseNunit: ResultParser = (input, options) => {
               });
             } else if (name === 'test-case') {
               position++;
+              label = nonBlank(attrs.label);
               draft = version === 3 ? nunit3Case(attrs) : nunit2Case(attrs);
               if (draft === null) ignoringCase = true;
             } else if (name === 'output' && parent === 'test-suite') return true;
@@ -84,7 +87,11 @@ export const parseNunit: ResultParser = (input, options) => {
 
         close(name, text, parents) {
           if (name === 'test-case') {
-            if (draft !== null) emit(draft);
+            if (draft !== null) {
+              // NUnit 3 says why in the label alone for some outcomes ("Test exceeded Timeout value 1ms.", an empty <failure/>).
+              if (draft.outcome !== 'passed' && draft.message === null && label !== null) draft.message = label;
+              emit(draft);
+            }
             draft = null;
             ignoringCase = false;
             return;

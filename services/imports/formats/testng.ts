@@ -101,6 +101,7 @@ export const parseTestng: ResultParser = (input, options) => {
           if (name === 'test-method' && parent === 'class') {
             if (draft !== null) {
               if (draft.message === null && draft.stackTrace !== null) draft.message = withoutAnsi(firstLine(draft.stackTrace));
+              if (draft.message === null && draft.properties.some((p) => p.name === 'configuration')) draft.message = `configuration method ${draft.name} failed`;
               emit(withVariant(draft));
             }
             draft = null;

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { parseCucumber } from '../../../services/imports/formats/cucumber';
 import { parseJunit } from '../../../services/imports/formats/junit';
 import { parseMocha } from '../../../services/imports/formats/mocha';
+import { parseNunit } from '../../../services/imports/formats/nunit';
 import { parseTestng } from '../../../services/imports/formats/testng';
 import { harness } from './harness';
 
@@ -115,9 +116,9 @@ describe('parsers on shapes real files have', () => {
     <test-method status="SKIP" signature="runTest" name="testShouldPass" duration-ms="11"/>
   </class></test></suite>
 </testng-results>`);
-    expect(cases.map((c) => [c.name, c.outcome, c.properties])).to.deep.equal([
-      ['testSetup', 'failed', [{ name: 'configuration', value: 'true' }]],
-      ['testShouldPass', 'skipped', []],
+    expect(cases.map((c) => [c.name, c.outcome, c.message, c.properties])).to.deep.equal([
+      ['testSetup', 'failed', 'configuration method testSetup failed', [{ name: 'configuration', value: 'true' }]],
+      ['testShouldPass', 'skipped', null, []],
     ]);
     expect(warnings.map((w) => w.message)).to.deep.equal(['configuration method testSetup (class com.fakepkg.test.MyFakeTest) failed; imported as a failed result so that the failure shows']);
   });
@@ -195,5 +196,24 @@ describe('parsers on shapes real files have', () => {
     for (const name of ['release-2025111421492', 'build-20251399999999', '20251114214921']) {
       expect((await parseText(report(name))).cases[0].suitePath[1], name).to.equal(name);
     }
+  });
+
+  it('NUnit 3: a failure whose only explanation is its label (a time-out, an empty <failure/>) takes the label as message', async () => {
+    const { parseText } = harness(parseNunit);
+    const { cases } = await parseText(`<test-run id="0" testcasecount="2" result="Failed" total="2" passed="0" failed="2">
+  <test-suite type="TestFixture" id="1-1000" name="CalculatorTests" fullname="DotnetTests.XUnitTests.CalculatorTests" classname="DotnetTests.XUnitTests.CalculatorTests" result="Failed">
+    <test-case id="1-1006" name="Timeout_Test" fullname="DotnetTests.XUnitTests.CalculatorTests.Timeout_Test" result="Failed" label="Test exceeded Timeout value 1ms." duration="0.014949">
+      <properties><property name="Timeout" value="1" /></properties>
+      <failure />
+    </test-case>
+    <test-case id="1-1004" name="Exception_In_TargetTest" fullname="DotnetTests.XUnitTests.CalculatorTests.Exception_In_TargetTest" result="Failed" label="Error" duration="0.02">
+      <failure><message><![CDATA[System.DivideByZeroException : Attempted to divide by zero.]]></message></failure>
+    </test-case>
+  </test-suite>
+</test-run>`);
+    expect(cases.map((c) => [c.name, c.outcome, c.message])).to.deep.equal([
+      ['Timeout_Test', 'failed', 'Test exceeded Timeout value 1ms.'],
+      ['Exception_In_TargetTest', 'error', 'System.DivideByZeroException : Attempted to divide by zero.'],
+    ]);
   });
 });
