@@ -376,6 +376,7 @@ describe('result import of real files (test/imports/fixtures/real): their own to
     ['phpunit-junit.xml', '/home/matteo/OSS/phpunit', '/home/runner/work/phpunit/phpunit', 'from another checkout'],
     ['mocha-json-reporter.json', 'C:\\\\Users\\\\Michal\\\\Workspace\\\\dorny', 'D:\\\\a\\\\dorny', 'from another checkout'],
     ['python-unittest-xmlrunner.xml', 'TestAcme-20251114214921', 'TestAcme-20251115093000', 'by the next run (xmlrunner stamps the suite name)'],
+    ['cypress-mocha-junit-windows.xml', 'cypress\\e2e\\links_externos.cy.js', 'cypress/e2e/links_externos.cy.js', 'on Linux (the spec file\'s path without backslashes)'],
   ];
   for (const [file, from, to, when] of ELSEWHERE) {
     it(`${file} written again ${when} finds the same cases: no new case, no new folder`, async () => {

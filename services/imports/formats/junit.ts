@@ -233,7 +233,8 @@ function newDraft(name: string, attrs: Attributes, suites: Suite[], fallbackSuit
   // A spec file named on a "Root Suite" is carried by no suite name (the same describe in two spec files is two tests).
   const carried = file !== null && (suitePath.includes(file)
     || (ownFile !== null && (suites.some((s) => s.file === file && s.name !== MOCHA_ROOT_SUITE) || namesFile(className, file) || isBaseName(name, file))));
-  if (file !== null && !carried) suitePath.unshift(file);
+  // Written on Windows (cypress\e2e\login.cy.js) or not, the same file is the same level.
+  if (file !== null && !carried) suitePath.unshift(file.replace(/\\/g, '/'));
   const playwright = innermost !== undefined && innermost.hostname !== null && SCRIPT_FILE.test(innermost.name) && className === innermost.name;
   return {
     suitePath,

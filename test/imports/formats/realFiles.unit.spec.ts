@@ -176,6 +176,12 @@ describe('parsers on shapes real files have', () => {
   <testcase name="Login works" time="1.65" classname="works">${outcome}</testcase>
 </testsuite>`;
     const { cases } = await parseText(`<?xml version="1.0"?>\n<testsuites>${spec('cypress/e2e/desktop/login.cy.js', '<failure message="no button" type="AssertionError">no button</failure>')}${spec('cypress/e2e/mobile/login.cy.js', '')}</testsuites>`);
+    // Written on Windows, the same spec file is the same level (the result keeps the file as written).
+    const windows = await parseText(`<testsuites>${spec('cypress\\e2e\\mobile\\login.cy.js', '')}</testsuites>`);
+    expect(windows.cases.map((c) => [c.suitePath, c.file])).to.deep.equal([
+      [['cypress/e2e/mobile/login.cy.js', 'Root Suite'], 'cypress\\e2e\\mobile\\login.cy.js'],
+      [['cypress/e2e/mobile/login.cy.js', 'Login'], 'cypress\\e2e\\mobile\\login.cy.js'],
+    ]);
     expect(cases.map((c) => [c.suitePath, c.name, c.file, c.outcome])).to.deep.equal([
       [['cypress/e2e/desktop/login.cy.js', 'Root Suite'], 'loads', 'cypress/e2e/desktop/login.cy.js', 'passed'],
       [['cypress/e2e/desktop/login.cy.js', 'Login'], 'Login works', 'cypress/e2e/desktop/login.cy.js', 'failed'],
