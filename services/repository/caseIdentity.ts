@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * What makes an imported test the same test again (docs/imports.md, "Identity"): an id the file
@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
  */
 
 export interface CaseIdentity {
-  /** Of scope and name, or of the explicit id: 128 bits of SHA-256 in base64url (22 characters). */
+  /** Of scope and name, or of the explicit id: 132 bits of SHA-256 in base64url (22 characters). */
   key: string;
   /** Of suites, class and variant (the same form); null for a case identified by an explicit id (a rename keeps its key). */
   scope: string | null;
@@ -23,8 +23,8 @@ export interface IdentityParts {
   externalId: string | null;
 }
 
-/** 128 bits of SHA-256, base64url: a chunk carries two per new case, so the log stays small. */
-const sha256 = (text: string) => createHash('sha256').update(text).digest().subarray(0, 16).toString('base64url');
+/** The first 22 base64url characters (132 bits) of SHA-256: a chunk carries two per new case, so the log stays small. */
+const sha256 = (text: string) => hash('sha256', text, 'base64url').slice(0, 22);
 
 export function identityScope(parts: Pick<IdentityParts, 'suitePath' | 'className' | 'variant'>): string {
   return sha256(JSON.stringify(['scope', parts.suitePath, parts.className, parts.variant]));
