@@ -331,10 +331,22 @@ export function baseName(path: string): string {
 
 /** "Ns.Class.Method(1.5, 2)" → ["Ns.Class", "Method(1.5, 2)"]; no dot before the arguments → [null, name]. */
 export function splitQualifiedName(name: string): [string | null, string] {
-  const paren = name.indexOf('(');
-  const head = paren < 0 ? name : name.slice(0, paren);
-  const dot = head.lastIndexOf('.');
-  if (dot <= 0 || dot === head.length - 1) return [null, name];
+  // The last dot outside parentheses and quotes: a parameterised fixture's arguments (NUnit 2's
+  // "NUnit.Tests.GenericFixture<Double>(11.5d).Test1") belong to the class, a method's to the name.
+  let depth = 0;
+  let quoted = false;
+  let dot = -1;
+  for (let i = 0; i < name.length; i++) {
+    const c = name[i];
+    if (quoted) {
+      if (c === '\\') i++;
+      else if (c === '"') quoted = false;
+    } else if (c === '"') quoted = true;
+    else if (c === '(') depth++;
+    else if (c === ')') depth = Math.max(0, depth - 1);
+    else if (c === '.' && depth === 0) dot = i;
+  }
+  if (dot <= 0 || dot === name.length - 1) return [null, name];
   return [name.slice(0, dot), name.slice(dot + 1)];
 }
 

@@ -222,4 +222,24 @@ describe('parsers on shapes real files have', () => {
       ['Exception_In_TargetTest', 'error', 'System.DivideByZeroException : Attempted to divide by zero.'],
     ]);
   });
+
+  it('NUnit 2: a parameterised or generic fixture\'s arguments belong to its class (NUnit.Tests.GenericFixture<Double>(11.5d)), a method\'s to its name', async () => {
+    const { parseText } = harness(parseNunit);
+    const { cases } = await parseText(`<test-results name="mock-assembly.dll" total="3" errors="0" failures="0" not-run="0" date="2010-10-18" time="13:23:35">
+  <test-suite type="Assembly" name="/home/charlie/mock-assembly.dll" executed="True" result="Success" success="True"><results>
+    <test-suite type="TestFixture" name="GenericFixture&lt;Double&gt;(11.5d)" executed="True" result="Success" success="True"><results>
+      <test-case name="NUnit.Tests.GenericFixture&lt;Double&gt;(11.5d).Test1" executed="True" result="Success" success="True" time="0.000" />
+    </results></test-suite>
+    <test-suite type="TestFixture" name="FixtureWithTestCases" executed="True" result="Success" success="True"><results>
+      <test-suite type="ParameterizedTest" name="MethodWithParameters" executed="True" result="Success" success="True"><results>
+        <test-case name="NUnit.Tests.FixtureWithTestCases.MethodWithParameters(9.5,&quot;a.b)&quot;)" executed="True" result="Success" success="True" time="0.003" />
+      </results></test-suite>
+    </results></test-suite>
+  </results></test-suite>
+</test-results>`);
+    expect(cases.map((c) => [c.className, c.name])).to.deep.equal([
+      ['NUnit.Tests.GenericFixture<Double>(11.5d)', 'Test1'],
+      ['NUnit.Tests.FixtureWithTestCases', 'MethodWithParameters(9.5,"a.b)")'],
+    ]);
+  });
 });
