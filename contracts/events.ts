@@ -87,9 +87,13 @@ export type CaseSource = 'JUNIT' | 'TESTNG' | 'XUNIT' | 'NUNIT' | 'MSTEST' | 'MO
  */
 export type ImportedColumns<T> = { [K in keyof T]: T[K][] };
 export interface ImportedFolder { folderId: number; parentId: number | null; name: string }
-/** `identityKey`/`identityScope`: what finds the case again at the next import (services/repository/caseIdentity.ts); absent in v1. */
+/**
+ * `identityKey`: what finds the case again at the next import; `scope`: its identity scope, as an
+ * index into the chunk's `scopes` (cases of a chunk mostly share a few), null for an explicit id
+ * (services/repository/caseIdentity.ts). Absent in v1.
+ */
 export interface ImportedCase {
-  caseId: number; folderId: number | null; title: string; className: string | null; identityKey: string | null; identityScope: string | null;
+  caseId: number; folderId: number | null; title: string; className: string | null; identityKey: string | null; scope: number | null;
 }
 /** A case made before identities existed, now owned by a test of the chunk (v2). */
 export interface AdoptedCase { caseId: number; identityKey: string; identityScope: string | null }
@@ -109,14 +113,14 @@ export interface ImportedResult {
  * One chunk of results; new cases take `caseSource`, `caseTemplateId` and `caseStateId`;
  * `processedCases` counts the files' cases consumed so far (resume starts after them). A chunk may
  * hold folders only (a suite nested deeper than one event's 5,000 folders): it moves no case on.
- * v1 events lack the v2 fields (`identityKey`, `identityScope`, `retried`, `adopted`, `shown`,
+ * v1 events lack the v2 fields (`identityKey`, `scope`, `scopes`, `retried`, `adopted`, `shown`,
  * `suiteOutputs`): readers default them.
  */
 export type TestResultsImported = DomainEvent<'TestResultsImported', {
   jobId: number; chunk: number; projectId: number; testRunId: number; caseSource: CaseSource; caseTemplateId: number | null; caseStateId: number | null;
   folders: ImportedColumns<ImportedFolder>; cases: ImportedColumns<ImportedCase>; runCases: ImportedColumns<ImportedRunCase>;
   results: ImportedColumns<ImportedResult>; processedCases: number; importedAt: Iso;
-  adopted: ImportedColumns<AdoptedCase>; shown: ImportedColumns<ShownStatus>; suiteOutputs: ImportedColumns<ImportedSuiteOutput>;
+  scopes: string[]; adopted: ImportedColumns<AdoptedCase>; shown: ImportedColumns<ShownStatus>; suiteOutputs: ImportedColumns<ImportedSuiteOutput>;
 }>;
 export interface ImportCounts { results: number; newCases: number; newFolders: number; newRunCases: number; passed: number; failed: number; error: number; skipped: number }
 export type ImportCompleted = DomainEvent<'ImportCompleted', { jobId: number; testRunId: number; counts: ImportCounts; completedAt: Iso }>;

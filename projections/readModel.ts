@@ -290,7 +290,7 @@ async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[
     c.caseId.forEach((id, i) => {
       caseIds.push(id);
       cases.push([id, d.projectId, c.folderId[i], c.title[i], c.className[i], d.caseSource, d.caseTemplateId, d.caseStateId, true, by, d.jobId, 1, false, at, at, -1,
-        c.identityKey?.[i] ?? null, c.identityScope?.[i] ?? null]);
+        c.identityKey?.[i] ?? null, c.scope?.[i] == null ? null : d.scopes[c.scope[i]!]]);
     });
     const rc = d.runCases;
     rc.testRunCaseId.forEach((id, i) => runCases.set(id, [id, d.testRunId, rc.repositoryCaseId[i], rc.order[i], d.jobId, false, at, at, -1]));

@@ -83,6 +83,8 @@ export function decide(cmd: ImportJobCommand, s: ImportJobState): ImportJobEvent
         const lengths = new Set(Object.values(cmd.data[table]).map((column) => (column as unknown[]).length));
         if (lengths.size > 1) throw new DomainError('import-chunk-malformed', `The ${table} columns of chunk ${cmd.chunk} differ in length`, { table });
       }
+      if (cmd.data.cases.scope.some((i) => i !== null && (i >= cmd.data.scopes.length)))
+        throw new DomainError('import-chunk-malformed', `A case of chunk ${cmd.chunk} names a scope the chunk does not have`, { table: 'cases' });
       // A chunk moves past cases, or (holding no result) carries folders or suite output that did not fit before.
       if (cmd.data.results.resultId.length > 0
         ? cmd.data.processedCases <= s.processedCases || cmd.data.processedCases > s.totalCases

@@ -684,6 +684,14 @@ class ChunkBuilder {
       return scope;
     };
     const identified = items.map(({ parsed }) => ({ parsed, identity: caseIdentity(parsed, scopeOf) }));
+    /** The chunk's scopes, each once: new cases name theirs by index. */
+    const chunkScopes: string[] = [];
+    const scopeIndexes = new Map<string, number>();
+    const scopeIndex = (scope: string) => {
+      let index = scopeIndexes.get(scope);
+      if (index === undefined) scopeIndexes.set(scope, (index = chunkScopes.push(scope) - 1));
+      return index;
+    };
     const unknown = [...new Map(identified.filter((c) => !this.cases.has(c.identity.key)).map((c) => [c.identity.key, c])).values()]
       .map((c) => ({ ...c, title: titleOf(c.parsed.name), className: cutOrNull(c.parsed.className, CLASS_NAME_MAX) }));
     const adopted = await this.findCases(unknown, source);
@@ -693,7 +701,7 @@ class ChunkBuilder {
     const cases: ImportedColumns<ImportedCase> = {
       caseId: caseIds, folderId: creating.map((c) => folderOf.get(c.parsed.suitePath.join('\u0000')) ?? null),
       title: creating.map((c) => c.title), className: creating.map((c) => c.className),
-      identityKey: creating.map((c) => c.identity.key), identityScope: creating.map((c) => c.identity.scope),
+      identityKey: creating.map((c) => c.identity.key), scope: creating.map((c) => (c.identity.scope === null ? null : scopeIndex(c.identity.scope))),
     };
 
     // Run cases: the run's (read once), or new.
@@ -762,12 +770,12 @@ class ChunkBuilder {
     while (folders.folderId.length > MAX_ROWS_PER_EVENT) {
       const part = { folderId: folders.folderId.splice(0, MAX_ROWS_PER_EVENT), parentId: folders.parentId.splice(0, MAX_ROWS_PER_EVENT), name: folders.name.splice(0, MAX_ROWS_PER_EVENT) };
       chunks.push({
-        ...base, folders: part, cases: empty(cases), runCases: empty(newRunCases), results: empty(results), adopted: empty(adopted),
+        ...base, folders: part, cases: empty(cases), scopes: [], runCases: empty(newRunCases), results: empty(results), adopted: empty(adopted),
         shown: empty(shown), suiteOutputs: empty(outputs), processedCases: processedBefore,
       });
     }
     chunks.push({
-      ...base, folders, cases, runCases: newRunCases, results, adopted, shown, suiteOutputs: outputs,
+      ...base, folders, cases, scopes: chunkScopes, runCases: newRunCases, results, adopted, shown, suiteOutputs: outputs,
       processedCases: items.at(-1)?.index ?? processedBefore,
     });
     return chunks;

@@ -68,7 +68,8 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   TestResultsImported: {
     jobId: 9, chunk: 0, projectId: 7, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: 1, caseStateId: 3,
     folders: columns(FOLDER_KEYS, [{ folderId: 11, parentId: null, name: 'com.acme.LoginTest' }]),
-    cases: columns(CASE_V2_KEYS, [{ caseId: 100, folderId: 11, title: 'accepts a password', className: 'com.acme.LoginTest', identityKey: 'cd'.repeat(11), identityScope: 'ef'.repeat(11) }]),
+    cases: columns(CASE_V2_KEYS, [{ caseId: 100, folderId: 11, title: 'accepts a password', className: 'com.acme.LoginTest', identityKey: 'cd'.repeat(11), scope: 0 }]),
+    scopes: ['ef'.repeat(11)],
     runCases: columns(RUN_CASE_KEYS, [{ testRunCaseId: 500, repositoryCaseId: 100, order: 0 }]),
     results: columns(RESULT_V2_KEYS, [{
       resultId: 900, testRunCaseId: 500, statusId: 3, durationMs: 1250, executedAt: AT, message: 'expected 401', failureType: 'AssertionError',

@@ -119,7 +119,7 @@ describe('import chunks v2 and case aliases (readModel projection, PostgreSQL)',
     data: {
       jobId: 10, chunk: n, projectId: 1, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: null, caseStateId: null,
       folders: columns(FOLDER_KEYS, []), cases: columns(CASE_V2_KEYS, []), runCases: columns(RUN_CASE_KEYS, []), results: columns(RESULT_V2_KEYS, []),
-      adopted: columns(ADOPTED_KEYS, []), shown: columns(SHOWN_KEYS, []), suiteOutputs: columns(SUITE_OUTPUT_KEYS, []),
+      scopes: [], adopted: columns(ADOPTED_KEYS, []), shown: columns(SHOWN_KEYS, []), suiteOutputs: columns(SUITE_OUTPUT_KEYS, []),
       processedCases: n + 1, importedAt: at(22 + n), ...data,
     },
   });
@@ -128,7 +128,8 @@ describe('import chunks v2 and case aliases (readModel projection, PostgreSQL)',
     ['repositoryCase-300', { type: 'RepositoryCaseCreated', data: { caseId: 300, projectId: 1, title: 'old', createdAt: at(10) } as never }],
     [JOB2, chunk(0, {
       folders: columns(FOLDER_KEYS, [{ folderId: 12, parentId: null, name: 'Suite' }]),
-      cases: columns(CASE_V2_KEYS, [{ caseId: 200, folderId: 12, title: 'flaky', className: 'S', identityKey: KEY('a'), identityScope: KEY('s') }]),
+      cases: columns(CASE_V2_KEYS, [{ caseId: 200, folderId: 12, title: 'flaky', className: 'S', identityKey: KEY('a'), scope: 0 }]),
+      scopes: [KEY('s')],
       runCases: columns(RUN_CASE_KEYS, [{ testRunCaseId: 600, repositoryCaseId: 200, order: 0 }, { testRunCaseId: 601, repositoryCaseId: 300, order: 1 }]),
       // 600: a retried failure, then a pass: shows passed (its last result). 601: failed, then passed in the next chunk.
       results: columns(RESULT_V2_KEYS, [v2result(10, 600, 3, 1, true), v2result(11, 600, 2, 2), v2result(12, 601, 3, 1)]),

@@ -8,7 +8,7 @@ export function columns<T extends object>(keys: readonly (keyof T)[], rows: T[])
 export const FOLDER_KEYS = ['folderId', 'parentId', 'name'] as const;
 export const CASE_KEYS = ['caseId', 'folderId', 'title', 'className'] as const;
 /** A v2 chunk's cases: with their identity. */
-export const CASE_V2_KEYS = [...CASE_KEYS, 'identityKey', 'identityScope'] as const;
+export const CASE_V2_KEYS = [...CASE_KEYS, 'identityKey', 'scope'] as const;
 export const ADOPTED_KEYS = ['caseId', 'identityKey', 'identityScope'] as const;
 export const SHOWN_KEYS = ['testRunCaseId', 'statusId'] as const;
 export const SUITE_OUTPUT_KEYS = ['folderId', 'suite', 'systemOut', 'systemErr'] as const;
