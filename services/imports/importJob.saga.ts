@@ -237,10 +237,14 @@ export class ImportSaga {
       if (warnings.length < KEPT_WARNINGS) warnings.push(warning);
       this.emit(job.state.jobId, { kind: 'warning', warning });
     };
-    for await (const { parsed, file } of this.cases(job, format, onWarning)) {
+    const at = { file: '' };
+    let previousPath: readonly string[] = [];
+    for await (const parsed of this.cases(job, format, at, onWarning)) {
       cases++;
-      suites.add(parsed.suitePath.join('\u0000'));
-      for (const warning of limitWarnings(parsed, file)) onWarning(warning);
+      // Cases come suite by suite: a path is joined once, not once per case.
+      if (!samePath(parsed.suitePath, previousPath)) suites.add(parsed.suitePath.join('\u0000'));
+      previousPath = parsed.suitePath;
+      for (const warning of limitWarnings(parsed, at.file)) onWarning(warning);
     }
     if (cases === 0) throw new ResultFileError('no-tests', 'The files hold no test cases', {});
     await this.statusesFor(); // a missing status fails the job before anything is written
@@ -332,10 +336,11 @@ export class ImportSaga {
       })();
       appending.catch(() => undefined); // awaited at the next flush or at the end
     };
-    for await (const { parsed, file } of this.cases(job, job.state.format!, () => undefined, onSuiteOutput)) {
+    const at = { file: '' };
+    for await (const parsed of this.cases(job, job.state.format!, at, () => undefined, onSuiteOutput)) {
       index++;
       if (index <= job.state.processedCases) continue;
-      pending.push({ parsed, index, file });
+      pending.push({ parsed, index, file: at.file });
       if (pending.length >= this.deps.imports.chunkSize || outputs.length >= this.deps.imports.chunkSize) await flush();
     }
     if (pending.length > 0 || outputs.length > 0) await flush();
@@ -345,18 +350,17 @@ export class ImportSaga {
     }
   }
 
-  /** Every case of every file of the job, in order. */
+  /** Every case of every file of the job, in order; `at.file` names the file of the case just yielded. */
   private async *cases(
-    job: JobStream, format: ImportFormat, onWarning: (w: ImportWarning) => void, onSuiteOutput?: (output: SuiteOutput) => void,
-  ): AsyncGenerator<{ parsed: ParsedCase; file: string }> {
+    job: JobStream, format: ImportFormat, at: { file: string }, onWarning: (w: ImportWarning) => void, onSuiteOutput?: (output: SuiteOutput) => void,
+  ): AsyncGenerator<ParsedCase> {
     const parse = parserFor(format);
     for (const file of job.state.files) {
       const opened = await this.deps.files.open(file.storedAs);
       if (!opened) throw new DomainError('import-file-missing', `The stored file ${file.fileName} is gone`, { file: file.fileName });
+      at.file = file.fileName; // the file of the cases yielded next (no object per case: an import makes garbage enough)
       try {
-        for await (const parsed of parse(opened.content, { fileName: file.fileName, maxOutputChars: this.deps.imports.maxOutputChars, onWarning, onSuiteOutput })) {
-          yield { parsed, file: file.fileName };
-        }
+        yield* parse(opened.content, { fileName: file.fileName, maxOutputChars: this.deps.imports.maxOutputChars, onWarning, onSuiteOutput });
       } finally {
         opened.content.destroy();
       }
@@ -402,6 +406,13 @@ export class ImportSaga {
 }
 
 class Stopped extends Error {}
+
+function samePath(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 /** Raised while appending a chunk the event contract refused: which files and cases it held. */
 class ChunkRefused extends Error {
@@ -578,12 +589,14 @@ class ChunkBuilder {
   }
 
   /** The folder of each suite path of the items, made where missing (under parentFolderId, or at the project's top). */
-  private async foldersFor(items: readonly { suitePath: readonly string[] }[], folders: ImportedColumns<ImportedFolder>): Promise<Map<string, number | null>> {
+  private async foldersFor(
+    items: readonly { suitePath: readonly string[] }[], pathKey: (path: readonly string[]) => string, folders: ImportedColumns<ImportedFolder>,
+  ): Promise<Map<string, number | null>> {
     const { knex } = this.deps;
     const s = this.job.state;
     const folderOf = new Map<string, number | null>();
     for (const parsed of items) {
-      const path = parsed.suitePath.join('\u0000');
+      const path = pathKey(parsed.suitePath);
       if (folderOf.has(path)) continue;
       let parentId: number | null = s.options!.parentFolderId;
       for (const name of parsed.suitePath.map((p) => cut(p, FOLDER_NAME_MAX) || '(unnamed)')) {
@@ -672,15 +685,29 @@ class ChunkBuilder {
     const source = sourceOf(s.format!);
 
     const folders: ImportedColumns<ImportedFolder> = { folderId: [], parentId: [], name: [] };
-    const folderOf = await this.foldersFor([...items.map((item) => item.parsed), ...suiteOutputs], folders);
+    // Cases come suite by suite: a suite path is joined into a key once per run of cases, not per case.
+    let lastPath: readonly string[] | null = null;
+    let lastKey = '';
+    const pathKey = (path: readonly string[]) => {
+      if (lastPath === null || !samePath(path, lastPath)) {
+        lastPath = path;
+        lastKey = path.join('\u0000');
+      }
+      return lastKey;
+    };
+    const folderOf = await this.foldersFor([...items.map((item) => item.parsed), ...suiteOutputs], pathKey, folders);
 
     // Repository cases: found (this job's, then the read model's), adopted, or new.
-    // Cases of a chunk mostly share their suites and class: each scope is hashed once.
-    const scopes = new Map<string, string>();
+    // Cases of a chunk mostly share their suites and class: each scope is hashed once (by suite, then class, then variant).
+    const scopes = new Map<string, Map<string | null, Map<string | null, string>>>();
     const scopeOf = (p: IdentityParts) => {
-      const at = `${p.suitePath.join('\u0000')}\u0001${p.className ?? ''}\u0001${p.className === null ? 0 : 1}\u0001${p.variant ?? '\u0002'}`;
-      let scope = scopes.get(at);
-      if (scope === undefined) scopes.set(at, (scope = identityScope(p)));
+      const suite = pathKey(p.suitePath);
+      let byClass = scopes.get(suite);
+      if (!byClass) scopes.set(suite, (byClass = new Map()));
+      let byVariant = byClass.get(p.className);
+      if (!byVariant) byClass.set(p.className, (byVariant = new Map()));
+      let scope = byVariant.get(p.variant);
+      if (scope === undefined) byVariant.set(p.variant, (scope = identityScope(p)));
       return scope;
     };
     const identified = items.map(({ parsed }) => ({ parsed, identity: caseIdentity(parsed, scopeOf) }));
@@ -699,7 +726,7 @@ class ChunkBuilder {
     const caseIds = await this.ids('repositoryCase', creating.length);
     creating.forEach((c, i) => this.cases.set(c.identity.key, caseIds[i]));
     const cases: ImportedColumns<ImportedCase> = {
-      caseId: caseIds, folderId: creating.map((c) => folderOf.get(c.parsed.suitePath.join('\u0000')) ?? null),
+      caseId: caseIds, folderId: creating.map((c) => folderOf.get(pathKey(c.parsed.suitePath)) ?? null),
       title: creating.map((c) => c.title), className: creating.map((c) => c.className),
       identityKey: creating.map((c) => c.identity.key), scope: creating.map((c) => (c.identity.scope === null ? null : scopeIndex(c.identity.scope))),
     };
@@ -754,7 +781,7 @@ class ChunkBuilder {
     }
     const outputs: ImportedColumns<ImportedSuiteOutput> = { folderId: [], suite: [], systemOut: [], systemErr: [] };
     for (const o of suiteOutputs) {
-      outputs.folderId.push(folderOf.get(o.suitePath.join('\u0000')) ?? null);
+      outputs.folderId.push(folderOf.get(pathKey(o.suitePath)) ?? null);
       outputs.suite.push(cut(o.suitePath.join(' › '), 2000));
       outputs.systemOut.push(o.systemOut);
       outputs.systemErr.push(o.systemErr);
@@ -813,6 +840,9 @@ const titleOf = (name: string) => cut(name.trim() === '' ? UNNAMED : name, TITLE
 
 /** A result's properties: the file's (names cut to fit), and the full name and class where the case's had to be cut. */
 function propertiesOf(parsed: ParsedCase): Array<{ name: string; value: string }> {
+  const fits = parsed.name.length <= TITLE_MAX && (parsed.className === null || parsed.className.length <= CLASS_NAME_MAX)
+    && parsed.properties.every((p) => p.name.length <= PROPERTY_NAME_MAX);
+  if (fits) return parsed.properties; // the parser's own array: most cases
   const properties = parsed.properties.map((p) => (p.name.length > PROPERTY_NAME_MAX ? { name: cut(p.name, PROPERTY_NAME_MAX), value: p.value } : p));
   if (parsed.name.length > TITLE_MAX) properties.push({ name: FULL_NAME_PROPERTY, value: parsed.name });
   if (parsed.className !== null && parsed.className.length > CLASS_NAME_MAX) properties.push({ name: FULL_CLASS_NAME_PROPERTY, value: parsed.className });
