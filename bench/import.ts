@@ -73,7 +73,7 @@ function freePort(): Promise<number> {
 /** `node dist/services/main.js` on a fresh DATA_DIR; resolves with its URL once it listens. */
 function startServer(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   const { DATABASE_URL: _d, KAFKA_BROKERS: _k, EVENTSTORE_URL: _e, ...rest } = process.env;
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'services', 'main.js')], { cwd: ROOT, env: { ...rest, ...env } });
+  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), path.join(ROOT, 'dist', 'services', 'main.js')], { cwd: ROOT, env: { ...rest, ...env } });
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 120_000);
