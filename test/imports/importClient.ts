@@ -1,4 +1,9 @@
 import { expect } from 'chai';
+import { seedDefaults } from '../../services/entities/seed';
+import { registerUser } from '../../services/identity/identity.handlers';
+import { systemMetadata } from '../../services/shared/context';
+import type { TestApp } from '../support/app';
+import { HttpClient } from '../support/server';
 
 /** A result file for a request: its name and content. */
 export interface ResultFile { name: string; content: string | Buffer }
@@ -45,3 +50,27 @@ export function expectCompleted(answer: ImportAnswer): number {
   for (const p of progress) expect(Number.isInteger(p) && p >= 0 && p <= 100).to.equal(true);
   return last.testRunId as number;
 }
+
+/**
+ * An administrator signed in (session) with an API token, and a project of theirs: `model` calls the
+ * model API (expecting success), `upload` imports files into the project through
+ * POST /api/test-results/import.
+ */
+export async function importingAdmin(app: TestApp, projectName: string) {
+  const meta = systemMetadata('test');
+  await seedDefaults(app.deps, meta);
+  await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: ADMIN_PASSWORD, access: 'ADMIN' }, meta);
+  const admin = new HttpClient(app.url);
+  expect((await admin.post('/api/auth/login', { email: 'admin@example.com', password: ADMIN_PASSWORD })).status).to.equal(200);
+  const token = (await admin.post('/api/tokens', { name: 'import' })).body.token as string;
+  const model = async (entity: string, op: string, body: unknown) => {
+    const res = await admin.post(`/api/model/${entity}/${op}`, body);
+    expect(res.status, JSON.stringify(res.body)).to.equal(op === 'create' ? 201 : 200);
+    return res.body.data;
+  };
+  const projectId = (await model('project', 'create', { data: { name: projectName } })).id as number;
+  const upload = (fields: Record<string, string | number>, files: ResultFile[]) =>
+    postImport(app.url, '/api/test-results/import', { projectId, ...fields }, files, token);
+  return { admin, token, model, projectId, upload };
+}
+const ADMIN_PASSWORD = 'import-admin-password-1';

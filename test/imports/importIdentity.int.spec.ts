@@ -1,15 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { seedDefaults } from '../../services/entities/seed';
-import { registerUser } from '../../services/identity/identity.handlers';
 import { FULL_NAME_PROPERTY, MAX_ROWS_PER_EVENT } from '../../services/imports/importJob.saga';
-import { systemMetadata } from '../../services/shared/context';
 import { startTestApp, type TestApp } from '../support/app';
-import { HttpClient } from '../support/server';
-import { expectCompleted, postImport, type ResultFile } from './importClient';
-
-const PASSWORD = 'identity-password-1';
+import { expectCompleted, importingAdmin } from './importClient';
 
 /** A JUnit file of suites, each with its cases: [name, classname, outcome element or ''] */
 function junit(suites: Array<{ name: string; cases: Array<[string, string, string]> }>): string {
@@ -19,22 +13,9 @@ function junit(suites: Array<{ name: string; cases: Array<[string, string, strin
 }
 const FAIL = '<failure message="expected 2 but was 3" type="AssertionError">at sum.test.js:4</failure>';
 
-/** Users with a client that signs in, a token, and a project of their own. */
+/** An administrator, a project, and the run cases of a run. */
 async function setUp(app: TestApp) {
-  const meta = systemMetadata('test');
-  await seedDefaults(app.deps, meta);
-  await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: PASSWORD, access: 'ADMIN' }, meta);
-  const admin = new HttpClient(app.url);
-  expect((await admin.post('/api/auth/login', { email: 'admin@example.com', password: PASSWORD })).status).to.equal(200);
-  const token = (await admin.post('/api/tokens', { name: 'import' })).body.token as string;
-  const model = async (entity: string, op: string, body: unknown) => {
-    const res = await admin.post(`/api/model/${entity}/${op}`, body);
-    expect(res.status, JSON.stringify(res.body)).to.equal(op === 'create' ? 201 : 200);
-    return res.body.data;
-  };
-  const projectId = (await model('project', 'create', { data: { name: 'Identity' } })).id as number;
-  const upload = (fields: Record<string, string | number>, files: ResultFile[]) =>
-    postImport(app.url, '/api/test-results/import', { projectId, ...fields }, files, token);
+  const { admin, model, projectId, upload } = await importingAdmin(app, 'Identity');
   /** The run's run cases: [title, status, attempts], ordered by sort order. */
   const runCases = async (testRunId: number) => {
     const rows = await model('testRunCase', 'findMany', {

@@ -2,15 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { expect } from 'chai';
-import { seedDefaults } from '../../services/entities/seed';
-import { registerUser } from '../../services/identity/identity.handlers';
 import { parserFor } from '../../services/imports/formats';
 import type { ImportFormat, Outcome, ParsedCase } from '../../services/imports/formats/parsedResult';
 import { FULL_NAME_PROPERTY } from '../../services/imports/importJob.saga';
-import { systemMetadata } from '../../services/shared/context';
 import { startTestApp, type TestApp } from '../support/app';
-import { HttpClient } from '../support/server';
-import { expectCompleted, postImport, type ImportAnswer } from './importClient';
+import { expectCompleted, type ImportAnswer, importingAdmin } from './importClient';
 
 /**
  * Result files written by the real tools (test/imports/fixtures/real, where each comes from is in
@@ -21,7 +17,6 @@ import { expectCompleted, postImport, type ImportAnswer } from './importClient';
  * whose run case shows failed or error (never passed), and distinct tests stay distinct run cases.
  */
 
-const PASSWORD = 'real-files-password-1';
 const FIXTURES = path.join(__dirname, 'fixtures', 'real');
 
 type Counts = { total: number; passed: number; failed: number; error: number; skipped: number };
@@ -239,20 +234,8 @@ interface RunResult {
 interface Run { results: RunResult[]; runCases: Array<{ id: number; status: string; title: string }> }
 
 async function setUp(app: TestApp) {
-  const meta = systemMetadata('test');
-  await seedDefaults(app.deps, meta);
-  await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: PASSWORD, access: 'ADMIN' }, meta);
-  const admin = new HttpClient(app.url);
-  expect((await admin.post('/api/auth/login', { email: 'admin@example.com', password: PASSWORD })).status).to.equal(200);
-  const token = (await admin.post('/api/tokens', { name: 'real files' })).body.token as string;
-  const model = async (entity: string, op: string, body: unknown) => {
-    const res = await admin.post(`/api/model/${entity}/${op}`, body);
-    expect(res.status, JSON.stringify(res.body)).to.equal(op === 'create' ? 201 : 200);
-    return res.body.data;
-  };
-  const projectId = (await model('project', 'create', { data: { name: 'Real files' } })).id as number;
-  const upload = (fields: Record<string, string | number>, name: string, content: string | Buffer) =>
-    postImport(app.url, '/api/test-results/import', { projectId, ...fields }, [{ name, content }], token);
+  const { admin, model, upload: uploadFiles } = await importingAdmin(app, 'Real files');
+  const upload = (fields: Record<string, string | number>, name: string, content: string | Buffer) => uploadFiles(fields, [{ name, content }]);
 
   /** The run's results (with status, retried, run case and its status) and its run cases. */
   const runOf = async (testRunId: number): Promise<Run> => {

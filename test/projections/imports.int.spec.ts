@@ -42,20 +42,24 @@ const EVENTS: [string, TestamentEvent][] = [
   [JOB, { type: 'ImportCompleted', data: { jobId: 9, testRunId: 42, counts: { results: 3, newCases: 2, newFolders: 1, newRunCases: 2, passed: 2, failed: 1, error: 0, skipped: 0 }, completedAt: at(24) } }],
 ];
 
+/** A throw-away database with the read model's tables and the statuses passed (2) and failed (3). */
+async function readModelWithStatuses(label: string): Promise<{ db: TestDatabase; knex: Knex }> {
+  const db = await createTestDatabase(label);
+  const knex = createKnex(db.url);
+  await migrateReadModel(knex);
+  await knex('statuses').insert([
+    { id: 2, name: 'Passed', system_name: 'passed', is_completed: true, created_at: at(1), updated_at: at(1), revision: 0 },
+    { id: 3, name: 'Failed', system_name: 'failed', is_completed: true, created_at: at(1), updated_at: at(1), revision: 0 },
+  ]);
+  return { db, knex };
+}
+
 /** The read model and the import jobs' model from an import job's stream; every event delivered again changes nothing (the checkpoint). */
 describe('import job projections (PostgreSQL)', function () {
   this.timeout(60_000);
   let db: TestDatabase;
   let knex: Knex;
-  before(async () => {
-    db = await createTestDatabase('imports_projection');
-    knex = createKnex(db.url);
-    await migrateReadModel(knex);
-    await knex('statuses').insert([
-      { id: 2, name: 'Passed', system_name: 'passed', is_completed: true, created_at: at(1), updated_at: at(1), revision: 0 },
-      { id: 3, name: 'Failed', system_name: 'failed', is_completed: true, created_at: at(1), updated_at: at(1), revision: 0 },
-    ]);
-  });
+  before(async () => ({ db, knex } = await readModelWithStatuses('imports_projection')));
   after(async () => {
     await knex?.destroy();
     await db?.drop();
@@ -140,15 +144,7 @@ describe('import chunks v2 and case aliases (readModel projection, PostgreSQL)',
     ['caseIdentity-200', { type: 'RepositoryCaseAliasAdded', data: { caseId: 200, projectId: 1, source: 'JUNIT', alias: KEY('a'), aliasTitle: 'flaky', identityKey: KEY('c'), addedAt: at(40) } }],
   ];
 
-  before(async () => {
-    db = await createTestDatabase('imports_v2');
-    knex = createKnex(db.url);
-    await migrateReadModel(knex);
-    await knex('statuses').insert([
-      { id: 2, name: 'Passed', system_name: 'passed', is_completed: true, created_at: at(1), updated_at: at(1), revision: 0 },
-      { id: 3, name: 'Failed', system_name: 'failed', is_completed: true, created_at: at(1), updated_at: at(1), revision: 0 },
-    ]);
-  });
+  before(async () => ({ db, knex } = await readModelWithStatuses('imports_v2')));
   after(async () => {
     await knex?.destroy();
     await db?.drop();
