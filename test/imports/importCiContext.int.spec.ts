@@ -1,13 +1,10 @@
 import { expect } from 'chai';
-import { seedDefaults } from '../../services/entities/seed';
-import { registerUser } from '../../services/identity/identity.handlers';
 import { systemMetadata } from '../../services/shared/context';
 import { expectRefused, startTestApp, type TestApp } from '../support/app';
 import { HttpClient } from '../support/server';
 import { waitUntil } from '../support/wait';
-import { expectCompleted, postImport, type ImportAnswer } from './importClient';
+import { expectCompleted, type ImportAnswer, importingAdmin, postImport } from './importClient';
 
-const PASSWORD = 'ci-context-password-1';
 const report = (tag: string, cases = 3) => `<?xml version="1.0" encoding="UTF-8"?><testsuite name="pkg.${tag}" tests="${cases}">${
   Array.from({ length: cases }, (_, n) => `<testcase classname="pkg.${tag}" name="case ${n}" time="0.1"/>`).join('')}</testsuite>`;
 
@@ -47,14 +44,8 @@ describe('result import: CI context and repeated uploads', function () {
 
   before(async () => {
     app = await startTestApp({ imports: { chunkSize: 2 } });
-    const meta = systemMetadata('test');
-    await seedDefaults(app.deps, meta);
-    await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: PASSWORD, access: 'ADMIN' }, meta);
-    const session = new HttpClient(app.url);
-    expect((await session.post('/api/auth/login', { email: 'admin@example.com', password: PASSWORD })).status).to.equal(200);
-    token = (await session.post('/api/tokens', { name: 'ci' })).body.token;
+    ({ token, projectId: project } = await importingAdmin(app, 'CI shop'));
     admin = new HttpClient(app.url, token);
-    project = (await admin.post('/api/model/project/create', { data: { name: 'CI shop' } })).body.data.id;
   });
   after(async () => {
     await app?.stop();

@@ -1,14 +1,10 @@
 import { expect } from 'chai';
 import type { Knex } from 'knex';
-import { seedDefaults } from '../../services/entities/seed';
-import { registerUser } from '../../services/identity/identity.handlers';
-import { systemMetadata } from '../../services/shared/context';
 import { startTestApp, type TestApp } from '../support/app';
 import { HttpClient } from '../support/server';
 import { waitUntil } from '../support/wait';
-import { expectCompleted, postImport } from './importClient';
+import { expectCompleted, importingAdmin, postImport } from './importClient';
 
-const PASSWORD = 'completion-password-1';
 const CASES = 30;
 
 const report = () => `<?xml version="1.0" encoding="UTF-8"?><testsuite name="pkg.Held" tests="${CASES}">${
@@ -32,14 +28,8 @@ describe('import job completion: completed only once the results are readable', 
 
   before(async () => {
     app = await startTestApp({ imports: { chunkSize: 5 } });
-    const meta = systemMetadata('test');
-    await seedDefaults(app.deps, meta);
-    await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: PASSWORD, access: 'ADMIN' }, meta);
-    const session = new HttpClient(app.url);
-    expect((await session.post('/api/auth/login', { email: 'admin@example.com', password: PASSWORD })).status).to.equal(200);
-    token = (await session.post('/api/tokens', { name: 'completion' })).body.token;
+    ({ token, projectId: project } = await importingAdmin(app, 'Held back'));
     admin = new HttpClient(app.url, token);
-    project = (await admin.post('/api/model/project/create', { data: { name: 'Held back' } })).body.data.id;
   });
   after(async () => {
     await hold?.rollback().catch(() => undefined);

@@ -17,6 +17,17 @@ import { RECORDER, appendCase, appliedRows, caseStream, createRecordingTable, re
 
 const VICTIM = 'projector-under-test';
 
+/** A throw-away database with the read model, the event store and the recording projection's table. */
+async function recordingDatabase(label: string): Promise<{ db: TestDatabase; pool: pg.Pool; knex: Knex; store: PostgresEventStore }> {
+  const db = await createTestDatabase(label);
+  const pool = createPool(db.url);
+  const knex = createKnex(db.url);
+  await migrateReadModel(knex);
+  await setupPostgresEventStore(pool);
+  await createRecordingTable(knex);
+  return { db, pool, knex, store: new PostgresEventStore(pool, db.url) };
+}
+
 describe('direct projector: the database refuses it for a while (PostgreSQL)', function () {
   this.timeout(60_000);
   let db: TestDatabase;
@@ -26,15 +37,7 @@ describe('direct projector: the database refuses it for a while (PostgreSQL)', f
   let projector: Projector | undefined;
   const closers: (() => Promise<unknown>)[] = [];
 
-  before(async () => {
-    db = await createTestDatabase('direct');
-    pool = createPool(db.url);
-    knex = createKnex(db.url);
-    await migrateReadModel(knex);
-    await setupPostgresEventStore(pool);
-    await createRecordingTable(knex);
-    store = new PostgresEventStore(pool, db.url);
-  });
+  before(async () => ({ db, pool, knex, store } = await recordingDatabase('direct')));
   after(async () => {
     await restoreConnections(db).catch(() => undefined);
     await projector?.stop();
@@ -88,15 +91,7 @@ describe('direct projector: what cannot succeed fails once (PostgreSQL)', functi
   let store: PostgresEventStore;
   const stops: (() => Promise<unknown>)[] = [];
 
-  beforeEach(async () => {
-    db = await createTestDatabase('directfail');
-    pool = createPool(db.url);
-    knex = createKnex(db.url);
-    await migrateReadModel(knex);
-    await setupPostgresEventStore(pool);
-    await createRecordingTable(knex);
-    store = new PostgresEventStore(pool, db.url);
-  });
+  beforeEach(async () => ({ db, pool, knex, store } = await recordingDatabase('directfail')));
   afterEach(async () => {
     await restoreConnections(db).catch(() => undefined);
     for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);

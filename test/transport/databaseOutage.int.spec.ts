@@ -20,24 +20,29 @@ const VICTIM = 'under-test';
 /** knex's messages about the connections it lost or could not get, into the test's log (printed if it fails). */
 const knexLogTo = (t: TransportTest) => ({ warn: (m: string) => t.logger.warn(m), error: (m: string) => t.logger.error(m) });
 
+/** A relay whose own connections carry the VICTIM name (so the test cuts just them), stopped and closed with the test. */
+function startNamedRelay(tt: TransportTest, options: Pick<Parameters<typeof startRelay>[0], 'retry' | 'onFailed'> = {}) {
+  const url = withApplicationName(tt.db.url, VICTIM);
+  const pool = createPool(url);
+  const knex = createKnex(url, 10, knexLogTo(tt));
+  const store = new PostgresEventStore(pool, url);
+  const relay = startRelay({ store, knex, kafka: tt.kafka, topic: tt.topic, logger: tt.logger, ...options });
+  tt.defer(async () => {
+    await relay.stop();
+    await store.close();
+    await knex.destroy();
+    await pool.end();
+  });
+  return relay;
+}
+
 describe('Kafka transport: the database refuses the relay or a projector for a while (real broker)', function () {
   this.timeout(120_000);
   const suite = transportSuite('Kafka transport database outage', { beforeClose: (t) => restoreConnections(t.db) });
 
   it('the relay: a read that fails is reported (retrying); let in again, it publishes every event once and the projections agree', async () => {
     const tt = await suite.open({ partitions: 3 });
-    // The relay's own connections carry a name, so the test cuts just them.
-    const url = withApplicationName(tt.db.url, VICTIM);
-    const pool = createPool(url);
-    const knex = createKnex(url, 10, knexLogTo(tt));
-    const store = new PostgresEventStore(pool, url);
-    const relay = startRelay({ store, knex, kafka: tt.kafka, topic: tt.topic, logger: tt.logger });
-    tt.defer(async () => {
-      await relay.stop();
-      await store.close();
-      await knex.destroy();
-      await pool.end();
-    });
+    const relay = startNamedRelay(tt);
     tt.startProjector(projectionsUnderTest());
 
     await startBurst(tt.store, { streams: 15, eventsPerStream: 10, writers: 4 }).done;
@@ -95,18 +100,8 @@ describe('Kafka transport: the database refuses the relay or a projector for a w
 
   it('the relay: the database stays away longer than its budget: failed once, with the last error; a fresh relay publishes the rest', async () => {
     const tt = await suite.open({ partitions: 3 });
-    const url = withApplicationName(tt.db.url, VICTIM);
-    const pool = createPool(url);
-    const knex = createKnex(url, 10, knexLogTo(tt));
-    const store = new PostgresEventStore(pool, url);
     const told: RelayStatus[] = [];
-    const relay = startRelay({ store, knex, kafka: tt.kafka, topic: tt.topic, logger: tt.logger, retry: SHORT_BUDGET, onFailed: (s) => told.push(s) });
-    tt.defer(async () => {
-      await relay.stop();
-      await store.close();
-      await knex.destroy();
-      await pool.end();
-    });
+    const relay = startNamedRelay(tt, { retry: SHORT_BUDGET, onFailed: (s) => told.push(s) });
     tt.startProjector(projectionsUnderTest());
 
     await startBurst(tt.store, { streams: 5, eventsPerStream: 10, writers: 2 }).done;
