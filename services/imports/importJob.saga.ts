@@ -128,7 +128,7 @@ export class ImportSaga {
     try {
       const job = await JobStream.load(this.deps, jobId);
       const tooLong = new DomainError('import-interrupted-too-long',
-        `The import was interrupted by the database or event store for longer than its retry budget: ${spent.message}`, { attempts: spent.message });
+        `The import was interrupted by the database or event store for longer than its retry budget: ${spent.message}`, { lastError: describeError(spent.lastError) });
       await this.fail(job, tooLong.code, tooLong.message, tooLong.details);
     } catch (err) {
       this.deps.logger.error({ err, jobId }, 'the import job could not be failed either; it is taken up again at the next start');
