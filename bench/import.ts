@@ -262,6 +262,7 @@ export async function runImport(o: ImportBenchOptions): Promise<boolean> {
       server.child.kill('SIGTERM');
       await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000))]);
       server.child.kill('SIGKILL');
+      if (process.env.BENCH_SERVER_LOG) fs.writeFileSync(process.env.BENCH_SERVER_LOG, server.output());
     }
     fs.rmSync(work, { recursive: true, force: true });
   }

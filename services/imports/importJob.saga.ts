@@ -7,7 +7,7 @@ import type {
   ImportWarning, ShownStatus,
 } from '../../contracts/events';
 import { createEntity, deleteEntity, updateEntity } from '../entities/entity.handlers';
-import { type CaseIdentity, caseIdentity, type IdentityParts, identityScope } from '../repository/caseIdentity';
+import { caseKey, type IdentityParts, identityScope } from '../repository/caseIdentity';
 import type { FileStore } from '../files/fileStore';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { ConcurrencyError, ContractViolation, DomainError, HttpError } from '../shared/errors';
@@ -306,7 +306,9 @@ export class ImportSaga {
     const builder = new ChunkBuilder(this.deps, job, await this.statusesFor(), await this.caseDefaults(job));
     const total = job.state.totalCases;
     let index = 0;
-    let pending: ChunkItem[] = [];
+    /** The cases of the next chunk, and the file of each (the same string for a file's cases). */
+    let pending: ParsedCase[] = [];
+    let pendingFiles: string[] = [];
     let outputs: SuiteOutput[] = [];
     let outputsSeen = 0;
     /** The files' cases in the chunks built so far. */
@@ -319,17 +321,19 @@ export class ImportSaga {
     let appending: Promise<void> | null = null;
     const flush = async () => {
       if (this.stopping) throw new Stopped();
-      const chunks = await builder.build(pending, outputs, processed);
-      const named = pending.map(({ parsed, file }) => ({ file, name: parsed.name }));
-      processed = pending.at(-1)?.index ?? processed;
+      const chunks = await builder.build(pending, outputs, processed, index);
+      // Only what a refused chunk's error names is kept while it is appended: the parsed cases go (an import makes garbage enough).
+      const named = { files: pendingFiles, names: pending.map((parsed) => parsed.name) };
+      processed = pending.length > 0 ? index : processed;
       pending = [];
+      pendingFiles = [];
       outputs = [];
       if (appending) await appending;
       appending = (async () => {
         for (const data of chunks) {
           const chunk = job.state.chunks;
           await job.apply({ type: 'AppendChunk', chunk, data }).catch((err) => {
-            throw err instanceof ContractViolation ? new ChunkRefused(err, chunk, data.results.resultId.length > 0 ? named : []) : err;
+            throw err instanceof ContractViolation ? new ChunkRefused(err, chunk, data.results.resultId.length > 0 ? named : { files: [], names: [] }) : err;
           });
         }
         say(25 + Math.floor((70 * job.state.processedCases) / total), `Imported ${job.state.processedCases} of ${total} test cases...`);
@@ -340,7 +344,8 @@ export class ImportSaga {
     for await (const parsed of this.cases(job, job.state.format!, at, () => undefined, onSuiteOutput)) {
       index++;
       if (index <= job.state.processedCases) continue;
-      pending.push({ parsed, index, file: at.file });
+      pending.push(parsed);
+      pendingFiles.push(at.file);
       if (pending.length >= this.deps.imports.chunkSize || outputs.length >= this.deps.imports.chunkSize) await flush();
     }
     if (pending.length > 0 || outputs.length > 0) await flush();
@@ -416,7 +421,7 @@ function samePath(a: readonly string[], b: readonly string[]): boolean {
 
 /** Raised while appending a chunk the event contract refused: which files and cases it held. */
 class ChunkRefused extends Error {
-  constructor(readonly violation: ContractViolation, readonly chunk: number, readonly items: { file: string; name: string }[]) {
+  constructor(readonly violation: ContractViolation, readonly chunk: number, readonly items: { files: string[]; names: string[] }) {
     super(violation.message);
     this.name = 'ChunkRefused';
   }
@@ -427,12 +432,13 @@ function failureOf(err: unknown): { code: string; message: string; details: Reco
   if (err instanceof ResultFileError || err instanceof DomainError) return err;
   if (err instanceof ChunkRefused) {
     const errors = Array.isArray(err.violation.errors) ? (err.violation.errors as { instancePath?: string; message?: string }[]) : [];
-    const files = [...new Set(err.items.map((i) => i.file))];
+    const files = [...new Set(err.items.files)];
     // A result column's index is its case's place in the chunk.
     const cases = errors.flatMap((e) => {
       const m = /^\/results\/[A-Za-z]+\/(\d+)/.exec(e.instancePath ?? '');
-      const item = m ? err.items[Number(m[1])] : undefined;
-      return item ? [{ file: item.file, case: item.name.slice(0, 200), problem: `${e.instancePath} ${e.message ?? ''}`.trim() }] : [];
+      const at = m ? Number(m[1]) : -1;
+      return at >= 0 && at < err.items.names.length
+        ? [{ file: err.items.files[at], case: err.items.names[at].slice(0, 200), problem: `${e.instancePath} ${e.message ?? ''}`.trim() }] : [];
     }).slice(0, 10);
     return new DomainError('import-content-refused',
       `Chunk ${err.chunk} of the import holds content the event contract refuses (${files.join(', ')}): ${errors.slice(0, 3).map((e) => `${e.instancePath} ${e.message}`).join('; ')}`,
@@ -631,7 +637,9 @@ class ChunkBuilder {
   private lookups: { keyed: boolean; legacy: boolean } | null = null;
 
   /** Cases already there for these identities: by key or alias, then (for keys still unknown) a case from before identities by title and class. */
-  private async findCases(unknown: readonly { identity: CaseIdentity; title: string; className: string | null }[], source: CaseSource) {
+  private async findCases(
+    unknown: readonly number[], items: readonly ParsedCase[], keys: readonly string[], scopes: readonly (string | null)[], source: CaseSource,
+  ) {
     const { knex } = this.deps;
     const projectId = this.job.state.options!.projectId;
     const adopted: ImportedColumns<AdoptedCase> = { caseId: [], identityKey: [], identityScope: [] };
@@ -650,11 +658,11 @@ class ChunkBuilder {
            (SELECT a.repository_case_id FROM repository_case_aliases a JOIN repository_cases c ON c.id = a.repository_case_id AND NOT c.is_deleted
              WHERE a.project_id = ? AND a.source = ? AND a.identity_key = x.k)) AS id
          FROM unnest(?::text[]) AS x(k)`,
-        [projectId, source, projectId, source, unknown.map((u) => u.identity.key)],
+        [projectId, source, projectId, source, unknown.map((i) => keys[i])],
       );
       for (const r of rows as { k: string; id: number | null }[]) if (r.id !== null) this.cases.set(r.k, r.id);
     }
-    const rest = unknown.filter((u) => !this.cases.has(u.identity.key));
+    const rest = unknown.filter((i) => !this.cases.has(keys[i]));
     if (rest.length === 0 || !this.lookups.legacy) return adopted;
     // Cases imported before identities existed: found by title and class, each adopted by the first test that matches it.
     const { rows: legacy } = await knex.raw(
@@ -662,23 +670,28 @@ class ChunkBuilder {
            WHERE c.project_id = ? AND c.source = ? AND c.title = x.t AND c.class_name IS NOT DISTINCT FROM x.c
              AND c.identity_key IS NULL AND NOT c.is_deleted ORDER BY c.id LIMIT 50) AS ids
        FROM unnest(?::text[], ?::text[]) WITH ORDINALITY AS x(t, c, i)`,
-      [projectId, source, rest.map((u) => u.title), rest.map((u) => u.className) as string[]],
+      [projectId, source, rest.map((i) => titleOf(items[i].name)), rest.map((i) => cutOrNull(items[i].className, CLASS_NAME_MAX)) as string[]],
     );
     for (const r of legacy as { i: string; ids: number[] }[]) {
-      const u = rest[Number(r.i) - 1];
+      const i = rest[Number(r.i) - 1];
       const id = r.ids.find((candidate) => !this.adoptedCases.has(candidate));
-      if (id === undefined || this.cases.has(u.identity.key)) continue;
+      if (id === undefined || this.cases.has(keys[i])) continue;
       this.adoptedCases.add(id);
-      this.cases.set(u.identity.key, id);
+      this.cases.set(keys[i], id);
       adopted.caseId.push(id);
-      adopted.identityKey.push(u.identity.key);
-      adopted.identityScope.push(u.identity.scope);
+      adopted.identityKey.push(keys[i]);
+      adopted.identityScope.push(scopes[i]);
     }
     return adopted;
   }
 
   /** The chunk events for these items: folder-only ones first when their folders do not fit in one, then the chunk with the results. */
-  async build(items: ChunkItem[], suiteOutputs: readonly SuiteOutput[], processedBefore: number): Promise<ChunkData[]> {
+  /**
+   * `items` are the files' cases after `processedBefore`, the last of them number `lastIndex`.
+   * An import makes garbage enough: a case gets no wrapper object here, its key and scope are kept
+   * in arrays beside it (what lives across a chunk's awaits reaches the old generation).
+   */
+  async build(items: readonly ParsedCase[], suiteOutputs: readonly SuiteOutput[], processedBefore: number, lastIndex: number): Promise<ChunkData[]> {
     const s = this.job.state;
     const projectId = s.options!.projectId;
     const testRunId = s.testRunId!;
@@ -695,22 +708,27 @@ class ChunkBuilder {
       }
       return lastKey;
     };
-    const folderOf = await this.foldersFor([...items.map((item) => item.parsed), ...suiteOutputs], pathKey, folders);
+    const folderOf = await this.foldersFor(suiteOutputs.length === 0 ? items : [...items, ...suiteOutputs], pathKey, folders);
 
     // Repository cases: found (this job's, then the read model's), adopted, or new.
     // Cases of a chunk mostly share their suites and class: each scope is hashed once (by suite, then class, then variant).
-    const scopes = new Map<string, Map<string | null, Map<string | null, string>>>();
+    const scopeCache = new Map<string, Map<string | null, Map<string | null, string>>>();
     const scopeOf = (p: IdentityParts) => {
       const suite = pathKey(p.suitePath);
-      let byClass = scopes.get(suite);
-      if (!byClass) scopes.set(suite, (byClass = new Map()));
+      let byClass = scopeCache.get(suite);
+      if (!byClass) scopeCache.set(suite, (byClass = new Map()));
       let byVariant = byClass.get(p.className);
       if (!byVariant) byClass.set(p.className, (byVariant = new Map()));
       let scope = byVariant.get(p.variant);
       if (scope === undefined) byVariant.set(p.variant, (scope = identityScope(p)));
       return scope;
     };
-    const identified = items.map(({ parsed }) => ({ parsed, identity: caseIdentity(parsed, scopeOf) }));
+    const scopes = new Array<string | null>(items.length);
+    const keys = new Array<string>(items.length);
+    for (let i = 0; i < items.length; i++) {
+      scopes[i] = items[i].externalId !== null ? null : scopeOf(items[i]);
+      keys[i] = caseKey(items[i], scopes[i]);
+    }
     /** The chunk's scopes, each once: new cases name theirs by index. */
     const chunkScopes: string[] = [];
     const scopeIndexes = new Map<string, number>();
@@ -719,22 +737,33 @@ class ChunkBuilder {
       if (index === undefined) scopeIndexes.set(scope, (index = chunkScopes.push(scope) - 1));
       return index;
     };
-    const unknown = [...new Map(identified.filter((c) => !this.cases.has(c.identity.key)).map((c) => [c.identity.key, c])).values()]
-      .map((c) => ({ ...c, title: titleOf(c.parsed.name), className: cutOrNull(c.parsed.className, CLASS_NAME_MAX) }));
-    const adopted = await this.findCases(unknown, source);
-    const creating = unknown.filter((c) => !this.cases.has(c.identity.key));
+    // The chunk's cases this job has not met yet, each key once (by its first case's place in the chunk).
+    const unknown: number[] = [];
+    const unknownKeys = new Set<string>();
+    for (let i = 0; i < items.length; i++) {
+      if (this.cases.has(keys[i]) || unknownKeys.has(keys[i])) continue;
+      unknownKeys.add(keys[i]);
+      unknown.push(i);
+    }
+    const adopted = await this.findCases(unknown, items, keys, scopes, source);
+    const creating = unknown.filter((i) => !this.cases.has(keys[i]));
     const caseIds = await this.ids('repositoryCase', creating.length);
-    creating.forEach((c, i) => this.cases.set(c.identity.key, caseIds[i]));
+    creating.forEach((i, n) => this.cases.set(keys[i], caseIds[n]));
     const cases: ImportedColumns<ImportedCase> = {
-      caseId: caseIds, folderId: creating.map((c) => folderOf.get(pathKey(c.parsed.suitePath)) ?? null),
-      title: creating.map((c) => c.title), className: creating.map((c) => c.className),
-      identityKey: creating.map((c) => c.identity.key), scope: creating.map((c) => (c.identity.scope === null ? null : scopeIndex(c.identity.scope))),
+      caseId: caseIds, folderId: creating.map((i) => folderOf.get(pathKey(items[i].suitePath)) ?? null),
+      title: creating.map((i) => titleOf(items[i].name)), className: creating.map((i) => cutOrNull(items[i].className, CLASS_NAME_MAX)),
+      identityKey: creating.map((i) => keys[i]), scope: creating.map((i) => (scopes[i] === null ? null : scopeIndex(scopes[i]!))),
     };
 
     // Run cases: the run's (read once), or new.
     this.runCases ??= await this.loadRunCases(testRunId);
     const runCases = this.runCases;
-    const addRunCases = [...new Set(identified.map((c) => this.cases.get(c.identity.key)!))].filter((id) => !runCases.has(id));
+    const adding = new Set<number>();
+    for (const key of keys) {
+      const caseId = this.cases.get(key)!;
+      if (!runCases.has(caseId)) adding.add(caseId);
+    }
+    const addRunCases = [...adding];
     const runCaseIds = await this.ids('testRunCase', addRunCases.length);
     addRunCases.forEach((caseId, i) => runCases.set(caseId, { id: runCaseIds[i], attempts: 0, worstRank: NO_RANK, worstStatus: null, last: null }));
     const newRunCases = { testRunCaseId: runCaseIds, repositoryCaseId: addRunCases, order: addRunCases.map(() => this.order++) };
@@ -746,8 +775,9 @@ class ChunkBuilder {
       systemOut: [], systemErr: [], file: [], line: [], properties: [], attempt: [], retried: [],
     };
     const touched = new Set<RunCaseState>();
-    for (const { parsed, identity } of identified) {
-      const runCase = runCases.get(this.cases.get(identity.key)!)!;
+    for (let i = 0; i < items.length; i++) {
+      const parsed = items[i];
+      const runCase = runCases.get(this.cases.get(keys[i])!)!;
       const statusId = this.statuses[parsed.outcome];
       runCase.attempts++;
       runCase.last = statusId;
@@ -803,17 +833,10 @@ class ChunkBuilder {
     }
     chunks.push({
       ...base, folders, cases, scopes: chunkScopes, runCases: newRunCases, results, adopted, shown, suiteOutputs: outputs,
-      processedCases: items.at(-1)?.index ?? processedBefore,
+      processedCases: items.length > 0 ? lastIndex : processedBefore,
     });
     return chunks;
   }
-}
-
-interface ChunkItem {
-  parsed: ParsedCase;
-  /** The case's place among the files' cases, from 1. */
-  index: number;
-  file: string;
 }
 
 /** Limits of the event contract (TestResultsImported) a real file may exceed: cut, with a warning at parse time. */

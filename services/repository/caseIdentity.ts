@@ -8,13 +8,6 @@ import { hash } from 'node:crypto';
  * the old key stays as an alias and the next import under either name lands on the case.
  */
 
-export interface CaseIdentity {
-  /** Of scope and name, or of the explicit id: 132 bits of SHA-256 in base64url (22 characters). */
-  key: string;
-  /** Of suites, class and variant (the same form); null for a case identified by an explicit id (a rename keeps its key). */
-  scope: string | null;
-}
-
 export interface IdentityParts {
   suitePath: readonly string[];
   className: string | null;
@@ -35,9 +28,7 @@ export function keyInScope(scope: string, name: string): string {
   return sha256(`${scope}\u0000${name}`);
 }
 
-/** `scopeOf` may answer a scope computed before for the same suites, class and variant. */
-export function caseIdentity(parts: IdentityParts, scopeOf: (parts: IdentityParts) => string = identityScope): CaseIdentity {
-  if (parts.externalId !== null) return { key: sha256(`id\u0000${parts.externalId}`), scope: null };
-  const scope = scopeOf(parts);
-  return { key: keyInScope(scope, parts.name), scope };
+/** The key of a test: of the id the file states, else of its name within its scope (null for a test with an id). */
+export function caseKey(parts: Pick<IdentityParts, 'name' | 'externalId'>, scope: string | null): string {
+  return parts.externalId !== null ? sha256(`id\u0000${parts.externalId}`) : keyInScope(scope!, parts.name);
 }
