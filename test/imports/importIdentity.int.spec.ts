@@ -238,3 +238,45 @@ describe('result import: a job that cannot succeed fails once', function () {
     expect(events.filter((e) => e.type === 'ImportFailed')).to.have.length(1);
   });
 });
+
+describe('result import: interrupted for longer than its retry budget', function () {
+  this.timeout(120_000);
+  let app: TestApp;
+  let t: Awaited<ReturnType<typeof setUp>>;
+
+  before(async () => {
+    app = await startTestApp({ imports: { retryBudgetMs: 1500 } });
+    t = await setUp(app);
+    // A real PostgreSQL fault the saga must take as transient (40001, as a serialization failure), raised
+    // by the server for every chunk the job appends, and for nothing else: the job's other events go in.
+    await app.deps.knex.raw(`
+      CREATE FUNCTION refuse_chunks() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'could not serialize access (test: chunks refused)' USING ERRCODE = '40001'; END $$;
+      CREATE TRIGGER refuse_chunks BEFORE INSERT ON es_events FOR EACH ROW WHEN (NEW.type = 'TestResultsImported') EXECUTE FUNCTION refuse_chunks();`);
+  });
+  after(() => app?.stop());
+
+  it('retries within the budget, then fails once with import-interrupted-too-long and the last error, leaving no empty run', async () => {
+    const answer = await t.upload({ format: 'junit', name: 'never appended' }, [{ name: 'small.xml', content: junit([{ name: 'S', cases: [['a', 'S', ''], ['b', 'S', FAIL]] }]) }]);
+    expect(answer.status).to.equal(200);
+    expect(answer.events.at(-1), JSON.stringify(answer.events)).to.include({ code: 'import-interrupted' });
+    const jobId = Number(answer.headers.get('x-import-job-id'));
+    let job: any;
+    for (let i = 0; i < 150; i++) {
+      job = (await t.admin.get(`/api/imports/${jobId}`)).body.data;
+      if (job.state !== 'running') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(job.state, JSON.stringify(job)).to.equal('failed');
+    expect(job.error.code, JSON.stringify(job.error)).to.equal('import-interrupted-too-long');
+    expect(job.error.error).to.match(/longer than its retry budget: gave up after [2-9] failed attempts/);
+    expect(job.error.details.lastError).to.include('chunks refused');
+    const events = await app.deps.store.readStream(`importJob-${jobId}`);
+    expect(events.filter((e) => e.type === 'ImportFailed')).to.have.length(1);
+    expect(events.filter((e) => e.type === 'TestResultsImported')).to.have.length(0);
+    expect(await t.model('testRun', 'findMany', { where: { projectId: t.projectId }, select: { isDeleted: true } })).to.deep.equal([{ isDeleted: true }]);
+    // Once the fault is gone nothing takes the job up again: it failed for good.
+    await app.deps.knex.raw('DROP TRIGGER refuse_chunks ON es_events');
+    expect(await app.appDeps.imports.resumeUnfinished()).to.deep.equal([]);
+  });
+});
