@@ -27,10 +27,13 @@ export interface Platform {
 
 interface StoredSecrets { sessionSecret: string; tokenSecret: string; embeddedPostgresPassword: string }
 
-/** Secrets not given in the environment are generated once and kept in DATA_DIR/secrets.json (mode 600). */
-function loadOrCreateSecrets(dataDir: string, logger: Logger): StoredSecrets {
-  const file = path.join(dataDir, 'secrets.json');
-  fs.mkdirSync(dataDir, { recursive: true });
+/**
+ * Secrets not given in the environment are generated once and kept in DATA_DIR/secrets.json (mode
+ * 600). The warning names only those the environment does not set: the ones actually used.
+ */
+function loadOrCreateSecrets(config: Readonly<Config>, logger: Logger): StoredSecrets {
+  const file = path.join(config.dataDir, 'secrets.json');
+  fs.mkdirSync(config.dataDir, { recursive: true });
   if (fs.existsSync(file)) return JSON.parse(fs.readFileSync(file, 'utf8')) as StoredSecrets;
   const secrets: StoredSecrets = {
     sessionSecret: randomBytes(32).toString('hex'),
@@ -38,7 +41,8 @@ function loadOrCreateSecrets(dataDir: string, logger: Logger): StoredSecrets {
     embeddedPostgresPassword: randomBytes(16).toString('hex'),
   };
   fs.writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
-  logger.warn({ file }, 'generated secrets: set SESSION_SECRET and TOKEN_SECRET in production');
+  const unset = [config.sessionSecret === null && 'SESSION_SECRET', config.tokenSecret === null && 'TOKEN_SECRET'].filter((name) => name !== false);
+  if (unset.length > 0) logger.warn({ file, unset }, `generated secrets: set ${unset.join(' and ')} in production`);
   return secrets;
 }
 
@@ -48,7 +52,7 @@ export async function openPlatform(config: Readonly<Config>, logger: Logger, opt
     for (const c of closers.reverse()) await c().catch((err) => logger.error({ err }, 'error while closing'));
   };
   try {
-    const stored = loadOrCreateSecrets(config.dataDir, logger);
+    const stored = loadOrCreateSecrets(config, logger);
     let databaseUrl = config.databaseUrl;
     if (!databaseUrl) {
       const embedded = await startEmbeddedPostgres({
