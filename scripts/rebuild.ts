@@ -4,7 +4,7 @@
  * DATABASE_URL it runs against that server.
  */
 import { loadConfig } from '../services/config';
-import { createLogger } from '../infra/logger';
+import { createLogger, logFatal } from '../infra/logger';
 import { openPlatform } from '../services/platform';
 import { ALL_PROJECTIONS, projectionByName } from '../projections';
 import { rebuildProjection } from '../projections/runtime/rebuild';
@@ -44,6 +44,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  console.error(JSON.stringify({ level: 'fatal', msg: 'rebuild failed', err: { message: err?.message, stack: err?.stack } }));
+  logFatal('rebuild failed', err);
   process.exit(1);
 });

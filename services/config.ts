@@ -13,7 +13,8 @@ export interface Config {
   databaseUrl: string | null;
   /** Statement names the model API's reads may take per process (named prepared statements); 0: none. */
   preparedStatements: number;
-  embeddedPostgresPort: number;
+  /** Null: a free port, chosen at the first start and kept in dataDir/postgres.port while it stays free. */
+  embeddedPostgresPort: number | null;
   /** EventStoreDB connection string; when null the PostgreSQL event store is used. */
   eventstoreUrl: string | null;
   /** Null means: generate one and keep it in dataDir/secrets.json. */
@@ -135,7 +136,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     port: int(env, 'PORT', 3000, 0, 65535),
     dataDir,
     databaseUrl,
-    embeddedPostgresPort: int(env, 'EMBEDDED_POSTGRES_PORT', 54329, 1, 65535),
+    embeddedPostgresPort: optional(env, 'EMBEDDED_POSTGRES_PORT') === null ? null : int(env, 'EMBEDDED_POSTGRES_PORT', 0, 1, 65535),
     eventstoreUrl,
     sessionSecret: secret(env, 'SESSION_SECRET'),
     tokenSecret: secret(env, 'TOKEN_SECRET'),

@@ -4,7 +4,7 @@
  * when set (with Kafka, the relay runs here too and projections consume from the topic).
  */
 import { loadConfig } from './config';
-import { createLogger } from '../infra/logger';
+import { createLogger, logFatal } from '../infra/logger';
 import { openPlatform } from './platform';
 import { checkpointKeyOf, openKafka, projectorReadiness, relayReadiness, runApi, runProjector, runRelay } from './roles';
 import { onShutdown } from './shutdown';
@@ -24,6 +24,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  console.error(JSON.stringify({ level: 'fatal', msg: 'cannot start', err: { message: err?.message, stack: err?.stack } }));
+  logFatal('cannot start', err);
   process.exit(1);
 });

@@ -1,6 +1,6 @@
 /** The API role alone (docker-compose `api`): projections run in the `projector` role. */
 import { loadConfig } from '../config';
-import { createLogger } from '../../infra/logger';
+import { createLogger, logFatal } from '../../infra/logger';
 import { openPlatform } from '../platform';
 import { checkpointKeyOf, openKafka, projectorReadiness, runApi } from '../roles';
 import { onShutdown } from '../shutdown';
@@ -15,6 +15,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  console.error(JSON.stringify({ level: 'fatal', msg: 'cannot start', err: { message: err?.message, stack: err?.stack } }));
+  logFatal('cannot start', err);
   process.exit(1);
 });

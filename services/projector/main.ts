@@ -1,6 +1,6 @@
 /** The projector role alone (docker-compose `projector`): keeps the read models up to date, from Kafka when KAFKA_BROKERS is set. */
 import { loadConfig } from '../config';
-import { createLogger } from '../../infra/logger';
+import { createLogger, logFatal } from '../../infra/logger';
 import { openPlatform } from '../platform';
 import { openKafka, runProjector } from '../roles';
 import { onShutdown } from '../shutdown';
@@ -20,6 +20,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  console.error(JSON.stringify({ level: 'fatal', msg: 'cannot start', err: { message: err?.message, stack: err?.stack } }));
+  logFatal('cannot start', err);
   process.exit(1);
 });

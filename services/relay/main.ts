@@ -1,6 +1,6 @@
 /** The relay role alone (docker-compose `relay`): publishes the event store's log to Kafka. Needs KAFKA_BROKERS. */
 import { loadConfig } from '../config';
-import { createLogger } from '../../infra/logger';
+import { createLogger, logFatal } from '../../infra/logger';
 import { openPlatform } from '../platform';
 import { openKafka, runRelay } from '../roles';
 import { onShutdown } from '../shutdown';
@@ -18,6 +18,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  console.error(JSON.stringify({ level: 'fatal', msg: 'cannot start', err: { message: err?.message, stack: err?.stack } }));
+  logFatal('cannot start', err);
   process.exit(1);
 });
