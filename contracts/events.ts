@@ -71,7 +71,10 @@ export type ImportRequested = DomainEvent<'ImportRequested', {
   configId: number | null; milestoneId: number | null; tagIds: number[]; templateId: number | null; requestedAt: Iso;
   branch?: string | null; commit?: string | null; buildUrl?: string | null; ciJobId?: string | null; attempt?: number | null; newAttempt?: boolean;
 }>;
-/** `storedAs` is relative to UPLOAD_DIR. */
+/**
+ * `storedAs` is the file's key in the file store: a stored file of its own (`FileStored` on
+ * `file-<storedAs>`), or for jobs from before per-upload keys, the content's SHA-256.
+ */
 export type ImportFileStored = DomainEvent<'ImportFileStored', {
   jobId: number; index: number; fileName: string; storedAs: string; sizeBytes: number; sha256: string;
 }>;
@@ -127,23 +130,38 @@ export type ImportCompleted = DomainEvent<'ImportCompleted', { jobId: number; te
 export type ImportFailed = DomainEvent<'ImportFailed', { jobId: number; code: string; error: string; details: Record<string, unknown>; failedAt: Iso }>;
 export type ImportJobEvent = ImportRequested | ImportFileStored | ImportParsed | ImportTestRunPlanned | TestResultsImported | ImportCompleted | ImportFailed;
 
+// ------------------------------------------------------------------------------- stored files
+// A stored file's stream is `file-<key>` (services/files/storedFile.decider.ts).
+
+export type FileDeletionReason = 'import-failed' | 'import-not-started' | 'retention' | 'attachment-deleted' | 'requested' | 'upload-failed';
+/** `importJobId` null: uploaded for the project (POST /api/files/upload); else a result file of that import job. */
+export type FileStored = DomainEvent<'FileStored', {
+  key: string; projectId: number; importJobId: number | null; name: string; mimeType: string; size: number; sha256: string;
+  uploadedById: number | null; storedAt: Iso;
+}>;
+export type FileAttached = DomainEvent<'FileAttached', { key: string; projectId: number; attachmentId: number; attachedAt: Iso }>;
+export type FileDeleted = DomainEvent<'FileDeleted', { key: string; projectId: number; reason: FileDeletionReason; deletedAt: Iso }>;
+export type StoredFileEvent = FileStored | FileAttached | FileDeleted;
+
 export type TestamentEvent =
   | IdBlockReserved | UniqueValueClaimed | DefaultsPlanned
   | UserRegistered | UserUpdated | UserDeactivated | UserReactivated | UserPasswordChanged | UserDeleted
   | ApiTokenCreated | ApiTokenRevoked | LoginFailed
   | RepositoryFolderCreated | RepositoryFolderUpdated | RepositoryFolderDeleted | RepositoryCaseAliasAdded
   | ImportJobEvent
+  | StoredFileEvent
   | EntityEvent;
 
 export type EventType = TestamentEvent['type'];
 
-/** Events with hand-written shapes (identity, ids, claims, folders, import jobs). */
+/** Events with hand-written shapes (identity, ids, claims, folders, import jobs, stored files). */
 export const HAND_WRITTEN_EVENT_TYPES: readonly EventType[] = [
   'IdBlockReserved', 'UniqueValueClaimed', 'DefaultsPlanned',
   'UserRegistered', 'UserUpdated', 'UserDeactivated', 'UserReactivated', 'UserPasswordChanged', 'UserDeleted',
   'ApiTokenCreated', 'ApiTokenRevoked', 'LoginFailed',
   'RepositoryFolderCreated', 'RepositoryFolderUpdated', 'RepositoryFolderDeleted', 'RepositoryCaseAliasAdded',
   'ImportRequested', 'ImportFileStored', 'ImportParsed', 'ImportTestRunPlanned', 'TestResultsImported', 'ImportCompleted', 'ImportFailed',
+  'FileStored', 'FileAttached', 'FileDeleted',
 ];
 
 /** Every event type: the hand-written ones and those of each catalogue entity. */

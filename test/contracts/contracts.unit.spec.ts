@@ -15,7 +15,8 @@ const META: EventMetadata = { actor: { userId: 1, via: 'api' }, correlationId: '
 type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'DefaultsPlanned' | 'UserRegistered' | 'ApiTokenCreated' | 'ApiTokenRevoked' | 'LoginFailed'
   | 'UserUpdated' | 'UserDeactivated' | 'UserReactivated' | 'UserPasswordChanged' | 'UserDeleted'
   | 'RepositoryFolderCreated' | 'RepositoryFolderUpdated' | 'RepositoryFolderDeleted' | 'RepositoryCaseAliasAdded'
-  | 'ImportRequested' | 'ImportFileStored' | 'ImportParsed' | 'ImportTestRunPlanned' | 'TestResultsImported' | 'ImportCompleted' | 'ImportFailed';
+  | 'ImportRequested' | 'ImportFileStored' | 'ImportParsed' | 'ImportTestRunPlanned' | 'TestResultsImported' | 'ImportCompleted' | 'ImportFailed'
+  | 'FileStored' | 'FileAttached' | 'FileDeleted';
 
 const ARGON2_HASH = '$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA';
 /** UserRegistered as v1 wrote it, before roles: still valid at v1, not at v2 (roleId is required there, null for none). */
@@ -82,6 +83,11 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   },
   ImportCompleted: { jobId: 9, testRunId: 42, counts: { results: 1, newCases: 1, newFolders: 1, newRunCases: 1, passed: 0, failed: 1, error: 0, skipped: 0 }, completedAt: AT },
   ImportFailed: { jobId: 9, code: 'doctype-refused', error: 'A DOCTYPE is not accepted', details: { file: 'evil.xml' }, failedAt: AT },
+  FileStored: {
+    key: '0f'.repeat(32), projectId: 7, importJobId: 9, name: 'TEST-login.xml', mimeType: 'application/xml', size: 1234, sha256: 'ab'.repeat(32), uploadedById: 3, storedAt: AT,
+  },
+  FileAttached: { key: '0f'.repeat(32), projectId: 7, attachmentId: 12, attachedAt: AT },
+  FileDeleted: { key: '0f'.repeat(32), projectId: 7, reason: 'retention', deletedAt: AT },
 };
 
 type JsonSchema = { type?: string | string[]; enum?: unknown[]; format?: string; minimum?: number; items?: JsonSchema; properties?: Record<string, JsonSchema> };
