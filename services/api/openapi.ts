@@ -36,13 +36,18 @@ const ref = (name: string): OpenAPIV3.ReferenceObject => ({ $ref: `#/components/
 const pascal = (s: string) => s[0].toUpperCase() + s.slice(1);
 const object = (properties: Record<string, Schema>, extra: Partial<OpenAPIV3.NonArraySchemaObject> = {}): OpenAPIV3.SchemaObject =>
   ({ type: 'object', additionalProperties: false, properties, ...extra });
-/** A referenced schema that may also be null. */
-const nullableRef = (name: string): OpenAPIV3.SchemaObject => ({ allOf: [ref(name)], nullable: true });
 /** `one` or a list of them, as the API accepts both. */
 const oneOrMany = (item: Schema, maxItems?: number): OpenAPIV3.SchemaObject =>
   ({ anyOf: [item, { type: 'array', items: item, ...(maxItems !== undefined && { maxItems }) }] });
 /** null and nothing else (OpenAPI 3.0 has no null type). */
 const NULL_ONLY: OpenAPIV3.SchemaObject = { type: 'object', nullable: true, enum: [null], description: 'null' };
+/**
+ * The schema or null. OpenAPI 3.0.3's `nullable` adds null only to a `type` beside it, so a `$ref`
+ * (or a schema without a type) is made nullable by an alternative that is null alone.
+ */
+const orNull = (schema: Schema, extra: Partial<OpenAPIV3.NonArraySchemaObject> = {}): OpenAPIV3.SchemaObject => ({ anyOf: [schema, NULL_ONLY], ...extra });
+/** A referenced schema that may also be null. */
+const nullableRef = (name: string): OpenAPIV3.SchemaObject => orNull(ref(name));
 
 const isReadOnly = (entity: EntityDef) => writtenAs(entity) !== 'aggregate';
 /** Lists and JSON have no order: not orderable, not distinct or groupBy keys. */
@@ -68,6 +73,8 @@ const BASE: Record<ScalarType, OpenAPIV3.SchemaObject> = {
 /** One value of the field: an item of a list field, an enum value, or the scalar. */
 function itemSchema(field: FieldDef, nullable = false): OpenAPIV3.SchemaObject {
   if (field.enum) return { type: 'string', enum: nullable ? [...field.enum, null] : [...field.enum], ...(nullable && { nullable: true }) };
+  // A schema without a type already takes null: a JSON field that is not nullable says it does not.
+  if (field.type === 'json') return nullable ? { ...BASE.json } : { ...BASE.json, not: NULL_ONLY };
   return nullable ? { ...BASE[field.type], nullable: true } : { ...BASE[field.type] };
 }
 
@@ -190,7 +197,7 @@ function whereSchema(entity: EntityDef): OpenAPIV3.SchemaObject {
     } else {
       const optional = isOptionalRelation(entity, relation);
       const quantified = object({ is: optional ? nullableRef(target) : ref(target), isNot: optional ? nullableRef(target) : ref(target) });
-      properties[name] = { anyOf: [quantified, ref(target)], ...(optional && { nullable: true }), description: 'is / isNot, or a where on the related row (shorthand for is)' };
+      properties[name] = { anyOf: [quantified, ref(target), ...(optional ? [NULL_ONLY] : [])], description: 'is / isNot, or a where on the related row (shorthand for is)' };
     }
   }
   return object({ ...properties, AND: oneOrMany(ref(self)), OR: oneOrMany(ref(self)), NOT: oneOrMany(ref(self)) }, {
@@ -454,6 +461,38 @@ function entityDescription(entity: EntityDef): string {
   return [how, together, soft].filter(Boolean).join(' ');
 }
 
+/** The tag of an entity's operations: where its rows live, then what entityDescription says. */
+function entityTagDescription(entity: EntityDef): string {
+  const path = entity.projectPath;
+  const scope = path === undefined ? 'Global: its rows belong to no project.'
+    : path.length === 0 ? 'Each row is a project.'
+      : path.length === 1 ? 'Each row belongs to a project.'
+        : `Each row belongs to a project through its ${path.slice(0, -1).join(' → ')}.`;
+  return [`The model API of ${entity.name}: /api/model/${entity.name}/{operation}.`, scope, entityDescription(entity)].filter(Boolean).join(' ');
+}
+
+/** The tags of the custom category's operations, in the order shown. */
+const CUSTOM_TAGS: Record<string, string> = {
+  auth: 'Log in and out with a session cookie; who the caller is',
+  tokens: 'The caller\'s own API tokens, for the Authorization: Bearer header',
+  files: 'Files stored by their SHA-256, for attachments',
+  imports: 'Test result files (JUnit, TestNG, NUnit, xUnit, MSTest, Mocha, Cucumber) imported into test runs, and the import jobs',
+  lookup: 'Ids by exact name, for scripts and CI',
+  audit: 'The audit trail of every change',
+  admin: 'Administration: every user\'s API tokens',
+  docs: 'These OpenAPI descriptions',
+  health: 'Liveness and readiness probes, without authentication',
+};
+
+/** The tags the operations name: described ones first, in their order; any other would have no description (redocly lint warns). */
+function tagsOf(paths: OpenAPIV3.PathsObject, descriptions: Record<string, string>): OpenAPIV3.TagObject[] {
+  const used = new Set(Object.values(paths).flatMap((item) => Object.values(item ?? {}).flatMap((op) => (op as OpenAPIV3.OperationObject).tags ?? [])));
+  return [
+    ...Object.entries(descriptions).filter(([name]) => used.has(name)).map(([name, description]) => ({ name, description })),
+    ...[...used].filter((name) => !(name in descriptions)).map((name) => ({ name })),
+  ];
+}
+
 /**
  * An entity's schemas. `own`: its category's document, with the arguments and results of its
  * operations; otherwise only what other entities' schemas reference (row, where, orderBy, shapes).
@@ -476,7 +515,7 @@ function entitySchemas(entity: EntityDef, own: boolean): Schemas {
       })),
       ...Object.fromEntries(relations.map(([r, def]) => [r, def.kind === 'many'
         ? { type: 'array', items: ref(pascal(def.target)), description: 'present when included' }
-        : { allOf: [ref(pascal(def.target))], nullable: true, description: 'present when included' }])),
+        : orNull(ref(pascal(def.target)), { description: 'present when included' })])),
       _count: { type: 'object', additionalProperties: { type: 'integer' }, description: 'numbers of related rows, present when requested' },
     },
   };
@@ -570,9 +609,9 @@ function entityPaths(entity: EntityDef): OpenAPIV3.PathsObject {
   const row = ref(name);
   const paths: OpenAPIV3.PathsObject = {
     [`${base}/findMany`]: read('findMany', 'FindManyArgs', { type: 'array', items: row }),
-    [`${base}/findFirst`]: read('findFirst', 'FindManyArgs', { allOf: [row], nullable: true }),
+    [`${base}/findFirst`]: read('findFirst', 'FindManyArgs', orNull(row)),
     [`${base}/findFirstOrThrow`]: read('findFirstOrThrow', 'FindManyArgs', row, [404]),
-    [`${base}/findUnique`]: read('findUnique', 'FindUniqueArgs', { allOf: [row], nullable: true }),
+    [`${base}/findUnique`]: read('findUnique', 'FindUniqueArgs', orNull(row)),
     [`${base}/findUniqueOrThrow`]: read('findUniqueOrThrow', 'FindUniqueArgs', row, [404]),
     [`${base}/count`]: read('count', 'CountArgs', { type: 'integer' }),
     [`${base}/aggregate`]: read('aggregate', 'AggregateArgs', ref(`${name}AggregateResult`)),
@@ -635,19 +674,19 @@ function customPaths(): OpenAPIV3.PathsObject {
         responses: { 200: { description: 'logged in', content: json({ type: 'object', properties: { user } }) }, ...errors(400, 401), ...csrf },
       },
     },
-    '/api/auth/logout': { post: { operationId: 'logout', tags: ['auth'], responses: { 204: { description: 'session destroyed' }, ...errors(401), ...csrf } } },
-    '/api/auth/me': { get: { operationId: 'me', tags: ['auth'], responses: { 200: { description: 'the caller', content: json({ type: 'object', properties: { user, via: { type: 'string', enum: ['api', 'session'] }, tokenId: { type: 'integer' } } }) }, ...errors(401) } } },
+    '/api/auth/logout': { post: { operationId: 'logout', tags: ['auth'], summary: 'log out: the session ends', responses: { 204: { description: 'session destroyed' }, ...errors(401), ...csrf } } },
+    '/api/auth/me': { get: { operationId: 'me', tags: ['auth'], summary: 'the caller, and whether by API token or session', responses: { 200: { description: 'the caller', content: json({ type: 'object', properties: { user, via: { type: 'string', enum: ['api', 'session'] }, tokenId: { type: 'integer' } } }) }, ...errors(401) } } },
     '/api/tokens': {
       post: {
         operationId: 'createToken', tags: ['tokens'], summary: 'create an API token; its value is in this response only',
         requestBody: { required: true, content: json({ type: 'object', required: ['name'], additionalProperties: false, properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, expiresAt: { type: 'string', format: 'date-time', nullable: true } } }) },
         responses: { 201: { description: 'created', content: json({ allOf: [token, { type: 'object', properties: { token: { type: 'string' } } }] }) }, ...errors(400, 401), ...csrf },
       },
-      get: { operationId: 'listTokens', tags: ['tokens'], responses: { 200: { description: 'own tokens, without values', content: json({ type: 'object', properties: { data: { type: 'array', items: token } } }) }, ...errors(401) } },
+      get: { operationId: 'listTokens', tags: ['tokens'], summary: 'the caller\'s own API tokens, without their values', responses: { 200: { description: 'own tokens, without values', content: json({ type: 'object', properties: { data: { type: 'array', items: token } } }) }, ...errors(401) } },
     },
     '/api/tokens/{id}': {
       delete: {
-        operationId: 'revokeToken', tags: ['tokens'], parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer' } }],
+        operationId: 'revokeToken', tags: ['tokens'], summary: 'revoke one of the caller\'s own API tokens', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer' } }],
         responses: { 204: { description: 'revoked' }, ...errors(400, 401, 404), ...csrf },
       },
     },
@@ -705,8 +744,8 @@ function customPaths(): OpenAPIV3.PathsObject {
     ...lookupPaths(),
     ...auditPaths(),
     ...adminPaths(),
-    '/healthz': { get: { operationId: 'healthz', tags: ['health'], security: [], responses: { 200: { description: 'the process answers' } } } },
-    '/readyz': { get: { operationId: 'readyz', tags: ['health'], security: [], responses: { 200: { description: 'ready' }, 503: { description: 'not ready, with reasons' } } } },
+    '/healthz': { get: { operationId: 'healthz', tags: ['health'], security: [], summary: 'liveness: the process answers', responses: { 200: { description: 'the process answers' } } } },
+    '/readyz': { get: { operationId: 'readyz', tags: ['health'], security: [], summary: 'readiness: every dependency answers and no projection is stuck', responses: { 200: { description: 'ready' }, 503: { description: 'not ready, with reasons' } } } },
   };
 }
 
@@ -733,21 +772,42 @@ function mergeSchemas(target: Schemas, source: Schemas): void {
   }
 }
 
+const SCHEMA_REF = '#/components/schemas/';
+
+/** The schemas `from` reaches through $ref, directly or through other schemas, in the order of `schemas`. */
+function referencedSchemas(from: unknown, schemas: Schemas): Schemas {
+  const used = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (typeof node !== 'object' || node === null) return;
+    for (const [key, value] of Object.entries(node)) {
+      if (key !== '$ref') visit(value);
+      else if (typeof value === 'string' && value.startsWith(SCHEMA_REF) && !used.has(value.slice(SCHEMA_REF.length))) {
+        used.add(value.slice(SCHEMA_REF.length));
+        visit(schemas[value.slice(SCHEMA_REF.length)]);
+      }
+    }
+  };
+  visit(from);
+  return Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name)));
+}
+
 /** The OpenAPI 3.0 description of one category, generated from the entity catalogue. */
 export function openApiFor(category: Category, version: string): OpenAPIV3.Document {
   const entities = Object.values(ENTITIES).filter((e) => e.category === category);
-  const schemas: Schemas = {};
-  mergeSchemas(schemas, sharedSchemas());
-  for (const entity of reachable(entities)) mergeSchemas(schemas, entitySchemas(entity, entity.category === category));
+  const generated: Schemas = {};
+  mergeSchemas(generated, sharedSchemas());
+  for (const entity of reachable(entities)) mergeSchemas(generated, entitySchemas(entity, entity.category === category));
+  const paths: OpenAPIV3.PathsObject = category === 'custom' ? customPaths() : Object.assign({}, ...entities.map(entityPaths));
+  // Only what the operations use: the shared and related entities' schemas they do not reach are left out.
+  const schemas = referencedSchemas(paths, generated);
   return {
     openapi: '3.0.3',
-    info: { title: `Testament API: ${category}`, version, description: CATEGORIES[category] },
+    info: { title: `Testament API: ${category}`, version, description: CATEGORIES[category], license: { name: 'MIT', url: 'https://spdx.org/licenses/MIT.html' } },
     servers: [{ url: '/' }],
     security: [{ bearer: [] }, { session: [] }],
-    tags: category === 'custom'
-      ? [{ name: 'auth' }, { name: 'tokens' }, { name: 'files' }, { name: 'imports' }, { name: 'lookup' }, { name: 'audit' }, { name: 'admin' }, { name: 'docs' }, { name: 'health' }]
-      : entities.map((e) => ({ name: e.name, ...(entityDescription(e) && { description: entityDescription(e) }) })),
-    paths: category === 'custom' ? customPaths() : Object.assign({}, ...entities.map(entityPaths)),
+    tags: tagsOf(paths, category === 'custom' ? CUSTOM_TAGS : Object.fromEntries(entities.map((e) => [e.name, entityTagDescription(e)]))),
+    paths,
     components: {
       schemas: schemas as Record<string, OpenAPIV3.SchemaObject | OpenAPIV3.ReferenceObject>,
       securitySchemes: {

@@ -9,15 +9,14 @@ import { parseEntityCreate, parseEntityUpdate } from '../../../services/model/wr
 type Doc = ReturnType<typeof openApiFor>;
 type Json = Record<string, any>;
 
-/** OpenAPI 3.0's `nullable` as JSON Schema (ajv knows it only next to `type`). */
+/** OpenAPI 3.0's `nullable` as JSON Schema: it adds null to the `type` beside it, and means nothing without one (3.0.3). */
 function toJsonSchema(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(toJsonSchema);
   if (typeof node !== 'object' || node === null) return node;
   const out: Json = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, toJsonSchema(v)]));
-  if (out.nullable !== true) return out;
-  delete out.nullable;
-  if (typeof out.type === 'string') return { ...out, type: [out.type, 'null'] };
-  return { anyOf: [out, { type: 'null' }] };
+  if (out.nullable === undefined) return out;
+  const { nullable, ...rest } = out;
+  return nullable === true && typeof rest.type === 'string' ? { ...rest, type: [rest.type, 'null'] } : rest;
 }
 
 const validators = new Map<Doc, Ajv>();
@@ -147,6 +146,9 @@ describe('OpenAPI documents generated from the catalogue', () => {
     ['repositoryCase', 'FindManyArgs', { where: { source: 'NOPE' } }, false],
     ['repositoryCase', 'FindManyArgs', { where: { source: { contains: 'A' } } }, false],
     ['repositoryCase', 'FindManyArgs', { where: { title: null } }, false],
+    ['repositoryCase', 'FindManyArgs', { where: { folder: null, OR: [{ folder: { isNot: null } }, { folder: { is: { name: 'f' } } }] } }, true],
+    ['repositoryCase', 'FindManyArgs', { where: { project: null } }, false],
+    ['repositoryCase', 'FindManyArgs', { where: { project: { is: null } } }, false],
     ['repositoryCase', 'FindManyArgs', { orderBy: { title: 'asc', id: 'desc' } }, false],
     ['repositoryCase', 'FindManyArgs', { orderBy: { title: { sort: 'asc', nulls: 'first' } } }, false],
     ['repositoryCase', 'FindManyArgs', { distinct: ['source', 'folderId'], skip: -1 }, false],
