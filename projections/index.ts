@@ -1,11 +1,12 @@
 import { auditProjection } from './audit';
+import { filesProjection } from './files';
 import { identityProjection } from './identity';
 import { importsProjection } from './imports';
 import { readModelProjection } from './readModel';
 import type { Projection } from './runtime/projection';
 
 /** Every projection this codebase runs, by name (the names `npm run rebuild` accepts). */
-export const ALL_PROJECTIONS: readonly Projection[] = [identityProjection, readModelProjection, auditProjection, importsProjection];
+export const ALL_PROJECTIONS: readonly Projection[] = [identityProjection, readModelProjection, auditProjection, importsProjection, filesProjection];
 
 export function projectionByName(name: string): Projection | undefined {
   return ALL_PROJECTIONS.find((p) => p.name === name);

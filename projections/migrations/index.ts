@@ -8,6 +8,7 @@ import * as m006 from './006_accounts';
 import * as m007 from './007_imports';
 import * as m008 from './008_import_completion';
 import * as m010 from './010_case_identity';
+import * as m011 from './011_stored_files';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -20,6 +21,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '007_imports': m007,
   '008_import_completion': m008,
   '010_case_identity': m010,
+  '011_stored_files': m011,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
