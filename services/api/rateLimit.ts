@@ -8,7 +8,8 @@ import { HttpError } from '../shared/errors';
 /**
  * Request rate limits: per API token and per session user (authenticated /api requests), per
  * client address (requests without credentials, and failed authentications), and a stricter one
- * for POST /api/auth/login per address and per e-mail address. Counters live behind the
+ * for POST /api/auth/login per address, and per address and e-mail address (see loginEnforced:
+ * never per e-mail address alone, by which anyone could lock its owner out). Counters live behind the
  * RateLimitStore port, shared by every API replica (PostgreSQL: infra/rateLimit/postgres.ts).
  *
  * Windows are fixed: a counter counts the requests of one window and the next window starts from
@@ -24,7 +25,7 @@ export interface RateLimitSettings {
   max: number;
   /** Requests per window from one client address without credentials, failed authentications included. */
   anonymousMax: number;
-  /** Login attempts per login window from one address, and for one e-mail address; a successful one is given back. */
+  /** Login attempts per login window from one address (see loginEnforced); a successful one is given back. */
   loginMax: number;
   loginWindowMs: number;
 }
@@ -146,6 +147,26 @@ export function verdict(states: readonly LimitState[]): { shown: LimitState; exc
   return { shown, exceeded: over.length === 0 ? null : over.reduce(latestEnd) };
 }
 
+/** Attempts each address has at an e-mail address while that one is over its own login limit. */
+export const LOGIN_TRIES_UNDER_ATTACK = 2;
+
+/**
+ * Which of a login's counters (by address; by e-mail address; by address and e-mail address) may
+ * refuse it. The address's: LOGIN_RATE_LIMIT_MAX attempts over every e-mail address, so guessing
+ * from one address stops there. The e-mail address's own counter (attempts from every address)
+ * refuses nobody, since keyed on it alone anyone could lock its owner out from anywhere; instead,
+ * while it is over the limit, each address has only LOGIN_TRIES_UNDER_ATTACK attempts at that
+ * e-mail address in its window: guessing it from many addresses slows down, and its owner, from
+ * an address of their own, still gets in with the right password.
+ */
+export function loginEnforced(states: readonly LimitState[]): LimitState[] {
+  const [byAddress, byEmail, byAddressAndEmail] = states;
+  if (!byEmail) return [byAddress];
+  if (byEmail.count <= byEmail.limit.max) return [byAddress, byAddressAndEmail];
+  const max = Math.min(byAddressAndEmail.limit.max, LOGIN_TRIES_UNDER_ATTACK);
+  return [byAddress, { ...byAddressAndEmail, limit: { ...byAddressAndEmail.limit, max } }];
+}
+
 /** The key of an authenticated caller: its token, or for a session its user. */
 export function callerKey(auth: RequestAuth): string {
   return auth.tokenId !== undefined ? `token:${auth.tokenId}` : `user:${auth.user.id}`;
@@ -202,7 +223,7 @@ export interface RateLimitDeps {
 }
 
 export interface RateLimiters {
-  /** POST /api/auth/login, before its handler: per address and per e-mail; refuses before any password is checked. */
+  /** POST /api/auth/login, before its handler: per address, and per address and e-mail (loginEnforced); refuses before any password is checked. */
   login: RequestHandler;
   /** /api requests that carry no credentials (no Authorization header, no logged-in session): per address. */
   anonymous: RequestHandler;
@@ -232,8 +253,11 @@ export function rateLimiters(deps: RateLimitDeps): RateLimiters {
     );
   };
 
-  /** Every limit's counter goes up by one (one round trip, or none from a leased block); the headers describe the tightest. */
-  const take = async (res: Response, limits: Limit[]): Promise<{ states: LimitState[]; refused: HttpError | null }> => {
+  /**
+   * Every limit's counter goes up by one (one round trip, or none from a leased block); those
+   * `enforced` picks (default: all) decide, and the headers describe the tightest of them.
+   */
+  const take = async (res: Response, limits: Limit[], enforced = (all: LimitState[]) => all): Promise<{ states: LimitState[]; refused: HttpError | null }> => {
     const nowMs = deps.clock().getTime();
     const counters = limits.map((l) => {
       const w = windowOf(l.key, l.windowMs, nowMs);
@@ -244,7 +268,7 @@ export function rateLimiters(deps: RateLimitDeps): RateLimiters {
     maybePrune(nowMs);
     (res.locals as Record<symbol, boolean>)[LIMITED] = true;
     const states = limits.map((limit, i) => ({ limit, counter: counters[i], count: counts[i] }));
-    const { shown, exceeded } = verdict(states);
+    const { shown, exceeded } = verdict(enforced(states));
     res.setHeader('RateLimit-Limit', String(shown.limit.max));
     res.setHeader('RateLimit-Remaining', String(remainingOf(shown)));
     res.setHeader('RateLimit-Reset', String(secondsUntil(shown.counter.expiresAt.getTime(), nowMs)));
@@ -276,12 +300,16 @@ export function rateLimiters(deps: RateLimitDeps): RateLimiters {
     const raw: unknown = (req.body as { email?: unknown } | undefined)?.email;
     const email = typeof raw === 'string' ? normaliseEmail(raw) : '';
     const known = email.length > 0 && email.length <= 320;
-    const limits: Limit[] = [{ key: `login-ip:${clientAddress(req.ip)}`, max: s.loginMax, windowMs: s.loginWindowMs }];
-    if (known) limits.push({ key: `login-email:${emailDigest(email)}`, max: s.loginMax, windowMs: s.loginWindowMs });
+    const address = clientAddress(req.ip);
+    const limits: Limit[] = [{ key: `login-ip:${address}`, max: s.loginMax, windowMs: s.loginWindowMs }];
+    if (known) {
+      const digest = emailDigest(email);
+      limits.push({ key: `login-email:${digest}`, max: s.loginMax, windowMs: s.loginWindowMs }, { key: `login-ip-email:${address}:${digest}`, max: s.loginMax, windowMs: s.loginWindowMs });
+    }
     // Unlike the others this limit fails closed: password guessing must never run unthrottled.
-    take(res, limits).then(async ({ states, refused }) => {
+    take(res, limits, loginEnforced).then(async ({ states, refused }) => {
       if (refused) {
-        if (known && deps.onLoginThrottled && states.some((st) => st.count === st.limit.max + 1)) {
+        if (known && deps.onLoginThrottled && loginEnforced(states).some((st) => st.count === st.limit.max + 1)) {
           // Recorded or not, the attempt is refused: a failure to record it is logged, the answer stays 429.
           await deps.onLoginThrottled(req, email).catch((err) => logger.error({ err, correlationId: req.correlationId }, 'cannot record a throttled login'));
         }

@@ -134,23 +134,46 @@ describe('rate limits over HTTP', function () {
     expect((await send(app.url, '/api/auth/me', { ip: '198.51.100.3', bearer: tokens[2] })).status).to.equal(200);
   });
 
-  it('login is limited per e-mail address, over any number of addresses, before the password is checked', async () => {
+  it('wrong passwords from one address lock that address out, not the account: its owner logs in from another address', async () => {
     const login = (password: string, ip: string) => send(app.url, '/api/auth/login', { ip, body: { email: 'Carol@Example.com', password } });
     for (let i = 0; i < LIMITS.loginMax; i++) {
-      const res = await login('wrong', `203.0.113.${10 + i}`);
+      const res = await login(`wrong-${i}`, '203.0.113.10');
       expect(res.status).to.equal(401);
       expect(res.body.code).to.equal('invalid-credentials');
     }
-    const retryAfter = expectRateLimited(await login('carol-password-1', '203.0.113.20'), 3, 60_000);
-    expectRateLimited(await login('carol-password-1', '203.0.113.21'), 3, 60_000);
+    // The guessing address is refused before any password is checked, the right one included (by
+    // its own limit and, the account being over its limit now, by its two attempts at it).
+    const locked = await login('carol-password-1', '203.0.113.10');
+    expect(locked.status).to.equal(429);
+    expect(locked.body.code).to.equal('rate-limited');
+    const retryAfter = locked.body.details.retryAfterSeconds as number;
+    expect(locked.headers.get('retry-after')).to.equal(String(retryAfter));
+    expectRateLimited(await send(app.url, '/api/auth/login', { ip: '203.0.113.10', body: { email: 'ann@example.com', password: 'ann-password-1' } }), 3, 60_000);
+    // The owner, elsewhere, with the right password: in, again and again.
+    for (let i = 0; i < 3; i++) expect((await login('carol-password-1', '198.51.100.77')).status, `owner's login ${i + 1}`).to.equal(200);
     // The first throttled attempt of the window is recorded, not every one.
-    const reasons = (await app.deps.store.readStream(loginAttemptsStream('carol@example.com'))).map((e) => (e.data as { reason: string }).reason);
-    expect(reasons).to.deep.equal(['wrong-password', 'wrong-password', 'wrong-password', 'rate-limited']);
-    const throttled = (await app.deps.store.readStream(loginAttemptsStream('carol@example.com'))).at(-1)!;
-    expect(throttled.data).to.deep.equal({ email: 'carol@example.com', userId: null, reason: 'rate-limited', ip: '203.0.113.20', attemptedAt: app.clock.now.toISOString() });
+    const events = await app.deps.store.readStream(loginAttemptsStream('carol@example.com'));
+    expect(events.map((e) => (e.data as { reason: string }).reason)).to.deep.equal(['wrong-password', 'wrong-password', 'wrong-password', 'rate-limited']);
+    expect(events.at(-1)!.data).to.deep.equal({ email: 'carol@example.com', userId: null, reason: 'rate-limited', ip: '203.0.113.10', attemptedAt: app.clock.now.toISOString() });
 
     app.clock.advance(retryAfter * 1000);
-    expect((await login('carol-password-1', '203.0.113.22')).status).to.equal(200);
+    expect((await login('carol-password-1', '203.0.113.10')).status).to.equal(200);
+  });
+
+  it('guessing one e-mail address from many addresses: once it is over the limit each address has two attempts at it; its owner still gets in', async () => {
+    const login = (password: string, ip: string) => send(app.url, '/api/auth/login', { ip, body: { email: 'carol@example.com', password } });
+    for (let i = 0; i < LIMITS.loginMax; i++) expect((await login('wrong', `203.0.113.${20 + i}`)).status).to.equal(401);
+    // Over the e-mail address's limit: a fresh address has two attempts at it (of its three), then waits.
+    for (const ip of ['203.0.113.30', '203.0.113.31']) {
+      expect((await login('wrong', ip)).status).to.equal(401);
+      expect((await login('wrong', ip)).status).to.equal(401);
+      const refused = await login('carol-password-1', ip);
+      expect(refused.status).to.equal(429);
+      expect(refused.body.details).to.include({ limit: 2, windowMs: 60_000 });
+    }
+    // The owner, from an address of their own, gets in, even after a typo.
+    expect((await login('carol-password-', '198.51.100.78')).status).to.equal(401);
+    expect((await login('carol-password-1', '198.51.100.78')).status).to.equal(200);
   });
 
   it('login is limited per address, over any number of e-mail addresses; other addresses are not affected', async () => {
@@ -187,9 +210,9 @@ describe('rate limits over HTTP', function () {
 
       for (let i = 0; i < LIMITS.loginMax; i++) {
         const base = i % 2 === 0 ? app.url : secondUrl;
-        expect((await send(base, '/api/auth/login', { ip: `203.0.113.${70 + i}`, body: { email: 'ann@example.com', password: 'wrong' } })).status).to.equal(401);
+        expect((await send(base, '/api/auth/login', { ip: '203.0.113.70', body: { email: `nobody${i}@example.com`, password: 'wrong' } })).status).to.equal(401);
       }
-      expectRateLimited(await send(secondUrl, '/api/auth/login', { ip: '203.0.113.80', body: { email: 'ann@example.com', password: 'ann-password-1' } }), 3, 60_000);
+      expectRateLimited(await send(secondUrl, '/api/auth/login', { ip: '203.0.113.70', body: { email: 'ann@example.com', password: 'ann-password-1' } }), 3, 60_000);
     } finally {
       await new Promise((r) => server.close(r));
       server.closeAllConnections();

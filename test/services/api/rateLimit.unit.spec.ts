@@ -5,7 +5,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import pino from 'pino';
 import { errorHandler } from '../../../services/api/http';
 import {
-  callerKey, clientAddress, CountLeases, keyOffset, leaseSize, rateLimiters, secondsUntil, verdict, windowOf,
+  callerKey, clientAddress, CountLeases, keyOffset, leaseSize, LOGIN_TRIES_UNDER_ATTACK, loginEnforced, rateLimiters, secondsUntil, verdict, windowOf,
   type CounterWindow, type LimitState, type RateLimitSettings, type RateLimitStore,
 } from '../../../services/api/rateLimit';
 import { ConfigError, loadConfig } from '../../../services/config';
@@ -71,6 +71,35 @@ describe('rate limits: the pure parts', () => {
       expect(verdict([ip, email, other]).exceeded).to.equal(email);
       expect(verdict([email, ip, other]).exceeded).to.equal(email);
       expect(verdict([ip, email]).shown).to.equal(email);
+    });
+  });
+
+  describe('which login counters refuse (loginEnforced)', () => {
+    const state = (key: string, max: number, count: number): LimitState => ({
+      limit: { key, max, windowMs: MINUTE }, count, counter: { key, windowStart: new Date(0), expiresAt: new Date(MINUTE) },
+    });
+
+    it('without an e-mail address: the address\'s', () => {
+      const byAddress = state('login-ip:a', 10, 11);
+      expect(loginEnforced([byAddress])).to.deep.equal([byAddress]);
+    });
+
+    it('never the e-mail address\'s own counter, however far over its limit', () => {
+      const byAddress = state('login-ip:a', 10, 1);
+      const byEmail = state('login-email:b', 10, 500);
+      const enforced = loginEnforced([byAddress, byEmail, state('login-ip-email:a:b', 10, 1)]);
+      expect(enforced.map((s) => s.limit.key)).to.deep.equal(['login-ip:a', 'login-ip-email:a:b']);
+      expect(verdict(enforced).exceeded).to.equal(null);
+    });
+
+    it('the address\'s attempts at an e-mail address: the login limit, or two while that e-mail address is over it', () => {
+      const byAddress = state('login-ip:a', 10, 3);
+      const pair = state('login-ip-email:a:b', 10, 3);
+      expect(loginEnforced([byAddress, state('login-email:b', 10, 10), pair])[1]).to.equal(pair);
+      const underAttack = loginEnforced([byAddress, state('login-email:b', 10, 11), pair]);
+      expect(underAttack[1].limit.max).to.equal(LOGIN_TRIES_UNDER_ATTACK).and.equal(2);
+      expect(verdict(underAttack).exceeded!.limit.key).to.equal('login-ip-email:a:b');
+      expect(loginEnforced([byAddress, state('login-email:b', 1, 2), state('login-ip-email:a:b', 1, 1)])[1].limit.max, 'never above the limit').to.equal(1);
     });
   });
 
