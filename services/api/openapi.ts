@@ -1,5 +1,6 @@
 import type { OpenAPIV3 } from 'openapi-types';
 import { ENTITIES, type EntityDef, type EntityName, type FieldDef, type RelationDef, type ScalarType, writtenAs } from '../../contracts/entities';
+import { MAX_DISTINCT_FIELDS, MAX_ORDER_BY_KEYS, MAX_ORDER_BY_RELATIONS, MAX_RELATION_FILTERS, MAX_RELATION_LOADS } from '../model/args';
 import { CREATE_ONLY_FIELDS, WRITE_ONLY_INPUTS } from '../model/writeArgs';
 import { auditPaths } from '../audit/audit.openapi';
 import { importPaths } from '../imports/imports.openapi';
@@ -201,7 +202,7 @@ function whereSchema(entity: EntityDef): OpenAPIV3.SchemaObject {
     }
   }
   return object({ ...properties, AND: oneOrMany(ref(self)), OR: oneOrMany(ref(self)), NOT: oneOrMany(ref(self)) }, {
-    description: 'NOT with a list: none of them',
+    description: `NOT with a list: none of them. The filters of one request go through at most ${MAX_RELATION_FILTERS} relations together (each relation filter counts once), else 400 query-too-large`,
   });
 }
 
@@ -237,7 +238,8 @@ function countSelection(entity: EntityDef): Schema {
 function shapeProperties(entity: EntityDef): Record<string, Schema> {
   return { include: ref(`${pascal(entity.name)}Include`), select: ref(`${pascal(entity.name)}Select`) };
 }
-const SHAPE_NOTE = 'include and select cannot both be given';
+const SHAPE_NOTE = `include and select cannot both be given; they load at most ${MAX_RELATION_LOADS} relations (included or counted, at every level together), else 400 query-too-large`;
+const ORDER_BY_NOTE = `at most ${MAX_ORDER_BY_KEYS} sort keys, going through at most ${MAX_ORDER_BY_RELATIONS} relations together, else 400 query-too-large`;
 
 const take = (negative: boolean): OpenAPIV3.SchemaObject => (negative
   ? { type: 'integer', description: 'negative: the last rows of the ordering (after skip rows from the end), returned in the requested order' }
@@ -248,7 +250,7 @@ function listArgs(entity: EntityDef): Record<string, Schema> {
   const name = pascal(entity.name);
   return {
     where: ref(`${name}WhereInput`),
-    orderBy: oneOrMany(ref(`${name}OrderByInput`)),
+    orderBy: { ...oneOrMany(ref(`${name}OrderByInput`), MAX_ORDER_BY_KEYS), description: ORDER_BY_NOTE },
     cursor: { allOf: [ref(`${name}WhereUniqueInput`)], description: 'the page starts at this row (ends there with a negative take)' },
     take: take(true),
     skip,
@@ -549,7 +551,7 @@ function entitySchemas(entity: EntityDef, own: boolean): Schemas {
   const operations: Schemas = {
     [`${name}FindManyArgs`]: object({
       ...listArgs(entity), ...shapeProperties(entity),
-      distinct: { ...fieldList(comparable), description: 'of rows equal on these fields, only the first in the requested order' },
+      distinct: { ...oneOrMany({ type: 'string', enum: comparable }, MAX_DISTINCT_FIELDS), description: 'of rows equal on these fields, only the first in the requested order' },
     }, { description: SHAPE_NOTE }),
     [`${name}FindUniqueArgs`]: object({ where: ref(`${name}WhereUniqueInput`), ...shapeProperties(entity) }, { required: ['where'], description: SHAPE_NOTE }),
     [`${name}CountArgs`]: object({ where: ref(`${name}WhereInput`) }),
@@ -560,7 +562,7 @@ function entitySchemas(entity: EntityDef, own: boolean): Schemas {
       by: { ...fieldList(comparable), description: 'scalar fields (not lists or JSON), each once' },
       where: ref(`${name}WhereInput`),
       having: ref(`${name}HavingInput`),
-      orderBy: oneOrMany(ref(`${name}GroupByOrderByInput`)),
+      orderBy: { ...oneOrMany(ref(`${name}GroupByOrderByInput`), MAX_ORDER_BY_KEYS), description: ORDER_BY_NOTE },
       take: take(false), skip,
       ...aggregateSelections(entity),
     }, { required: ['by'] }),

@@ -167,7 +167,7 @@ export function parseFindArgs(entity: EntityDef, op: FindOperation, body: unknow
     take: parseTake(input.take, 'take'),
     skip: parsePageSize(input.skip, 'skip'),
     ...(input.cursor !== undefined && { cursor: uniqueId(entity, input.cursor, 'cursor').id }),
-    shape: parseShape(entity, input, ''),
+    shape: parseRequestShape(entity, input, where),
     ...(input.distinct !== undefined && { distinct: parseDistinct(entity, input.distinct, 'distinct') }),
   };
 }
@@ -176,6 +176,7 @@ export function parseFindArgs(entity: EntityDef, op: FindOperation, body: unknow
 function parseDistinct(entity: EntityDef, value: unknown, path: string): string[] {
   const fields = Array.isArray(value) ? value : [value];
   if (fields.length === 0) fail(path, 'needs at least one field');
+  if (fields.length > MAX_DISTINCT_FIELDS) tooLarge(path, `takes at most ${MAX_DISTINCT_FIELDS} fields`, MAX_DISTINCT_FIELDS);
   return fields.map((name, i) => {
     const fieldPath = Array.isArray(value) ? `${path}[${i}]` : path;
     const field = typeof name === 'string' ? fieldOf(entity, name) : undefined;
@@ -196,7 +197,7 @@ export function parseCreateArgs(entity: EntityDef, body: unknown): CreateArgs {
   for (const [name, relation] of Object.entries(entity.relations)) {
     if (relation.requiredOnCreate && !(name in connect)) fail(at('data', name), 'is required: { connect: { id } }');
   }
-  return { data, connect, shape: parseShape(entity, input, '') };
+  return { data, connect, shape: parseRequestShape(entity, input) };
 }
 
 export function parseUpdateArgs(entity: EntityDef, body: unknown): UpdateArgs {
@@ -205,13 +206,13 @@ export function parseUpdateArgs(entity: EntityDef, body: unknown): UpdateArgs {
   const where = uniqueId(entity, input.where, 'where');
   const { data, connect } = parseWriteData(entity, required(input, 'data', ''), 'data', 'update');
   if (Object.keys(data).length + Object.keys(connect).length === 0) fail('data', 'must change at least one field');
-  return { where, data, connect, shape: parseShape(entity, input, '') };
+  return { where, data, connect, shape: parseRequestShape(entity, input) };
 }
 
 export function parseDeleteArgs(entity: EntityDef, body: unknown): DeleteArgs {
   const input = expectBody(body);
   allowOnlyKeys(input, ['where', 'include', 'select'], '', 'delete accepts');
-  return { where: uniqueId(entity, input.where, 'where'), shape: parseShape(entity, input, '') };
+  return { where: uniqueId(entity, input.where, 'where'), shape: parseRequestShape(entity, input) };
 }
 
 /** All scalar fields, no relations: what an operation returns without include/select. */
@@ -224,6 +225,13 @@ export function defaultShape(entity: EntityDef): Shape {
 
 function optionalWhere(entity: EntityDef, value: unknown, path: string): Where | undefined {
   return value === undefined ? undefined : parseWhere(entity, value, path);
+}
+
+/** A request's top-level `where` where no include or select comes with it (aggregate, groupBy). */
+function boundedWhere(entity: EntityDef, value: unknown): Where | undefined {
+  const where = optionalWhere(entity, value, 'where');
+  checkRelationFilters(where);
+  return where;
 }
 
 function parseUniqueWhere(entity: EntityDef, value: unknown, path: string): Where {
@@ -418,8 +426,12 @@ function isOptionalRelation(entity: EntityDef, relation: RelationDef): boolean {
 
 function parseOrderBy(entity: EntityDef, value: unknown, path: string): OrderBy[] {
   if (value === undefined) return [];
-  if (Array.isArray(value)) return value.map((item, i) => parseOrderByItem(entity, item, `${path}[${i}]`, [], false));
-  return [parseOrderByItem(entity, value, path, [], false)];
+  checkOrderByLength(value, path);
+  const keys = Array.isArray(value) ? value.map((item, i) => parseOrderByItem(entity, item, `${path}[${i}]`, [], false)) : [parseOrderByItem(entity, value, path, [], false)];
+  // Each relation a key goes through is a subquery per row, and a cursor compares each key several times.
+  const hops = keys.reduce((sum, key) => sum + (key.via?.length ?? 0) + ('count' in key ? 1 : 0), 0);
+  if (hops > MAX_ORDER_BY_RELATIONS) tooLarge(path, `goes through more than ${MAX_ORDER_BY_RELATIONS} relations in its sort keys together`, MAX_ORDER_BY_RELATIONS);
+  return keys;
 }
 
 /**
@@ -472,6 +484,54 @@ function parseTake(value: unknown, path: string): number | undefined {
 
 // ---------------------------------------------------------------------------------------------
 // include / select
+
+/**
+ * The include/select of a request: at most MAX_RELATION_LOADS relations loaded or counted, at
+ * every level together; and with the request's own `where`, at most MAX_RELATION_FILTERS relation filters.
+ */
+function parseRequestShape(entity: EntityDef, input: Json, where?: Where): Shape {
+  const shape = parseShape(entity, input, '');
+  if (relationLoads(shape) > MAX_RELATION_LOADS) {
+    tooLarge(input.select !== undefined ? 'select' : 'include', `loads more than ${MAX_RELATION_LOADS} relations (each included or counted relation at every level counts once)`, MAX_RELATION_LOADS);
+  }
+  checkRelationFilters(where, shape);
+  return shape;
+}
+
+/** Each relation filter is a subquery: a request's filters (its where, and those in include and _count) follow at most MAX_RELATION_FILTERS relations together. */
+function checkRelationFilters(where: Where | undefined, shape?: Shape): void {
+  const own = relationFilters(where);
+  if (own + (shape ? shapeRelationFilters(shape) : 0) <= MAX_RELATION_FILTERS) return;
+  tooLarge(own > MAX_RELATION_FILTERS ? 'where' : '', `filters through more than ${MAX_RELATION_FILTERS} relations (each relation filter in where, and in the where of includes and _count, counts once)`, MAX_RELATION_FILTERS);
+}
+
+function relationFilters(where: Where | null | undefined): number {
+  if (!where) return 0;
+  switch (where.kind) {
+    case 'and':
+    case 'or':
+      return where.items.reduce((sum, item) => sum + relationFilters(item), 0);
+    case 'not':
+      return relationFilters(where.item);
+    case 'relation':
+      return 1 + relationFilters(where.where);
+    default:
+      return 0;
+  }
+}
+
+function shapeRelationFilters(shape: Shape): number {
+  let filters = Object.values(shape.counts).reduce((sum, where) => sum + relationFilters(where), 0);
+  for (const load of Object.values(shape.relations)) filters += relationFilters(load.where) + shapeRelationFilters(load.shape);
+  return filters;
+}
+
+/** How many queries loading `shape` takes besides its own rows: one per included relation and per counted relation, at every level. */
+function relationLoads(shape: Shape): number {
+  let loads = Object.keys(shape.counts).length;
+  for (const load of Object.values(shape.relations)) loads += 1 + relationLoads(load.shape);
+  return loads;
+}
 
 function parseShape(entity: EntityDef, holder: Json, path: string): Shape {
   const { select, include } = holder;
@@ -716,6 +776,30 @@ function expectObject(value: unknown, path: string): Json {
 /** How deeply a body may nest: deeper filters would exhaust the parser's stack, or PostgreSQL's. */
 export const MAX_DEPTH = 64;
 
+/**
+ * Bounds on a request's shape, each refused with a 400 `query-too-large` naming it (`details.limit`):
+ * every sort key is a sort expression (PostgreSQL takes at most 1,664 per query, and a cursor
+ * compares key by key), every included or counted relation one more query, every relation a
+ * filter or a sort key goes through a subquery. Unbounded, one request of a few hundred kilobytes
+ * kept PostgreSQL planning for minutes.
+ */
+export const MAX_ORDER_BY_KEYS = 32;
+/** Relations the sort keys of one orderBy go through together (`{ folder: { parent: { name } } }`: 2, `{ steps: { _count } }`: 1). */
+export const MAX_ORDER_BY_RELATIONS = 16;
+export const MAX_DISTINCT_FIELDS = 32;
+/** Included relations and `_count` relations of one request, at every level together. */
+export const MAX_RELATION_LOADS = 64;
+/** Relation filters (some / every / none / is / isNot, and the shorthand) of one request, in every where together. */
+export const MAX_RELATION_FILTERS = 64;
+
+function tooLarge(path: string, message: string, limit: number): never {
+  throw badRequest('query-too-large', path ? `${path}: ${message}` : message, { path, limit });
+}
+
+function checkOrderByLength(value: unknown, path: string): void {
+  if (Array.isArray(value) && value.length > MAX_ORDER_BY_KEYS) tooLarge(path, `takes at most ${MAX_ORDER_BY_KEYS} sort keys`, MAX_ORDER_BY_KEYS);
+}
+
 /** The body as an object, refused at the first value nested deeper than MAX_DEPTH. */
 function expectBody(body: unknown): Json {
   const input = expectObject(body, '');
@@ -818,7 +902,7 @@ export function parseAggregateArgs(entity: EntityDef, body: unknown): AggregateA
   const aggregates = parseAggregates(entity, input);
   if (Object.keys(aggregates).length === 0) fail('', `aggregate needs at least one of ${AGGREGATE_KEYS.join(', ')}`);
   return {
-    where: optionalWhere(entity, input.where, 'where'),
+    where: boundedWhere(entity, input.where),
     orderBy: parseOrderBy(entity, input.orderBy, 'orderBy'),
     take: parseTake(input.take, 'take'),
     skip: parsePageSize(input.skip, 'skip'),
@@ -835,7 +919,7 @@ export function parseGroupByArgs(entity: EntityDef, body: unknown): GroupByArgs 
   const having = input.having === undefined ? undefined : parseHaving(entity, by, input.having, 'having', havingAggregates);
   return {
     by,
-    where: optionalWhere(entity, input.where, 'where'),
+    where: boundedWhere(entity, input.where),
     ...(having && { having }),
     havingAggregates: [...havingAggregates.values()],
     orderBy: parseGroupOrderBy(entity, by, input.orderBy, 'orderBy'),
@@ -984,6 +1068,7 @@ function parseByField(entity: EntityDef, value: unknown, path: string): string {
 
 function parseGroupOrderBy(entity: EntityDef, by: string[], value: unknown, path: string): GroupOrderBy[] {
   if (value === undefined) return [];
+  checkOrderByLength(value, path);
   if (Array.isArray(value)) return value.map((item, i) => parseGroupOrderByItem(entity, by, item, `${path}[${i}]`));
   return [parseGroupOrderByItem(entity, by, value, path)];
 }
