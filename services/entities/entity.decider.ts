@@ -26,7 +26,17 @@ export type Facts = Record<string, Fact | Fact[] | undefined>;
 
 export type EntityCommand =
   | { type: 'Create'; id: number; values: Record<string, unknown>; facts: Facts; now: string }
-  | { type: 'Update'; id: number; values: Record<string, unknown>; facts: Facts; now: string }
+  | {
+    type: 'Update'; id: number; values: Record<string, unknown>; facts: Facts; now: string;
+    /**
+     * The rows the row references and this update leaves as they are, where they belong to a
+     * project: checked against the row's project (a result moved to another run keeps its run
+     * case), not for existence again.
+     */
+    kept?: Facts;
+    /** The project the row is in before the update (null for global configuration). */
+    projectBefore?: number | null;
+  }
   | { type: 'Delete'; id: number; now: string };
 
 export interface EntityState {
@@ -65,8 +75,9 @@ export function entityDecider(entity: EntityDef) {
         }
         if (Object.keys(changes).length === 0) return [];
         const merged = { ...s.values, ...cmd.values };
-        checkReferences(entity, merged, cmd.facts);
-        checkEntityRules(entity, merged, cmd.facts);
+        checkStaysInProject(entity, merged, cmd.facts, cmd.projectBefore ?? null);
+        checkReferences(entity, merged, cmd.facts, cmd.kept);
+        checkEntityRules(entity, merged, { ...cmd.kept, ...cmd.facts });
         return [{ type: types.updated, data: { [idKey]: cmd.id, changes, updatedAt: cmd.now } }];
       }
       case 'Delete':
@@ -106,15 +117,30 @@ export function projectIdOf(entity: EntityDef, values: Record<string, unknown>, 
 }
 
 /**
+ * No update moves a row into another project, along any relation (its project, its run, its
+ * session, its folder, ...): a row's project decides who sees and changes it and its children,
+ * and what refers to it stays behind. No relation is an exception (docs/access.md).
+ */
+function checkStaysInProject(entity: EntityDef, values: Record<string, unknown>, facts: Facts, before: number | null): void {
+  if (entity.name === 'project' || before === null) return;
+  const after = projectIdOf(entity, values, facts);
+  if (after === null || after === before) return;
+  const hop = entity.projectPath![0];
+  throw new DomainError('cross-project-move', `${entity.name} rows do not move to another project (from ${before} to ${after})`, { path: `data.${hop}`, from: before, to: after });
+}
+
+/**
  * Every referenced row exists and is not deleted, and belongs to the same project as this one
  * (a case cannot sit in another project's folder, a run cannot use another project's milestone).
+ * References an update leaves as they are (`kept`) are checked for their project only.
  */
-function checkReferences(entity: EntityDef, values: Record<string, unknown>, facts: Facts): void {
+function checkReferences(entity: EntityDef, values: Record<string, unknown>, facts: Facts, kept: Facts = {}): void {
   const projectId = entity.name === 'project' ? null : projectIdOf(entity, values, facts);
-  for (const [relation, fact] of Object.entries(facts)) {
+  const all = [...Object.entries(facts).map(([relation, fact]) => [relation, fact, true] as const), ...Object.entries(kept).map(([relation, fact]) => [relation, fact, false] as const)];
+  for (const [relation, fact, named] of all) {
     for (const f of Array.isArray(fact) ? fact : fact ? [fact] : []) {
       const target = kebab(f.entity);
-      if (!f.exists || f.isDeleted) throw new DomainError(`${target}-not-found`, `${f.entity} ${f.id} does not exist`, { path: relation, id: f.id });
+      if (named && (!f.exists || f.isDeleted)) throw new DomainError(`${target}-not-found`, `${f.entity} ${f.id} does not exist`, { path: relation, id: f.id });
       if (projectId !== null && f.projectId !== null && f.projectId !== projectId && ENTITIES[f.entity].projectPath !== undefined) {
         throw new DomainError(`${target}-in-other-project`, `${f.entity} ${f.id} belongs to another project`, { path: relation, id: f.id });
       }

@@ -96,11 +96,19 @@ export async function updateEntity(deps: CommandDeps, name: EntityName, id: numb
   // The project path's first hop is looked up too, so that new references are checked against the row's project.
   const changedRelations = [...Object.keys(write.connect), ...(entity.projectPath?.length ? [entity.projectPath[0]] : [])];
   const facts = await factsFor(deps, entity, merged, changedRelations, write);
+  // So are the references the update keeps that belong to a project, and the project the row is in now:
+  // an update reaches its project along every relation, and moves along none.
+  const keptRelations = Object.entries(entity.relations)
+    .filter(([relation, r]) => r.kind === 'one' && !changedRelations.includes(relation) && ENTITIES[r.target].projectPath !== undefined)
+    .map(([relation]) => relation);
+  const kept = await factsFor(deps, entity, merged, keptRelations, { data: {}, connect: {} });
+  const projectBefore = await projectOfValues(deps, entity, id, state.values);
+  const command = { type: 'Update' as const, id, values, facts, kept, projectBefore, now: deps.clock().toISOString() };
+  // Decided once against the state just loaded before a value is claimed: a refused update claims nothing.
+  decider.decide(command, state);
   const free = await refuseTakenValues(deps, entity, id, state.values, merged);
   await claimUniqueValues(deps, entity, id, free, metadata);
-  const outcome = await handleCommand(deps.store, streamOf(entity, id), decider, {
-    type: 'Update', id, values, facts, now: deps.clock().toISOString(),
-  }, metadata);
+  const outcome = await handleCommand(deps.store, streamOf(entity, id), decider, command, metadata);
   const renamed = name === 'repositoryCase' && typeof values.title === 'string' && values.title !== state.values.title
     ? await keepImportIdentity(deps, id, state.values.title as string, values.title, metadata) : null;
   await readYourWrites(deps, outcome);
@@ -216,6 +224,16 @@ async function factsFor(deps: CommandDeps, entity: EntityDef, values: Record<str
   }
   await Promise.all(lookups);
   return facts;
+}
+
+/** The project of a row with these values: its own, or its parent's along the project path (null: global). */
+async function projectOfValues(deps: CommandDeps, entity: EntityDef, id: number, values: Record<string, unknown>): Promise<number | null> {
+  if (entity.name === 'project') return id;
+  const own = projectIdOf(entity, values, {});
+  const hop = entity.projectPath?.[0];
+  if (own !== null || !hop) return own;
+  const parentId = values[entity.relations[hop].scalar!] as number | null | undefined;
+  return parentId == null ? null : (await factOf(deps, entity.relations[hop].target, parentId)).projectId;
 }
 
 /** What a row is like now, from its own stream (never the read model, which may lag). */

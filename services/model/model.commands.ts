@@ -24,8 +24,10 @@ const folderCommands: EntityCommands = {
     return createFolder(deps, { name: data.name as string, projectId: connect.project as number, parentId: connect.parent ?? null }, metadata);
   },
   async update(deps, id, { data, connect }, metadata) {
-    if (connect.project !== undefined) throw badRequest('invalid-argument', 'a folder cannot move to another project', { path: 'data.project' });
-    await updateFolder(deps, { folderId: id, changes: data.name === undefined ? {} : { name: data.name as string }, parentId: connect.parent }, metadata);
+    await updateFolder(deps, {
+      folderId: id, changes: data.name === undefined ? {} : { name: data.name as string }, parentId: connect.parent,
+      ...(connect.project != null && { projectId: connect.project }),
+    }, metadata);
     return id;
   },
   async delete(deps, id, metadata) {
@@ -65,9 +67,6 @@ function genericCommands(name: EntityName): EntityCommands {
       return createEntity(deps, name, write, metadata);
     },
     async update(deps, id, write, metadata) {
-      if (entity.projectPath?.length && write.connect[entity.projectPath[0]] !== undefined && entity.projectPath[0] === 'project') {
-        throw badRequest('invalid-argument', `a ${name} cannot move to another project`, { path: 'data.project' });
-      }
       await updateEntity(deps, name, id, write, metadata);
       return id;
     },

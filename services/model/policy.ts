@@ -81,14 +81,27 @@ export async function policyFor(knex: Knex, user: AuthenticatedUser): Promise<Po
 
 /**
  * The per-project check of a write, once every row it names is known to be visible: the caller's
- * grant in the row's project must permit the action in the entity's area (closing a run, session
- * or milestone needs canClose; members and access need a project admin). `id` is the row written
- * (update, delete), `write` its new content (create, update).
+ * grant must permit the action in the entity's area (closing a run, session or milestone needs
+ * canClose; members and access need a project admin) in every project
+ * the row is in before the change (`id`: update, delete) and after it (`write`: the project of
+ * every row it references, along every relation, nested children's references and links
+ * included). A write naming rows of two projects is refused in the project the caller lacks the
+ * permission in (403); with the permission in both, the command refuses it (a row does not move
+ * between projects, nor reference another project's rows).
  */
 export async function authorizeWrite(knex: Knex, policy: Policy, entity: EntityDef, operation: WriteOperation, target: { id?: number; write?: EntityWrite }): Promise<void> {
   if (policy.access.all || entity.projectPath === undefined || writtenAs(entity) !== 'aggregate') return;
-  const projectId = target.id !== undefined ? await projectOfRow(knex, entity, target.id) : await projectOfNewRow(knex, entity, target.write);
-  if (projectId === null) return; // the command itself refuses a row without its project
+  const projects = new Set<number>();
+  if (target.id !== undefined) {
+    const before = await projectOfRow(knex, entity, target.id);
+    if (before !== null) projects.add(before);
+  }
+  if (entity.name !== 'project' && target.write) for (const projectId of await projectsReferenced(knex, entity, target.write)) projects.add(projectId);
+  // None: the command itself refuses a row without its project.
+  for (const projectId of projects) authorizeInProject(policy, entity, operation, projectId, target.write);
+}
+
+function authorizeInProject(policy: Policy, entity: EntityDef, operation: WriteOperation, projectId: number, write: EntityWrite | undefined): void {
   const grant = policy.access.projects.get(projectId);
   const refuse = (why: string) => forbidden(`You may not ${operation} ${entity.name} rows in project ${projectId}: ${why}`, { entity: entity.name, operation, projectId });
   if (!grant) throw refuse('no access');
@@ -98,7 +111,7 @@ export async function authorizeWrite(knex: Knex, policy: Policy, entity: EntityD
   }
   const area = AREA[entity.name];
   if (!area) throw refuse('only administrators may');
-  const closing = operation === 'update' && entity.fields.isCompleted !== undefined && target.write?.data.isCompleted === true;
+  const closing = operation === 'update' && entity.fields.isCompleted !== undefined && write?.data.isCompleted === true;
   const action = operation === 'delete' ? 'canDelete' : closing ? 'canClose' : 'canAddEdit';
   if (!permits(grant, area, action)) throw refuse(`the role has no ${action} on ${area}`);
 }
@@ -121,14 +134,21 @@ async function projectOfRow(knex: Knex, entity: EntityDef, id: number): Promise<
   return row?.projectId ?? null;
 }
 
-/** The project a row about to be created belongs to: through the first hop of its project path. */
-async function projectOfNewRow(knex: Knex, entity: EntityDef, write: EntityWrite | undefined): Promise<number | null> {
-  if (entity.name === 'project' || !write) return null;
-  const hop = entity.projectPath![0];
-  const parentId = write.connect[hop];
-  if (parentId === undefined || parentId === null) return null;
-  const target = ENTITIES[entity.relations[hop].target];
-  return target.name === 'project' ? parentId : projectOfRow(knex, target, parentId);
+/**
+ * The projects of the rows a write references that belong to one: `connect` targets, linked
+ * rows, nested children's references. Global configuration (statuses, tags, users) has none.
+ */
+async function projectsReferenced(knex: Knex, entity: EntityDef, write: EntityWrite): Promise<number[]> {
+  const projects = new Set<number>();
+  for (const { entity: name, ids } of targetsOf(entity, write)) {
+    const target = ENTITIES[name];
+    if (target.projectPath === undefined) continue;
+    for (const id of new Set(ids)) {
+      const projectId = await projectOfRow(knex, target, id);
+      if (projectId !== null) projects.add(projectId);
+    }
+  }
+  return [...projects];
 }
 
 /** "Belongs to one of these projects", along the entity's path of to-one relations. */

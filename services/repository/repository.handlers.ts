@@ -56,11 +56,12 @@ export async function createFolder(
 }
 
 export async function updateFolder(
-  deps: CommandDeps, input: { folderId: number; changes: { name?: string }; parentId?: number | null }, metadata: EventMetadata,
+  deps: CommandDeps, input: { folderId: number; changes: { name?: string }; parentId?: number | null; projectId?: number }, metadata: EventMetadata,
 ): Promise<void> {
   const parent = input.parentId === undefined || input.parentId === null ? input.parentId : await parentFact(deps, input.parentId);
   const outcome = await handleCommand(deps.store, folderStream(input.folderId), await folderDecider(deps, input.folderId), {
-    type: 'UpdateRepositoryFolder', folderId: input.folderId, changes: input.changes, parent, now: deps.clock().toISOString(),
+    type: 'UpdateRepositoryFolder', folderId: input.folderId, changes: input.changes, parent,
+    ...(input.projectId !== undefined && { projectId: input.projectId }), now: deps.clock().toISOString(),
   }, metadata);
   await readYourWrites(deps, outcome);
 }

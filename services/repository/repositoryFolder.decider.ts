@@ -13,7 +13,11 @@ export interface FolderFact {
 
 export type RepositoryFolderCommand =
   | { type: 'CreateRepositoryFolder'; folderId: number; name: string; project: ProjectFact; parent: FolderFact | null; now: string }
-  | { type: 'UpdateRepositoryFolder'; folderId: number; changes: { name?: string }; parent?: FolderFact | null; now: string }
+  | {
+    type: 'UpdateRepositoryFolder'; folderId: number; changes: { name?: string }; parent?: FolderFact | null;
+    /** The project the caller names: a folder stays in its own (docs/access.md). */
+    projectId?: number; now: string;
+  }
   | { type: 'DeleteRepositoryFolder'; folderId: number; now: string };
 
 export interface RepositoryFolderState {
@@ -51,6 +55,9 @@ export function decide(cmd: RepositoryFolderCommand, s: RepositoryFolderState): 
       }];
     case 'UpdateRepositoryFolder': {
       if (!s.exists || s.isDeleted) throw new DomainError('folder-not-found', `Folder ${cmd.folderId} does not exist`);
+      if (cmd.projectId !== undefined && cmd.projectId !== s.projectId) {
+        throw new DomainError('cross-project-move', `Folders do not move to another project (from ${s.projectId} to ${cmd.projectId})`, { path: 'data.project', from: s.projectId, to: cmd.projectId });
+      }
       const changes: RepositoryFolderUpdated['data']['changes'] = {};
       if (cmd.changes.name !== undefined && cmd.changes.name !== s.name) changes.name = cmd.changes.name;
       if (cmd.parent !== undefined) {

@@ -76,6 +76,52 @@ describe('the generic entity decider', () => {
         .when({ type: 'Update', id: 100, values: { title: 'x' }, facts: {}, now: T1 }).thenFailsWith('repository-case-not-found');
     });
 
+    describe('a row stays in its project, along every relation (cross-project-move)', () => {
+      const results = entityDecider(ENTITIES.testRunResult);
+      const resultCreated: EntityEvent = { type: 'TestRunResultCreated', data: { testRunResultId: 1, testRunId: 5, testRunCaseId: 9, statusId: 2, createdAt: T0 } };
+      const runCase9 = fact('testRunCase', 9, 7, { testRunId: 5 });
+
+      it('refuses a result moved to a run of another project', () =>
+        given(results, [resultCreated]).when({
+          type: 'Update', id: 1, values: { testRunId: 50, testRunCaseId: 90 }, projectBefore: 7, now: T1,
+          facts: { testRun: fact('testRun', 50, 8), testRunCase: fact('testRunCase', 90, 8, { testRunId: 50 }) },
+        }).thenFailsWith('cross-project-move'));
+
+      it('checks the references an update keeps against the row\'s project: a run case left in the old run', () => {
+        given(results, [resultCreated]).when({
+          type: 'Update', id: 1, values: { testRunId: 6 }, projectBefore: 7, now: T1, facts: { testRun: fact('testRun', 6, 7) }, kept: { testRunCase: runCase9 },
+        }).thenFailsWith('test-run-case-not-in-run');
+        given(results, [resultCreated]).when({
+          type: 'Update', id: 1, values: { testRunCaseId: 10 }, projectBefore: 7, now: T1,
+          facts: { testRun: fact('testRun', 5, 7), testRunCase: fact('testRunCase', 10, 7, { testRunId: 5 }) },
+        }).then([{ type: 'TestRunResultUpdated', data: { testRunResultId: 1, changes: { testRunCaseId: 10 }, updatedAt: T1 } }]);
+      });
+
+      it('a kept reference is checked for its project, not for existence again', () => {
+        const runs = entityDecider(ENTITIES.testRun);
+        const runCreated: EntityEvent = { type: 'TestRunCreated', data: { testRunId: 5, name: 'Nightly', projectId: 7, milestoneId: 3, createdAt: T0 } };
+        given(runs, [runCreated]).when({
+          type: 'Update', id: 5, values: { name: 'Weekly' }, projectBefore: 7, now: T1, facts: { project: fact('project', 7, 7) },
+          kept: { milestone: fact('milestone', 3, 7, {}, { isDeleted: true }) },
+        }).then([{ type: 'TestRunUpdated', data: { testRunId: 5, changes: { name: 'Weekly' }, updatedAt: T1 } }]);
+        given(runs, [runCreated]).when({
+          type: 'Update', id: 5, values: { name: 'Weekly' }, projectBefore: 7, now: T1, facts: { project: fact('project', 7, 7) },
+          kept: { milestone: fact('milestone', 3, 8) },
+        }).thenFailsWith('milestone-in-other-project');
+        given(runs, [runCreated]).when({ type: 'Update', id: 5, values: { projectId: 8 }, projectBefore: 7, now: T1, facts: { project: fact('project', 8, 8) } })
+          .thenFailsWith('cross-project-move');
+      });
+
+      it('a session result does not move to another project\'s session', () => {
+        const sessionResults = entityDecider(ENTITIES.sessionResult);
+        const created: EntityEvent = { type: 'SessionResultCreated', data: { sessionResultId: 4, sessionId: 5, statusId: 2, createdAt: T0 } };
+        given(sessionResults, [created]).when({ type: 'Update', id: 4, values: { sessionId: 6 }, projectBefore: 7, now: T1, facts: { session: fact('session', 6, 8) } })
+          .thenFailsWith('cross-project-move');
+        given(sessionResults, [created]).when({ type: 'Update', id: 4, values: { sessionId: 6 }, projectBefore: 7, now: T1, facts: { session: fact('session', 6, 7) } })
+          .then([{ type: 'SessionResultUpdated', data: { sessionResultId: 4, changes: { sessionId: 6 }, updatedAt: T1 } }]);
+      });
+    });
+
     it('restores a deleted project (its isDeleted is writable)', () => {
       const projects = entityDecider(ENTITIES.project);
       const created: EntityEvent = { type: 'ProjectCreated', data: { projectId: 7, name: 'Checkout', createdAt: T0 } };

@@ -79,6 +79,10 @@ describe('RepositoryFolder decider', () => {
     it('without a parent, the parent is left alone', () => folder(createdUnder10).when(update({})).thenNothing());
     it('refuses the folder as its own parent', () => folder(created).when(update({}, itself)).thenFailsWith('folder-cycle'));
     it('refuses a parent in another project', () => folder(created).when(update({}, foreignFolder)).thenFailsWith('folder-in-other-project'));
+    it('refuses a move to another project; its own project again changes nothing', () => {
+      folder(created).when({ type: 'UpdateRepositoryFolder', folderId: 11, changes: {}, projectId: 2, now: NOW }).thenFailsWith('cross-project-move');
+      folder(created).when({ type: 'UpdateRepositoryFolder', folderId: 11, changes: {}, projectId: 1, now: NOW }).thenNothing();
+    });
     it('refuses a parent that does not exist', () => folder(created).when(update({}, missingFolder)).thenFailsWith('folder-not-found'));
     it('refuses a deleted parent', () => folder(created).when(update({}, deletedFolder)).thenFailsWith('folder-not-found'));
     it('refuses an unknown folder', () => folder().when(update({ name: 'X' })).thenFailsWith('folder-not-found'));

@@ -1,0 +1,175 @@
+import { expect } from 'chai';
+import { seedDefaults } from '../../services/entities/seed';
+import { registerUser } from '../../services/identity/identity.handlers';
+import { systemMetadata } from '../../services/shared/context';
+import { expectRefused, startTestApp, type TestApp } from '../support/app';
+import { HttpClient } from '../support/server';
+
+/**
+ * Writes that would cross a project boundary or skip a permission (issue 15, part 1). Two
+ * projects, A and B; `tester` is a Tester in A and only a Viewer in B, `both` a Tester in both,
+ * and the administrator may do everything. A write needs the permission in the row's project
+ * before and after the change, along every relation by which the row reaches a project, and no
+ * write moves a row into another project, whoever asks.
+ */
+describe('model API writes across projects and permissions', function () {
+  this.timeout(180_000);
+  let app: TestApp;
+  let admin: HttpClient;
+  let tester: HttpClient;
+  let both: HttpClient;
+  const ids: Record<string, number> = {};
+  const PASSWORD = 'write-access-password-1';
+  const connect = (id: number) => ({ connect: { id } });
+
+  const login = async (email: string) => {
+    const c = new HttpClient(app.url);
+    expect((await c.post('/api/auth/login', { email, password: PASSWORD })).status).to.equal(200);
+    return c;
+  };
+  const created = async (c: HttpClient, entity: string, data: unknown) => {
+    const res = await c.post(`/api/model/${entity}/create`, { data });
+    expect(res.status, `${entity}: ${JSON.stringify(res.body)}`).to.equal(201);
+    return res.body.data.id as number;
+  };
+  const row = async (entity: string, id: number) => {
+    const res = await admin.post(`/api/model/${entity}/findUnique`, { where: { id } });
+    expect(res.status).to.equal(200);
+    return res.body.data;
+  };
+  const refused = (c: HttpClient, entity: string, op: string, body: unknown, status: number) =>
+    expectRefused(app, () => c.post(`/api/model/${entity}/${op}`, body), status);
+  const idOf = async (entity: string, where: unknown) => {
+    const res = await admin.post(`/api/model/${entity}/findFirstOrThrow`, { where });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    return res.body.data.id as number;
+  };
+
+  /** A run with one case and one result, a session with one result, a folder and a milestone in the project. */
+  const projectRows = async (key: string, project: number) => {
+    ids[`folder${key}`] = await created(admin, 'repositoryFolder', { name: `Folder ${key}`, project: connect(project) });
+    ids[`case${key}`] = await created(admin, 'repositoryCase', { title: `Case ${key}`, project: connect(project) });
+    ids[`otherCase${key}`] = await created(admin, 'repositoryCase', { title: `Other case ${key}`, project: connect(project) });
+    ids[`run${key}`] = await created(admin, 'testRun', { name: `Run ${key}`, project: connect(project) });
+    ids[`otherRun${key}`] = await created(admin, 'testRun', { name: `Other run ${key}`, project: connect(project) });
+    ids[`runCase${key}`] = await created(admin, 'testRunCase', { testRun: connect(ids[`run${key}`]), repositoryCase: connect(ids[`case${key}`]) });
+    ids[`result${key}`] = await created(admin, 'testRunResult', { testRun: connect(ids[`run${key}`]), testRunCase: connect(ids[`runCase${key}`]), status: connect(ids.passed) });
+    ids[`session${key}`] = await created(admin, 'session', { name: `Session ${key}`, project: connect(project) });
+    ids[`sessionResult${key}`] = await created(admin, 'sessionResult', { session: connect(ids[`session${key}`]), status: connect(ids.passed) });
+    ids[`milestone${key}`] = await created(admin, 'milestone', { name: `Milestone ${key}`, project: connect(project) });
+  };
+
+  before(async () => {
+    app = await startTestApp();
+    const meta = systemMetadata('test');
+    await seedDefaults(app.deps, meta); // roles Project Admin, Tester (the default: add/edit, no delete, no close), Viewer
+    await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: PASSWORD, access: 'ADMIN' }, meta);
+    const testerId = await registerUser(app.deps, { email: 'tester@example.com', name: 'Tester', password: PASSWORD, access: 'USER' }, meta);
+    const bothId = await registerUser(app.deps, { email: 'both@example.com', name: 'Both', password: PASSWORD, access: 'USER' }, meta);
+    admin = await login('admin@example.com');
+    tester = await login('tester@example.com');
+    both = await login('both@example.com');
+    ids.passed = await idOf('status', { systemName: 'passed' });
+    ids.a = await created(admin, 'project', { name: 'A' });
+    ids.b = await created(admin, 'project', { name: 'B' });
+    // The tester: assigned to A (the default role, Tester), a Viewer in B.
+    await created(admin, 'projectAssignment', { user: connect(testerId), project: connect(ids.a) });
+    await created(admin, 'userProjectPermission', { user: connect(testerId), project: connect(ids.b), accessType: 'SPECIFIC_ROLE', role: connect(await idOf('role', { name: 'Viewer' })) });
+    await created(admin, 'projectAssignment', { user: connect(bothId), project: connect(ids.a) });
+    await created(admin, 'projectAssignment', { user: connect(bothId), project: connect(ids.b) });
+    await projectRows('A', ids.a);
+    await projectRows('B', ids.b);
+  });
+  after(() => app?.stop());
+
+  describe('a Tester of A who is only a Viewer of B cannot move rows into B (403, details.projectId B)', () => {
+    const moves: [string, string, (() => Record<string, unknown>)][] = [
+      ['testRunResult', 'resultA', () => ({ testRun: connect(ids.runB) })],
+      ['testRunResult', 'resultA', () => ({ testRun: connect(ids.runB), testRunCase: connect(ids.runCaseB) })],
+      ['testRunCase', 'runCaseA', () => ({ testRun: connect(ids.runB) })],
+      ['testRunCase', 'runCaseA', () => ({ testRun: connect(ids.runB), repositoryCase: connect(ids.otherCaseB) })],
+      ['testRunCase', 'runCaseA', () => ({ repositoryCase: connect(ids.otherCaseB) })],
+      ['sessionResult', 'sessionResultA', () => ({ session: connect(ids.sessionB) })],
+      ['testRun', 'runA', () => ({ project: connect(ids.b) })],
+      ['testRun', 'runA', () => ({ milestone: connect(ids.milestoneB) })],
+      ['repositoryCase', 'caseA', () => ({ folder: connect(ids.folderB) })],
+      ['repositoryFolder', 'folderA', () => ({ project: connect(ids.b) })],
+      ['milestone', 'milestoneA', () => ({ parent: connect(ids.milestoneB) })],
+    ];
+    for (const [entity, key, data] of moves) {
+      it(`${entity} update connecting ${Object.keys(data()).join(' and ')} of B`, async () => {
+        const before = await row(entity, ids[key]);
+        const refusal = await refused(tester, entity, 'update', { where: { id: ids[key] }, data: data() }, 403);
+        expect(refusal.code).to.equal('forbidden');
+        expect(refusal.details.projectId).to.equal(ids.b);
+        expect(await row(entity, ids[key])).to.deep.equal(before);
+      });
+    }
+
+    it('nor creates rows in A that reach B (a run case of B\'s case, a result of B\'s run case)', async () => {
+      for (const [entity, data] of [
+        ['testRunCase', { testRun: connect(ids.runA), repositoryCase: connect(ids.otherCaseB) }],
+        ['testRunResult', { testRun: connect(ids.runA), testRunCase: connect(ids.runCaseB), status: connect(ids.passed) }],
+        ['testRun', { name: 'x', project: connect(ids.a), milestone: connect(ids.milestoneB) }],
+        ['comment', { content: 'x', project: connect(ids.a), testRun: connect(ids.runB) }],
+      ] as const) {
+        const refusal = await refused(tester, entity, 'create', { data }, 403);
+        expect(refusal.details.projectId, entity).to.equal(ids.b);
+      }
+    });
+
+    it('the bulk forms and upsert are checked alike', async () => {
+      await refused(tester, 'testRunCase', 'createMany', { data: [{ testRun: connect(ids.runA), repositoryCase: connect(ids.otherCaseB) }] }, 403);
+      await refused(tester, 'testRunResult', 'upsert', {
+        where: { id: ids.resultA }, create: { testRun: connect(ids.runA), testRunCase: connect(ids.runCaseA), status: connect(ids.passed) }, update: { testRun: connect(ids.runB) },
+      }, 403);
+      await refused(tester, 'testRunResult', 'upsert', {
+        where: { id: 2147483647 }, create: { testRun: connect(ids.runA), testRunCase: connect(ids.runCaseB), status: connect(ids.passed) }, update: { notes: 'x' },
+      }, 403);
+    });
+
+    it('still writes within A', async () => {
+      const res = await tester.post('/api/model/testRunResult/update', { where: { id: ids.resultA }, data: { notes: 'seen' } });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    });
+  });
+
+  describe('nobody moves a row into another project, not even with the permission in both (400 cross-project-move)', () => {
+    const moves: [string, string, (() => Record<string, unknown>)][] = [
+      ['testRunResult', 'resultA', () => ({ testRun: connect(ids.runB), testRunCase: connect(ids.runCaseB) })],
+      ['testRunCase', 'runCaseA', () => ({ testRun: connect(ids.otherRunB), repositoryCase: connect(ids.otherCaseB) })],
+      ['sessionResult', 'sessionResultA', () => ({ session: connect(ids.sessionB) })],
+      ['testRun', 'runA', () => ({ project: connect(ids.b) })],
+      ['session', 'sessionA', () => ({ project: connect(ids.b) })],
+      ['repositoryFolder', 'folderA', () => ({ project: connect(ids.b) })],
+    ];
+    for (const [entity, key, data] of moves) {
+      for (const who of ['both', 'admin'] as const) {
+        it(`${who}: ${entity} update connecting ${Object.keys(data()).join(' and ')} of B`, async () => {
+          const before = await row(entity, ids[key]);
+          const refusal = await refused(who === 'both' ? both : admin, entity, 'update', { where: { id: ids[key] }, data: data() }, 400);
+          expect(refusal.code).to.equal('cross-project-move');
+          expect(refusal.details).to.include({ from: ids.a, to: ids.b });
+          expect(await row(entity, ids[key])).to.deep.equal(before);
+        });
+      }
+    }
+
+    it('a reference left unchanged is checked too: a result moved to B\'s run keeps its run case of A', async () => {
+      const refusal = await refused(admin, 'testRunResult', 'update', { where: { id: ids.resultB }, data: { testRun: connect(ids.runA) } }, 400);
+      expect(refusal.code).to.equal('cross-project-move');
+    });
+
+    it('within a project, a result moved to another run must take a run case of that run', async () => {
+      const refusal = await refused(admin, 'testRunResult', 'update', { where: { id: ids.resultA }, data: { testRun: connect(ids.otherRunA) } }, 400);
+      expect(refusal.code).to.equal('test-run-case-not-in-run');
+    });
+
+    it('connecting the project a row is already in is no move', async () => {
+      for (const [entity, key] of [['testRun', 'runA'], ['session', 'sessionA'], ['repositoryFolder', 'folderA']] as const) {
+        const res = await both.post(`/api/model/${entity}/update`, { where: { id: ids[key] }, data: { project: connect(ids.a) } });
+        expect(res.status, `${entity}: ${JSON.stringify(res.body)}`).to.equal(200);
+      }
+    });
+  });
+});
