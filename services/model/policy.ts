@@ -81,8 +81,8 @@ export async function policyFor(knex: Knex, user: AuthenticatedUser): Promise<Po
 
 /**
  * The per-project check of a write, once every row it names is known to be visible: the caller's
- * grant must permit the action in the entity's area (closing a run, session or milestone needs
- * canClose; members and access need a project admin) in every project
+ * grant must permit the action in the entity's area (closing a run, session or milestone, on
+ * create as on update, needs canClose; members and access need a project admin) in every project
  * the row is in before the change (`id`: update, delete) and after it (`write`: the project of
  * every row it references, along every relation, nested children's references and links
  * included). A write naming rows of two projects is refused in the project the caller lacks the
@@ -111,7 +111,7 @@ function authorizeInProject(policy: Policy, entity: EntityDef, operation: WriteO
   }
   const area = AREA[entity.name];
   if (!area) throw refuse('only administrators may');
-  const closing = operation === 'update' && entity.fields.isCompleted !== undefined && write?.data.isCompleted === true;
+  const closing = operation !== 'delete' && entity.fields.isCompleted !== undefined && write?.data.isCompleted === true;
   const action = operation === 'delete' ? 'canDelete' : closing ? 'canClose' : 'canAddEdit';
   if (!permits(grant, area, action)) throw refuse(`the role has no ${action} on ${area}`);
 }

@@ -134,6 +134,36 @@ describe('model API writes across projects and permissions', function () {
     });
   });
 
+  describe('creating a run, session, milestone or run case already completed needs canClose, as completing it does', () => {
+    const completed = (): [string, Record<string, unknown>][] => [
+      ['testRun', { name: 'Done already', project: connect(ids.a), isCompleted: true }],
+      ['session', { name: 'Done already', project: connect(ids.a), isCompleted: true }],
+      ['milestone', { name: 'Done already', project: connect(ids.a), isCompleted: true }],
+      ['testRunCase', { testRun: connect(ids.runA), repositoryCase: connect(ids.otherCaseA), isCompleted: true }],
+    ];
+
+    it('a Tester (no canClose) is refused on create, createMany and upsert, as on update', async () => {
+      for (const [entity, data] of completed()) {
+        for (const [op, body] of [
+          ['create', { data }], ['createMany', { data: [data] }], ['upsert', { where: { id: 2147483647 }, create: data, update: { isCompleted: true } }],
+        ] as const) {
+          const refusal = await refused(tester, entity, op, body, 403);
+          expect(refusal.error, `${entity} ${op}`).to.match(/canClose/);
+          expect(refusal.details.projectId).to.equal(ids.a);
+        }
+      }
+      await refused(tester, 'testRun', 'update', { where: { id: ids.runA }, data: { isCompleted: true } }, 403);
+    });
+
+    it('the same creates not completed are the Tester\'s to make; the administrator creates them completed', async () => {
+      for (const [entity, data] of completed()) {
+        await created(tester, entity, { ...data, isCompleted: false });
+        if (entity === 'testRunCase') await admin.post('/api/model/testRunCase/deleteMany', { where: { repositoryCaseId: ids.otherCaseA } });
+        expect((await row(entity, await created(admin, entity, data))).isCompleted, entity).to.equal(true);
+      }
+    });
+  });
+
   describe('nobody moves a row into another project, not even with the permission in both (400 cross-project-move)', () => {
     const moves: [string, string, (() => Record<string, unknown>)][] = [
       ['testRunResult', 'resultA', () => ({ testRun: connect(ids.runB), testRunCase: connect(ids.runCaseB) })],
