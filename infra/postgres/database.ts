@@ -21,8 +21,24 @@ export interface KnexLog {
 }
 
 export function createKnex(connectionString: string, max = 10, log?: KnexLog): Knex {
-  return knexFactory({
+  const knex = knexFactory({
     client: 'pg', connection: connectionString, pool: { min: 0, max },
+    // A failed query's message would otherwise carry its SQL with every bound value written in.
+    compileSqlOnError: false,
     ...(log && { log: { warn: (m: unknown) => log.warn(String(m)), error: (m: unknown) => log.error(String(m)), deprecate: (m: unknown) => log.warn(String(m)), debug: () => undefined } }),
   });
+  knex.on('query-error', keepSqlOutOfMessage);
+  return knex;
+}
+
+/**
+ * knex puts a failed query's whole SQL text in front of the driver's message (megabytes for a
+ * large query, in every log line, status and error that quotes the message): the message stays
+ * the driver's, and the text moves to `sql`, which the logger shortens to a hash and its start.
+ */
+function keepSqlOutOfMessage(error: unknown, query: { sql?: unknown }): void {
+  if (!(error instanceof Error) || typeof query?.sql !== 'string') return;
+  const prefix = `${query.sql} - `;
+  if (error.message.startsWith(prefix)) error.message = error.message.slice(prefix.length);
+  Object.defineProperty(error, 'sql', { value: query.sql, enumerable: true, configurable: true, writable: true });
 }
