@@ -6,6 +6,7 @@ import { HttpError, notFound } from '../shared/errors';
 import type { EntityWrite } from '../entities/entity.handlers';
 import type { Where } from './args';
 import { applyScope, type ReadOptions, sqlContext } from './query';
+import { authorizeTagChange } from './tagAccess';
 
 /**
  * Row-level security: the one place that decides what a caller may see and change through the
@@ -90,6 +91,7 @@ export async function policyFor(knex: Knex, user: AuthenticatedUser): Promise<Po
  * between projects, nor reference another project's rows).
  */
 export async function authorizeWrite(knex: Knex, policy: Policy, entity: EntityDef, operation: WriteOperation, target: { id?: number; write?: EntityWrite }): Promise<void> {
+  if (entity.name === 'tag' && operation !== 'create' && target.id !== undefined) await authorizeTagChange(knex, policy.access, operation, target.id, target.write);
   if (policy.access.all || entity.projectPath === undefined || writtenAs(entity) !== 'aggregate') return;
   const projects = new Set<number>();
   if (target.id !== undefined) {
