@@ -3,7 +3,7 @@
  * catalogue itself (test/contracts/domainDoc.unit.spec.ts checks that docs/domain.md is current).
  */
 import { ENTITIES, type EntityDef, type FieldDef, type RelationDef, writtenAs } from '../contracts/entities';
-import { eventTypesOf, linkField, streamOf } from '../contracts/entityEvents';
+import { eventTypesOf, linkField, linkRelations, streamOf } from '../contracts/entityEvents';
 import { CREATE_ONLY_FIELDS, WRITE_ONLY_INPUTS } from '../services/model/writeArgs';
 
 /** Entities with an aggregate of their own, whose events are not the generic three. */
@@ -58,9 +58,13 @@ function notes(name: string, f: FieldDef, entity: EntityDef): string {
   return out.join('; ');
 }
 
-function relationKind(r: RelationDef, name: string): string {
+function relationKind(entity: EntityDef, r: RelationDef, name: string): string {
   if (r.kind === 'one') return `one \`${r.target}\`${r.requiredOnCreate ? ' (required on create)' : ''}`;
-  if (r.through) return `many \`${r.target}\` (many-to-many; write with connect / disconnect / set; events carry \`${linkField(name)}\`)`;
+  if (r.through && linkRelations(entity).some(([link]) => link === name)) return `many \`${r.target}\` (many-to-many; write with connect / disconnect / set; events carry \`${linkField(name)}\`)`;
+  if (r.through) {
+    const inverse = Object.entries(ENTITIES[r.target].relations).find(([, other]) => other.through?.table === r.through!.table)![0];
+    return `many \`${r.target}\` (many-to-many; written on the other side, \`${r.target}.${inverse}\`)`;
+  }
   if (r.owned) return `many \`${r.target}\` (owned; nested create / delete / deleteMany)`;
   return `many \`${r.target}\``;
 }
@@ -90,7 +94,7 @@ export function renderDomainDoc(): string {
         ...(Object.keys(entity.relations).length > 0 ? [
           '| Relation | Kind |',
           '|---|---|',
-          ...Object.entries(entity.relations).map(([name, r]) => `| \`${name}\` | ${relationKind(r, name)} |`),
+          ...Object.entries(entity.relations).map(([name, r]) => `| \`${name}\` | ${relationKind(entity, r, name)} |`),
           '',
         ] : []),
       ].join('\n'));

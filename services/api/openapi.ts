@@ -1,7 +1,7 @@
 import type { OpenAPIV3 } from 'openapi-types';
 import { ENTITIES, type EntityDef, type EntityName, type FieldDef, type RelationDef, type ScalarType, writtenAs } from '../../contracts/entities';
 import { MAX_DISTINCT_FIELDS, MAX_ORDER_BY_KEYS, MAX_ORDER_BY_RELATIONS, MAX_RELATION_FILTERS, MAX_RELATION_LOADS } from '../model/args';
-import { CREATE_ONLY_FIELDS, WRITE_ONLY_INPUTS } from '../model/writeArgs';
+import { CREATE_ONLY_FIELDS, WRITE_ONLY_INPUTS, writtenLists } from '../model/writeArgs';
 import { auditPaths } from '../audit/audit.openapi';
 import { importPaths } from '../imports/imports.openapi';
 import { lookupPaths } from '../lookup/lookup.openapi';
@@ -385,8 +385,8 @@ function createInput(entity: EntityDef, parent?: string): OpenAPIV3.SchemaObject
     if (relation.kind === 'one') {
       properties[name] = ref('ConnectInput');
       if (relation.requiredOnCreate) required.push(name);
-    } else if (parent !== undefined) {
-      continue;
+    } else if (parent !== undefined || !writtenLists(entity).has(name)) {
+      continue; // a list written from the other side (a tag's cases: each case's tags)
     } else if (relation.through) {
       properties[name] = ref('LinkCreateInput');
     } else if (relation.owned) {
@@ -403,10 +403,11 @@ function updateInput(entity: EntityDef): OpenAPIV3.SchemaObject {
   const properties: Record<string, Schema> = {};
   for (const [name, field] of writableFields(entity, 'update')) properties[name] = fieldInput(entity, name, field, false);
   Object.assign(properties, writeOnlyInputs(entity, 'update').properties);
-  // A row never moves to another project (model.commands.ts refuses `project` on update).
+  // A row never moves to another project (its own again changes nothing, another is 400 cross-project-move).
   const fixed = entity.projectPath?.[0] === 'project' ? 'project' : undefined;
   for (const [name, relation] of relationsOf(entity)) {
     if (name === fixed || isActorRelation(entity, relation)) continue;
+    if (relation.kind === 'many' && !writtenLists(entity).has(name)) continue;
     if (relation.kind === 'one') {
       properties[name] = isOptionalRelation(entity, relation) ? { anyOf: [ref('ConnectInput'), ref('DisconnectInput')] } : ref('ConnectInput');
     } else if (relation.through) {

@@ -1,4 +1,5 @@
 import { ENTITIES, type EntityDef, type EntityName, type RelationDef } from '../../contracts/entities';
+import { linkRelations, ownedRelations } from '../../contracts/entityEvents';
 import type { ChildInput, ChildrenWrite, EntityWrite, LinkWrite } from '../entities/entity.handlers';
 import { PASSWORD_LENGTH } from '../identity/user.decider';
 import { badRequest } from '../shared/errors';
@@ -11,7 +12,11 @@ import { type CreateArgs, parseCreateArgs, parseDeleteArgs, parseUpdateArgs, typ
  *   (a single `{ id }` is accepted where a list is; `set` and `disconnect` only on update);
  * - owned children: `{ create: [{...}] }` on create; `{ create, deleteMany: {}, delete: [{ id }] }`
  *   on update (`deleteMany: {}` removes them all; with `create`, the list is replaced).
- * Other to-many relations are written from the other side (`connect` on the child).
+ * Other to-many relations are written from the other side (`connect` on the child), and so is a
+ * many-to-many relation whose links the other side's events carry (a tag's cases are written as
+ * the case's tags): which lists an entity writes is read from the same functions the event
+ * contracts are generated from (contracts/entityEvents.ts), so that whatever parses, the contract
+ * takes. Every other list relation is a 400 here.
  */
 
 /**
@@ -72,14 +77,29 @@ function split(entity: EntityDef, body: unknown, op: 'create' | 'update'): { res
     for (const [key, value] of Object.entries(data)) {
       const relation = Object.hasOwn(entity.relations, key) ? entity.relations[key] : undefined;
       if (relation?.scalar && entity.fields[relation.scalar]?.fromActor) fail(`data.${key}`, 'is set by the server to the caller, not written');
-      if (relation && relation.kind === 'many' && (relation.through || relation.owned) && value !== undefined) {
-        lists.push([key, relation, value]);
-        delete data[key];
-      }
+      if (!relation || relation.kind !== 'many' || value === undefined) continue;
+      if (!writtenLists(entity).has(key)) fail(`data.${key}`, `cannot be written on ${entity.name}: ${otherSide(entity, key, relation)}`);
+      lists.push([key, relation, value]);
+      delete data[key];
     }
     rest.data = data;
   }
   return { rest, data, lists, writeOnly };
+}
+
+/** The list relations whose writes the entity's events carry: its links and its owned children (OpenAPI documents these). */
+export const writtenLists = (entity: EntityDef): ReadonlySet<string> =>
+  new Set([...linkRelations(entity), ...ownedRelations(entity)].map(([name]) => name));
+
+/** Where a list relation the entity does not write is written instead. */
+function otherSide(entity: EntityDef, name: string, relation: RelationDef): string {
+  const target = ENTITIES[relation.target];
+  const inverse = Object.entries(target.relations).find(([, r]) => (relation.through
+    ? r.through?.table === relation.through.table
+    : r.kind === 'one' && r.target === entity.name && r.foreignKey === relation.foreignKey))?.[0];
+  if (!inverse) return `${name} is not written through the model API`;
+  if (relation.through) return `the links are written on each ${target.name} (${target.name}.${inverse}: { connect, disconnect, set })`;
+  return `write each ${target.name}'s ${inverse} instead (${target.name}.${inverse}: { connect: { id } })`;
 }
 
 function ids(value: unknown, path: string): number[] {

@@ -164,6 +164,42 @@ describe('model API writes across projects and permissions', function () {
     });
   });
 
+  describe('nested writes the events do not carry are a 400 at parse time, not a 500 at the contract', () => {
+    it('a tag\'s runs, cases and sessions, a field\'s templates, a variant\'s configurations are written from the other side', async () => {
+      const tag = await created(admin, 'tag', { name: 'nested-writes' });
+      const field = await created(admin, 'caseField', { displayName: 'Priority', systemName: 'priority', type: 'TEXT_STRING' });
+      const category = await created(admin, 'configCategory', { name: 'Browsers' });
+      const variant = await created(admin, 'configVariant', { name: 'Firefox', category: connect(category) });
+      const configuration = await created(admin, 'configuration', { name: 'Firefox on Linux' });
+      const template = await created(admin, 'template', { name: 'Nested' });
+      for (const [entity, op, body, at] of [
+        ['tag', 'update', { where: { id: tag }, data: { testRuns: { set: [{ id: ids.runA }] } } }, 'data.testRuns'],
+        ['tag', 'update', { where: { id: tag }, data: { repositoryCases: { set: [] } } }, 'data.repositoryCases'],
+        ['tag', 'update', { where: { id: tag }, data: { sessions: { connect: { id: ids.sessionA } } } }, 'data.sessions'],
+        ['tag', 'create', { data: { name: 'with cases', repositoryCases: { connect: [{ id: ids.caseA }] } } }, 'data.repositoryCases'],
+        ['tag', 'upsert', { where: { id: tag }, create: { name: 'x' }, update: { testRuns: { set: [] } } }, 'update.testRuns'],
+        ['caseField', 'update', { where: { id: field }, data: { templates: { set: [{ id: template }] } } }, 'data.templates'],
+        ['configVariant', 'update', { where: { id: variant }, data: { configurations: { connect: { id: configuration } } } }, 'data.configurations'],
+        ['project', 'update', { where: { id: ids.a }, data: { testRuns: { create: { name: 'nested' } } } }, 'data.testRuns'],
+      ] as const) {
+        const refusal = await refused(admin, entity, op, body, 400);
+        expect(refusal.code, `${entity} ${op}`).to.equal('invalid-argument');
+        expect(refusal.details.path, `${entity} ${op}`).to.equal(at);
+      }
+      // The sides that carry them write them.
+      for (const [entity, body] of [
+        ['testRun', { where: { id: ids.runA }, data: { tags: { connect: { id: tag } } } }],
+        ['template', { where: { id: template }, data: { caseFields: { set: [{ id: field }] } } }],
+        ['configuration', { where: { id: configuration }, data: { variants: { connect: { id: variant } } } }],
+      ] as const) {
+        const res = await admin.post(`/api/model/${entity}/update`, body);
+        expect(res.status, `${entity}: ${JSON.stringify(res.body)}`).to.equal(200);
+      }
+      const tagRow = await admin.post('/api/model/tag/findUnique', { where: { id: tag }, include: { testRuns: { select: { id: true } } } });
+      expect(tagRow.body.data.testRuns).to.deep.equal([{ id: ids.runA }]);
+    });
+  });
+
   describe('nobody moves a row into another project, not even with the permission in both (400 cross-project-move)', () => {
     const moves: [string, string, (() => Record<string, unknown>)][] = [
       ['testRunResult', 'resultA', () => ({ testRun: connect(ids.runB), testRunCase: connect(ids.runCaseB) })],
