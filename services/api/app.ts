@@ -16,7 +16,7 @@ import { lookupRoutes } from '../lookup/lookup.routes';
 import type { ImportSaga } from '../imports/importJob.saga';
 import type { FileStore } from '../files/fileStore';
 import type { CommandDeps } from '../shared/commandBus';
-import { accessLog, correlationId, errorHandler, jsonBodiesOnlyExcept, notFoundRoute } from './http';
+import { accessLog, correlationId, errorHandler, jsonBodiesOnlyExcept, notFoundRoute, wellFormedText } from './http';
 import { docsRoutes } from './docs.routes';
 import { docsPageRoutes } from './docsPage.routes';
 import { healthRoutes, type ReadinessCheck } from './health.routes';
@@ -53,7 +53,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(accessLog(deps.logger));
   app.use(healthRoutes(deps.readiness));
   app.use(docsPageRoutes());
-  app.use('/api', express.json({ limit: '1mb' }), jsonBodiesOnlyExcept([UPLOAD_PATH, ...IMPORT_PATHS]));
+  app.use('/api', express.json({ limit: '1mb' }), jsonBodiesOnlyExcept([UPLOAD_PATH, ...IMPORT_PATHS]), wellFormedText);
 
   app.use('/api', sessionMiddleware(deps));
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { ConcurrencyError, ContractViolation, DomainError, HttpError } from '../shared/errors';
+import { ConcurrencyError, ContractViolation, DomainError, HttpError, badRequest } from '../shared/errors';
+import { findTextProblem } from '../shared/text';
 
 /** Wraps an async handler so that a rejection reaches the error middleware. */
 export const asyncHandler =
@@ -61,6 +62,19 @@ export const jsonBodiesOnly: RequestHandler = (req, _res, next) => {
 export const jsonBodiesOnlyExcept = (multipartPaths: readonly string[]): RequestHandler => (req, res, next) =>
   multipartPaths.includes(req.baseUrl + req.path) ? next() : jsonBodiesOnly(req, res, next);
 
+/**
+ * Every JSON body and query string, before any route reads it: a string or key holding an
+ * unpaired UTF-16 surrogate (`"\ud800"` alone) or the NUL character, neither of which a text
+ * column stores, is a 400 naming its path (`data.name`, a query parameter by its name).
+ * Multipart fields are decoded from UTF-8 bytes (no surrogate survives that); their routes check
+ * them for NUL (services/shared/text.ts).
+ */
+export const wellFormedText: RequestHandler = (req, _res, next) => {
+  const found = findTextProblem(req.query) ?? findTextProblem(req.body);
+  if (found) return next(badRequest('invalid-argument', `${found.path || 'body'}: ${found.problem}`, { path: found.path }));
+  next();
+};
+
 export const notFoundRoute: RequestHandler = (req, _res, next) =>
   next(new HttpError(404, 'route-not-found', `No route for ${req.method} ${req.path}`, { method: req.method, path: req.path }));
 
@@ -85,6 +99,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (typeof status === 'number' && status >= 400 && status < 500 && (err as { expose?: unknown }).expose === true) {
       return body(status, 'bad-request', String((err as Error).message), { type: type ?? null });
     }
+    // Express's router: a path parameter that is not percent-encoded UTF-8 (`%ED%A0%80`, the bytes of a lone surrogate).
+    if (err instanceof URIError && status === 400) return body(status, 'bad-request', err.message, { type: 'param.malformed' });
     const level = err instanceof ContractViolation ? 'fatal' : 'error';
     logger[level]({ err, correlationId: cid, method: req.method, url: req.originalUrl }, 'request failed');
     return body(500, 'internal-error', 'Internal server error', { correlationId: cid });

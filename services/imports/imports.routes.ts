@@ -10,6 +10,7 @@ import type { FileStore } from '../files/fileStore';
 import { stagedUploads, type UploadedFile } from '../files/stagedUploads';
 import type { CommandDeps } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
+import { textProblem } from '../shared/text';
 import { type CiContext, type CiField, ciValueProblem } from '../shared/ciContext';
 import { badRequest, ConcurrencyError, HttpError, notFound } from '../shared/errors';
 import { detectFormat } from './formats/detect';
@@ -219,6 +220,9 @@ function readFields(endpoint: 'junit' | 'test-results', body: Record<string, unk
   const name = single('name')?.trim() || null;
   if (name === null && testRunId === null) throw badRequest('invalid-argument', 'name is required unless testRunId is given', { path: 'name' });
   if (name !== null && name.length > 255) throw badRequest('invalid-argument', 'name is longer than 255 characters', { path: 'name' });
+  // The CI fields check their text themselves (invalid-ci-context); the others are ids, flags and a format.
+  const nameProblem = name === null ? null : textProblem(name);
+  if (nameProblem) throw badRequest('invalid-argument', `name: ${nameProblem}`, { path: 'name' });
   const rawTags = body.tagIds === undefined ? [] : Array.isArray(body.tagIds) ? body.tagIds : [body.tagIds];
   const tagIds = [...new Set(rawTags.map((t, i) => {
     if (!/^[1-9]\d{0,9}$/.test(String(t))) throw badRequest('invalid-argument', 'tagIds must be positive integers', { path: `tagIds.${i}` });

@@ -1,5 +1,6 @@
 import { ENTITIES, type EntityDef, type FieldDef, type RelationDef } from '../../contracts/entities';
 import { badRequest } from '../shared/errors';
+import { textProblem } from '../shared/text';
 
 /**
  * Strict parsing of model API request bodies (Prisma-style) into plain, already-validated
@@ -714,9 +715,10 @@ function parseJsonValue(value: unknown, path: string): JsonValue {
   return fail(path, 'must be a JSON value');
 }
 
-/** PostgreSQL text and jsonb cannot hold the NUL character. */
+/** PostgreSQL text and jsonb hold neither the NUL character nor an unpaired UTF-16 surrogate. */
 function checkText(value: string, path: string): string {
-  if (value.includes('\u0000')) fail(path, 'must not contain the NUL character (\\u0000)');
+  const problem = textProblem(value);
+  if (problem) fail(path, problem);
   return value;
 }
 
