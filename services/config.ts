@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { RateLimitSettings } from './api/rateLimit';
 import { DEFAULT_PREPARED_STATEMENTS } from '../infra/postgres/preparedStatements';
+import { DEFAULT_MAX_ROWS } from './model/query';
 import { DEFAULT_RETRY_BUDGET_MS } from './shared/faults';
 
 /** Everything the processes read from the environment, validated once, typed and frozen. */
@@ -13,6 +14,8 @@ export interface Config {
   databaseUrl: string | null;
   /** Statement names the model API's reads may take per process (named prepared statements); 0: none. */
   preparedStatements: number;
+  /** Most rows one model API answer may hold, included rows counted; more is a 400 too-many-rows (MODEL_MAX_ROWS). */
+  modelMaxRows: number;
   /** Null: a free port, chosen at the first start and kept in dataDir/postgres.port while it stays free. */
   embeddedPostgresPort: number | null;
   /** EventStoreDB connection string; when null the PostgreSQL event store is used. */
@@ -161,6 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       maxOutputChars: int(env, 'IMPORT_MAX_OUTPUT_CHARS', 64 * 1024, 0),
       finalizeTimeoutMs: int(env, 'IMPORT_FINALIZE_TIMEOUT_MS', 10 * 60_000, 1000),
     },
+    modelMaxRows: int(env, 'MODEL_MAX_ROWS', DEFAULT_MAX_ROWS, 1, 10_000_000),
   };
   return Object.freeze(config);
 }

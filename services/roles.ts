@@ -111,6 +111,7 @@ export async function runApi(
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
+    modelMaxRows: config.modelMaxRows,
     s.once('error', reject);
   });
   const address = server.address();

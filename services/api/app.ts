@@ -28,6 +28,8 @@ export interface AppDeps extends CommandDeps, SessionSettings {
   pool: pg.Pool;
   tokenSecret: string;
   readiness: ReadinessCheck[];
+  /** Most rows one model API answer may hold, included rows counted (MODEL_MAX_ROWS; default DEFAULT_MAX_ROWS). */
+  modelMaxRows?: number;
   /** Uploaded files (POST /api/files/upload, GET /api/files/:key). */
   files: FileStore;
   maxUploadBytes: number;

@@ -1,5 +1,6 @@
 import type { OpenAPIV3 } from 'openapi-types';
 import { ENTITIES, type EntityDef, type EntityName, type FieldDef, type RelationDef, type ScalarType, writtenAs } from '../../contracts/entities';
+import { DEFAULT_MAX_ROWS } from '../model/query';
 import { MAX_DISTINCT_FIELDS, MAX_ORDER_BY_KEYS, MAX_ORDER_BY_RELATIONS, MAX_RELATION_FILTERS, MAX_RELATION_LOADS } from '../model/args';
 import { CREATE_ONLY_FIELDS, WRITE_ONLY_INPUTS, writtenLists } from '../model/writeArgs';
 import { auditPaths } from '../audit/audit.openapi';
@@ -239,6 +240,7 @@ function shapeProperties(entity: EntityDef): Record<string, Schema> {
   return { include: ref(`${pascal(entity.name)}Include`), select: ref(`${pascal(entity.name)}Select`) };
 }
 const SHAPE_NOTE = `include and select cannot both be given; they load at most ${MAX_RELATION_LOADS} relations (included or counted, at every level together), else 400 query-too-large`;
+const ROWS_NOTE = `An answer holds at most MODEL_MAX_ROWS rows (default ${DEFAULT_MAX_ROWS}), the rows of every include counted, else 400 too-many-rows: read in pages with take and cursor`;
 const ORDER_BY_NOTE = `at most ${MAX_ORDER_BY_KEYS} sort keys, going through at most ${MAX_ORDER_BY_RELATIONS} relations together, else 400 query-too-large`;
 
 const take = (negative: boolean): OpenAPIV3.SchemaObject => (negative
@@ -553,7 +555,7 @@ function entitySchemas(entity: EntityDef, own: boolean): Schemas {
     [`${name}FindManyArgs`]: object({
       ...listArgs(entity), ...shapeProperties(entity),
       distinct: { ...oneOrMany({ type: 'string', enum: comparable }, MAX_DISTINCT_FIELDS), description: 'of rows equal on these fields, only the first in the requested order' },
-    }, { description: SHAPE_NOTE }),
+    }, { description: `${SHAPE_NOTE}. ${ROWS_NOTE}` }),
     [`${name}FindUniqueArgs`]: object({ where: ref(`${name}WhereUniqueInput`), ...shapeProperties(entity) }, { required: ['where'], description: SHAPE_NOTE }),
     [`${name}CountArgs`]: object({ where: ref(`${name}WhereInput`) }),
     [`${name}AggregateArgs`]: object({ ...listArgs(entity), ...aggregateSelections(entity) }, { description: 'at least one of _count, _sum, _avg, _min, _max' }),
@@ -566,7 +568,7 @@ function entitySchemas(entity: EntityDef, own: boolean): Schemas {
       orderBy: { ...oneOrMany(ref(`${name}GroupByOrderByInput`), MAX_ORDER_BY_KEYS), description: ORDER_BY_NOTE },
       take: take(false), skip,
       ...aggregateSelections(entity),
-    }, { required: ['by'] }),
+    }, { required: ['by'], description: ROWS_NOTE }),
     [`${name}GroupByOrderByInput`]: groupByOrderBy(entity),
     [`${name}GroupByResult`]: object({
       ...Object.fromEntries(fields.filter(([, f]) => isComparable(f)).map(([f, def]) => [f, valueSchema(def)])),

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { EntityDef, FieldDef } from '../../contracts/entities';
 import { havingAggregateField, type AggregateArgs, type Aggregates, type GroupByArgs } from './args';
-import { applyPage, applyScope, applyWhere, columnOf, columnsOf, fetchRows, sqlContext, type ReadOptions } from './query';
+import { applyPage, applyScope, applyWhere, columnOf, columnsOf, fetchRows, limitToRowBudget, spendRowBudget, sqlContext, type ReadOptions } from './query';
 import { toApiValue, type ApiObject, type Row } from './shape';
 
 /**
@@ -79,8 +79,10 @@ export async function runGroupBy(knex: Knex, entity: EntityDef, args: GroupByArg
   query.orderByRaw(keys.map((key) => `?? ${key.direction}`).join(', '), keys.map((key) => key.column));
   if (args.take !== undefined) query.limit(args.take);
   if (args.skip) query.offset(args.skip);
+  limitToRowBudget(sql, query, args.take);
 
   const rows = await fetchRows(query);
+  spendRowBudget(sql, rows.length);
   return rows.map((row) => {
     const group: AggregateResult = {};
     args.by.forEach((field, i) => (group[field] = toApiValue(entity.fields[field], row[`g${i}`])));

@@ -8,6 +8,7 @@ import { authorizeWrite, checkVisible, type Policy, targetsOf } from './policy';
 import { parseEntityCreate, parseEntityUpdate } from './writeArgs';
 import { ENTITY_COMMANDS } from './model.commands';
 import { findRowById, runFind } from './query';
+import { checkWriteAnswer } from './writeAnswer';
 
 type Json = Record<string, unknown>;
 
@@ -104,7 +105,7 @@ export async function deleteMany(deps: CommandDeps, name: EntityName, body: unkn
  * upsert: `{ where: { id }, create, update, include?, select? }`: updates the row when it exists,
  * creates one otherwise (ids are allocated by the server: the new row gets its own id).
  */
-export async function upsert(deps: CommandDeps, name: EntityName, body: unknown, metadata: EventMetadata, policy: Policy): Promise<{ row: unknown; created: boolean }> {
+export async function upsert(deps: CommandDeps, name: EntityName, body: unknown, metadata: EventMetadata, policy: Policy, maxRows: number): Promise<{ row: unknown; created: boolean }> {
   const entity = ENTITIES[name];
   if (!isObject(body)) throw badRequest('invalid-argument', 'the body must be an object', { path: '' });
   onlyKeys(body, ['where', 'create', 'update', 'include', 'select'], 'upsert');
@@ -117,6 +118,7 @@ export async function upsert(deps: CommandDeps, name: EntityName, body: unknown,
   policy.checkWriteAccess(entity, exists ? 'update' : 'create');
   await checkVisible(deps.knex, policy, targetsOf(entity, exists ? update.write : create.write));
   await authorizeWrite(deps.knex, policy, entity, exists ? 'update' : 'create', exists ? { id: update.where.id, write: update.write } : { write: create.write });
+  await checkWriteAnswer(deps.knex, entity, exists ? update.where : { write: create.write }, shape, { ...policy.read, maxRows });
   const id = exists
     ? await ENTITY_COMMANDS[name].update(deps, update.where.id, update.write, metadata)
     : await ENTITY_COMMANDS[name].create(deps, create.write, metadata);

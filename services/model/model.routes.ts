@@ -8,8 +8,9 @@ import { runAggregate, runGroupBy } from './aggregate';
 import { type FindOperation, parseAggregateArgs, parseDeleteArgs, parseFindArgs, parseGroupByArgs } from './args';
 import { createMany, deleteMany, updateMany, upsert } from './bulk';
 import { ENTITY_COMMANDS, assertWritable } from './model.commands';
-import { findRowById, runFind } from './query';
+import { DEFAULT_MAX_ROWS, findRowById, runFind } from './query';
 import { authorizeWrite, checkVisible, policyFor, targetsOf } from './policy';
+import { checkWriteAnswer } from './writeAnswer';
 import { parseEntityCreate, parseEntityUpdate } from './writeArgs';
 
 const READS: readonly FindOperation[] = ['findMany', 'findFirst', 'findUnique', 'count'];
@@ -51,9 +52,13 @@ function argumentsOf(req: Request): unknown {
   }
 }
 
-/** /api/model/{entity}/{operation} with Prisma-style arguments, answering `{ data }`. */
-export function modelRoutes(deps: CommandDeps): Router {
+/**
+ * /api/model/{entity}/{operation} with Prisma-style arguments, answering `{ data }`. A read's
+ * answer holds at most `modelMaxRows` rows, included rows counted (400 too-many-rows: page it).
+ */
+export function modelRoutes(deps: CommandDeps & { modelMaxRows?: number }): Router {
   const router = Router();
+  const maxRows = deps.modelMaxRows ?? DEFAULT_MAX_ROWS;
   router.all('/api/model/:entity/:operation', asyncHandler(async (req, res) => {
     const { entity: entityName, operation } = req.params;
     if (!isEntityName(entityName))
@@ -69,15 +74,16 @@ export function modelRoutes(deps: CommandDeps): Router {
     const entity = ENTITIES[entityName];
     const body = argumentsOf(req);
     const policy = await policyFor(deps.knex, req.auth!.user);
+    const bounded = { ...policy.read, maxRows };
 
     if ((READS as readonly string[]).includes(operation)) {
       const op = operation as FindOperation;
-      res.json({ data: await runFind(deps.knex, entity, op, parseFindArgs(entity, op, body), policy.read) });
+      res.json({ data: await runFind(deps.knex, entity, op, parseFindArgs(entity, op, body), bounded) });
       return;
     }
     if (operation in OR_THROW) {
       const op = OR_THROW[operation];
-      const data = await runFind(deps.knex, entity, op, parseFindArgs(entity, op, body), policy.read);
+      const data = await runFind(deps.knex, entity, op, parseFindArgs(entity, op, body), bounded);
       if (data === null) throw new HttpError(404, 'not-found', `No ${entityName} matches the query`, { entity: entityName });
       res.json({ data });
       return;
@@ -88,7 +94,7 @@ export function modelRoutes(deps: CommandDeps): Router {
       return;
     }
     if (operation === 'groupBy') {
-      res.json({ data: await runGroupBy(deps.knex, entity, parseGroupByArgs(entity, body), policy.read) });
+      res.json({ data: await runGroupBy(deps.knex, entity, parseGroupByArgs(entity, body), bounded) });
       return;
     }
 
@@ -102,7 +108,7 @@ export function modelRoutes(deps: CommandDeps): Router {
       return;
     }
     if (operation === 'upsert') {
-      const { row, created } = await upsert(writeDeps, entityName, body, metadata, policy);
+      const { row, created } = await upsert(writeDeps, entityName, body, metadata, policy, maxRows);
       res.status(created ? 201 : 200).json({ data: row });
       return;
     }
@@ -115,6 +121,7 @@ export function modelRoutes(deps: CommandDeps): Router {
         policy.checkWriteAccess(entity, 'create');
         await checkVisible(deps.knex, policy, targetsOf(entity, args.write));
         await authorizeWrite(deps.knex, policy, entity, 'create', { write: args.write });
+        await checkWriteAnswer(deps.knex, entity, { write: args.write }, shape, bounded);
         id = await commands.create(writeDeps, args.write, metadata);
         break;
       }
@@ -124,6 +131,7 @@ export function modelRoutes(deps: CommandDeps): Router {
         policy.checkWriteAccess(entity, 'update');
         await checkVisible(deps.knex, policy, [{ entity: entityName, ids: [args.where.id], path: 'where.id' }, ...targetsOf(entity, args.write)]);
         await authorizeWrite(deps.knex, policy, entity, 'update', { id: args.where.id, write: args.write });
+        await checkWriteAnswer(deps.knex, entity, args.where, shape, bounded);
         id = await commands.update(writeDeps, args.where.id, args.write, metadata);
         break;
       }
@@ -133,6 +141,7 @@ export function modelRoutes(deps: CommandDeps): Router {
         policy.checkWriteAccess(entity, 'delete');
         await checkVisible(deps.knex, policy, [{ entity: entityName, ids: [args.where.id], path: 'where.id' }]);
         await authorizeWrite(deps.knex, policy, entity, 'delete', { id: args.where.id });
+        await checkWriteAnswer(deps.knex, entity, args.where, shape, bounded);
         id = await commands.delete(writeDeps, args.where.id, metadata);
         break;
       }

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { preparedStatementsOf } from '../../infra/postgres/preparedStatements';
 import { ENTITIES, type EntityDef, type RelationDef } from '../../contracts/entities';
-import { assertNever, badRequest } from '../shared/errors';
+import { assertNever, badRequest, type HttpError } from '../shared/errors';
 import { defaultShape, type FindArgs, type FindOperation, type ListQuery, type OrderBy, type RelationLoad, type Shape, type SortDirection, type Where } from './args';
 import { catalogueColumns, toApiObject, type ApiObject, type Row } from './shape';
 
@@ -23,6 +23,12 @@ export type Scope = (entity: EntityDef) => Where | undefined;
 
 export interface ReadOptions {
   scope?: Scope;
+  /**
+   * The most rows one answer may hold, the rows of every include counted (unset: no bound). A read
+   * that would hold more is refused (400 too-many-rows) after reading at most one row more per
+   * query, so a reader's memory stays bounded whatever the table sizes.
+   */
+  maxRows?: number;
 }
 
 /** Every query gets fresh table aliases so correlated subqueries on the same table (folder → children) stay apart. */
@@ -32,6 +38,8 @@ export interface SqlContext {
   scope?: Scope;
   /** Entities whose scope is being applied around this point (a scope never applies inside itself). */
   scoping?: ReadonlySet<string>;
+  /** The rows this answer may still hold (ReadOptions.maxRows), shared by every query of the read. */
+  rows?: { max: number; used: number };
 }
 
 const RANK = '__rank';
@@ -47,6 +55,7 @@ export async function runFind(knex: Knex, entity: EntityDef, op: FindOperation, 
   const take = op === 'findMany' ? args.take : Math.sign(args.take ?? 1);
   const rows = await selectRows(sql, entity, { ...args, take });
   const objects = await toObjects(sql, entity, rows, args.shape);
+  checkAnswerRows(sql, objects, args.shape);
   return op === 'findMany' ? objects : (objects[0] ?? null);
 }
 
@@ -58,7 +67,74 @@ export async function findRowById(knex: Knex, entity: EntityDef, id: number, sha
 
 export function sqlContext(knex: Knex, options: ReadOptions = {}): SqlContext {
   let next = 0;
-  return { knex, nextAlias: () => `t${next++}`, ...(options.scope && { scope: options.scope }) };
+  return {
+    knex, nextAlias: () => `t${next++}`, ...(options.scope && { scope: options.scope }),
+    ...(options.maxRows !== undefined && { rows: { max: options.maxRows, used: 0 } }),
+  };
+}
+
+/** The default of MODEL_MAX_ROWS: an answer of this many rows is a few megabytes of JSON, and some 20 MB while it is built. */
+export const DEFAULT_MAX_ROWS = 10_000;
+
+/**
+ * Limits `qb` to the rows the answer may still hold, plus one that tells it would hold more
+ * (`take`: what the query takes anyway, when it is less). Without a bound, nothing.
+ */
+export function limitToRowBudget(sql: SqlContext, qb: Knex.QueryBuilder, take?: number): void {
+  if (!sql.rows) return;
+  const room = sql.rows.max - sql.rows.used;
+  if (take === undefined || Math.abs(take) > room) qb.limit(room + 1);
+}
+
+/** Counts rows read for the answer; past the bound, the read is refused. */
+export function spendRowBudget(sql: SqlContext, rows: number): void {
+  if (!sql.rows) return;
+  sql.rows.used += rows;
+  if (sql.rows.used > sql.rows.max) throw tooManyRows(sql.rows.max);
+}
+
+function tooManyRows(max: number): HttpError {
+  return badRequest('too-many-rows',
+    `The answer would hold more than ${max} rows (the rows of every include counted). Read it in pages: take (at most ${max} rows with what they include) ` +
+    'and, for the next page, cursor: { id } of the last row read with skip: 1; or include less (take inside an include bounds it too)', { path: 'take', limit: max });
+}
+
+/**
+ * The rows the answer holds as it is written: a row a to-one include shares between parents (one
+ * status of many results) is written once per parent, with everything it includes. Past the
+ * bound, the read is refused before anything is written.
+ */
+function checkAnswerRows(sql: SqlContext, objects: ApiObject[], shape: Shape): void {
+  if (sql.rows && answerRows(objects, shape, sql.rows.max) > sql.rows.max) throw tooManyRows(sql.rows.max);
+}
+
+/** The rows `objects` (read with `shape`) hold as they are written, counted up to a little past `max`. */
+export function answerRows(objects: ApiObject[], shape: Shape, max = Infinity): number {
+  const weights = new Map<ApiObject, number>();
+  const weight = (object: ApiObject, of: Shape): number => {
+    let known = weights.get(object);
+    if (known !== undefined) return known;
+    known = 1;
+    for (const [name, load] of Object.entries(of.relations)) {
+      const related = object[name] as ApiObject | ApiObject[] | null;
+      if (Array.isArray(related)) for (const child of related) known += weight(child, load.shape);
+      else if (related) known += weight(related, load.shape);
+      if (known > max) break;
+    }
+    weights.set(object, known);
+    return known;
+  };
+  let total = 0;
+  for (const object of objects) {
+    total += weight(object, shape);
+    if (total > max) break;
+  }
+  return total;
+}
+
+/** The refusal of an answer over `max` rows, for a check made elsewhere (the answer of a write, before it). */
+export function refuseOverRows(rows: number, max: number): void {
+  if (rows > max) throw tooManyRows(max);
 }
 
 /**
@@ -103,7 +179,9 @@ async function selectRows(sql: SqlContext, entity: EntityDef, query: ListQuery &
   applyScope(sql, select, entity, alias);
   if (query.distinct) return selectDistinct(sql, entity, select, alias, query as ListQuery & { distinct: string[] });
   const backwards = applyPage(sql, select, entity, alias, query);
+  limitToRowBudget(sql, select, query.take);
   const rows = await fetchRows(select);
+  spendRowBudget(sql, rows.length);
   return backwards ? rows.reverse() : rows;
 }
 
@@ -136,7 +214,9 @@ async function selectDistinct(sql: SqlContext, entity: EntityDef, select: Knex.Q
   const outer = sql.nextAlias();
   const page = sql.knex.from(select.as(outer)).select(columnsOf(entity, outer));
   applyPage(sql, page, entity, outer, { ...query, cursor: undefined });
+  limitToRowBudget(sql, page, query.take);
   const rows = await fetchRows(page);
+  spendRowBudget(sql, rows.length);
   return backwards ? rows.reverse() : rows;
 }
 
@@ -455,7 +535,10 @@ async function selectChildren(sql: SqlContext, relation: RelationDef, parentIds:
     .where(RANK, '>', first)
     .orderBy([`numbered.${PARENT}`, { column: RANK, order: backwards ? 'desc' : 'asc' }]);
   if (query.take !== undefined) page.where(RANK, '<=', first + Math.abs(query.take));
-  return fetchRows(page);
+  limitToRowBudget(sql, page);
+  const rows = await fetchRows(page);
+  spendRowBudget(sql, rows.length);
+  return rows;
 }
 
 /** The related row of every row of kind-'one' relation (null when the foreign key is not set, or the row is out of scope). */
@@ -465,7 +548,9 @@ async function loadOne(sql: SqlContext, relation: RelationDef, rows: Row[], load
   const alias = sql.nextAlias();
   const select = sql.knex({ [alias]: target.table }).select(columnsOf(target, alias)).whereRaw('?? = any(?)', [`${alias}.id`, ids]);
   applyScope(sql, select, target, alias);
+  limitToRowBudget(sql, select);
   const related = ids.length === 0 ? [] : await fetchRows(select);
+  spendRowBudget(sql, related.length);
   const objects = await toObjects(sql, target, related, load.shape);
   const byId = new Map(related.map((row, i) => [row.id, objects[i]]));
   return rows.map((row) => byId.get(row[relation.foreignKey]) ?? null);

@@ -56,6 +56,8 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
   imports?: Partial<ImportSettings>;
   /** Where the app's logs go (default: nowhere, or TEST_LOG_LEVEL to stdout). */
   logger?: pino.Logger;
+  /** MODEL_MAX_ROWS (default: DEFAULT_MAX_ROWS). */
+  modelMaxRows?: number;
 } = {}): Promise<TestApp> {
   const db = await createTestDatabase('app');
   const pool = createPool(db.url);
@@ -75,6 +77,7 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
   const appDeps: AppDeps = {
     ...deps, logger, pool, sessionSecret: 's'.repeat(40), tokenSecret: TEST_TOKEN_SECRET,
     sessionIdleTimeoutMs: 30 * 60_000, sessionAbsoluteTimeoutMs: 12 * 3_600_000,
+    ...(options.modelMaxRows !== undefined && { modelMaxRows: options.modelMaxRows }),
     trustProxy: options.trustProxy ?? false, allowedOrigins: options.allowedOrigins ?? [], readiness: [], files, imports, maxUploadBytes: options.maxUploadBytes ?? 50 * 1024 * 1024,
     rateLimits: options.rateLimits === null ? null : { settings: { ...UNREACHED_RATE_LIMITS, ...options.rateLimits }, store: new PostgresRateLimitStore(pool) },
   };
