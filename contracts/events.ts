@@ -18,6 +18,10 @@ export type AccessLevel = 'ADMIN' | 'PROJECTADMIN' | 'USER' | 'NONE';
 
 export type IdBlockReserved = DomainEvent<'IdBlockReserved', { category: string; from: number; to: number }>;
 export type UniqueValueClaimed = DomainEvent<'UniqueValueClaimed', { scope: string; value: string; ownerId: number }>;
+/** Appended at the claim's revision (contracts/claims.ts): the value may be claimed again. */
+export type UniqueValueReleased = DomainEvent<'UniqueValueReleased', {
+  scope: string; value: string; ownerId: number; reason: 'owner-write-failed' | 'owner-never-appeared';
+}>;
 export type DefaultsPlanned = DomainEvent<'DefaultsPlanned', { items: { key: string; entity: string; id: number }[] }>;
 
 /** v2 added roleId (the user's global role, null for none); v1 events have none. */
@@ -144,7 +148,7 @@ export type FileDeleted = DomainEvent<'FileDeleted', { key: string; projectId: n
 export type StoredFileEvent = FileStored | FileAttached | FileDeleted;
 
 export type TestamentEvent =
-  | IdBlockReserved | UniqueValueClaimed | DefaultsPlanned
+  | IdBlockReserved | UniqueValueClaimed | UniqueValueReleased | DefaultsPlanned
   | UserRegistered | UserUpdated | UserDeactivated | UserReactivated | UserPasswordChanged | UserDeleted
   | ApiTokenCreated | ApiTokenRevoked | LoginFailed
   | RepositoryFolderCreated | RepositoryFolderUpdated | RepositoryFolderDeleted | RepositoryCaseAliasAdded
@@ -156,7 +160,7 @@ export type EventType = TestamentEvent['type'];
 
 /** Events with hand-written shapes (identity, ids, claims, folders, import jobs, stored files). */
 export const HAND_WRITTEN_EVENT_TYPES: readonly EventType[] = [
-  'IdBlockReserved', 'UniqueValueClaimed', 'DefaultsPlanned',
+  'IdBlockReserved', 'UniqueValueClaimed', 'UniqueValueReleased', 'DefaultsPlanned',
   'UserRegistered', 'UserUpdated', 'UserDeactivated', 'UserReactivated', 'UserPasswordChanged', 'UserDeleted',
   'ApiTokenCreated', 'ApiTokenRevoked', 'LoginFailed',
   'RepositoryFolderCreated', 'RepositoryFolderUpdated', 'RepositoryFolderDeleted', 'RepositoryCaseAliasAdded',

@@ -50,6 +50,12 @@ export interface EventStore {
     events: NewEvent[],
     options: { expectedRevision: ExpectedRevision; metadata: EventMetadata },
   ): Promise<AppendResult>;
+  /**
+   * Throws what `append` would throw for events that break their contracts, writing nothing:
+   * a handler checks the events it is about to append before it claims anything for them. The
+   * contract-checking wrapper (validatingEventStore.ts) has it; a bare adapter need not.
+   */
+  validate?(events: NewEvent[]): void;
   readStream(streamId: string, options?: ReadStreamOptions): Promise<EventEnvelope[]>;
   readAll(options?: ReadAllOptions): Promise<EventEnvelope[]>;
   /** Catch-up from `after` (exclusive), then live, in global order, until closed. */

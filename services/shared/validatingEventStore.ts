@@ -10,6 +10,7 @@ export function withContracts(store: EventStore, contracts: ContractValidator): 
   return {
     kind: store.kind,
     append: async (streamId, events, options) => store.append(streamId, checkAll(contracts, events), options),
+    validate: (events) => void checkAll(contracts, events),
     readStream: (streamId, options) => store.readStream(streamId, options),
     readAll: (options) => store.readAll(options),
     subscribeToAll: (options) => store.subscribeToAll(options),

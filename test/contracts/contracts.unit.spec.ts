@@ -12,7 +12,7 @@ import { MemoryEventStore } from '../support/memoryEventStore';
 const AT = '2024-03-01T10:00:00.000Z';
 const META: EventMetadata = { actor: { userId: 1, via: 'api' }, correlationId: 'req-1', causationId: null };
 
-type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'DefaultsPlanned' | 'UserRegistered' | 'ApiTokenCreated' | 'ApiTokenRevoked' | 'LoginFailed'
+type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'UniqueValueReleased' | 'DefaultsPlanned' | 'UserRegistered' | 'ApiTokenCreated' | 'ApiTokenRevoked' | 'LoginFailed'
   | 'UserUpdated' | 'UserDeactivated' | 'UserReactivated' | 'UserPasswordChanged' | 'UserDeleted'
   | 'RepositoryFolderCreated' | 'RepositoryFolderUpdated' | 'RepositoryFolderDeleted' | 'RepositoryCaseAliasAdded'
   | 'ImportRequested' | 'ImportFileStored' | 'ImportParsed' | 'ImportTestRunPlanned' | 'TestResultsImported' | 'ImportCompleted' | 'ImportFailed'
@@ -44,6 +44,7 @@ const V1_EXAMPLES: Partial<Record<string, Record<string, unknown>>> = { UserRegi
 const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   IdBlockReserved: { category: 'project', from: 1, to: 50 },
   UniqueValueClaimed: { scope: 'user.email', value: 'ada@example.com', ownerId: 3 },
+  UniqueValueReleased: { scope: 'user.email', value: 'ada@example.com', ownerId: 3, reason: 'owner-write-failed' },
   DefaultsPlanned: { items: [{ key: 'status:passed', entity: 'status', id: 2 }] },
   UserRegistered: { userId: 3, email: 'ada@example.com', name: 'Ada', passwordHash: ARGON2_HASH, access: 'USER', roleId: 4, createdAt: AT },
   UserUpdated: { userId: 3, changes: { name: 'Ada L.', access: 'ADMIN', roleId: null }, updatedAt: AT },
