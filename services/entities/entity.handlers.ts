@@ -56,7 +56,7 @@ export async function createEntity(deps: CommandDeps, name: EntityName, write: E
   for (const [relation, targetId] of Object.entries(write.connect)) values[entity.relations[relation].scalar!] = targetId;
   for (const [relation] of linkRelations(entity)) values[linkField(relation)] = applyLinks([], write.links?.[relation]);
   for (const [relation, def] of ownedRelations(entity)) {
-    values[relation] = await newChildren(deps, ENTITIES[def.target], def, [], write.children?.[relation], metadata);
+    values[relation] = newChildren(ENTITIES[def.target], def, [], write.children?.[relation]);
   }
   for (const field of eventFields(entity)) {
     if (!(field in values)) throw new DomainError('invalid-argument', `${field} is required`, { path: `data.${field}` });
@@ -68,6 +68,7 @@ export async function createEntity(deps: CommandDeps, name: EntityName, write: E
   decider.decide({ type: 'Create', id: 1, values, facts, now: deps.clock().toISOString() }, decider.initialState);
   const free = await refuseTakenValues(deps, entity, plannedId ?? null, {}, values);
   const id = plannedId ?? (await deps.ids.next(name, metadata));
+  await allocateChildIds(deps, entity, values, metadata);
   await claimUniqueValues(deps, entity, id, free, metadata);
   const outcome = await handleCommand(deps.store, streamOf(entity, id), decider, {
     type: 'Create', id, values, facts, now: deps.clock().toISOString(),
@@ -89,7 +90,7 @@ export async function updateEntity(deps: CommandDeps, name: EntityName, id: numb
   for (const [relation, children] of Object.entries(write.children ?? {})) {
     const def = entity.relations[relation];
     const current = (state.values[relation] as Record<string, unknown>[] | undefined) ?? [];
-    values[relation] = await newChildren(deps, ENTITIES[def.target], def, current, children, metadata);
+    values[relation] = newChildren(ENTITIES[def.target], def, current, children);
   }
   const merged = { ...state.values, ...values };
   await refuseCycles(deps, entity, id, write.connect);
@@ -104,8 +105,9 @@ export async function updateEntity(deps: CommandDeps, name: EntityName, id: numb
   const kept = await factsFor(deps, entity, merged, keptRelations, { data: {}, connect: {} });
   const projectBefore = await projectOfValues(deps, entity, id, state.values);
   const command = { type: 'Update' as const, id, values, facts, kept, projectBefore, now: deps.clock().toISOString() };
-  // Decided once against the state just loaded before a value is claimed: a refused update claims nothing.
+  // Decided once against the state just loaded before a value is claimed or an id reserved: a refused update appends nothing.
   decider.decide(command, state);
+  await allocateChildIds(deps, entity, values, metadata);
   const free = await refuseTakenValues(deps, entity, id, state.values, merged);
   await claimUniqueValues(deps, entity, id, free, metadata);
   const outcome = await handleCommand(deps.store, streamOf(entity, id), decider, command, metadata);
@@ -168,9 +170,13 @@ function applyLinks(current: number[], write: LinkWrite | undefined): number[] {
   return [...new Set(ids)];
 }
 
-async function newChildren(
-  deps: CommandDeps, child: EntityDef, relation: RelationDef, current: Record<string, unknown>[], write: ChildrenWrite | undefined, metadata: EventMetadata,
-): Promise<Record<string, unknown>[]> {
+/**
+ * Children written anew: their ids are reserved only once the write is decided (allocateChildIds),
+ * so that a refused write reserves none. Until then they hold a stand-in id the contracts accept.
+ */
+const unallocated = new WeakSet<Record<string, unknown>>();
+
+function newChildren(child: EntityDef, relation: RelationDef, current: Record<string, unknown>[], write: ChildrenWrite | undefined): Record<string, unknown>[] {
   let kept = write?.deleteMany ? [] : current;
   if (write?.delete) {
     for (const id of write.delete) {
@@ -181,7 +187,8 @@ async function newChildren(
   const fields = eventFields(child).filter((f) => child.fields[f].column !== relation.foreignKey);
   const created: Record<string, unknown>[] = [];
   for (const input of write?.create ?? []) {
-    const row: Record<string, unknown> = { id: await deps.ids.next(child.name, metadata) };
+    const row: Record<string, unknown> = { id: 1 };
+    unallocated.add(row);
     for (const field of fields) {
       const def = child.fields[field];
       const scalarOf = Object.entries(child.relations).find(([, r]) => r.scalar === field)?.[0];
@@ -194,6 +201,17 @@ async function newChildren(
     created.push(row);
   }
   return [...kept, ...created];
+}
+
+/** Gives the children written anew their ids, in place, once the write is decided. */
+async function allocateChildIds(deps: CommandDeps, entity: EntityDef, values: Record<string, unknown>, metadata: EventMetadata): Promise<void> {
+  for (const [relation, def] of ownedRelations(entity)) {
+    const rows = values[relation] as Record<string, unknown>[] | undefined;
+    for (const row of rows ?? []) {
+      if (!unallocated.delete(row)) continue;
+      row.id = await deps.ids.next(def.target, metadata);
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

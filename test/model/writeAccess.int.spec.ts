@@ -118,6 +118,23 @@ describe('model API writes across projects and permissions', function () {
       }
     });
 
+    it('nor through a nested child\'s reference: a step result naming a step of B\'s case', async () => {
+      const caseB = await admin.post('/api/model/repositoryCase/update', { where: { id: ids.caseB }, data: { steps: { create: [{ step: 'Open B' }] } }, include: { steps: true } });
+      expect(caseB.status, JSON.stringify(caseB.body)).to.equal(200);
+      const stepOfB = caseB.body.data.steps[0].id as number;
+      const stepResults = { create: [{ step: connect(stepOfB), status: connect(ids.passed) }] };
+      for (const [op, body] of [
+        ['create', { data: { testRun: connect(ids.runA), testRunCase: connect(ids.runCaseA), status: connect(ids.passed), stepResults } }],
+        ['update', { where: { id: ids.resultA }, data: { stepResults } }],
+      ] as const) {
+        const refusal = await refused(tester, 'testRunResult', op, body, 403);
+        expect(refusal.details.projectId, op).to.equal(ids.b);
+      }
+      // With the permission in both projects, the result's aggregate refuses the step of another project.
+      const refusal = await refused(both, 'testRunResult', 'update', { where: { id: ids.resultA }, data: { stepResults } }, 400);
+      expect(refusal.code).to.equal('step-in-other-project');
+    });
+
     it('the bulk forms and upsert are checked alike', async () => {
       await refused(tester, 'testRunCase', 'createMany', { data: [{ testRun: connect(ids.runA), repositoryCase: connect(ids.otherCaseB) }] }, 403);
       await refused(tester, 'testRunResult', 'upsert', {
