@@ -1,4 +1,5 @@
 import { auditProjection } from './audit';
+import { claimsProjection } from './claims';
 import { filesProjection } from './files';
 import { identityProjection } from './identity';
 import { importsProjection } from './imports';
@@ -6,7 +7,7 @@ import { readModelProjection } from './readModel';
 import type { Projection } from './runtime/projection';
 
 /** Every projection this codebase runs, by name (the names `npm run rebuild` accepts). */
-export const ALL_PROJECTIONS: readonly Projection[] = [identityProjection, readModelProjection, auditProjection, importsProjection, filesProjection];
+export const ALL_PROJECTIONS: readonly Projection[] = [identityProjection, readModelProjection, auditProjection, importsProjection, filesProjection, claimsProjection];
 
 export function projectionByName(name: string): Projection | undefined {
   return ALL_PROJECTIONS.find((p) => p.name === name);

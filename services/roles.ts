@@ -13,6 +13,7 @@ import { buildApp } from './api/app';
 import type { ReadinessCheck } from './api/health.routes';
 import type { Config } from './config';
 import { bootstrapAdministrator } from './identity/identity.handlers';
+import { startClaimReconciler } from './claims/claimReconciler';
 import { seedDefaults } from './entities/seed';
 import { ImportSaga } from './imports/importJob.saga';
 import type { Platform } from './platform';
@@ -122,6 +123,8 @@ export async function runApi(
     (resumed) => resumed.length > 0 && logger.info({ jobs: resumed }, 'resuming unfinished import jobs'),
     (err) => logger.error({ err }, 'cannot resume unfinished import jobs'),
   );
+  // Unique values claimed by a writer that stopped before writing their row: released in the background.
+  const claims = startClaimReconciler({ store: platform.store, knex: platform.knex, logger: logger.child({ role: 'claimReconciler' }) }, { retry: { budgetMs: config.retryBudgetMs } });
   return {
     server,
     async stop() {
@@ -131,6 +134,7 @@ export async function runApi(
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs).unref();
       });
+      await claims.stop();
       await imports.stop();
       await files.close();
       await watcher.stop();

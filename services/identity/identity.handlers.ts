@@ -1,9 +1,10 @@
 import type { Knex } from 'knex';
 import type { EventMetadata } from '../../contracts/envelope';
-import type { AccessLevel, UniqueValueClaimed } from '../../contracts/events';
+import type { AccessLevel } from '../../contracts/events';
+import { activeClaim, claimRevisionAfter, lastEventOf, writeWithClaims } from '../claims/uniqueClaims';
 import { factOf } from '../entities/entity.handlers';
 import { type CommandOutcome, handleCommand, loadAggregate } from '../shared/decider';
-import { ConcurrencyError, DomainError } from '../shared/errors';
+import { DomainError } from '../shared/errors';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { apiTokenDecider, apiTokenStream } from './apiToken.decider';
 import { hashPassword, issueToken } from './secrets';
@@ -38,9 +39,11 @@ export interface NewUser {
 }
 
 /**
- * Registers a user. The command is decided once before anything is written (a refused one appends
- * nothing); then the e-mail is claimed on its own stream, so two registrations cannot share it.
- * The password is hashed here; only the hash reaches an event.
+ * Registers a user. The command is decided, and its events checked against their contracts,
+ * before anything is written (a refused one appends nothing); then the e-mail is claimed on its
+ * own stream, so two registrations cannot share it, and released again when the user's own
+ * append fails (services/claims/uniqueClaims.ts). The password is hashed here; only the hash
+ * reaches an event.
  */
 export async function registerUser(deps: CommandDeps, input: NewUser, metadata: EventMetadata): Promise<number> {
   const password = checkPassword(input.password);
@@ -53,19 +56,19 @@ export async function registerUser(deps: CommandDeps, input: NewUser, metadata: 
   userDecider.decide(command(1, ''), userDecider.initialState);
   const email = normaliseEmail(input.email);
   const taken = () => new DomainError('email-taken', 'A user with this e-mail already exists', { path: 'data.email', email });
-  // The claim appended below decides; this read only spares an id when the address is known to be taken.
-  if ((await deps.store.readStream(emailReservationStream(email), { maxCount: 1 })).length > 0) throw taken();
+  const streamId = emailReservationStream(email);
+  // The claim appended below decides (at the revision read here); this read spares an id when the address is known to be taken.
+  const last = await lastEventOf(deps.store, streamId);
+  if (activeClaim(last)) throw taken();
   // Hashed before the claim, so that little can fail between the claim and the registration.
   const passwordHash = await hashPassword(password);
+  // The events as they will be appended (but for the id) meet their contracts before an id or the e-mail is taken.
+  deps.store.validate?.(userDecider.decide(command(1, passwordHash), userDecider.initialState));
   const userId = await deps.ids.next('user', metadata);
-  const claim: UniqueValueClaimed = { type: 'UniqueValueClaimed', data: { scope: 'user.email', value: email, ownerId: userId } };
-  try {
-    await deps.store.append(emailReservationStream(email), [claim], { expectedRevision: 'no-stream', metadata });
-  } catch (error) {
-    if (error instanceof ConcurrencyError) throw taken();
-    throw error;
-  }
-  const outcome = await handleCommand(deps.store, userStream(userId), userDecider, command(userId, passwordHash), metadata);
+  const outcome = await writeWithClaims(
+    deps.store, [{ claim: { streamId, scope: 'user.email', value: email, ownerId: userId }, expectedRevision: claimRevisionAfter(last) }],
+    () => handleCommand(deps.store, userStream(userId), userDecider, command(userId, passwordHash), metadata), taken, metadata,
+  );
   await readYourWrites(deps, outcome);
   return userId;
 }
@@ -153,11 +156,11 @@ export async function bootstrapAdministrator(
 ): Promise<number | null> {
   const existing = await deps.knex('users').count<{ count: string }[]>({ count: '*' });
   if (Number(existing[0].count) > 0) return null;
-  const [claim] = await deps.store.readStream(emailReservationStream(admin.email), { maxCount: 1 });
+  const claim = activeClaim(await lastEventOf(deps.store, emailReservationStream(admin.email)));
   if (!claim) return registerUser(deps, { ...admin, access: 'ADMIN' }, metadata);
   // The address is claimed: by a start that registered the user (nothing to do), or by one that
   // was killed between the claim and the registration, which this start completes.
-  const userId = (claim.data as UniqueValueClaimed['data']).ownerId;
+  const userId = claim.ownerId;
   const { state } = await loadAggregate(deps.store, userStream(userId), userDecider);
   if (state.exists) return null;
   const passwordHash = await hashPassword(admin.password);
