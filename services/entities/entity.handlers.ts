@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import type { EventEnvelope, EventMetadata } from '../../contracts/envelope';
 import { ENTITIES, type EntityDef, type EntityName, type RelationDef, writtenAs } from '../../contracts/entities';
 import { eventFields, linkField, linkRelations, ownedRelations, streamOf } from '../../contracts/entityEvents';
-import type { UniqueValueClaimed } from '../../contracts/events';
+import { activeClaim, claimRevisionAfter, lastEventOf, writeWithClaims } from '../claims/uniqueClaims';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { handleCommand, loadAggregate } from '../shared/decider';
-import { ConcurrencyError, DomainError } from '../shared/errors';
+import { DomainError } from '../shared/errors';
 import { keyInScope } from '../repository/caseIdentity';
 import { folderStream, repositoryFolderDecider } from '../repository/repositoryFolder.decider';
 import { userDecider, userStream } from '../identity/user.decider';
@@ -64,15 +64,16 @@ export async function createEntity(deps: CommandDeps, name: EntityName, write: E
 
   const facts = await factsFor(deps, entity, values, Object.keys(write.connect), write);
   const decider = deciderOf(entity);
-  // Decide once against an empty stream before anything is claimed or reserved: a refused create appends nothing.
-  decider.decide({ type: 'Create', id: 1, values, facts, now: deps.clock().toISOString() }, decider.initialState);
+  // Decide once against an empty stream, and check the events against their contracts, before anything
+  // is claimed or reserved: a refused create appends nothing.
+  deps.store.validate?.(decider.decide({ type: 'Create', id: 1, values, facts, now: deps.clock().toISOString() }, decider.initialState));
   const free = await refuseTakenValues(deps, entity, plannedId ?? null, {}, values);
   const id = plannedId ?? (await deps.ids.next(name, metadata));
   await allocateChildIds(deps, entity, values, metadata);
-  await claimUniqueValues(deps, entity, id, free, metadata);
-  const outcome = await handleCommand(deps.store, streamOf(entity, id), decider, {
+  // The row's values are claimed, then the row appended; a failed append releases the claims again.
+  const outcome = await writeWithClaims(deps.store, claimsOf(free, id), () => handleCommand(deps.store, streamOf(entity, id), decider, {
     type: 'Create', id, values, facts, now: deps.clock().toISOString(),
-  }, metadata);
+  }, metadata), (claim) => claimLost(entity, claim.scope), metadata);
   await readYourWrites(deps, outcome);
   return id;
 }
@@ -339,7 +340,8 @@ function newKeys(entity: EntityDef, before: Record<string, unknown>, after: Reco
  * the read model says whether one holds the value.
  */
 async function holderOf(deps: CommandDeps, entity: EntityDef, key: UniqueKey, ownerId: number | null, last: EventEnvelope | undefined): Promise<number | null> {
-  const claimant = last && (last.data as UniqueValueClaimed['data']).ownerId;
+  // A released claim holds nothing.
+  const claimant = activeClaim(last)?.ownerId;
   if (claimant !== undefined && claimant !== ownerId && (await claimHolds(deps, entity, claimant, key, last!.recordedAt))) return claimant;
   return importedRowHolding(deps.knex, entity, key.fields, key.caseInsensitive, ownerId);
 }
@@ -349,8 +351,7 @@ function valueTaken(entity: EntityDef, key: UniqueKey, holder: number): DomainEr
   return new DomainError(`${kebab(entity.name)}-${kebab(field).replace(/\+/g, '-')}-taken`, `Another ${entity.name} already has this ${field}`, { path: `data.${field}`, ownerId: holder });
 }
 
-const lastClaim = async (deps: CommandDeps, key: UniqueKey) =>
-  (await deps.store.readStream(claimStream(key.scope, key.value), { direction: 'backwards', maxCount: 1 }))[0] as EventEnvelope | undefined;
+const lastClaim = (deps: CommandDeps, key: UniqueKey) => lastEventOf(deps.store, claimStream(key.scope, key.value));
 
 /** A unique value found free, and the last claim on its stream when it was looked at (the lock for claiming it). */
 interface FreeValue { key: UniqueKey; last: EventEnvelope | undefined }
@@ -367,20 +368,20 @@ async function refuseTakenValues(deps: CommandDeps, entity: EntityDef, ownerId: 
   return free;
 }
 
+/** The claims of the values found free, each at the revision it was seen at: a claim appended in between makes this one fail rather than both hold. */
+const claimsOf = (values: readonly FreeValue[], ownerId: number) => values.map(({ key, last }) => ({
+  claim: { streamId: claimStream(key.scope, key.value), scope: key.scope, value: key.value, ownerId }, expectedRevision: claimRevisionAfter(last),
+}));
+
+const claimLost = (entity: EntityDef, scope: string) =>
+  new DomainError(`${kebab(entity.name)}-taken`, `Another ${entity.name} is claiming this value right now`, { path: `data.${scope.split('.')[1]}` });
+
 /**
- * Claims the values found free on their own streams, each at the revision it was seen at: a claim
- * appended in between makes this one fail rather than both hold.
+ * Claims the values found free on their own streams (see claimsOf). An update's claims are not
+ * released when its append fails: a claim holds only while its owner has the value (claimHolds).
  */
 async function claimUniqueValues(deps: CommandDeps, entity: EntityDef, ownerId: number, values: readonly FreeValue[], metadata: EventMetadata): Promise<void> {
-  for (const { key, last } of values) {
-    const claim: UniqueValueClaimed = { type: 'UniqueValueClaimed', data: { scope: key.scope, value: key.value, ownerId } };
-    try {
-      await deps.store.append(claimStream(key.scope, key.value), [claim], { expectedRevision: last ? BigInt(last.revision) : 'no-stream', metadata });
-    } catch (error) {
-      if (error instanceof ConcurrencyError) throw new DomainError(`${kebab(entity.name)}-taken`, `Another ${entity.name} is claiming this value right now`, { path: `data.${key.scope.split('.')[1]}` });
-      throw error;
-    }
-  }
+  await writeWithClaims(deps.store, claimsOf(values, ownerId), async () => undefined, (claim) => claimLost(entity, claim.scope), metadata);
 }
 
 async function claimHolds(deps: CommandDeps, entity: EntityDef, holder: number, key: UniqueKey, claimedAt: string): Promise<boolean> {
