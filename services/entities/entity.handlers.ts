@@ -106,8 +106,9 @@ export async function updateEntity(deps: CommandDeps, name: EntityName, id: numb
   const kept = await factsFor(deps, entity, merged, keptRelations, { data: {}, connect: {} });
   const projectBefore = await projectOfValues(deps, entity, id, state.values);
   const command = { type: 'Update' as const, id, values, facts, kept, projectBefore, now: deps.clock().toISOString() };
-  // Decided once against the state just loaded before a value is claimed or an id reserved: a refused update appends nothing.
-  decider.decide(command, state);
+  // Decided once against the state just loaded, its events checked against their contracts, before a value is claimed or an
+  // id reserved: a refused update appends nothing.
+  deps.store.validate?.(decider.decide(command, state));
   await allocateChildIds(deps, entity, values, metadata);
   const free = await refuseTakenValues(deps, entity, id, state.values, merged);
   await claimUniqueValues(deps, entity, id, free, metadata);

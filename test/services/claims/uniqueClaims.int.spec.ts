@@ -1,7 +1,11 @@
 import { expect } from 'chai';
 import pino from 'pino';
 import type { UniqueValueClaimed } from '../../../contracts/events';
+import { loadContracts, type ContractValidator } from '../../../contracts/validator';
 import { reconcileClaims, startClaimReconciler } from '../../../services/claims/claimReconciler';
+import { createEntity, updateEntity } from '../../../services/entities/entity.handlers';
+import { ContractViolation } from '../../../services/shared/errors';
+import { withContracts } from '../../../services/shared/validatingEventStore';
 import { registerUser } from '../../../services/identity/identity.handlers';
 import { emailReservationStream } from '../../../services/identity/user.decider';
 import { systemMetadata } from '../../../services/shared/context';
@@ -87,6 +91,34 @@ describe('a unique value and the row that holds it are one unit', function () {
       expect(await claimsRow(claims[0].streamId)).to.deep.equal({ state: 'settled', owner_id: created.body.data.id, owner_stream: `tag-${created.body.data.id}` });
       const duplicate = await admin.post('/api/model/tag/create', { data: { name: 'NIGHTLY' } });
       expect(duplicate.status).to.equal(409);
+    });
+  });
+
+  describe('a write its event contracts refuse claims nothing', () => {
+    // The real contracts with one rule more, which the catalogue's own checks do not know: no role named "Forbidden".
+    const real = loadContracts();
+    const stricter: ContractValidator = {
+      ...real,
+      check: (event) => {
+        const data = event.data as { name?: string; changes?: { name?: string } };
+        if (/^Role(Created|Updated)$/.test(event.type) && (data.name ?? data.changes?.name) === 'Forbidden') throw new ContractViolation(event.type, [{ message: 'refused by the test' }]);
+        real.check(event);
+      },
+    };
+    const strictDeps = () => ({ ...app.deps, store: withContracts(app.deps.store, stricter) });
+    const attempt = async (write: () => Promise<unknown>) => {
+      const head = (await app.deps.store.headPosition()).toString();
+      let error: unknown = null;
+      await write().catch((e: unknown) => (error = e));
+      expect(error).to.be.instanceOf(ContractViolation);
+      expect((await app.deps.store.headPosition()).toString(), 'nothing appended: no id block, no claim').to.equal(head);
+    };
+
+    it('create', () => attempt(() => createEntity(strictDeps(), 'role', { data: { name: 'Forbidden' }, connect: {} }, systemMetadata('test'))));
+
+    it('update', async () => {
+      const id = await createEntity(strictDeps(), 'role', { data: { name: 'Allowed' }, connect: {} }, systemMetadata('test'));
+      await attempt(() => updateEntity(strictDeps(), 'role', id, { data: { name: 'Forbidden' }, connect: {} }, systemMetadata('test')));
     });
   });
 
