@@ -111,8 +111,8 @@ export async function runApi(
     rateLimits: config.rateLimits && { settings: config.rateLimits, store: new PostgresRateLimitStore(platform.pool) },
   });
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
     modelMaxRows: config.modelMaxRows,
+    const s = app.listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);
   });
   const address = server.address();
