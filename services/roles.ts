@@ -106,12 +106,12 @@ export async function runApi(
   const app = buildApp({
     ...deps, logger, pool: platform.pool, ...platform.secrets,
     sessionIdleTimeoutMs: config.sessionIdleTimeoutMs, sessionAbsoluteTimeoutMs: config.sessionAbsoluteTimeoutMs,
+    modelMaxRows: config.modelMaxRows,
     trustProxy: config.trustProxy, allowedOrigins: config.allowedOrigins, readiness: [...readiness, watcherReadiness(watcher)],
     files, maxUploadBytes: config.maxUploadBytes, imports,
     rateLimits: config.rateLimits && { settings: config.rateLimits, store: new PostgresRateLimitStore(platform.pool) },
   });
   const server = await new Promise<Server>((resolve, reject) => {
-    modelMaxRows: config.modelMaxRows,
     const s = app.listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);
   });
