@@ -39,10 +39,14 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Kafka transport when set: the relay publishes the log, projections are consumer groups. */
   kafka: { brokers: string[]; topic: string; partitions: number; clientId: string } | null;
-  /** Uploaded files, content-addressed (default dataDir/uploads). */
+  /** Uploaded files, one per upload under its own key (default dataDir/uploads). */
   uploadDir: string;
   /** Largest file POST /api/files/upload accepts, in bytes. */
   maxUploadBytes: number;
+  /** Bytes one user's stored files (uploads and import files) may take together; 0: no limit (USER_STORAGE_QUOTA_BYTES). */
+  userStorageQuotaBytes: number;
+  /** Days a completed import's files are kept as its run's evidence; 0: removed at the next sweep (IMPORT_FILE_RETENTION_DAYS). */
+  importFileRetentionDays: number;
   /** Result import: cases per chunk event, and where long outputs and stack traces are cut. */
   imports: { chunkSize: number; maxOutputChars: number; finalizeTimeoutMs: number };
   /**
@@ -156,6 +160,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     kafka: kafkaConfig(env),
     uploadDir: path.resolve(optional(env, 'UPLOAD_DIR') ?? path.join(dataDir, 'uploads')),
     maxUploadBytes: int(env, 'MAX_UPLOAD_BYTES', 50 * 1024 * 1024, 1),
+    userStorageQuotaBytes: int(env, 'USER_STORAGE_QUOTA_BYTES', 10 * 1024 ** 3, 0),
+    importFileRetentionDays: int(env, 'IMPORT_FILE_RETENTION_DAYS', 30, 0, 36_500),
     rateLimits: rateLimitConfig(env),
     preparedStatements: int(env, 'PG_PREPARED_STATEMENTS', DEFAULT_PREPARED_STATEMENTS, 0, 10_000),
     retryBudgetMs: int(env, 'RETRY_BUDGET_MS', DEFAULT_RETRY_BUDGET_MS, 1000, 7 * DAY_MS),

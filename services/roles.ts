@@ -16,6 +16,7 @@ import { bootstrapAdministrator } from './identity/identity.handlers';
 import { startClaimReconciler } from './claims/claimReconciler';
 import { seedDefaults } from './entities/seed';
 import { ImportSaga } from './imports/importJob.saga';
+import { StoredFiles } from './files/storedFiles';
 import type { Platform } from './platform';
 import type { CommandDeps } from './shared/commandBus';
 import { systemMetadata } from './shared/context';
@@ -102,13 +103,17 @@ export async function runApi(
   const seeded = await seedDefaults(deps, systemMetadata('seed-defaults'));
   if (seeded > 0) logger.info({ rows: seeded }, 'default workflows, statuses, template, roles and milestone types created');
   const files = await openLocalFileStore({ dir: config.uploadDir, logger });
-  const imports = new ImportSaga({ ...deps, files, logger: logger.child({ role: 'imports' }), imports: { ...config.imports, retryBudgetMs: config.retryBudgetMs } });
+  const storedFiles = new StoredFiles({
+    ...deps, files, logger: logger.child({ role: 'files' }),
+    settings: { quotaBytes: config.userStorageQuotaBytes, importFileRetentionDays: config.importFileRetentionDays },
+  });
+  const imports = new ImportSaga({ ...deps, files, storedFiles, logger: logger.child({ role: 'imports' }), imports: { ...config.imports, retryBudgetMs: config.retryBudgetMs } });
   const app = buildApp({
     ...deps, logger, pool: platform.pool, ...platform.secrets,
     sessionIdleTimeoutMs: config.sessionIdleTimeoutMs, sessionAbsoluteTimeoutMs: config.sessionAbsoluteTimeoutMs,
     modelMaxRows: config.modelMaxRows,
     trustProxy: config.trustProxy, allowedOrigins: config.allowedOrigins, readiness: [...readiness, watcherReadiness(watcher)],
-    files, maxUploadBytes: config.maxUploadBytes, imports,
+    files, storedFiles, maxUploadBytes: config.maxUploadBytes, imports,
     rateLimits: config.rateLimits && { settings: config.rateLimits, store: new PostgresRateLimitStore(platform.pool) },
   });
   const server = await new Promise<Server>((resolve, reject) => {
@@ -125,6 +130,8 @@ export async function runApi(
   );
   // Unique values claimed by a writer that stopped before writing their row: released in the background.
   const claims = startClaimReconciler({ store: platform.store, knex: platform.knex, logger: logger.child({ role: 'claimReconciler' }) }, { retry: { budgetMs: config.retryBudgetMs } });
+  // Files whose owner no longer keeps them (failed imports, expired import evidence, deleted attachments): a bounded round every few minutes.
+  storedFiles.startSweeping();
   return {
     server,
     async stop() {
@@ -136,6 +143,7 @@ export async function runApi(
       });
       await claims.stop();
       await imports.stop();
+      await storedFiles.close();
       await files.close();
       await watcher.stop();
     },

@@ -4,16 +4,18 @@ import path from 'node:path';
 import { Writable, type Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { DEFAULT_MIME_TYPE } from '../../services/files/fileMeta';
-import { FileTooLargeError, isFileKey, type FileMeta, type FileStore, type StagedFile, type StoredFile } from '../../services/files/fileStore';
+import { FileTooLargeError, isFileKey, type FileMeta, type FileStore, type StagedFile, type StoredContent } from '../../services/files/fileStore';
 
 /**
  * The file store on a local directory. Layout, flat in `dir`:
- *   <sha256>             the content, never rewritten once there
- *   <sha256>.meta.json   name and MIME type of its first upload (the sidecar)
+ *   <key>                the content of one upload, never rewritten once there
+ *   <key>.meta.json      its name and MIME type (the sidecar)
  *   .upload-<uuid>.tmp   content or sidecar being written
+ * (Files stored before keys were per upload are under their SHA-256, and read the same way.)
  * A file appears under its key only by rename(2) of a temporary file that was fsynced, then the
  * directory is fsynced: after a crash a key holds its whole content or does not exist. The sidecar
- * is renamed into place before the content, so content is never visible without its metadata.
+ * is renamed into place before the content, and removed after it, so content is never visible
+ * without its metadata.
  */
 export interface LocalFileStoreOptions {
   dir: string;
@@ -46,7 +48,8 @@ export async function openLocalFileStore(options: LocalFileStoreOptions): Promis
   return store;
 }
 
-interface Sidecar { name: string; mimeType: string }
+/** `sha256` is absent in the sidecars of files stored under their SHA-256 (the key is the hash there). */
+interface Sidecar { name: string; mimeType: string; sha256?: string }
 
 export class LocalFileStore implements FileStore {
   private timer: NodeJS.Timeout | null = null;
@@ -99,46 +102,38 @@ export class LocalFileStore implements FileStore {
     return { sha256: hash.digest('hex'), size, ref: temp };
   }
 
-  async commit(staged: StagedFile, meta: FileMeta): Promise<StoredFile> {
+  async commit(staged: StagedFile, key: string, meta: FileMeta): Promise<StoredContent> {
     const temp = this.ownTemp(staged);
-    const key = staged.sha256;
-    if (!isFileKey(key)) throw new Error(`Not a SHA-256: ${key}`);
+    if (!isFileKey(key)) throw new Error(`Not a file key: ${key}`);
     const target = this.contentPath(key);
-    if (await exists(target)) {
-      // Identical content is stored once; its metadata stays that of the first upload.
-      await fsp.rm(temp, { force: true });
-      if (!(await exists(this.metaPath(key)))) await this.writeSidecar(key, meta);
-      const stored = await this.stat(key);
-      if (!stored) throw new Error(`Stored file ${key} vanished while committing`);
-      return stored;
-    }
-    await this.writeSidecar(key, meta);
+    if (await exists(target)) throw new Error(`A file is stored under ${key} already`);
+    await this.writeSidecar(key, { name: meta.name, mimeType: meta.mimeType, sha256: staged.sha256 });
     await fsp.rename(temp, target);
     await this.syncDir();
-    return { key, sha256: key, size: staged.size, name: meta.name, mimeType: meta.mimeType };
+    return { key, sha256: staged.sha256, size: staged.size, name: meta.name, mimeType: meta.mimeType };
   }
 
   async discard(staged: StagedFile): Promise<void> {
     await fsp.rm(this.ownTemp(staged), { force: true });
   }
 
-  async put(content: Readable, meta: FileMeta, options: { maxBytes: number }): Promise<StoredFile> {
+  async put(content: Readable, key: string, meta: FileMeta, options: { maxBytes: number }): Promise<StoredContent> {
     const staged = await this.stage(content, options);
     try {
-      return await this.commit(staged, meta);
+      return await this.commit(staged, key, meta);
     } finally {
       await this.discard(staged);
     }
   }
 
-  async stat(key: string): Promise<StoredFile | null> {
+  async stat(key: string): Promise<StoredContent | null> {
     if (!isFileKey(key)) return null;
     const stats = await fsp.stat(this.contentPath(key)).catch(ifMissing(null));
     if (!stats?.isFile()) return null;
     return this.describe(key, stats.size);
   }
 
-  async open(key: string): Promise<{ file: StoredFile; content: Readable } | null> {
+  async open(key: string): Promise<{ file: StoredContent; content: Readable } | null> {
     if (!isFileKey(key)) return null;
     const handle = await fsp.open(this.contentPath(key), 'r').catch(ifMissing(null));
     if (!handle) return null;
@@ -153,6 +148,13 @@ export class LocalFileStore implements FileStore {
       await handle.close();
       throw err;
     }
+  }
+
+  async remove(key: string): Promise<void> {
+    if (!isFileKey(key)) return;
+    await fsp.rm(this.contentPath(key), { force: true });
+    await fsp.rm(this.metaPath(key), { force: true });
+    await this.syncDir();
   }
 
   /** Removes temporary files nobody has written for `olderThanMs`; answers how many. */
@@ -183,9 +185,9 @@ export class LocalFileStore implements FileStore {
     this.timer = null;
   }
 
-  private async describe(key: string, size: number): Promise<StoredFile> {
+  private async describe(key: string, size: number): Promise<StoredContent> {
     const sidecar = await this.readSidecar(key);
-    return { key, sha256: key, size, name: sidecar?.name ?? key, mimeType: sidecar?.mimeType ?? DEFAULT_MIME_TYPE };
+    return { key, sha256: sidecar?.sha256 ?? key, size, name: sidecar?.name ?? key, mimeType: sidecar?.mimeType ?? DEFAULT_MIME_TYPE };
   }
 
   private async readSidecar(key: string): Promise<Sidecar | null> {
@@ -193,18 +195,19 @@ export class LocalFileStore implements FileStore {
     if (text === null) return null;
     try {
       const parsed = JSON.parse(text) as Partial<Sidecar>;
-      return typeof parsed.name === 'string' && typeof parsed.mimeType === 'string' ? { name: parsed.name, mimeType: parsed.mimeType } : null;
+      if (typeof parsed.name !== 'string' || typeof parsed.mimeType !== 'string') return null;
+      return { name: parsed.name, mimeType: parsed.mimeType, ...(isFileKey(parsed.sha256) && { sha256: parsed.sha256 }) };
     } catch {
       this.logger.warn({ key }, 'unreadable file metadata; serving as application/octet-stream');
       return null;
     }
   }
 
-  private async writeSidecar(key: string, meta: FileMeta): Promise<void> {
+  private async writeSidecar(key: string, sidecar: Sidecar): Promise<void> {
     const temp = this.tempPath();
     const handle = await fsp.open(temp, 'wx', 0o600);
     try {
-      await handle.writeFile(JSON.stringify({ name: meta.name, mimeType: meta.mimeType } satisfies Sidecar));
+      await handle.writeFile(JSON.stringify(sidecar));
       await handle.sync();
     } finally {
       await handle.close();

@@ -15,6 +15,7 @@ import { suiteOutputRoutes } from '../imports/suiteOutput.routes';
 import { lookupRoutes } from '../lookup/lookup.routes';
 import type { ImportSaga } from '../imports/importJob.saga';
 import type { FileStore } from '../files/fileStore';
+import type { StoredFiles } from '../files/storedFiles';
 import type { CommandDeps } from '../shared/commandBus';
 import { accessLog, correlationId, errorHandler, jsonBodiesOnlyExcept, notFoundRoute, wellFormedText } from './http';
 import { docsRoutes } from './docs.routes';
@@ -32,6 +33,8 @@ export interface AppDeps extends CommandDeps, SessionSettings {
   modelMaxRows?: number;
   /** Uploaded files (POST /api/files/upload, GET /api/files/:key). */
   files: FileStore;
+  /** Stored files' owners, permissions, quota and clean-up (services/files/storedFiles.ts). */
+  storedFiles: StoredFiles;
   maxUploadBytes: number;
   /** Runs result-import jobs (POST /api/junit/import, /api/test-results/import). */
   imports: ImportSaga;

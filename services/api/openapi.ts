@@ -4,6 +4,7 @@ import { DEFAULT_MAX_ROWS } from '../model/query';
 import { MAX_DISTINCT_FIELDS, MAX_ORDER_BY_KEYS, MAX_ORDER_BY_RELATIONS, MAX_RELATION_FILTERS, MAX_RELATION_LOADS } from '../model/args';
 import { CREATE_ONLY_FIELDS, WRITE_ONLY_INPUTS, writtenLists } from '../model/writeArgs';
 import { auditPaths } from '../audit/audit.openapi';
+import { filePaths } from '../files/files.openapi';
 import { importPaths } from '../imports/imports.openapi';
 import { lookupPaths } from '../lookup/lookup.openapi';
 import { adminPaths } from '../admin/admin.openapi';
@@ -480,7 +481,7 @@ function entityTagDescription(entity: EntityDef): string {
 const CUSTOM_TAGS: Record<string, string> = {
   auth: 'Log in and out with a session cookie; who the caller is',
   tokens: 'The caller\'s own API tokens, for the Authorization: Bearer header',
-  files: 'Files stored by their SHA-256, for attachments',
+  files: 'Files uploaded for a project, held by attachments, kept as evidence of result imports; read with their owner\'s permission',
   imports: 'Test result files (JUnit, TestNG, NUnit, xUnit, MSTest, Mocha, Cucumber) imported into test runs, and the import jobs',
   lookup: 'Ids by exact name, for scripts and CI',
   audit: 'The audit trail of every change',
@@ -660,13 +661,6 @@ function customPaths(): OpenAPIV3.PathsObject {
       createdAt: { type: 'string', format: 'date-time' }, lastUsedAt: { type: 'string', format: 'date-time', nullable: true }, revokedAt: { type: 'string', format: 'date-time', nullable: true },
     },
   };
-  const storedFile: Schema = object({
-    key: { type: 'string', pattern: '^[a-f0-9]{64}$', description: 'what an attachment references (its url / storage key); GET /api/files/{key}' },
-    name: { type: 'string', description: 'the original file name, sanitised: no path, no control characters, at most 255 bytes' },
-    size: { type: 'integer', minimum: 0 },
-    mimeType: { type: 'string', description: 'type/subtype as the client declared it (application/octet-stream when malformed)' },
-    sha256: { type: 'string', pattern: '^[a-f0-9]{64}$' },
-  }, { required: ['key', 'name', 'size', 'mimeType', 'sha256'] });
   // A cookie-authenticated unsafe request from another origin (services/identity/sessions.ts).
   const csrf = { 403: { description: 'csrf-rejected: not sent from the application (see the session security scheme)', content: json(ref('Error')) } };
   return {
@@ -695,49 +689,6 @@ function customPaths(): OpenAPIV3.PathsObject {
         responses: { 204: { description: 'revoked' }, ...errors(400, 401, 404), ...csrf },
       },
     },
-    '/api/files/upload': {
-      post: {
-        operationId: 'uploadFiles', tags: ['files'],
-        summary: 'store files by their SHA-256; identical content is stored once',
-        description: 'One or more (at most 20) `file` fields, each at most MAX_UPLOAD_BYTES (default 50 MiB). All files of a request are stored, or none. '
-          + 'Each answer element names this upload (its own name and type); the key is shared by identical content.',
-        requestBody: {
-          required: true,
-          content: {
-            'multipart/form-data': {
-              schema: object({ file: { type: 'array', minItems: 1, maxItems: 20, items: { type: 'string', format: 'binary' } } }, { required: ['file'] }),
-              encoding: { file: { contentType: '*/*' } },
-            },
-          },
-        },
-        responses: {
-          201: { description: 'stored, in the order of the request', content: json(object({ data: { type: 'array', items: storedFile } }, { required: ['data'] })) },
-          ...errors(400, 401), ...csrf,
-          413: { description: 'a file over MAX_UPLOAD_BYTES (code payload-too-large, details.limit), or more than 20 files (too-many-files); nothing stored', content: json(ref('Error')) },
-          415: { description: 'the body is not multipart/form-data', content: json(ref('Error')) },
-        },
-      },
-    },
-    '/api/files/{key}': {
-      get: {
-        operationId: 'downloadFile', tags: ['files'], summary: 'a stored file, as an attachment',
-        parameters: [{ name: 'key', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-f0-9]{64}$' }, description: 'the key from the upload (a SHA-256 in lower-case hex)' }],
-        responses: {
-          200: {
-            description: 'the content, with the type of its first upload',
-            headers: {
-              'Content-Disposition': { schema: { type: 'string' }, description: 'attachment; with the file name of its first upload' },
-              'X-Content-Type-Options': { schema: { type: 'string', enum: ['nosniff'] } },
-              ETag: { schema: { type: 'string' }, description: 'the SHA-256 in quotes' },
-            },
-            content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
-          },
-          304: { description: 'If-None-Match matched' },
-          ...errors(401),
-          404: { description: 'no file under this key, or not a key at all (file-not-found)', content: json(ref('Error')) },
-        },
-      },
-    },
     '/api/docs': {
       get: {
         operationId: 'apiDocs', tags: ['docs'], security: [], summary: 'the categories, or the OpenAPI description of one',
@@ -745,6 +696,7 @@ function customPaths(): OpenAPIV3.PathsObject {
         responses: { 200: { description: 'categories, or an OpenAPI 3.0 document', content: json({ type: 'object' }) }, ...errors(400) },
       },
     },
+    ...filePaths(),
     ...importPaths(),
     ...lookupPaths(),
     ...auditPaths(),

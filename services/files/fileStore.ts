@@ -1,9 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 
 /**
- * Where uploaded files live: content-addressed by SHA-256, so identical content is stored once and
- * a key names exactly one content forever. The filesystem adapter is infra/files/localFileStore.ts;
- * an object store can replace it behind this port.
+ * Where uploaded files' content lives: one stored file per upload, under a key of its own (a
+ * fresh random key per upload, never reused), so that each upload keeps its own name and type and
+ * can be deleted on its own. Who owns a file and who may read it is not the store's business: the
+ * file records (storedFiles.ts, the `files` read model) say. The filesystem adapter is
+ * infra/files/localFileStore.ts; an object store can replace it behind this port.
  */
 export interface FileStore {
   /**
@@ -12,16 +15,18 @@ export interface FileStore {
    * any failure the rest of `content` is drained so a multipart parser can go on.
    */
   stage(content: Readable, options: { maxBytes: number }): Promise<StagedFile>;
-  /** Makes a staged file durable under its key; content already stored keeps its first metadata. */
-  commit(staged: StagedFile, meta: FileMeta): Promise<StoredFile>;
+  /** Makes a staged file durable under `key` (a new key: newFileKey()). */
+  commit(staged: StagedFile, key: string, meta: FileMeta): Promise<StoredContent>;
   /** Drops a staged file that will not be committed (idempotent). */
   discard(staged: StagedFile): Promise<void>;
   /** stage + commit. */
-  put(content: Readable, meta: FileMeta, options: { maxBytes: number }): Promise<StoredFile>;
+  put(content: Readable, key: string, meta: FileMeta, options: { maxBytes: number }): Promise<StoredContent>;
   /** The stored file under `key`, or null for an unknown or malformed key. */
-  stat(key: string): Promise<StoredFile | null>;
+  stat(key: string): Promise<StoredContent | null>;
   /** The stored file and a stream of its content, or null for an unknown or malformed key. */
-  open(key: string): Promise<{ file: StoredFile; content: Readable } | null>;
+  open(key: string): Promise<{ file: StoredContent; content: Readable } | null>;
+  /** Removes the file under `key` (idempotent: a missing file is no error). */
+  remove(key: string): Promise<void>;
   /** Stops background work (the sweep of abandoned temporary files). */
   close(): Promise<void>;
 }
@@ -39,8 +44,8 @@ export interface StagedFile {
   readonly ref: string;
 }
 
-export interface StoredFile extends FileMeta {
-  /** What an attachment references as its url / storage key: the SHA-256 in lower-case hex. */
+export interface StoredContent extends FileMeta {
+  /** Where the content is: the file's key (64 lower-case hex digits). */
   key: string;
   sha256: string;
   size: number;
@@ -48,9 +53,17 @@ export interface StoredFile extends FileMeta {
 
 const KEY = /^[a-f0-9]{64}$/;
 
-/** A key is a SHA-256 in lower-case hex and nothing else: no path can be smuggled through it. */
+/**
+ * A key is 64 lower-case hex digits and nothing else: no path can be smuggled through it. New
+ * files get random keys; files stored before keys were per upload are under their SHA-256.
+ */
 export function isFileKey(key: unknown): key is string {
   return typeof key === 'string' && KEY.test(key);
+}
+
+/** A key for a new upload: 256 random bits, so it names this upload alone and cannot be guessed from its content. */
+export function newFileKey(): string {
+  return randomBytes(32).toString('hex');
 }
 
 export class FileTooLargeError extends Error {

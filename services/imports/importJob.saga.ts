@@ -9,6 +9,7 @@ import type {
 import { createEntity, deleteEntity, updateEntity } from '../entities/entity.handlers';
 import { caseKey, type IdentityParts, identityScope } from '../repository/caseIdentity';
 import type { FileStore } from '../files/fileStore';
+import type { StoredFiles } from '../files/storedFiles';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { ConcurrencyError, ContractViolation, DomainError, HttpError } from '../shared/errors';
 import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient, type RetryBudget, retryBudget, RetryBudgetSpent } from '../shared/faults';
@@ -43,6 +44,8 @@ export const DEFAULT_IMPORT_SETTINGS: ImportSettings = {
 
 export interface ImportDeps extends CommandDeps {
   files: FileStore;
+  /** The jobs' files as stored files: those of a failed job are deleted. */
+  storedFiles: StoredFiles;
   logger: Logger;
   imports: ImportSettings;
 }
@@ -207,11 +210,14 @@ export class ImportSaga {
     }
   }
 
-  /** Fails the job (once) and removes the run it made if no result reached it. */
+  /** Fails the job (once), deletes its files and removes the run it made if no result reached it. */
   private async fail(job: JobStream, code: string, message: string, details: Record<string, unknown>): Promise<void> {
     const jobId = job.state.jobId;
     const failed = await job.apply({ type: 'Fail', code, error: message, details, now: this.deps.clock().toISOString() });
     if (failed) await readYourWrites(this.deps, failed);
+    // A refused import keeps nothing of what was sent; if this fails, the file sweep deletes them.
+    await this.deps.storedFiles.removeImportFiles(jobId, 'import-failed', job.metadata)
+      .catch((err) => this.deps.logger.warn({ err, jobId }, 'cannot delete the files of a failed import job yet; the file sweep will'));
     const { createsRun, testRunId } = job.state;
     if (failed && createsRun && testRunId !== null && job.state.counts.results === 0) {
       const [created] = await this.deps.store.readStream(`testRun-${testRunId}`, { maxCount: 1 });

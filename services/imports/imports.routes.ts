@@ -8,6 +8,7 @@ import { asyncHandler } from '../api/http';
 import { sanitiseFileName, normaliseMimeType } from '../files/fileMeta';
 import type { FileStore } from '../files/fileStore';
 import { stagedUploads, type UploadedFile } from '../files/stagedUploads';
+import type { StoredFiles } from '../files/storedFiles';
 import type { CommandDeps } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
 import { textProblem } from '../shared/text';
@@ -36,6 +37,8 @@ const HEAD_BYTES = 64 * 1024;
 
 export interface ImportRoutesDeps extends CommandDeps {
   files: FileStore;
+  /** The job's files are stored files of the job (storedFiles.ts): counted in the uploader's quota, kept with the run, deleted if it fails. */
+  storedFiles: StoredFiles;
   maxUploadBytes: number;
   imports: ImportSaga;
   logger: Logger;
@@ -129,6 +132,9 @@ async function startImport(deps: ImportRoutesDeps, endpoint: 'junit' | 'test-res
   const upload = fields.ciJobId === null ? null : uploadClaim(fields, uploaded.map((f) => f.staged.sha256));
   const earlier = upload && !fields.newAttempt ? await holderOf(deps, upload) : null;
   if (earlier !== null) return answerDuplicate(deps, req, res, uploaded, earlier, fields);
+  // Over the quota: refused before anything is claimed (checked again, under the user's lock, as the files are stored).
+  const userId = req.auth!.user.id;
+  await deps.storedFiles.checkQuota(userId, uploaded.reduce((sum, f) => sum + f.size, 0));
 
   // Checked: store the files, request the job, stream its progress.
   const jobId = await deps.ids.next('importJob', metadata);
@@ -136,17 +142,23 @@ async function startImport(deps: ImportRoutesDeps, endpoint: 'junit' | 'test-res
     const winner = await claimUpload(deps, upload, jobId, fields.newAttempt, metadata);
     if (winner !== jobId) return answerDuplicate(deps, req, res, uploaded, winner, fields);
   }
-  const stored: StoredFile[] = [];
-  for (const [index, file] of uploaded.entries()) {
-    const name = sanitiseFileName(file.originalname);
-    const kept = await deps.files.commit(file.staged, { name, mimeType: normaliseMimeType(file.mimetype) });
-    stored.push({ index, fileName: name, storedAs: kept.key, sizeBytes: kept.size, sha256: kept.sha256 });
-  }
+  const kept = await deps.storedFiles.store({
+    userId, projectId: fields.projectId, importJobId: jobId, metadata,
+    uploads: uploaded.map((file) => ({ staged: file.staged, name: sanitiseFileName(file.originalname), mimeType: normaliseMimeType(file.mimetype) })),
+  });
+  const stored: StoredFile[] = kept.map((file, index) => ({ index, fileName: file.name, storedAs: file.key, sizeBytes: file.size, sha256: file.sha256 }));
   const { format: _f, ...rest } = fields;
   const options: ImportOptions = { ...rest, endpoint, format };
   if (upload) deps.logger.info({ jobId, ciJobId: fields.ciJobId, attempt: fields.attempt, newAttempt: fields.newAttempt, correlationId: req.correlationId }, 'import of a CI upload');
   const events = importJobDecider.decide({ type: 'Request', jobId, options, files: stored, now: deps.clock().toISOString() }, importJobDecider.initialState);
-  await deps.store.append(importJobStream(jobId), events, { expectedRevision: 'no-stream', metadata });
+  try {
+    await deps.store.append(importJobStream(jobId), events, { expectedRevision: 'no-stream', metadata });
+  } catch (error) {
+    // No job, so nobody keeps its files (what this misses, the sweep removes after an hour).
+    await deps.storedFiles.remove(kept.map((f) => f.key), 'import-not-started', metadata)
+      .catch((err) => deps.logger.error({ err, jobId, correlationId: req.correlationId }, 'cannot delete the files of an import that did not start'));
+    throw error;
+  }
 
   res.status(200);
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');

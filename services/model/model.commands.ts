@@ -2,6 +2,7 @@ import type { EventMetadata } from '../../contracts/envelope';
 import { ENTITIES, type EntityName, writtenAs } from '../../contracts/entities';
 import { createEntity, deleteEntity, type EntityWrite, updateEntity } from '../entities/entity.handlers';
 import type { AccessLevel } from '../../contracts/events';
+import { withAttachedFiles } from '../files/attachments';
 import { createFolder, deleteFolder, updateFolder } from '../repository/repository.handlers';
 import { deleteUser, registerUser, updateUser } from '../identity/identity.handlers';
 import type { CommandDeps } from '../shared/commandBus';
@@ -94,6 +95,6 @@ function readOnly(name: EntityName): EntityCommands {
 
 export const ENTITY_COMMANDS = Object.fromEntries((Object.keys(ENTITIES) as EntityName[]).map((name) => [
   name,
-  name === 'repositoryFolder' ? folderCommands : name === 'user' ? userCommands
+  name === 'repositoryFolder' ? folderCommands : name === 'user' ? userCommands : name === 'attachment' ? withAttachedFiles(genericCommands(name))
     : writtenAs(ENTITIES[name]) === 'aggregate' ? genericCommands(name) : readOnly(name),
 ])) as Record<EntityName, EntityCommands>;

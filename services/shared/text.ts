@@ -17,9 +17,19 @@ export function textProblem(value: string): string | null {
   return null;
 }
 
-/** Only unpaired surrogates: for callers that refuse NUL themselves, with a message and code of their own. */
-export function surrogateProblem(value: string): string | null {
-  return UNPAIRED_SURROGATE.test(value) ? UNPAIRED_SURROGATE_MESSAGE : null;
+// eslint-disable-next-line no-control-regex -- matching NUL is the point
+const UNSTORABLE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]|\u0000/g;
+/** Cheap first look: any surrogate (paired ones too: emoji) or NUL. */
+// eslint-disable-next-line no-control-regex -- matching NUL is the point
+const MAYBE_UNSTORABLE = /[\u0000\ud800-\udfff]/;
+
+/**
+ * Text read from a file, made storable: each unpaired surrogate and NUL becomes U+FFFD, what a
+ * UTF-8 encoder writes for an unpaired surrogate (a JSON file's `"\ud83d"`, from a title cut in
+ * the middle of an emoji, reads as if the tool had written its title as UTF-8).
+ */
+export function storableText(value: string): string {
+  return MAYBE_UNSTORABLE.test(value) ? value.replace(UNSTORABLE, '\ufffd') : value;
 }
 
 /** A step of the walk: the parent's step and the key that led here, so that a path is built only when needed. */

@@ -30,11 +30,18 @@ function listing(dir: string) {
   };
 }
 
+/**
+ * The mechanics of uploads and downloads for one user in one project (who may read what, quotas
+ * and the files of imports and attachments: fileAccess.int.spec.ts).
+ */
 describe('files: POST /api/files/upload and GET /api/files/:key', function () {
   this.timeout(60_000);
   let app: TestApp;
   let token: string;
   let session: HttpClient;
+  let projectId: number;
+  /** The key the upload answered for each content. */
+  const keyOf = new Map<string, string>();
 
   const auth = (): Record<string, string> => ({ authorization: `Bearer ${token}` });
 
@@ -48,11 +55,16 @@ describe('files: POST /api/files/upload and GET /api/files/:key', function () {
 
   function form(parts: Part[]): FormData {
     const f = new FormData();
+    f.append('projectId', String(projectId));
     for (const p of parts) f.append(p.field ?? 'file', new Blob([p.content], { type: p.type ?? 'text/plain' }), p.name ?? 'a.txt');
     return f;
   }
 
-  const upload = (parts: Part[], headers?: Record<string, string>) => send(form(parts), headers);
+  const upload = async (parts: Part[], headers?: Record<string, string>) => {
+    const res = await send(form(parts), headers);
+    if (res.status === 201) parts.forEach((p, i) => keyOf.set(p.content.toString(), res.body.data[i].key));
+    return res;
+  };
 
   /** GET through node:http: the path goes out as written (fetch would normalise dot segments and add Cache-Control). */
   function download(key: string, headers: Record<string, string> = auth()): Promise<{ status: number; headers: http.IncomingHttpHeaders; bytes: Buffer }> {
@@ -69,27 +81,33 @@ describe('files: POST /api/files/upload and GET /api/files/:key', function () {
 
   /** A multipart body written by hand, for what FormData cannot express. */
   function rawMultipart(parts: string[], boundary = 'XyZ'): { body: string; headers: Record<string, string> } {
+    parts = [`Content-Disposition: form-data; name="projectId"\r\n\r\n${projectId}`, ...parts];
     const body = parts.map((p) => `--${boundary}\r\n${p}\r\n`).join('') + `--${boundary}--\r\n`;
     return { body, headers: { ...auth(), 'content-type': `multipart/form-data; boundary=${boundary}` } };
   }
 
   before(async () => {
     app = await startTestApp({ maxUploadBytes: LIMIT });
-    await registerUser(app.deps, { email: 'files@example.com', name: 'Files', password: 'files-password-1', access: 'USER' }, systemMetadata('test'));
+    await registerUser(app.deps, { email: 'files@example.com', name: 'Files', password: 'files-password-1', access: 'PROJECTADMIN' }, systemMetadata('test'));
     session = new HttpClient(app.url);
     expect((await session.post('/api/auth/login', { email: 'files@example.com', password: 'files-password-1' })).status).to.equal(200);
     token = (await session.post('/api/tokens', { name: 'files' })).body.token;
+    projectId = (await session.post('/api/model/project/create', { data: { name: 'Files' } })).body.data.id;
   });
   after(() => app.stop());
 
-  it('stores an upload under its SHA-256 and streams it back as an attachment', async () => {
+  it('stores an upload under a key of its own and streams it back as an attachment', async () => {
     const content = 'hello, files\n';
     const res = await upload([{ name: 'hello.txt', content, type: 'text/plain' }]);
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
-    expect(res.body).to.deep.equal({ data: [{ key: sha256(content), name: 'hello.txt', size: Buffer.byteLength(content), mimeType: 'text/plain', sha256: sha256(content) }] });
-    expect(fs.readFileSync(path.join(app.uploadDir, sha256(content)), 'utf8')).to.equal(content);
+    const [file] = res.body.data;
+    expect(file.key).to.match(/^[a-f0-9]{64}$/).and.not.equal(sha256(content));
+    expect(file).to.deep.include({
+      url: `/api/files/${file.key}`, name: 'hello.txt', size: Buffer.byteLength(content), mimeType: 'text/plain', sha256: sha256(content), projectId, owner: 'project',
+    });
+    expect(fs.readFileSync(path.join(app.uploadDir, file.key), 'utf8')).to.equal(content);
 
-    const got = await download(sha256(content));
+    const got = await download(file.key);
     expect(got.status).to.equal(200);
     expect(got.bytes.toString()).to.equal(content);
     expect(got.headers['content-type']).to.equal('text/plain');
@@ -107,22 +125,27 @@ describe('files: POST /api/files/upload and GET /api/files/:key', function () {
     ]);
     expect(res.status).to.equal(201);
     expect(res.body.data.map((d: any) => [d.name, d.key, d.size, d.mimeType])).to.deep.equal([
-      ['one.bin', sha256(binary), 3000, 'application/octet-stream'],
-      ['two.json', sha256('{"a":1}'), 7, 'application/json'],
+      ['one.bin', keyOf.get(binary.toString()), 3000, 'application/octet-stream'],
+      ['two.json', keyOf.get('{"a":1}'), 7, 'application/json'],
     ]);
-    expect((await download(sha256(binary))).bytes.equals(binary)).to.equal(true);
+    expect(res.body.data.map((d: any) => d.sha256)).to.deep.equal([sha256(binary), sha256('{"a":1}')]);
+    expect((await download(res.body.data[0].key)).bytes.equals(binary)).to.equal(true);
   });
 
-  it('stores identical content once; each upload answers its own name, the download keeps the first', async () => {
-    const content = `dedupe ${Date.now()}`;
+  it('every upload of the same content keeps its own key, name and type, in the answer and in the download', async () => {
+    const content = `same content ${Date.now()}`;
     const first = await upload([{ name: 'first.txt', content }]);
-    const before = listing(app.uploadDir).content.length;
-    const second = await upload([{ name: 'second.md', content, type: 'text/markdown' }, { name: 'third.txt', content }]);
+    const second = await upload([{ name: 'second.md', content, type: 'text/markdown' }, { name: 'third.csv', content, type: 'text/csv' }]);
     expect(second.status).to.equal(201);
-    expect(second.body.data.map((d: any) => d.key)).to.deep.equal([first.body.data[0].key, first.body.data[0].key]);
-    expect(second.body.data.map((d: any) => [d.name, d.mimeType])).to.deep.equal([['second.md', 'text/markdown'], ['third.txt', 'text/plain']]);
-    expect(listing(app.uploadDir).content.length).to.equal(before);
-    expect((await download(sha256(content))).headers['content-disposition']).to.equal('attachment; filename="first.txt"');
+    const files = [first.body.data[0], ...second.body.data];
+    expect(new Set(files.map((d: any) => d.key)).size).to.equal(3);
+    expect(files.map((d: any) => d.sha256)).to.deep.equal([sha256(content), sha256(content), sha256(content)]);
+    const downloads = await Promise.all(files.map((d: any) => download(d.key)));
+    expect(downloads.map((d) => [d.headers['content-disposition'], d.headers['content-type'], d.bytes.toString()])).to.deep.equal([
+      ['attachment; filename="first.txt"', 'text/plain', content],
+      ['attachment; filename="second.md"', 'text/markdown', content],
+      ['attachment; filename="third.csv"', 'text/csv', content],
+    ]);
   });
 
   it('works with the session cookie as well as with a bearer token', async () => {
@@ -135,7 +158,7 @@ describe('files: POST /api/files/upload and GET /api/files/:key', function () {
     const before = listing(app.uploadDir).all.length;
     expectError(await upload([{ content: 'anonymous' }], {}), 401, 'unauthenticated');
     expectError(await upload([{ content: 'bad token' }], { authorization: 'Bearer tst_nope' }), 401, 'invalid-token');
-    const res = await fetch(`${app.url}/api/files/${sha256('hello, files\n')}`);
+    const res = await fetch(`${app.url}/api/files/${keyOf.get('hello, files\n')}`);
     expect(res.status).to.equal(401);
     expect(((await res.json()) as any).code).to.equal('unauthenticated');
     expect(listing(app.uploadDir).all.length).to.equal(before);
@@ -158,7 +181,7 @@ describe('files: POST /api/files/upload and GET /api/files/:key', function () {
     const res = await upload([{ name: 'good.txt', content: good }, { name: 'big.bin', content: Buffer.alloc(LIMIT * 3, 3) }]);
     expectError(res, 413, 'payload-too-large');
     expect(listing(app.uploadDir).all.sort()).to.deep.equal(before);
-    expect((await download(sha256(good))).status).to.equal(404);
+    expect(keyOf.has(good)).to.equal(false);
   });
 
   it('refuses more than 20 files in one request with 413', async () => {
@@ -219,7 +242,7 @@ describe('files: POST /api/files/upload and GET /api/files/:key', function () {
     const windows = rawMultipart(['Content-Disposition: form-data; name="file"; filename="C:\\\\Users\\\\x\\\\..\\\\win.txt"\r\n\r\nwin']);
     expect((await send(windows.body, windows.headers)).body.data[0].name).to.equal('win.txt');
 
-    const key = sha256('hello, files\n');
+    const key = keyOf.get('hello, files\n')!;
     for (const attempt of ['..%2F..%2Fetc%2Fpasswd', '..%2F' + key, key.toUpperCase(), key.slice(1), `${key}.meta.json`, `${key}0`, '%2E%2E', '..', '.upload-x.tmp', `${key}%00`]) {
       const got = await download(attempt);
       expect(got.status, attempt).to.equal(404);
@@ -233,7 +256,7 @@ describe('files: POST /api/files/upload and GET /api/files/:key', function () {
   it('answers 404 file-not-found for a well-formed key that holds nothing', async () => {
     const res = await fetch(`${app.url}/api/files/${'0'.repeat(64)}`, { headers: auth() });
     expect(res.status).to.equal(404);
-    expect(await res.json()).to.deep.equal({ error: 'No file is stored under this key', code: 'file-not-found', details: { key: '0'.repeat(64) } });
+    expect(await res.json()).to.deep.equal({ error: 'No file you may read is stored under this key', code: 'file-not-found', details: { key: '0'.repeat(64) } });
   });
 
   it('sanitises names (controls, reserved characters) and keeps Unicode, encoded in Content-Disposition', async () => {
@@ -246,21 +269,23 @@ describe('files: POST /api/files/upload and GET /api/files/:key', function () {
     expect(res.body.data.map((d: any) => [d.name, d.mimeType])).to.deep.equal([
       ['Prüfbericht ✓.pdf', 'application/pdf'], ['atxt.exe', 'text/plain'], ['what___.txt', 'text/plain'],
     ]);
-    const got = await download(sha256('unicode name'));
+    const got = await download(keyOf.get('unicode name')!);
     expect(got.headers['content-disposition']).to.equal(`attachment; filename="Prüfbericht ?.pdf"; filename*=UTF-8''Pr%C3%BCfbericht%20%E2%9C%93.pdf`);
     expect(got.headers['content-type']).to.equal('application/pdf');
   });
 
-  it('serves a stored file with a strong ETag and answers 304 to If-None-Match', async () => {
-    const key = sha256('hello, files\n');
+  it('serves a stored file with a strong ETag (its SHA-256), to be checked again before each use, and answers 304 to If-None-Match', async () => {
+    const key = keyOf.get('hello, files\n')!;
     const first = await download(key);
-    expect(first.headers.etag).to.equal(`"${key}"`);
-    const again = await download(key, { ...auth(), 'if-none-match': `"${key}"` });
+    expect(first.headers.etag).to.equal(`"${sha256('hello, files\n')}"`);
+    expect(first.headers['cache-control']).to.equal('private, no-cache');
+    const again = await download(key, { ...auth(), 'if-none-match': `"${sha256('hello, files\n')}"` });
     expect(again.status).to.equal(304);
     expect(again.bytes.length).to.equal(0);
   });
 
   it('an upload cut off by the client leaves no temporary file', async () => {
+    const storedBefore = listing(app.uploadDir).content.sort();
     const boundary = 'CutOff';
     let sawTemporaryFile = false;
     await new Promise<void>((resolve) => {
@@ -284,7 +309,7 @@ describe('files: POST /api/files/upload and GET /api/files/:key', function () {
     expect(sawTemporaryFile, 'the server had begun writing').to.equal(true);
     for (let i = 0; i < 500 && listing(app.uploadDir).temp.length > 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(listing(app.uploadDir).temp).to.deep.equal([]);
-    expect(listing(app.uploadDir).content).to.not.include(sha256(Buffer.alloc(8 * 1024, 7)));
+    expect(listing(app.uploadDir).content.sort()).to.deep.equal(storedBefore);
   });
 
   it('every stored content has its metadata sidecar, and no temporary file is left', () => {

@@ -6,7 +6,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { expect } from 'chai';
 import pino from 'pino';
 import { LocalFileStore, openLocalFileStore } from '../../infra/files/localFileStore';
-import { FileTooLargeError } from '../../services/files/fileStore';
+import { FileTooLargeError, newFileKey } from '../../services/files/fileStore';
 
 const sha256 = (content: string | Buffer) => createHash('sha256').update(content).digest('hex');
 const logger = pino({ level: 'silent' });
@@ -37,31 +37,53 @@ describe('LocalFileStore (a real directory)', () => {
     const staged = await store.stage(Readable.from([Buffer.from('hello '), Buffer.from('world')]), { maxBytes: 100 });
     expect(staged).to.include({ sha256: sha256('hello world'), size: 11 });
     expect(entries()).to.deep.equal([path.basename(staged.ref)]);
-    expect(await store.stat(staged.sha256)).to.equal(null);
+    const key = newFileKey();
+    expect(await store.stat(key)).to.equal(null);
 
-    const stored = await store.commit(staged, meta);
-    expect(stored).to.deep.equal({ key: sha256('hello world'), sha256: sha256('hello world'), size: 11, ...meta });
-    expect(entries()).to.deep.equal([sha256('hello world'), `${sha256('hello world')}.meta.json`]);
-    expect(await store.stat(stored.key)).to.deep.equal(stored);
-    const opened = await store.open(stored.key);
+    const stored = await store.commit(staged, key, meta);
+    expect(stored).to.deep.equal({ key, sha256: sha256('hello world'), size: 11, ...meta });
+    expect(entries()).to.deep.equal([key, `${key}.meta.json`]);
+    expect(await store.stat(key)).to.deep.equal(stored);
+    const opened = await store.open(key);
     expect(opened!.file).to.deep.equal(stored);
     expect((await read(opened!.content)).toString()).to.equal('hello world');
   });
 
-  it('stores identical content once and keeps the metadata of its first upload', async () => {
-    const first = await store.put(Readable.from(['same']), { name: 'first.txt', mimeType: 'text/plain' }, { maxBytes: 10 });
-    const second = await store.put(Readable.from(['same']), { name: 'second.md', mimeType: 'text/markdown' }, { maxBytes: 10 });
-    expect(second).to.deep.equal(first);
-    expect(entries()).to.deep.equal([first.key, `${first.key}.meta.json`]);
+  it('keeps each upload of the same content under its own key, with its own name and type', async () => {
+    const first = await store.put(Readable.from(['same']), newFileKey(), { name: 'first.txt', mimeType: 'text/plain' }, { maxBytes: 10 });
+    const second = await store.put(Readable.from(['same']), newFileKey(), { name: 'second.md', mimeType: 'text/markdown' }, { maxBytes: 10 });
+    expect(second.key).to.not.equal(first.key);
+    expect(await store.stat(first.key)).to.include({ name: 'first.txt', mimeType: 'text/plain', sha256: sha256('same') });
+    expect(await store.stat(second.key)).to.include({ name: 'second.md', mimeType: 'text/markdown', sha256: sha256('same') });
+    expect(entries()).to.deep.equal([first.key, `${first.key}.meta.json`, second.key, `${second.key}.meta.json`].sort());
   });
 
-  it('stores the same new content from concurrent uploads once, all of them answering the same key', async () => {
+  it('never overwrites a key that holds a file', async () => {
+    const key = newFileKey();
+    await store.put(Readable.from(['first']), key, meta, { maxBytes: 10 });
+    await store.put(Readable.from(['second']), key, meta, { maxBytes: 10 }).then(() => expect.fail('should fail'), (e: Error) => expect(e.message).to.match(/stored under/));
+    expect((await read((await store.open(key))!.content)).toString()).to.equal('first');
+    expect(temporary()).to.deep.equal([]);
+  });
+
+  it('removes a file and its metadata, and removing it again (or a key that holds nothing) is no error', async () => {
+    const kept = await store.put(Readable.from(['kept']), newFileKey(), meta, { maxBytes: 10 });
+    const gone = await store.put(Readable.from(['gone']), newFileKey(), meta, { maxBytes: 10 });
+    await store.remove(gone.key);
+    await store.remove(gone.key);
+    await store.remove('0'.repeat(64));
+    await store.remove('../secret');
+    expect(await store.open(gone.key)).to.equal(null);
+    expect(entries()).to.deep.equal([kept.key, `${kept.key}.meta.json`].sort());
+  });
+
+  it('stores uploads arriving concurrently each under its key, content intact', async () => {
     const content = Buffer.alloc(256 * 1024, 5);
     const results = await Promise.all(Array.from({ length: 10 }, (_, i) =>
-      store.put(Readable.from([content.subarray(0, 100_000), content.subarray(100_000)]), { name: `${i}.bin`, mimeType: 'application/octet-stream' }, { maxBytes: content.length })));
-    expect(new Set(results.map((r) => r.key))).to.deep.equal(new Set([sha256(content)]));
-    expect(entries()).to.deep.equal([sha256(content), `${sha256(content)}.meta.json`]);
-    expect(fs.readFileSync(path.join(dir, sha256(content))).equals(content)).to.equal(true);
+      store.put(Readable.from([content.subarray(0, 100_000), content.subarray(100_000)]), newFileKey(), { name: `${i}.bin`, mimeType: 'application/octet-stream' }, { maxBytes: content.length })));
+    expect(new Set(results.map((r) => r.key)).size).to.equal(10);
+    for (const r of results) expect(fs.readFileSync(path.join(dir, r.key)).equals(content)).to.equal(true);
+    expect(temporary()).to.deep.equal([]);
   });
 
   it('refuses content over the limit with FileTooLargeError, leaves nothing, and drains the source', async () => {
@@ -109,7 +131,7 @@ describe('LocalFileStore (a real directory)', () => {
     fs.writeFileSync(outside, 'keep me');
     for (const ref of [outside, path.join(dir, '..', 'victim.txt'), path.join(dir, 'a'.repeat(64))]) {
       const forged = { sha256: 'a'.repeat(64), size: 7, ref };
-      await store.commit(forged, meta).then(() => expect.fail(ref), (e: Error) => expect(e.message).to.match(/not a file staged/i));
+      await store.commit(forged, newFileKey(), meta).then(() => expect.fail(ref), (e: Error) => expect(e.message).to.match(/not a file staged/i));
       await store.discard(forged).then(() => expect.fail(ref), (e: Error) => expect(e.message).to.match(/not a file staged/i));
     }
     expect(fs.readFileSync(outside, 'utf8')).to.equal('keep me');
@@ -124,21 +146,25 @@ describe('LocalFileStore (a real directory)', () => {
   });
 
   it('serves content without (or with unreadable) metadata as application/octet-stream named by its key', async () => {
-    const stored = await store.put(Readable.from(['bare']), meta, { maxBytes: 10 });
+    const stored = await store.put(Readable.from(['bare']), newFileKey(), meta, { maxBytes: 10 });
     fs.rmSync(path.join(dir, `${stored.key}.meta.json`));
     expect(await store.stat(stored.key)).to.include({ name: stored.key, mimeType: 'application/octet-stream', size: 4 });
     fs.writeFileSync(path.join(dir, `${stored.key}.meta.json`), '{not json');
     expect(await store.stat(stored.key)).to.include({ mimeType: 'application/octet-stream' });
-    // Uploading it again writes metadata where there is none.
-    fs.rmSync(path.join(dir, `${stored.key}.meta.json`));
-    expect(await store.put(Readable.from(['bare']), { name: 'again.txt', mimeType: 'text/plain' }, { maxBytes: 10 })).to.include({ name: 'again.txt' });
+  });
+
+  it('reads a file stored under its SHA-256 before keys were per upload (its sidecar has no sha256)', async () => {
+    const key = sha256('legacy');
+    fs.writeFileSync(path.join(dir, key), 'legacy');
+    fs.writeFileSync(path.join(dir, `${key}.meta.json`), JSON.stringify({ name: 'old.txt', mimeType: 'text/plain' }));
+    expect(await store.stat(key)).to.deep.equal({ key, sha256: key, size: 6, name: 'old.txt', mimeType: 'text/plain' });
   });
 
   it('metadata left by a crash between the two renames is replaced when the content arrives', async () => {
-    const key = sha256('late');
+    const key = newFileKey();
     fs.writeFileSync(path.join(dir, `${key}.meta.json`), JSON.stringify({ name: 'crashed.txt', mimeType: 'text/x-crash' }));
     expect(await store.stat(key)).to.equal(null);
-    expect(await store.put(Readable.from(['late']), { name: 'late.txt', mimeType: 'text/plain' }, { maxBytes: 10 })).to.include({ name: 'late.txt', mimeType: 'text/plain' });
+    expect(await store.put(Readable.from(['late']), key, { name: 'late.txt', mimeType: 'text/plain' }, { maxBytes: 10 })).to.include({ name: 'late.txt', mimeType: 'text/plain' });
     expect(await store.stat(key)).to.include({ name: 'late.txt' });
   });
 
@@ -150,7 +176,7 @@ describe('LocalFileStore (a real directory)', () => {
     for (const f of [fresh, old, lookalike]) fs.writeFileSync(f, 'half an upload');
     const hourAgo = new Date(Date.now() - 60 * 60 * 1000);
     fs.utimesSync(old, hourAgo, hourAgo);
-    const kept = await store.put(Readable.from(['kept']), meta, { maxBytes: 10 });
+    const kept = await store.put(Readable.from(['kept']), newFileKey(), meta, { maxBytes: 10 });
 
     store = await openLocalFileStore({ dir, logger });
     expect(entries()).to.deep.equal([path.basename(lookalike), kept.key, `${kept.key}.meta.json`].sort());

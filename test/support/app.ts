@@ -15,6 +15,7 @@ import { CheckpointWatcher } from '../../projections/runtime/checkpointWatcher';
 import { startProjector } from '../../projections/runtime/projector';
 import { buildApp, type AppDeps } from '../../services/api/app';
 import { DEFAULT_IMPORT_SETTINGS, ImportSaga, type ImportSettings } from '../../services/imports/importJob.saga';
+import { StoredFiles, type StoredFilesSettings } from '../../services/files/storedFiles';
 import type { RateLimitSettings } from '../../services/api/rateLimit';
 import { PostgresRateLimitStore } from '../../infra/rateLimit/postgres';
 import type { CommandDeps } from '../../services/shared/commandBus';
@@ -37,6 +38,8 @@ export interface TestApp {
   clock: TestClock;
   /** The directory of the app's file store (removed on stop). */
   uploadDir: string;
+  /** Stored files: `sweep()` runs a round of the clean-up (not in the background here). */
+  storedFiles: StoredFiles;
   /** The app's throw-away database, and what the app was built with (a second app over the same database: another replica). */
   databaseUrl: string;
   appDeps: AppDeps;
@@ -54,6 +57,8 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
   rateLimits?: Partial<RateLimitSettings> | null;
   /** Import settings to change (smaller chunks, say). */
   imports?: Partial<ImportSettings>;
+  /** Storage quota and import file retention (default: no quota, 30 days). */
+  storedFiles?: Partial<StoredFilesSettings>;
   /** Where the app's logs go (default: nowhere, or TEST_LOG_LEVEL to stdout). */
   logger?: pino.Logger;
   /** MODEL_MAX_ROWS (default: DEFAULT_MAX_ROWS). */
@@ -73,12 +78,13 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
   const deps: CommandDeps = { store, ids: new IdAllocator(store), knex, watcher, writeTimeoutMs: 10_000, clock: clock.read };
   const uploadDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-uploads-'));
   const files = await openLocalFileStore({ dir: uploadDir, logger });
-  const imports = new ImportSaga({ ...deps, files, logger, imports: { ...DEFAULT_IMPORT_SETTINGS, ...options.imports } });
+  const storedFiles = new StoredFiles({ ...deps, files, logger, settings: { quotaBytes: 0, importFileRetentionDays: 30, ...options.storedFiles } });
+  const imports = new ImportSaga({ ...deps, files, storedFiles, logger, imports: { ...DEFAULT_IMPORT_SETTINGS, ...options.imports } });
   const appDeps: AppDeps = {
     ...deps, logger, pool, sessionSecret: 's'.repeat(40), tokenSecret: TEST_TOKEN_SECRET,
     sessionIdleTimeoutMs: 30 * 60_000, sessionAbsoluteTimeoutMs: 12 * 3_600_000,
     ...(options.modelMaxRows !== undefined && { modelMaxRows: options.modelMaxRows }),
-    trustProxy: options.trustProxy ?? false, allowedOrigins: options.allowedOrigins ?? [], readiness: [], files, imports, maxUploadBytes: options.maxUploadBytes ?? 50 * 1024 * 1024,
+    trustProxy: options.trustProxy ?? false, allowedOrigins: options.allowedOrigins ?? [], readiness: [], files, storedFiles, imports, maxUploadBytes: options.maxUploadBytes ?? 50 * 1024 * 1024,
     rateLimits: options.rateLimits === null ? null : { settings: { ...UNREACHED_RATE_LIMITS, ...options.rateLimits }, store: new PostgresRateLimitStore(pool) },
   };
   const app = buildApp(appDeps);
@@ -90,12 +96,14 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
     deps,
     clock,
     uploadDir,
+    storedFiles,
     databaseUrl: db.url,
     appDeps,
     async stop() {
       await new Promise((r) => server.close(r));
       server.closeAllConnections();
       await imports.stop();
+      await storedFiles.close();
       await watcher.stop();
       await projector.stop();
       await store.close();

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { Assembler } from 'stream-json/core/assembler.js';
 import { jsonParser, type Token } from 'stream-json/core/parser.js';
+import { storableText } from '../../shared/text';
 import { ResultFileError } from './parsedResult';
 import { isoTimestamp as fileTimestamp } from './xmlStream';
 
@@ -106,7 +107,10 @@ const DEPTH_CHANGE: Partial<Record<Token['name'], number>> = {
 
 const JSON_WHITESPACE_ONLY = /^[ \t\n\r]*$/;
 
-/** The file's tokens, one batch per input chunk; bad bytes, bad syntax and an empty file become `ResultFileError`s. */
+/**
+ * The file's tokens, one batch per input chunk; bad bytes, bad syntax and an empty file become
+ * `ResultFileError`s, strings that no text column holds are made storable (`storableText`).
+ */
 async function* tokenBatches(input: Readable, file: string): AsyncGenerator<Token[]> {
   const decoder = new TextDecoder('utf-8', { fatal: true }); // drops a leading byte-order mark
   const tokenize = jsonParser({ streamValues: false });
@@ -140,6 +144,8 @@ async function* tokenBatches(input: Readable, file: string): AsyncGenerator<Toke
     for (const token of result.values) {
       depth += DEPTH_CHANGE[token.name] ?? 0;
       if (depth === 0) complete = true;
+      // JSON escapes can spell what no text column holds (`\ud800` alone, `\u0000`): read as U+FFFD (docs/imports.md, Encoding).
+      if (token.name === 'stringValue' || token.name === 'keyValue') token.value = storableText(token.value);
     }
     return result.values;
   };

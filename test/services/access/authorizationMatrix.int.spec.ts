@@ -211,11 +211,13 @@ describe('authorization matrix: every model operation and route, for every kind 
       ['GET', '/api/admin/tokens', adminOnly(200)],
       ['DELETE', '/api/admin/tokens/999999', adminOnly(404)],
       ['GET', '/api/audit', (p) => (UNAUTHENTICATED.has(p) ? 401 : p === 'admin' || p === 'projectAdmin' ? 200 : 403)],
-      ['GET', '/api/files/0000000000000000000000000000000000000000000000000000000000000000', authenticated(404)],
+      // Files: access level NONE is refused before anything else (403).
+      ['GET', '/api/files/0000000000000000000000000000000000000000000000000000000000000000', (p) => (p === 'none' ? 403 : authenticated(404)(p))],
+      ['GET', '/api/files/usage', (p) => (p === 'none' ? 403 : authenticated(200)(p))],
       ['GET', '/api/no-such-route', authenticated(404)],
       ['POST', '/api/tokens', authenticated(400)], // no name: the body is checked once the caller is known
       ['DELETE', '/api/tokens/999999', authenticated(404)],
-      ['POST', '/api/files/upload', authenticated(415)], // not multipart
+      ['POST', '/api/files/upload', (p) => (p === 'none' ? 403 : authenticated(415)(p))], // not multipart
       ['POST', '/api/auth/logout', authenticated(204)], // bearer callers have no session: nothing to end
     ];
     for (const persona of PERSONAS) {

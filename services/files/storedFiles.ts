@@ -1,0 +1,282 @@
+import type { Logger } from 'pino';
+import type { EventMetadata } from '../../contracts/envelope';
+import type { FileDeletionReason } from '../../contracts/events';
+import { resolveProjectAccess } from '../access/projectAccess';
+import { type CommandDeps, readYourWrites } from '../shared/commandBus';
+import type { AuthenticatedUser } from '../shared/context';
+import { systemMetadata } from '../shared/context';
+import { handleCommand } from '../shared/decider';
+import { HttpError } from '../shared/errors';
+import { newFileKey, type FileStore, type StagedFile } from './fileStore';
+import { fileStream, storedFileDecider } from './storedFile.decider';
+
+/**
+ * Stored files and what owns them. Every upload is a file of its own (key, name, type), recorded
+ * on its stream `file-<key>` (storedFile.decider.ts) with who stored it and through what, owned by
+ * its project (POST /api/files/upload), an import job (its result files), or the attachment it
+ * became; the `files` read model (`stored_files`) answers who may read it, how much each user
+ * keeps (the quota), and which files lost their owner. Content lives in the FileStore, one
+ * content per key; a record is written before its content, and content is removed before its
+ * record says deleted, so no content is ever stored without a record saying whose it is.
+ */
+
+export interface StoredFilesSettings {
+  /** Bytes one user's stored files may take together (USER_STORAGE_QUOTA_BYTES); 0: no limit. */
+  quotaBytes: number;
+  /** Days a completed import's files are kept as its run's evidence (IMPORT_FILE_RETENTION_DAYS); 0: removed at the next sweep. */
+  importFileRetentionDays: number;
+  /** Files one round of the sweep deletes at most (default SWEEP_BATCH). */
+  sweepBatch?: number;
+}
+
+export interface StoredFilesDeps extends CommandDeps {
+  files: FileStore;
+  logger: Logger;
+  settings: StoredFilesSettings;
+}
+
+/** A staged upload to keep, with the name and type its client gave (sanitised). */
+export interface Upload { staged: StagedFile; name: string; mimeType: string }
+
+/** A row of `stored_files`, as the routes show it. */
+export interface StoredFileRow {
+  key: string;
+  projectId: number;
+  owner: 'project' | 'importJob' | 'attachment';
+  importJobId: number | null;
+  attachmentId: number | null;
+  name: string;
+  mimeType: string;
+  size: number;
+  sha256: string;
+  uploadedById: number | null;
+  storedAt: string;
+}
+
+export const fileUrl = (key: string) => `/api/files/${key}`;
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** Files of an import job whose request never reached the log (a crash in between) are removed after this long. */
+const NOT_STARTED_GRACE_MS = 60 * 60 * 1000;
+/** The sweep removes at most this many files per round; a full round is followed by another one soon. */
+export const SWEEP_BATCH = 200;
+const SWEEP_INTERVAL_MS = 10 * 60 * 1000;
+const SWEEP_AGAIN_MS = 5000;
+
+export function rowOf(r: Record<string, unknown>): StoredFileRow {
+  return {
+    key: r.key as string, projectId: r.project_id as number, owner: r.owner as StoredFileRow['owner'],
+    importJobId: (r.import_job_id as number | null) ?? null, attachmentId: (r.attachment_id as number | null) ?? null,
+    name: r.name as string, mimeType: r.mime_type as string, size: Number(r.size), sha256: r.sha256 as string,
+    uploadedById: (r.uploaded_by_id as number | null) ?? null, storedAt: new Date(r.stored_at as string).toISOString(),
+  };
+}
+
+export class StoredFiles {
+  /** One store (quota check, records, content) per user at a time in this process: the check sees every file stored before it. */
+  private readonly userLocks = new Map<number, Promise<unknown>>();
+  private timer: NodeJS.Timeout | null = null;
+  private sweeping: Promise<unknown> = Promise.resolve();
+  private stopped = false;
+
+  constructor(private readonly deps: StoredFilesDeps) {}
+
+  get quotaBytes(): number {
+    return this.deps.settings.quotaBytes;
+  }
+
+  get importFileRetentionDays(): number {
+    return this.deps.settings.importFileRetentionDays;
+  }
+
+  /** Bytes the user's files not deleted take (every upload counts, whatever its content). */
+  async usage(userId: number): Promise<number> {
+    const row = await this.deps.knex('stored_files').where({ uploaded_by_id: userId }).whereNull('deleted_at').sum({ used: 'size' }).first();
+    return Number(row?.used ?? 0);
+  }
+
+  /** Refuses with 413 storage-quota-exceeded when `bytes` more would take the user past the quota. */
+  async checkQuota(userId: number, bytes: number): Promise<void> {
+    const quota = this.deps.settings.quotaBytes;
+    if (quota === 0) return;
+    const used = await this.usage(userId);
+    if (used + bytes > quota) {
+      throw new HttpError(413, 'storage-quota-exceeded',
+        `These files (${bytes} bytes) would take your stored files past your quota of ${quota} bytes (${used} in use); delete files you no longer need`,
+        { quota, used, requested: bytes });
+    }
+  }
+
+  /**
+   * Keeps a request's uploads for a project (`importJobId` null) or an import job: checks the
+   * quota, records each file, then moves its content under its key; answers once the read model
+   * has them. All or nothing: a failure part-way deletes what was kept (the staged rest is the
+   * caller's to drop).
+   */
+  store(request: { userId: number; projectId: number; importJobId: number | null; uploads: Upload[]; metadata: EventMetadata }): Promise<StoredFileRow[]> {
+    const { userId } = request;
+    const previous = this.userLocks.get(userId) ?? Promise.resolve();
+    const result = previous.catch(() => undefined).then(() => this.storeNow(request));
+    this.userLocks.set(userId, result);
+    void result.catch(() => undefined).then(() => {
+      if (this.userLocks.get(userId) === result) this.userLocks.delete(userId);
+    });
+    return result;
+  }
+
+  private async storeNow(request: { userId: number; projectId: number; importJobId: number | null; uploads: Upload[]; metadata: EventMetadata }): Promise<StoredFileRow[]> {
+    const { deps } = this;
+    const { userId, projectId, importJobId, uploads, metadata } = request;
+    await this.checkQuota(userId, uploads.reduce((sum, u) => sum + u.staged.size, 0));
+    const kept: StoredFileRow[] = [];
+    let last: { position: string | null; streamId: string } = { position: null, streamId: '' };
+    let recorded: string | null = null;
+    try {
+      for (const upload of uploads) {
+        const key = newFileKey();
+        const file = {
+          key, projectId, importJobId, name: upload.name, mimeType: upload.mimeType, size: upload.staged.size, sha256: upload.staged.sha256, uploadedById: userId,
+        };
+        const now = deps.clock().toISOString();
+        last = await handleCommand(deps.store, fileStream(key), storedFileDecider, { type: 'Store', file, now }, metadata);
+        recorded = key;
+        await deps.files.commit(upload.staged, key, { name: upload.name, mimeType: upload.mimeType });
+        recorded = null;
+        kept.push({ ...file, owner: importJobId === null ? 'project' : 'importJob', attachmentId: null, storedAt: now });
+      }
+    } catch (error) {
+      const undo = [...kept.map((k) => k.key), ...(recorded ? [recorded] : [])];
+      await this.remove(undo, 'upload-failed', metadata).catch((err) =>
+        deps.logger.error({ err, keys: undo }, 'an upload failed part-way and its files could not all be deleted; the sweep or their owner removes them'));
+      throw error;
+    }
+    await readYourWrites(deps, last);
+    return kept;
+  }
+
+  /** Removes each file's content, then records the deletion; answers once the read model has it. */
+  async remove(keys: string[], reason: FileDeletionReason, metadata: EventMetadata): Promise<void> {
+    let last: { position: string | null; streamId: string } = { position: null, streamId: '' };
+    for (const key of keys) {
+      await this.deps.files.remove(key);
+      const outcome = await handleCommand(this.deps.store, fileStream(key), storedFileDecider, { type: 'Delete', key, reason, now: this.deps.clock().toISOString() }, metadata);
+      if (outcome.position !== null) last = outcome;
+    }
+    await readYourWrites(this.deps, last);
+  }
+
+  /** The files of an import job not deleted yet, deleted (its import failed or never started). */
+  async removeImportFiles(jobId: number, reason: FileDeletionReason, metadata: EventMetadata): Promise<number> {
+    const rows: { key: string }[] = await this.deps.knex('stored_files').where({ import_job_id: jobId }).whereNull('deleted_at').select('key');
+    await this.remove(rows.map((r) => r.key), reason, metadata);
+    if (rows.length > 0) this.deps.logger.info({ jobId, files: rows.length, reason }, 'deleted the files of an import job');
+    return rows.length;
+  }
+
+  /**
+   * One bounded round of the sweep: at most `sweepBatch` files whose owner no longer keeps them —
+   * a failed import's (if its own clean-up did not happen), an import's that never started (after
+   * an hour, checked against the log), a completed import's past the retention, a deleted
+   * attachment's — are deleted (by the system, so the audit trail shows each), and logged.
+   */
+  async sweep(): Promise<{ deleted: Record<string, number>; more: boolean }> {
+    const { knex, clock, settings } = this.deps;
+    const now = clock().getTime();
+    const limit = settings.sweepBatch ?? SWEEP_BATCH;
+    const { rows } = await knex.raw(`
+      SELECT f.key, f.import_job_id, CASE
+          WHEN f.owner = 'attachment' THEN 'attachment-deleted'
+          WHEN j.state = 'failed' THEN 'import-failed'
+          WHEN j.state = 'completed' THEN 'retention'
+          ELSE 'import-not-started' END AS reason
+        FROM stored_files f
+        LEFT JOIN import_jobs j ON f.owner = 'importJob' AND j.job_id = f.import_job_id
+        LEFT JOIN attachments a ON f.owner = 'attachment' AND a.id = f.attachment_id
+       WHERE f.deleted_at IS NULL AND (
+             (f.owner = 'attachment' AND a.is_deleted)
+          OR (f.owner = 'importJob' AND j.state = 'failed')
+          OR (f.owner = 'importJob' AND j.state = 'completed' AND j.finished_at <= :retainedBefore)
+          OR (f.owner = 'importJob' AND j.job_id IS NULL AND f.stored_at <= :startedBefore))
+       ORDER BY f.stored_at
+       LIMIT :limit`, {
+      retainedBefore: new Date(now - settings.importFileRetentionDays * DAY_MS).toISOString(),
+      startedBefore: new Date(now - NOT_STARTED_GRACE_MS).toISOString(),
+      limit,
+    });
+    const byReason = new Map<FileDeletionReason, string[]>();
+    for (const row of rows as { key: string; import_job_id: number | null; reason: FileDeletionReason }[]) {
+      // A job missing from the read model may only be behind: the log says whether it was ever requested.
+      if (row.reason === 'import-not-started' && (await this.deps.store.readStream(`importJob-${row.import_job_id}`, { maxCount: 1 })).length > 0) continue;
+      byReason.set(row.reason, [...(byReason.get(row.reason) ?? []), row.key]);
+    }
+    const deleted: Record<string, number> = {};
+    for (const [reason, keys] of byReason) {
+      await this.remove(keys, reason, systemMetadata('file-sweep'));
+      deleted[reason] = keys.length;
+    }
+    if (rows.length > 0) this.deps.logger.info({ deleted, retentionDays: settings.importFileRetentionDays }, 'file sweep: deleted stored files whose owner no longer keeps them');
+    // A full round that deleted something: more may be waiting (a round of skipped rows only is no reason to hurry).
+    return { deleted, more: rows.length === limit && Object.keys(deleted).length > 0 };
+  }
+
+  /** Sweeps now and then every interval (sooner while a round was full), in the background; `close` stops it. */
+  startSweeping(intervalMs = SWEEP_INTERVAL_MS): void {
+    const round = () => {
+      if (this.stopped) return;
+      this.sweeping = this.sweep().then(
+        ({ more }) => schedule(more ? SWEEP_AGAIN_MS : intervalMs),
+        (err) => {
+          this.deps.logger.warn({ err }, 'file sweep failed; trying again later');
+          schedule(intervalMs);
+        },
+      );
+    };
+    const schedule = (ms: number) => {
+      if (this.stopped) return;
+      this.timer = setTimeout(round, ms);
+      this.timer.unref();
+    };
+    round();
+  }
+
+  async close(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.sweeping.catch(() => undefined);
+  }
+
+  /** The file under `key` if the user may read it: its owner is live and the user reaches its project. */
+  async readable(user: AuthenticatedUser, key: string): Promise<StoredFileRow | null> {
+    const row = await this.deps.knex('stored_files').where({ key }).whereNull('deleted_at').first();
+    if (!row) return null;
+    const file = rowOf(row);
+    return (await mayRead(this.deps, user, file)) ? file : null;
+  }
+}
+
+/**
+ * Read permission of a file is its owner's: a project's upload, whoever reaches the project; an
+ * attachment's, whoever reads the attachment (not deleted, in a project they reach); an import
+ * job's, whoever reads its run (the job not failed; once completed, its run not deleted).
+ */
+export async function mayRead(deps: Pick<CommandDeps, 'knex'>, user: AuthenticatedUser, file: StoredFileRow): Promise<boolean> {
+  if (user.access === 'NONE') return false;
+  const access = await resolveProjectAccess(deps.knex, user);
+  if (!access.all && !access.projects.has(file.projectId)) return false;
+  switch (file.owner) {
+    case 'project':
+      return true;
+    case 'attachment': {
+      const attachment = await deps.knex('attachments').where({ id: file.attachmentId }).first('is_deleted');
+      return attachment !== undefined && !attachment.is_deleted;
+    }
+    case 'importJob': {
+      const job = await deps.knex('import_jobs').where({ job_id: file.importJobId }).first('state', 'test_run_id');
+      if (!job) return true; // being requested right now (its files are recorded first)
+      if (job.state === 'failed') return false;
+      if (job.state !== 'completed') return true;
+      const run = await deps.knex('test_runs').where({ id: job.test_run_id }).first('is_deleted');
+      return run !== undefined && !run.is_deleted;
+    }
+  }
+}
