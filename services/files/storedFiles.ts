@@ -5,7 +5,7 @@ import { resolveProjectAccess } from '../access/projectAccess';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import type { AuthenticatedUser } from '../shared/context';
 import { systemMetadata } from '../shared/context';
-import { handleCommand } from '../shared/decider';
+import { type CommandOutcome, handleCommand } from '../shared/decider';
 import { HttpError } from '../shared/errors';
 import { newFileKey, type FileStore, type StagedFile } from './fileStore';
 import { fileStream, storedFileDecider } from './storedFile.decider';
@@ -62,6 +62,17 @@ const NOT_STARTED_GRACE_MS = 60 * 60 * 1000;
 export const SWEEP_BATCH = 200;
 const SWEEP_INTERVAL_MS = 10 * 60 * 1000;
 const SWEEP_AGAIN_MS = 5000;
+/** Files recorded (or deleted) at once: each is an append of its own, and the database commits them together. */
+const PARALLEL_WRITES = 8;
+
+/** `fn` over the items, `size` at a time; every item of a batch is settled before a failure is thrown. */
+async function inBatches<T>(items: readonly T[], size: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
+  for (let start = 0; start < items.length; start += size) {
+    const settled = await Promise.allSettled(items.slice(start, start + size).map((item, i) => fn(item, start + i)));
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+}
 
 export function rowOf(r: Record<string, unknown>): StoredFileRow {
   return {
@@ -128,41 +139,41 @@ export class StoredFiles {
     const { deps } = this;
     const { userId, projectId, importJobId, uploads, metadata } = request;
     await this.checkQuota(userId, uploads.reduce((sum, u) => sum + u.staged.size, 0));
-    const kept: StoredFileRow[] = [];
-    let last: { position: string | null; streamId: string } = { position: null, streamId: '' };
-    let recorded: string | null = null;
+    const kept: StoredFileRow[] = new Array(uploads.length);
+    const recorded: string[] = [];
+    const writes: CommandOutcome<unknown>[] = [];
     try {
-      for (const upload of uploads) {
+      await inBatches(uploads, PARALLEL_WRITES, async (upload, index) => {
         const key = newFileKey();
         const file = {
           key, projectId, importJobId, name: upload.name, mimeType: upload.mimeType, size: upload.staged.size, sha256: upload.staged.sha256, uploadedById: userId,
         };
         const now = deps.clock().toISOString();
-        last = await handleCommand(deps.store, fileStream(key), storedFileDecider, { type: 'Store', file, now }, metadata);
-        recorded = key;
+        // A new random key: its stream does not exist yet.
+        const events = storedFileDecider.decide({ type: 'Store', file, now }, storedFileDecider.initialState);
+        const { position } = await deps.store.append(fileStream(key), events, { expectedRevision: 'no-stream', metadata });
+        recorded.push(key);
+        writes.push({ events, streamId: fileStream(key), position });
         await deps.files.commit(upload.staged, key, { name: upload.name, mimeType: upload.mimeType });
-        recorded = null;
-        kept.push({ ...file, owner: importJobId === null ? 'project' : 'importJob', attachmentId: null, storedAt: now });
-      }
+        kept[index] = { ...file, owner: importJobId === null ? 'project' : 'importJob', attachmentId: null, storedAt: now };
+      });
     } catch (error) {
-      const undo = [...kept.map((k) => k.key), ...(recorded ? [recorded] : [])];
-      await this.remove(undo, 'upload-failed', metadata).catch((err) =>
-        deps.logger.error({ err, keys: undo }, 'an upload failed part-way and its files could not all be deleted; the sweep or their owner removes them'));
+      await this.remove(recorded, 'upload-failed', metadata).catch((err) =>
+        deps.logger.error({ err, keys: recorded }, 'an upload failed part-way and its files could not all be deleted; the sweep or their owner removes them'));
       throw error;
     }
-    await readYourWrites(deps, last);
+    await Promise.all(writes.map((write) => readYourWrites(deps, write)));
     return kept;
   }
 
   /** Removes each file's content, then records the deletion; answers once the read model has it. */
   async remove(keys: string[], reason: FileDeletionReason, metadata: EventMetadata): Promise<void> {
-    let last: { position: string | null; streamId: string } = { position: null, streamId: '' };
-    for (const key of keys) {
+    const writes: CommandOutcome<unknown>[] = [];
+    await inBatches(keys, PARALLEL_WRITES, async (key) => {
       await this.deps.files.remove(key);
-      const outcome = await handleCommand(this.deps.store, fileStream(key), storedFileDecider, { type: 'Delete', key, reason, now: this.deps.clock().toISOString() }, metadata);
-      if (outcome.position !== null) last = outcome;
-    }
-    await readYourWrites(this.deps, last);
+      writes.push(await handleCommand(this.deps.store, fileStream(key), storedFileDecider, { type: 'Delete', key, reason, now: this.deps.clock().toISOString() }, metadata));
+    });
+    await Promise.all(writes.map((write) => readYourWrites(this.deps, write)));
   }
 
   /** The files of an import job not deleted yet, deleted (its import failed or never started). */
