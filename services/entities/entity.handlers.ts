@@ -104,7 +104,7 @@ export async function updateEntity(deps: CommandDeps, name: EntityName, id: numb
     .filter(([relation, r]) => r.kind === 'one' && !changedRelations.includes(relation) && ENTITIES[r.target].projectPath !== undefined)
     .map(([relation]) => relation);
   const kept = await factsFor(deps, entity, merged, keptRelations, { data: {}, connect: {} });
-  const projectBefore = await projectOfValues(deps, entity, id, state.values);
+  const projectBefore = await projectOfValues(deps, entity, id, state.values, facts);
   const command = { type: 'Update' as const, id, values, facts, kept, projectBefore, now: deps.clock().toISOString() };
   // Decided once against the state just loaded, its events checked against their contracts, before a value is claimed or an
   // id reserved: a refused update appends nothing.
@@ -246,14 +246,20 @@ async function factsFor(deps: CommandDeps, entity: EntityDef, values: Record<str
   return facts;
 }
 
-/** The project of a row with these values: its own, or its parent's along the project path (null: global). */
-async function projectOfValues(deps: CommandDeps, entity: EntityDef, id: number, values: Record<string, unknown>): Promise<number | null> {
+/**
+ * The project of a row with these values: its own, or its parent's along the project path (null:
+ * global). `known`: facts already looked up, by relation (the parent's, when it stays).
+ */
+async function projectOfValues(deps: CommandDeps, entity: EntityDef, id: number, values: Record<string, unknown>, known: Facts): Promise<number | null> {
   if (entity.name === 'project') return id;
   const own = projectIdOf(entity, values, {});
   const hop = entity.projectPath?.[0];
   if (own !== null || !hop) return own;
   const parentId = values[entity.relations[hop].scalar!] as number | null | undefined;
-  return parentId == null ? null : (await factOf(deps, entity.relations[hop].target, parentId)).projectId;
+  if (parentId == null) return null;
+  const parent = known[hop];
+  if (parent && !Array.isArray(parent) && parent.id === parentId) return parent.projectId;
+  return (await factOf(deps, entity.relations[hop].target, parentId)).projectId;
 }
 
 /** What a row is like now, from its own stream (never the read model, which may lag). */
