@@ -234,7 +234,14 @@ describe('the domain through the model API', function () {
     it('sessions with results, attachments, comments, integrations, assignments', async () => {
       const session = await create('session', { name: 'Explore checkout', mission: 'Break it', project: { connect: { id: ids.project } } });
       await create('sessionResult', { session: { connect: { id: session.id } }, status: { connect: { id: ids.passed } }, resultData: 'ok', durationMs: 60_000 });
-      await create('attachment', { name: 'log.txt', url: 'a'.repeat(64), size: 12, project: { connect: { id: ids.project } }, testRun: { connect: { id: ids.run } } });
+      // An attachment holds a file uploaded to its project.
+      const form = new FormData();
+      form.append('projectId', String(ids.project));
+      form.append('file', new Blob(['session log\n'], { type: 'text/plain' }), 'log.txt');
+      const uploaded = await fetch(`${app.url}/api/files/upload`, { method: 'POST', headers: { cookie: c.cookie!, origin: new URL(app.url).origin }, body: form });
+      const file = ((await uploaded.json()) as { data: { url: string; size: number }[] }).data[0];
+      expect(uploaded.status).to.equal(201);
+      await create('attachment', { name: 'log.txt', url: file.url, size: file.size, project: { connect: { id: ids.project } }, testRun: { connect: { id: ids.run } } });
       await create('comment', { content: 'Looks good', project: { connect: { id: ids.project } }, repositoryCase: { connect: { id: ids.case } } });
       await create('integration', { name: 'Jira', provider: 'JIRA', url: 'https://jira.example.com', settings: { projectKey: 'SHOP' } });
       await create('projectAssignment', { user: { connect: { id: adminId } }, project: { connect: { id: ids.project } } });
