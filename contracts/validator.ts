@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import { ContractViolation } from '../services/shared/errors';
+import { ContractViolation } from './contractViolation';
 import type { EventEnvelope, NewEvent } from './envelope';
 
 const SCHEMA_FILE = /^([A-Za-z]+)\.v(\d+)\.schema\.json$/;

@@ -43,17 +43,8 @@ export class ConcurrencyError extends Error {
   }
 }
 
-/** An event that does not match its JSON Schema: a programming error, never written. */
-export class ContractViolation extends Error {
-  readonly code = 'event-contract-violation';
-  constructor(
-    readonly eventType: string,
-    readonly errors: unknown,
-  ) {
-    super(`Event ${eventType} violates its contract: ${JSON.stringify(errors)}`);
-    this.name = 'ContractViolation';
-  }
-}
+/** Declared with the contracts (which depend on nothing of ours); every layer above names it from here. */
+export { ContractViolation } from '../../contracts/contractViolation';
 
 export function assertNever(x: never): never {
   throw new Error(`Unexpected value: ${JSON.stringify(x)}`);
