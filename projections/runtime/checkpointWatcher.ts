@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { listenOn } from '../../infra/postgres/listen';
-import { HttpError } from '../../services/shared/errors';
+import { ReadModelWaitFailed } from '../../services/shared/errors';
 import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
 import { CHECKPOINT_CHANNEL, readCheckpoints } from './checkpoints';
 
@@ -149,7 +149,7 @@ export class CheckpointWatcher {
     return this.reached(keys, BigInt(write.position));
   }
 
-  /** Resolves once every read model holds the write's event; a 503 `read-model-lagging` after `timeoutMs`. */
+  /** Resolves once every read model holds the write's event; rejects with ReadModelWaitFailed `read-model-lagging` after `timeoutMs` (the API answers 503). */
   waitFor(write: { position: string; streamId: string }, timeoutMs: number): Promise<void> {
     const { position } = write;
     const target = BigInt(position);
@@ -158,7 +158,7 @@ export class CheckpointWatcher {
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
         keys, position: target, resolve, reject,
-        timer: setTimeout(() => this.settle(waiter, new HttpError(503, 'read-model-lagging',
+        timer: setTimeout(() => this.settle(waiter, new ReadModelWaitFailed('read-model-lagging',
           'The change was recorded but the read model has not applied it yet; read again shortly', { position })), timeoutMs),
       };
       this.waiters.add(waiter);
@@ -168,7 +168,7 @@ export class CheckpointWatcher {
 
   async stop(): Promise<void> {
     this.closed = true;
-    for (const w of [...this.waiters]) this.settle(w, new HttpError(503, 'shutting-down', 'The server is shutting down'));
+    for (const w of [...this.waiters]) this.settle(w, new ReadModelWaitFailed('shutting-down', 'The server is shutting down'));
     if (this.poller) clearInterval(this.poller);
     if (this.reconnecting) clearTimeout(this.reconnecting);
     await this.client?.end().catch(() => undefined);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { ConcurrencyError, ContractViolation, DomainError, HttpError, badRequest } from '../shared/errors';
+import { ConcurrencyError, ContractViolation, DomainError, HttpError, ReadModelWaitFailed, badRequest } from '../shared/errors';
 import { findTextProblem } from '../shared/text';
 
 /** Wraps an async handler so that a rejection reaches the error middleware. */
@@ -88,6 +88,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     const cid = (req as Request & { correlationId?: string }).correlationId;
     if (err instanceof HttpError) return body(err.status, err.code, err.message, err.details);
     if (err instanceof DomainError) return body(statusOfDomainCode(err.code), err.code, err.message, err.details);
+    if (err instanceof ReadModelWaitFailed) return body(503, err.code, err.message, err.details);
     if (err instanceof ConcurrencyError)
       return body(409, err.code, 'The entity was changed by someone else; read it again and retry', { streamId: err.streamId });
     const type = (err as { type?: string }).type;

@@ -43,6 +43,22 @@ export class ConcurrencyError extends Error {
   }
 }
 
+/**
+ * A write was recorded but the read models did not apply it in time (`read-model-lagging`), or the
+ * process stops while a request waits for them (`shutting-down`). Raised below the HTTP layer
+ * (the checkpoint watcher); the API answers 503 with the code.
+ */
+export class ReadModelWaitFailed extends Error {
+  constructor(
+    readonly code: 'read-model-lagging' | 'shutting-down',
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'ReadModelWaitFailed';
+  }
+}
+
 /** Declared with the contracts (which depend on nothing of ours); every layer above names it from here. */
 export { ContractViolation } from '../../contracts/contractViolation';
 

@@ -7,6 +7,7 @@ import { createKnex } from '../../infra/postgres/database';
 import { migrateReadModel } from '../../projections/migrations';
 import { advanceCheckpoint } from '../../projections/runtime/checkpoints';
 import { CheckpointWatcher } from '../../projections/runtime/checkpointWatcher';
+import { ReadModelWaitFailed } from '../../services/shared/errors';
 import { createTestDatabase, cutConnections, restoreConnections, withApplicationName, type TestDatabase } from '../support/database';
 import { waitUntil } from '../support/wait';
 
@@ -49,6 +50,17 @@ describe('CheckpointWatcher: its LISTEN connection lost (PostgreSQL)', function 
     await waitUntil(() => w.generation('readModel') === '9', 'the watcher to hear a move by LISTEN again', 5_000);
     // Heard, not polled: no write waits, so nothing but the notification moves it.
     await w.waitFor({ position: '9', streamId: 'any' }, 1000);
+  });
+
+  it('a write the read models do not reach in time, or still waiting when it stops: ReadModelWaitFailed (no HTTP below the API), with the position', async () => {
+    const w = new CheckpointWatcher(knex, db.url, ['readModel']);
+    await w.start();
+    const lagging = await w.waitFor({ position: '1000', streamId: 'any' }, 200).then(() => null, (err: unknown) => err);
+    expect(lagging).to.be.instanceOf(ReadModelWaitFailed);
+    expect(lagging).to.deep.include({ code: 'read-model-lagging', details: { position: '1000' } });
+    const waiting = w.waitFor({ position: '1001', streamId: 'any' }, 10_000).then(() => null, (err: unknown) => err);
+    await w.stop();
+    expect(await waiting).to.be.instanceOf(ReadModelWaitFailed).and.to.include({ code: 'shutting-down' });
   });
 
   it('applied(): every projection, at the partition that holds the stream (Kafka), has reached the position: read from the database, not waited for', async () => {

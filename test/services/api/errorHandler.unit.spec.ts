@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import express from 'express';
 import pino from 'pino';
 import { errorHandler } from '../../../services/api/http';
+import { ReadModelWaitFailed } from '../../../services/shared/errors';
 
 /** The error handler turns the HTTP layer's own client errors into their 4xx, never a 500. */
 describe('errorHandler', () => {
@@ -21,6 +22,25 @@ describe('errorHandler', () => {
       const internal = await fetch(`${url}/internal`);
       expect(internal.status).to.equal(500);
       expect(((await internal.json()) as { code: string }).code).to.equal('internal-error');
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('answers a wait for the read models that failed below the HTTP layer (lagging, shutting down) with 503 and its code', async () => {
+    const app = express();
+    app.get('/lagging', (_req, _res, next) => next(new ReadModelWaitFailed('read-model-lagging', 'not applied yet', { position: '42' })));
+    app.get('/stopping', (_req, _res, next) => next(new ReadModelWaitFailed('shutting-down', 'The server is shutting down')));
+    app.use(errorHandler(pino({ level: 'silent' })));
+    const server = await new Promise<Server>((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const lagging = await fetch(`${url}/lagging`);
+      expect(lagging.status).to.equal(503);
+      expect(await lagging.json()).to.deep.equal({ error: 'not applied yet', code: 'read-model-lagging', details: { position: '42' } });
+      const stopping = await fetch(`${url}/stopping`);
+      expect(stopping.status).to.equal(503);
+      expect(((await stopping.json()) as { code: string }).code).to.equal('shutting-down');
     } finally {
       await new Promise((r) => server.close(r));
     }
