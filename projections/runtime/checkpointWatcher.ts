@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { listenOn } from '../../infra/postgres/listen';
 import { ReadModelWaitFailed } from '../../services/shared/errors';
+import type { ReadModelWatcher } from '../../services/shared/commandBus';
 import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
 import { CHECKPOINT_CHANNEL, readCheckpoints } from './checkpoints';
 
@@ -25,7 +26,7 @@ export interface WatcherStatus { state: 'listening' | 'reconnecting' | 'failed';
  * arrive by LISTEN/NOTIFY from whichever process runs the projector; while anyone waits, the
  * checkpoints are also re-read once a second in case a notification was lost with its connection.
  */
-export class CheckpointWatcher {
+export class CheckpointWatcher implements ReadModelWatcher {
   private readonly positions = new Map<string, bigint>();
   private readonly waiters = new Set<Waiter>();
   private client: pg.Client | null = null;

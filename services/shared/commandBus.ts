@@ -1,14 +1,26 @@
 import type { Knex } from 'knex';
-import type { CheckpointWatcher } from '../../projections/runtime/checkpointWatcher';
 import type { EventStore } from './eventStore';
 import { IdAllocator } from './ids';
+
+/**
+ * The read models' progress, as the command side needs it (a port: the checkpoint watcher of
+ * projections/runtime implements it). Positions are strings: 64-bit.
+ */
+export interface ReadModelWatcher {
+  /** Resolves once every read model holds the write's event; rejects with ReadModelWaitFailed after `timeoutMs`. */
+  waitFor(write: { position: string; streamId: string }, timeoutMs: number): Promise<void>;
+  /** Whether every read model holds the write's event now (read, not waited for). */
+  applied(write: { position: string; streamId: string }): Promise<boolean>;
+  /** A value that changes whenever the projection's checkpoint moves (a cache key). */
+  generation(projection: string): string;
+}
 
 /** What every command handler needs: the store, ids, the read model and read-your-writes. */
 export interface CommandDeps {
   store: EventStore;
   ids: IdAllocator;
   knex: Knex;
-  watcher: CheckpointWatcher;
+  watcher: ReadModelWatcher;
   writeTimeoutMs: number;
   clock: () => Date;
   /** Told the position of every write of this request (the API echoes it as X-Event-Position). */
