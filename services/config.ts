@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { RateLimitSettings } from './api/rateLimit';
+import type { RateLimitSettings } from './shared/rateLimitStore';
 import { DEFAULT_PREPARED_STATEMENTS } from '../infra/postgres/preparedStatements';
 import { DEFAULT_MAX_ROWS } from './model/query';
 import { DEFAULT_RETRY_BUDGET_MS } from './shared/faults';

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { CounterWindow, RateLimitStore } from '../../services/api/rateLimit';
+import type { CounterWindow, RateLimitStore } from '../../services/shared/rateLimitStore';
 
 /**
  * Rate limit counters in the UNLOGGED table rate_limit_counters (read-model migration

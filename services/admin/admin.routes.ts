@@ -1,5 +1,5 @@
 import { Router, type RequestHandler } from 'express';
-import { asyncHandler } from '../api/http';
+import { asyncHandler } from '../shared/http';
 import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
 import { HttpError, badRequest } from '../shared/errors';

@@ -17,11 +17,12 @@ import type { ImportSaga } from '../imports/importJob.saga';
 import type { FileStore } from '../files/fileStore';
 import type { StoredFiles } from '../files/storedFiles';
 import type { CommandDeps } from '../shared/commandBus';
-import { accessLog, correlationId, errorHandler, jsonBodiesOnlyExcept, notFoundRoute, wellFormedText } from './http';
+import { accessLog, correlationId, errorHandler, jsonBodiesOnlyExcept, notFoundRoute, wellFormedText } from '../shared/http';
 import { docsRoutes } from './docs.routes';
 import { docsPageRoutes } from './docsPage.routes';
 import { healthRoutes, type ReadinessCheck } from './health.routes';
-import { rateLimiters, type RateLimitSettings, type RateLimitStore } from './rateLimit';
+import type { RateLimitSettings, RateLimitStore } from '../shared/rateLimitStore';
+import { rateLimiters } from './rateLimit';
 
 export interface AppDeps extends CommandDeps, SessionSettings {
   logger: Logger;

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { asyncHandler } from './http';
+import { asyncHandler } from '../shared/http';
 
 /** One dependency /readyz looks at: ok, or not with a reason. */
 export interface ReadinessCheck {

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { Knex } from 'knex';
 import { administeredProjectIds, resolveProjectAccess } from '../access/projectAccess';
-import { asyncHandler } from '../api/http';
+import { asyncHandler } from '../shared/http';
 import { HttpError } from '../shared/errors';
 import { findAuditEntries, parseAuditQuery } from './audit.query';
 

@@ -1,6 +1,6 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { permits, resolveProjectAccess } from '../access/projectAccess';
-import { asyncHandler } from '../api/http';
+import { asyncHandler } from '../shared/http';
 import type { CommandDeps } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
 import { badRequest, HttpError, notFound } from '../shared/errors';

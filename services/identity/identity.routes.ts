@@ -1,7 +1,7 @@
 import { Router, type RequestHandler } from 'express';
 import type { JSONSchemaType } from 'ajv';
-import { asyncHandler } from '../api/http';
-import { bodyParser } from '../api/validate';
+import { asyncHandler } from '../shared/http';
+import { bodyParser } from '../shared/validate';
 import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
 import { HttpError, badRequest } from '../shared/errors';

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { EventEnvelope, EventMetadata } from '../../contracts/envelope';
 import type { UniqueValueClaimed } from '../../contracts/events';
 import { resolveProjectAccess, permits } from '../access/projectAccess';
-import { asyncHandler } from '../api/http';
+import { asyncHandler } from '../shared/http';
 import { sanitiseFileName, normaliseMimeType } from '../files/fileMeta';
 import type { FileStore } from '../files/fileStore';
 import { stagedUploads, type UploadedFile } from '../files/stagedUploads';

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { resolveProjectAccess } from '../access/projectAccess';
-import { asyncHandler } from '../api/http';
+import { asyncHandler } from '../shared/http';
 import type { CommandDeps } from '../shared/commandBus';
 import { badRequest, HttpError } from '../shared/errors';
 

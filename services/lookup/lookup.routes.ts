@@ -2,7 +2,7 @@ import { Router } from 'express';
 import type { Knex } from 'knex';
 import { ENTITIES } from '../../contracts/entities';
 import { resolveProjectAccess } from '../access/projectAccess';
-import { asyncHandler } from '../api/http';
+import { asyncHandler } from '../shared/http';
 import { createEntity } from '../entities/entity.handlers';
 import { policyFor } from '../model/policy';
 import { type CommandDeps, withPositionHeader } from '../shared/commandBus';

@@ -1,6 +1,6 @@
 import { Router, type Request } from 'express';
 import { ENTITIES, isEntityName } from '../../contracts/entities';
-import { asyncHandler } from '../api/http';
+import { asyncHandler } from '../shared/http';
 import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
 import { HttpError, badRequest } from '../shared/errors';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import ts from 'typescript';
-import { statusOfDomainCode } from '../../services/api/http';
+import { statusOfDomainCode } from '../../services/shared/http';
 import { BEGIN, END, ERRORS_DOC, entityCodes, withCurrentEntityCodes } from '../../scripts/errors-doc';
 
 /**
@@ -28,9 +28,11 @@ const MAKERS = new Map<string, Maker>([
   ['HttpError', { codeArg: 1, status: { arg: 0 } }],
   ['DomainError', { codeArg: 0, status: 'domain' }],
   ['ResultFileError', { codeArg: 0, status: 'domain' }],
+  // The read models' wait (projections/runtime/checkpointWatcher.ts): the error handler answers it with 503.
+  ['ReadModelWaitFailed', { codeArg: 0, status: 503 }],
 ]);
 /** The error handler's local `body(status, code, error, details)` writes the answer itself. */
-const ERROR_HANDLER = { file: path.join('services', 'api', 'http.ts'), name: 'body', maker: { codeArg: 1, status: { arg: 0 } } as Maker };
+const ERROR_HANDLER = { file: path.join('services', 'shared', 'http.ts'), name: 'body', maker: { codeArg: 1, status: { arg: 0 } } as Maker };
 
 const KEBAB = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 /** A pattern's shape: `<entity>-<field>-taken` and `${a}-${b}-taken` are both `<>-<>-taken`. */

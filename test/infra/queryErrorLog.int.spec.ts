@@ -6,7 +6,7 @@ import express from 'express';
 import type { Knex } from 'knex';
 import { ERROR_TEXT_LOGGED_CHARS, SQL_LOGGED_CHARS, createLogger } from '../../infra/logger';
 import { createKnex } from '../../infra/postgres/database';
-import { errorHandler } from '../../services/api/http';
+import { errorHandler } from '../../services/shared/http';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 
 /** Log lines written by createLogger, parsed. */

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { PostgresRateLimitStore } from '../../infra/rateLimit/postgres';
 import { createKnex } from '../../infra/postgres/database';
 import { migrateReadModel } from '../../projections/migrations';
-import type { CounterWindow } from '../../services/api/rateLimit';
+import type { CounterWindow } from '../../services/shared/rateLimitStore';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 
 const T0 = Date.parse('2026-06-01T12:00:00Z');

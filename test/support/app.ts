@@ -16,7 +16,7 @@ import { startProjector } from '../../projections/runtime/projector';
 import { buildApp, type AppDeps } from '../../services/api/app';
 import { DEFAULT_IMPORT_SETTINGS, ImportSaga, type ImportSettings } from '../../services/imports/importJob.saga';
 import { StoredFiles, type StoredFilesSettings } from '../../services/files/storedFiles';
-import type { RateLimitSettings } from '../../services/api/rateLimit';
+import type { RateLimitSettings } from '../../services/shared/rateLimitStore';
 import { PostgresRateLimitStore } from '../../infra/rateLimit/postgres';
 import type { CommandDeps } from '../../services/shared/commandBus';
 import { IdAllocator } from '../../services/shared/ids';

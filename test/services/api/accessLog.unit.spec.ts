@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import { expect } from 'chai';
 import express from 'express';
 import pino from 'pino';
-import { accessLog, correlationId, errorHandler } from '../../../services/api/http';
+import { accessLog, correlationId, errorHandler } from '../../../services/shared/http';
 
 /** An express app with the access log in front of three routes, logging into an array. */
 async function withApp(level: string, use: (url: string, lines: Record<string, unknown>[]) => Promise<void>): Promise<void> {

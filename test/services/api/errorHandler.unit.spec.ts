@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { expect } from 'chai';
 import express from 'express';
 import pino from 'pino';
-import { errorHandler } from '../../../services/api/http';
+import { errorHandler } from '../../../services/shared/http';
 import { ReadModelWaitFailed } from '../../../services/shared/errors';
 
 /** The error handler turns the HTTP layer's own client errors into their 4xx, never a 500. */

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { PostgresRateLimitStore } from '../../../infra/rateLimit/postgres';
 import { buildApp } from '../../../services/api/app';
-import type { RateLimitSettings } from '../../../services/api/rateLimit';
+import type { RateLimitSettings } from '../../../services/shared/rateLimitStore';
 import { createApiToken, registerUser } from '../../../services/identity/identity.handlers';
 import { loginAttemptsStream } from '../../../services/identity/loginAttempts';
 import { systemMetadata } from '../../../services/shared/context';

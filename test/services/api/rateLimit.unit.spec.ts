@@ -3,11 +3,12 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import pino from 'pino';
-import { errorHandler } from '../../../services/api/http';
+import { errorHandler } from '../../../services/shared/http';
 import {
   callerKey, clientAddress, CountLeases, keyOffset, leaseSize, LOGIN_TRIES_UNDER_ATTACK, loginEnforced, rateLimiters, secondsUntil, verdict, windowOf,
-  type CounterWindow, type LimitState, type RateLimitSettings, type RateLimitStore,
+  type LimitState,
 } from '../../../services/api/rateLimit';
+import type { CounterWindow, RateLimitSettings, RateLimitStore } from '../../../services/shared/rateLimitStore';
 import { ConfigError, loadConfig } from '../../../services/config';
 import { emailDigest, loginAttemptsStream, normaliseEmail } from '../../../services/identity/loginAttempts';
 import { HttpError } from '../../../services/shared/errors';

@@ -1,6 +1,6 @@
 import Ajv, { type ErrorObject, type JSONSchemaType } from 'ajv';
 import addFormats from 'ajv-formats';
-import { badRequest } from '../shared/errors';
+import { badRequest } from './errors';
 
 const ajv = new Ajv({ allErrors: false, strict: true });
 addFormats(ajv);

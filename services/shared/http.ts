@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { ConcurrencyError, ContractViolation, DomainError, HttpError, ReadModelWaitFailed, badRequest } from '../shared/errors';
-import { findTextProblem } from '../shared/text';
+import { ConcurrencyError, ContractViolation, DomainError, HttpError, ReadModelWaitFailed, badRequest } from './errors';
+import { findTextProblem } from './text';
 
 /** Wraps an async handler so that a rejection reaches the error middleware. */
 export const asyncHandler =
