@@ -42,7 +42,7 @@ function caseXml(n: number, suite: number): string {
   return `<testcase classname="${cls}" name="${name}" time="${time}"/>\n`;
 }
 
-async function writeReport(file: string, o: ImportBenchOptions): Promise<void> {
+export async function writeReport(file: string, o: ImportBenchOptions): Promise<void> {
   const perSuite = Math.ceil(o.cases / o.suites);
   async function* lines() {
     yield '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n';
@@ -59,7 +59,7 @@ async function writeReport(file: string, o: ImportBenchOptions): Promise<void> {
   await pipeline(Readable.from(lines()), fs.createWriteStream(file));
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.listen(0, '127.0.0.1', () => {
@@ -71,9 +71,9 @@ function freePort(): Promise<number> {
 }
 
 /** `node dist/services/main.js` on a fresh DATA_DIR; resolves with its URL once it listens. */
-function startServer(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+export function startServer(env: NodeJS.ProcessEnv, nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   const { DATABASE_URL: _d, KAFKA_BROKERS: _k, EVENTSTORE_URL: _e, ...rest } = process.env;
-  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), path.join(ROOT, 'dist', 'services', 'main.js')], { cwd: ROOT, env: { ...rest, ...env } });
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist', 'services', 'main.js')], { cwd: ROOT, env: { ...rest, ...env } });
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 120_000);
@@ -90,12 +90,12 @@ function startServer(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url
   });
 }
 
-const status = (pid: number, key: 'VmRSS' | 'VmHWM'): number => {
+export const status = (pid: number, key: 'VmRSS' | 'VmHWM'): number => {
   const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) * 1024 : 0;
 };
 
-async function api(url: string, token: string | null, method: string, p: string, body?: unknown, cookie?: string) {
+export async function api(url: string, token: string | null, method: string, p: string, body?: unknown, cookie?: string) {
   const headers: Record<string, string> = { 'content-type': 'application/json', origin: url };
   if (token) headers.authorization = `Bearer ${token}`;
   if (cookie) headers.cookie = cookie;

@@ -13,15 +13,18 @@
  * writers of a throughput round, default 32.
  * query: BENCH_QUERY_CASES (or --cases=N) scales the repository (default 100,000 cases);
  * --iterations=N sets the measured calls per query and way, default 300.
+ * memory: BENCH_MEMORY_RESULTS (or --memory-results=N) sets the results read, default 100,000;
+ * --max-rows=N the server's MODEL_MAX_ROWS, default its default.
  */
 import { APPEND_DEFAULTS, runAppend } from './append';
 import { runCliBench } from './cli';
 import { IMPORT_DEFAULTS, runImport } from './import';
+import { MEMORY_DEFAULTS, runMemory } from './memory';
 import { QUERY_DEFAULTS, runQuery } from './query';
 import { REBUILD_DEFAULTS, runRebuild } from './rebuild';
 import { runTransport, TRANSPORT_DEFAULTS } from './transport';
 
-const BENCHMARKS = ['append', 'rebuild', 'transport', 'query', 'import', 'cli'] as const;
+const BENCHMARKS = ['append', 'rebuild', 'transport', 'query', 'import', 'cli', 'memory'] as const;
 type Benchmark = (typeof BENCHMARKS)[number];
 
 function positiveInt(name: string, value: string | undefined, fallback: number): number {
@@ -38,7 +41,7 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
     const flag = /^--([a-z-]+)=(.*)$/.exec(arg);
     if (flag) flags.set(flag[1], flag[2]);
     else if ((BENCHMARKS as readonly string[]).includes(arg)) names.push(arg as Benchmark);
-    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N, --cases=N, --iterations=N, --import-cases=N`);
+    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N, --cases=N, --iterations=N, --import-cases=N, --memory-results=N, --max-rows=N`);
   }
   return {
     benchmarks: names.length > 0 ? names : [...BENCHMARKS],
@@ -65,6 +68,11 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
       ...IMPORT_DEFAULTS,
       cases: positiveInt('--import-cases', flags.get('import-cases') ?? env.BENCH_IMPORT_CASES, IMPORT_DEFAULTS.cases),
     },
+    memory: {
+      ...MEMORY_DEFAULTS,
+      results: positiveInt('--memory-results', flags.get('memory-results') ?? env.BENCH_MEMORY_RESULTS, MEMORY_DEFAULTS.results),
+      maxRows: positiveInt('--max-rows', flags.get('max-rows'), MEMORY_DEFAULTS.maxRows),
+    },
   };
 }
 
@@ -77,6 +85,7 @@ async function main(): Promise<void> {
     else if (name === 'query') passed[name] = await runQuery(args.query);
     else if (name === 'import') passed[name] = await runImport(args.import);
     else if (name === 'cli') passed[name] = await runCliBench();
+    else if (name === 'memory') passed[name] = await runMemory(args.memory);
     else passed[name] = await runTransport(args.transport);
   }
   const missed = Object.keys(passed).filter((n) => !passed[n]);
