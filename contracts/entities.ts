@@ -18,8 +18,12 @@ export interface FieldDef {
   enum?: readonly string[];
   /** Value written on create when the client gives none. */
   default?: string | number | boolean | readonly string[];
-  /** Unique across the entity (among rows not deleted), enforced on the command side by a claim stream. */
-  unique?: true;
+  /**
+   * Unique across the entity (among rows not deleted), enforced on the command side by a claim
+   * stream; 'forever': deleted rows keep their value too (a user's e-mail is claimed for good).
+   * A unique field names a row in a model API unique where (`findUnique({ where: { name } })`).
+   */
+  unique?: true | 'forever';
   /** Set by the server from the actor of the command (createdById, executedById, ...), never by the client. */
   fromActor?: true;
 }
@@ -66,7 +70,10 @@ export interface EntityDef {
    * (`['project']`, `['testRun', 'project']`); absent: the entity is global configuration.
    */
   projectPath?: readonly string[];
-  /** Fields unique together (among rows not deleted), enforced like `unique`. */
+  /**
+   * Fields unique together (among rows not deleted), enforced like `unique`; in a unique where as
+   * Prisma names them, joined with `_` (`userId_projectId: { userId, projectId }`).
+   */
   uniqueTogether?: readonly string[];
 }
 
@@ -776,7 +783,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     softDeleteField: 'isDeleted',
     fields: {
       id,
-      email: text('email', { requiredOnCreate: true }),
+      email: text('email', { requiredOnCreate: true, unique: 'forever' }),
       name: text('name', { requiredOnCreate: true }),
       access: oneOf('access', ACCESS_LEVELS, 'USER'),
       isActive: flag('is_active', true),

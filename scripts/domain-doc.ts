@@ -39,6 +39,13 @@ Visibility (the policy hook): administrators see everything; other users see the
 assigned to (\`projectAssignment\`) and what belongs to them, and the global configuration (the
 entities below without a project path). Only administrators write global configuration, projects
 and assignments; a row the caller cannot see answers 404 whether it exists or not.
+
+Unique keys (\`findUnique\`, \`findUniqueOrThrow\`, \`update\`, \`delete\`, \`upsert\`, as Prisma's
+WhereUniqueInput): \`id\`, every field marked "a unique key" below, and a compound unique as Prisma
+names it (\`userId_projectId: { userId, projectId }\`), given as values; other filters may stand
+beside them (\`where: { name: 'smoke', isEnabled: true }\`). A unique value is compared exactly, and
+names the row not deleted that holds it (deleted rows give their values up), except one unique for
+good (a user's e-mail, stored in lower case). No row matching is \`null\` (findUnique), else 404.
 `;
 
 function typeOf(f: FieldDef): string {
@@ -54,7 +61,8 @@ function notes(name: string, f: FieldDef, entity: EntityDef): string {
   if (f.requiredOnCreate) out.push('required on create');
   if (CREATE_ONLY_FIELDS[entity.name]?.includes(name)) out.push('set on create only (an update naming it is refused)');
   if (f.default !== undefined) out.push(`default \`${JSON.stringify(f.default)}\``);
-  if (f.unique) out.push('unique (case-insensitive, among rows not deleted)');
+  if (f.unique === 'forever') out.push('unique for good (normalised; a deleted row keeps it); a unique key');
+  else if (f.unique) out.push('unique (case-insensitive, among rows not deleted); a unique key');
   return out.join('; ');
 }
 
@@ -84,7 +92,7 @@ export function renderDomainDoc(): string {
       sections.push([
         `### ${entity.name}`,
         '',
-        `Table \`${entity.table}\`; written as **${how}**${events}; ${entity.name === 'project' ? 'seen by the users assigned to it' : entity.projectPath ? `belongs to a project${entity.projectPath.length ? ` through ${entity.projectPath.map((p) => `\`${p}\``).join(' → ')}` : ''}` : 'global configuration'}${entity.softDeleteField ? '; soft delete' : ''}${entity.uniqueTogether ? `; unique together: ${entity.uniqueTogether.map((f) => `\`${f}\``).join(', ')}` : ''}.`,
+        `Table \`${entity.table}\`; written as **${how}**${events}; ${entity.name === 'project' ? 'seen by the users assigned to it' : entity.projectPath ? `belongs to a project${entity.projectPath.length ? ` through ${entity.projectPath.map((p) => `\`${p}\``).join(' → ')}` : ''}` : 'global configuration'}${entity.softDeleteField ? '; soft delete' : ''}${entity.uniqueTogether ? `; unique together: ${entity.uniqueTogether.map((f) => `\`${f}\``).join(', ')} (unique key \`${entity.uniqueTogether.join('_')}\`)` : ''}.`,
         '',
         '| Field | Type | Notes |',
         '|---|---|---|',

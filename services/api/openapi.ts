@@ -1,7 +1,7 @@
 import type { OpenAPIV3 } from 'openapi-types';
 import { ENTITIES, type EntityDef, type EntityName, type FieldDef, type RelationDef, type ScalarType, writtenAs } from '../../contracts/entities';
 import { DEFAULT_MAX_ROWS } from '../model/query';
-import { MAX_DISTINCT_FIELDS, MAX_ORDER_BY_KEYS, MAX_ORDER_BY_RELATIONS, MAX_RELATION_FILTERS, MAX_RELATION_LOADS } from '../model/args';
+import { uniqueKeysOf, MAX_DISTINCT_FIELDS, MAX_ORDER_BY_KEYS, MAX_ORDER_BY_RELATIONS, MAX_RELATION_FILTERS, MAX_RELATION_LOADS } from '../model/args';
 import { CREATE_ONLY_FIELDS, WRITE_ONLY_INPUTS, writtenLists } from '../model/writeArgs';
 import { auditPaths } from '../audit/audit.openapi';
 import { filePaths } from '../files/files.openapi';
@@ -89,7 +89,7 @@ function valueSchema(field: FieldDef): OpenAPIV3.SchemaObject {
 
 function fieldNotes(entity: EntityDef, name: string, field: FieldDef): string | undefined {
   const notes = [
-    field.unique && 'unique among rows not deleted',
+    field.unique && (field.unique === 'forever' ? 'unique for good (a deleted row keeps it); a unique key' : 'unique among rows not deleted; a unique key'),
     entity.uniqueTogether?.includes(name) && `unique together with ${entity.uniqueTogether.filter((f) => f !== name).join(', ')}`,
     field.fromActor && 'set by the server from the acting user',
     CREATE_ONLY_FIELDS[entity.name]?.includes(name) && 'set on create only: an update naming it is refused (400 invalid-argument)',
@@ -209,6 +209,25 @@ function whereSchema(entity: EntityDef): OpenAPIV3.SchemaObject {
 }
 
 /**
+ * Prisma's (5+) WhereUniqueInput: a where with at least one unique key given as a value (`id`, a
+ * unique field, a compound unique `a_b: { a, b }`), other filters beside it.
+ */
+function uniqueWhereSchema(entity: EntityDef): OpenAPIV3.SchemaObject {
+  const where = whereSchema(entity);
+  const keys = uniqueKeysOf(entity);
+  const properties: Record<string, Schema> = { ...where.properties };
+  for (const key of keys) {
+    properties[key.name] = key.fields.length === 1
+      ? itemSchema(entity.fields[key.name])
+      : object(Object.fromEntries(key.fields.map((f) => [f, itemSchema(entity.fields[f])])), { required: key.fields });
+  }
+  return {
+    ...where, properties, ...(keys.length === 1 ? { required: [keys[0].name] } : { anyOf: keys.map((key) => ({ required: [key.name] })) }),
+    description: `at least one unique key (${keys.map((key) => key.name).join(', ')}) as a value; other filters beside it. A unique value other than an id names the row not deleted that holds it`,
+  };
+}
+
+/**
  * One key per object (use an array to order by several): a field, a to-one relation holding the
  * next level, or a list relation by its number of rows. `optionalPath`: reached through an
  * optional relation, where every field may be null, so `nulls` applies to all.
@@ -254,7 +273,7 @@ function listArgs(entity: EntityDef): Record<string, Schema> {
   return {
     where: ref(`${name}WhereInput`),
     orderBy: { ...oneOrMany(ref(`${name}OrderByInput`), MAX_ORDER_BY_KEYS), description: ORDER_BY_NOTE },
-    cursor: { allOf: [ref(`${name}WhereUniqueInput`)], description: 'the page starts at this row (ends there with a negative take)' },
+    cursor: { allOf: [ref('IdInput')], description: 'the page starts at this row (ends there with a negative take)' },
     take: take(true),
     skip,
   };
@@ -528,7 +547,7 @@ function entitySchemas(entity: EntityDef, own: boolean): Schemas {
   const schemas: Schemas = {
     [name]: row,
     [`${name}WhereInput`]: whereSchema(entity),
-    [`${name}WhereUniqueInput`]: ref('IdInput'),
+    [`${name}WhereUniqueInput`]: uniqueWhereSchema(entity),
     [`${name}OrderByInput`]: orderBySchema(entity, false),
     [`${name}OptionalOrderByInput`]: orderBySchema(entity, true),
     [`${name}Include`]: object({ ...Object.fromEntries(relations.map(([r, def]) => [r, relationLoad(def)])), _count: countSelection(entity) }),

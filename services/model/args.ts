@@ -116,12 +116,25 @@ export interface CreateArgs {
   shape: Shape;
 }
 
+/**
+ * A unique where, as Prisma's (5+) WhereUniqueInput: at least one unique key of the entity (`id`,
+ * a unique field, a compound unique `a_b: { a, b }`), given as values, and any other filters beside
+ * them. A unique value other than an id names the row not deleted that holds it (deleted rows
+ * give their values up), except a value unique for good (a user's e-mail).
+ */
+export interface UniqueWhere {
+  /** Set when the where is `{ id }` alone: the row is known without a lookup. */
+  id?: number;
+  /** The whole where, keys and other filters. */
+  where: Where;
+}
+
 export interface UpdateArgs extends CreateArgs {
-  where: { id: number };
+  where: UniqueWhere;
 }
 
 export interface DeleteArgs {
-  where: { id: number };
+  where: UniqueWhere;
   shape: Shape;
 }
 
@@ -161,7 +174,7 @@ const INT_MAX = 2147483647;
 export function parseFindArgs(entity: EntityDef, op: FindOperation, body: unknown): FindArgs {
   const input = expectBody(body);
   allowOnlyKeys(input, FIND_KEYS[op], '', `${op} accepts`);
-  const where = op === 'findUnique' ? parseUniqueWhere(entity, input.where, 'where') : optionalWhere(entity, input.where, 'where');
+  const where = op === 'findUnique' ? parseUniqueWhere(entity, input.where, 'where').where : optionalWhere(entity, input.where, 'where');
   return {
     where,
     orderBy: parseOrderBy(entity, input.orderBy, 'orderBy'),
@@ -204,7 +217,7 @@ export function parseCreateArgs(entity: EntityDef, body: unknown): CreateArgs {
 export function parseUpdateArgs(entity: EntityDef, body: unknown): UpdateArgs {
   const input = expectBody(body);
   allowOnlyKeys(input, ['where', 'data', 'include', 'select'], '', 'update accepts');
-  const where = uniqueId(entity, input.where, 'where');
+  const where = parseUniqueWhere(entity, input.where, 'where');
   const { data, connect } = parseWriteData(entity, required(input, 'data', ''), 'data', 'update');
   if (Object.keys(data).length + Object.keys(connect).length === 0) fail('data', 'must change at least one field');
   return { where, data, connect, shape: parseRequestShape(entity, input) };
@@ -213,7 +226,8 @@ export function parseUpdateArgs(entity: EntityDef, body: unknown): UpdateArgs {
 export function parseDeleteArgs(entity: EntityDef, body: unknown): DeleteArgs {
   const input = expectBody(body);
   allowOnlyKeys(input, ['where', 'include', 'select'], '', 'delete accepts');
-  return { where: uniqueId(entity, input.where, 'where'), shape: parseRequestShape(entity, input) };
+  const where = parseUniqueWhere(entity, input.where, 'where');
+  return { where, shape: parseRequestShape(entity, input, where.where) };
 }
 
 /** All scalar fields, no relations: what an operation returns without include/select. */
@@ -235,12 +249,50 @@ function boundedWhere(entity: EntityDef, value: unknown): Where | undefined {
   return where;
 }
 
-function parseUniqueWhere(entity: EntityDef, value: unknown, path: string): Where {
-  const { id } = uniqueId(entity, value, path);
-  return { kind: 'compare', field: 'id', op: 'equals', value: id, insensitive: false };
+/** The unique keys of an entity, as a unique where names them: `id`, its unique fields, its compound unique. */
+export function uniqueKeysOf(entity: EntityDef): { name: string; fields: string[] }[] {
+  return [
+    { name: 'id', fields: ['id'] },
+    ...Object.entries(entity.fields).filter(([, field]) => field.unique).map(([name]) => ({ name, fields: [name] })),
+    ...(entity.uniqueTogether ? [{ name: entity.uniqueTogether.join('_'), fields: [...entity.uniqueTogether] }] : []),
+  ];
 }
 
-/** `{ id: N }` and nothing else: the only unique key the catalogue has. */
+export function parseUniqueWhere(entity: EntityDef, value: unknown, path: string): UniqueWhere {
+  if (value === undefined) fail(path, 'is required');
+  const input = expectObject(value, path);
+  const keys = uniqueKeysOf(entity);
+  const items: Where[] = [];
+  let keyed = false;
+  for (const [name, v] of definedEntries(input)) {
+    const keyPath = at(path, name);
+    const key = keys.find((k) => k.name === name);
+    if (!key) {
+      items.push(parseWhereEntry(entity, name, v, keyPath));
+      continue;
+    }
+    keyed = true;
+    const values = key.fields.length === 1 ? { [name]: v } : expectObject(v, keyPath);
+    if (key.fields.length > 1) {
+      allowOnlyKeys(values, key.fields, keyPath, 'a compound unique takes');
+      for (const field of key.fields) if (values[field] === undefined) fail(at(keyPath, field), 'is required');
+    }
+    for (const field of key.fields) {
+      const fieldPath = key.fields.length === 1 ? keyPath : at(keyPath, field);
+      if (values[field] === null || isPlainObject(values[field]) || Array.isArray(values[field])) fail(fieldPath, 'a unique key takes a value, not a filter');
+      items.push({ kind: 'compare', field, op: 'equals', value: parseScalar(entity.fields[field], values[field], fieldPath), insensitive: false });
+    }
+    // Deleted rows give up their unique values (a user's e-mail excepted): the value names the row not deleted.
+    const forever = key.fields.length === 1 && entity.fields[name].unique === 'forever';
+    if (name !== 'id' && entity.softDeleteField && !forever) items.push({ kind: 'compare', field: entity.softDeleteField, op: 'equals', value: false, insensitive: false });
+  }
+  if (!keyed) fail(path, `needs a unique key: ${keys.map((k) => (k.fields.length > 1 ? `${k.name}: { ${k.fields.join(', ')} }` : k.name)).join(', or ')}`);
+  const where: Where = items.length === 1 ? items[0] : { kind: 'and', items };
+  const onlyId = definedEntries(input).length === 1 && input.id !== undefined;
+  return { where, ...(onlyId && { id: input.id as number }) };
+}
+
+/** `{ id: N }` and nothing else: a cursor, a connect target. */
 function uniqueId(entity: EntityDef, value: unknown, path: string): { id: number } {
   if (value === undefined) fail(path, 'is required');
   const input = expectObject(value, path);

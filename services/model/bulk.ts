@@ -2,12 +2,12 @@ import type { EventMetadata } from '../../contracts/envelope';
 import { ENTITIES, type EntityDef, type EntityName } from '../../contracts/entities';
 import type { CommandDeps } from '../shared/commandBus';
 import { HttpError, badRequest, notFound } from '../shared/errors';
-import { parseFindArgs, type Shape } from './args';
+import { parseDeleteArgs, parseFindArgs } from './args';
 import type { EntityWrite } from '../entities/entity.handlers';
 import { authorizeWrite, checkVisible, type Policy, targetsOf } from './policy';
 import { parseEntityCreate, parseEntityUpdate } from './writeArgs';
 import { ENTITY_COMMANDS } from './model.commands';
-import { findRowById, runFind } from './query';
+import { findRowById, findUniqueRowId, runFind } from './query';
 import { checkWriteAnswer } from './writeAnswer';
 
 type Json = Record<string, unknown>;
@@ -102,25 +102,31 @@ export async function deleteMany(deps: CommandDeps, name: EntityName, body: unkn
 }
 
 /**
- * upsert: `{ where: { id }, create, update, include?, select? }`: updates the row when it exists,
- * creates one otherwise (ids are allocated by the server: the new row gets its own id).
+ * upsert: `{ where, create, update, include?, select? }`, `where` a unique where as findUnique's
+ * (`{ id }`, `{ name }`, `{ userId_projectId: { userId, projectId } }`, with other filters beside):
+ * updates the row when it exists, creates one otherwise (ids are allocated by the server: the new
+ * row gets its own id). `update: {}` is Prisma's "create if missing": a row that exists is answered
+ * as it is, and nothing is written.
  */
 export async function upsert(deps: CommandDeps, name: EntityName, body: unknown, metadata: EventMetadata, policy: Policy, maxRows: number): Promise<{ row: unknown; created: boolean }> {
   const entity = ENTITIES[name];
   if (!isObject(body)) throw badRequest('invalid-argument', 'the body must be an object', { path: '' });
   onlyKeys(body, ['where', 'create', 'update', 'include', 'select'], 'upsert');
   const shapeOnly = { ...(body.include !== undefined && { include: body.include }), ...(body.select !== undefined && { select: body.select }) };
-  const update = within('data', 'update', () => parseEntityUpdate(entity, { where: body.where, data: body.update, ...shapeOnly }));
-  const create = within('data', 'create', () => parseEntityCreate(entity, { data: body.create, ...shapeOnly }));
-  const shape: Shape = update.shape;
+  const { where, shape } = parseDeleteArgs(entity, { where: body.where, ...shapeOnly });
+  const nothingToUpdate = isObject(body.update) && Object.keys(body.update).length === 0;
+  const update = nothingToUpdate ? null : within('data', 'update', () => parseEntityUpdate(entity, { where: body.where, data: body.update, ...shapeOnly })).write;
+  const create = within('data', 'create', () => parseEntityCreate(entity, { data: body.create, ...shapeOnly })).write;
   // A row the caller may not see does not exist for them: upsert then creates.
-  const exists = (await findRowById(deps.knex, entity, update.where.id, undefined, policy.read)) !== null;
-  policy.checkWriteAccess(entity, exists ? 'update' : 'create');
-  await checkVisible(deps.knex, policy, targetsOf(entity, exists ? update.write : create.write));
-  await authorizeWrite(deps.knex, policy, entity, exists ? 'update' : 'create', exists ? { id: update.where.id, write: update.write } : { write: create.write });
-  await checkWriteAnswer(deps.knex, entity, exists ? update.where : { write: create.write }, shape, { ...policy.read, maxRows });
-  const id = exists
-    ? await ENTITY_COMMANDS[name].update(deps, update.where.id, update.write, metadata)
-    : await ENTITY_COMMANDS[name].create(deps, create.write, metadata);
-  return { row: await findRowById(deps.knex, entity, id, shape, policy.read), created: !exists };
+  const existing = await findUniqueRowId(deps.knex, entity, where, policy.read);
+  if (existing !== null && update === null) return { row: await findRowById(deps.knex, entity, existing, shape, { ...policy.read, maxRows }), created: false };
+  const write = existing !== null ? update! : create;
+  policy.checkWriteAccess(entity, existing !== null ? 'update' : 'create');
+  await checkVisible(deps.knex, policy, targetsOf(entity, write));
+  await authorizeWrite(deps.knex, policy, entity, existing !== null ? 'update' : 'create', existing !== null ? { id: existing, write } : { write });
+  await checkWriteAnswer(deps.knex, entity, existing !== null ? { id: existing } : { write }, shape, { ...policy.read, maxRows });
+  const id = existing !== null
+    ? await ENTITY_COMMANDS[name].update(deps, existing, write, metadata)
+    : await ENTITY_COMMANDS[name].create(deps, write, metadata);
+  return { row: await findRowById(deps.knex, entity, id, shape, policy.read), created: existing === null };
 }

@@ -8,7 +8,7 @@ import { runAggregate, runGroupBy } from './aggregate';
 import { type FindOperation, parseAggregateArgs, parseDeleteArgs, parseFindArgs, parseGroupByArgs } from './args';
 import { createMany, deleteMany, updateMany, upsert } from './bulk';
 import { ENTITY_COMMANDS, assertWritable } from './model.commands';
-import { DEFAULT_MAX_ROWS, findRowById, runFind } from './query';
+import { DEFAULT_MAX_ROWS, findRowById, runFind, uniqueRowId } from './query';
 import { authorizeWrite, checkVisible, policyFor, targetsOf } from './policy';
 import { checkWriteAnswer } from './writeAnswer';
 import { parseEntityCreate, parseEntityUpdate } from './writeArgs';
@@ -129,20 +129,22 @@ export function modelRoutes(deps: CommandDeps & { modelMaxRows?: number }): Rout
         const args = parseEntityUpdate(entity, body);
         shape = args.shape;
         policy.checkWriteAccess(entity, 'update');
-        await checkVisible(deps.knex, policy, [{ entity: entityName, ids: [args.where.id], path: 'where.id' }, ...targetsOf(entity, args.write)]);
-        await authorizeWrite(deps.knex, policy, entity, 'update', { id: args.where.id, write: args.write });
-        await checkWriteAnswer(deps.knex, entity, args.where, shape, bounded);
-        id = await commands.update(writeDeps, args.where.id, args.write, metadata);
+        const rowId = await uniqueRowId(deps.knex, entity, args.where, policy.read);
+        await checkVisible(deps.knex, policy, [{ entity: entityName, ids: [rowId], path: 'where.id' }, ...targetsOf(entity, args.write)]);
+        await authorizeWrite(deps.knex, policy, entity, 'update', { id: rowId, write: args.write });
+        await checkWriteAnswer(deps.knex, entity, { id: rowId }, shape, bounded);
+        id = await commands.update(writeDeps, rowId, args.write, metadata);
         break;
       }
       case 'delete': {
         const args = parseDeleteArgs(entity, body);
         shape = args.shape;
         policy.checkWriteAccess(entity, 'delete');
-        await checkVisible(deps.knex, policy, [{ entity: entityName, ids: [args.where.id], path: 'where.id' }]);
-        await authorizeWrite(deps.knex, policy, entity, 'delete', { id: args.where.id });
-        await checkWriteAnswer(deps.knex, entity, args.where, shape, bounded);
-        id = await commands.delete(writeDeps, args.where.id, metadata);
+        const rowId = await uniqueRowId(deps.knex, entity, args.where, policy.read);
+        await checkVisible(deps.knex, policy, [{ entity: entityName, ids: [rowId], path: 'where.id' }]);
+        await authorizeWrite(deps.knex, policy, entity, 'delete', { id: rowId });
+        await checkWriteAnswer(deps.knex, entity, { id: rowId }, shape, bounded);
+        id = await commands.delete(writeDeps, rowId, metadata);
         break;
       }
     }

@@ -1,8 +1,10 @@
 import type { Knex } from 'knex';
 import { preparedStatementsOf } from '../../infra/postgres/preparedStatements';
 import { ENTITIES, type EntityDef, type RelationDef } from '../../contracts/entities';
-import { assertNever, badRequest, type HttpError } from '../shared/errors';
-import { defaultShape, type FindArgs, type FindOperation, type ListQuery, type OrderBy, type RelationLoad, type Shape, type SortDirection, type Where } from './args';
+import { assertNever, badRequest, type HttpError, notFound } from '../shared/errors';
+import {
+  defaultShape, type FindArgs, type FindOperation, type ListQuery, type OrderBy, type RelationLoad, type Shape, type SortDirection, type UniqueWhere, type Where,
+} from './args';
 import { catalogueColumns, toApiObject, type ApiObject, type Row } from './shape';
 
 /**
@@ -63,6 +65,25 @@ export async function runFind(knex: Knex, entity: EntityDef, op: FindOperation, 
 export async function findRowById(knex: Knex, entity: EntityDef, id: number, shape: Shape = defaultShape(entity), options: ReadOptions = {}): Promise<ApiObject | null> {
   const where: Where = { kind: 'compare', field: 'id', op: 'equals', value: id, insensitive: false };
   return (await runFind(knex, entity, 'findUnique', { where, orderBy: [], shape }, options)) as ApiObject | null;
+}
+
+/**
+ * The id of the row a unique where names, among the rows the caller sees: `{ id }` alone is taken
+ * as it is (a missing row is the command's or checkVisible's to answer), any other is looked up; no
+ * row is a 404 not-found. The lookup and the write are two steps: the filters beside the key are
+ * checked when the row is looked up, not held until it is written.
+ */
+export async function uniqueRowId(knex: Knex, entity: EntityDef, unique: UniqueWhere, options: ReadOptions = {}): Promise<number> {
+  if (unique.id !== undefined) return unique.id;
+  const id = await findUniqueRowId(knex, entity, unique, options);
+  if (id === null) throw notFound(`No ${entity.name} matches the unique where`, { path: 'where', entity: entity.name });
+  return id;
+}
+
+/** The id of the row a unique where names (null: none the caller sees). */
+export async function findUniqueRowId(knex: Knex, entity: EntityDef, unique: UniqueWhere, options: ReadOptions = {}): Promise<number | null> {
+  const row = (await runFind(knex, entity, 'findUnique', { where: unique.where, orderBy: [], shape: { fields: ['id'], relations: {}, counts: {} } }, options)) as { id: number } | null;
+  return row?.id ?? null;
 }
 
 export function sqlContext(knex: Knex, options: ReadOptions = {}): SqlContext {

@@ -3,7 +3,7 @@ import { linkRelations, ownedRelations } from '../../contracts/entityEvents';
 import type { ChildInput, ChildrenWrite, EntityWrite, LinkWrite } from '../entities/entity.handlers';
 import { PASSWORD_LENGTH } from '../identity/user.decider';
 import { badRequest } from '../shared/errors';
-import { type CreateArgs, parseCreateArgs, parseDeleteArgs, parseUpdateArgs, type Shape } from './args';
+import { type CreateArgs, parseCreateArgs, parseDeleteArgs, parseUpdateArgs, type Shape, type UniqueWhere } from './args';
 
 /**
  * Write arguments with nested list-relation writes, on top of args.ts (which parses scalar
@@ -38,7 +38,7 @@ export const WRITE_ONLY_INPUTS: Partial<Record<EntityName, Record<string, WriteO
 export const CREATE_ONLY_FIELDS: Partial<Record<EntityName, readonly string[]>> = { user: ['email'] };
 
 export interface EntityCreateArgs { write: EntityWrite; shape: Shape }
-export interface EntityUpdateArgs extends EntityCreateArgs { where: { id: number } }
+export interface EntityUpdateArgs extends EntityCreateArgs { where: UniqueWhere }
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);

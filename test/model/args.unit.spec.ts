@@ -95,8 +95,11 @@ describe('model API arguments', () => {
   describe('findUnique', () => {
     const findUnique = (body: unknown) => parseFindArgs(project, 'findUnique', body);
     it('requires a where', () => expect(refusedAt(() => findUnique({}))).to.equal('where'));
-    it('requires the id in the where', () => expect(refusedAt(() => findUnique({ where: {} }))).to.equal('where.id'));
-    it('accepts nothing but the id', () => expect(refusedAt(() => findUnique({ where: { id: 1, name: 'x' } }))).to.equal('where.name'));
+    it('requires a unique key in the where', () => expect(refusedAt(() => findUnique({ where: {} }))).to.equal('where'));
+    it('takes other filters beside the id (Prisma 5+)', () => expect(findUnique({ where: { id: 1, name: 'x' } }).where).to.deep.equal({
+      kind: 'and',
+      items: [{ kind: 'compare', field: 'id', op: 'equals', value: 1, insensitive: false }, { kind: 'compare', field: 'name', op: 'equals', value: 'x', insensitive: false }],
+    }));
     it('refuses a filter object as id', () => expect(refusedAt(() => findUnique({ where: { id: { equals: 1 } } }))).to.equal('where.id'));
     it('parses to an id equality', () =>
       expect(findUnique({ where: { id: 7 } }).where).to.deep.equal({ kind: 'compare', field: 'id', op: 'equals', value: 7, insensitive: false }));
@@ -256,13 +259,13 @@ describe('model API arguments', () => {
     const update = (body: unknown) => parseUpdateArgs(testCase, body);
     it('parses a change and a disconnect of an optional relation', () =>
       expect(update({ where: { id: 4 }, data: { title: 'New', folder: { disconnect: true } } })).to.deep.include({
-        where: { id: 4 },
+        where: { id: 4, where: { kind: 'compare', field: 'id', op: 'equals', value: 4, insensitive: false } },
         data: { title: 'New' },
         connect: { folder: null },
       }));
     it('refuses an update without changes', () => expect(refusedAt(() => update({ where: { id: 4 }, data: {} }))).to.equal('data'));
     it('refuses an update without where', () => expect(refusedAt(() => update({ data: { title: 'x' } }))).to.equal('where'));
-    it('refuses a where by another key', () => expect(refusedAt(() => update({ where: { title: 'x' }, data: { title: 'y' } }))).to.equal('where.title'));
+    it('refuses a where without a unique key', () => expect(refusedAt(() => update({ where: { title: 'x' }, data: { title: 'y' } }))).to.equal('where'));
     it('refuses disconnecting a required relation', () =>
       expect(refusedAt(() => update({ where: { id: 4 }, data: { project: { disconnect: true } } }))).to.equal('data.project.disconnect'));
     it('refuses disconnect: false', () =>
@@ -273,7 +276,7 @@ describe('model API arguments', () => {
   });
 
   describe('delete', () => {
-    it('parses the id', () => expect(parseDeleteArgs(folder, { where: { id: 9 } }).where).to.deep.equal({ id: 9 }));
+    it('parses the id', () => expect(parseDeleteArgs(folder, { where: { id: 9 } }).where).to.deep.include({ id: 9 }));
     it('refuses a fractional id', () => expect(refusedAt(() => parseDeleteArgs(folder, { where: { id: 1.5 } }))).to.equal('where.id'));
     it('refuses data', () => expect(refusedAt(() => parseDeleteArgs(folder, { where: { id: 1 }, data: {} }))).to.equal('data'));
   });

@@ -122,7 +122,9 @@ export async function seedCatalogue(knex: Knex, catalogue: Catalogue, tables: Ma
       if (relation.kind === 'one') foreignKeys.set(relation.foreignKey, relation.target);
     }
     const ids = shuffle(Array.from({ length: rowsOf(entity.name) }, (_, i) => i + 1), random);
-    const uniqueKeys = (uniques.get(entity.table) ?? []).filter((columns) => !(columns.length === 1 && columns[0] === 'id'));
+    // The table's unique indexes, and the catalogue's compound uniques (claimed on streams, not indexed).
+    const together = entity.uniqueTogether ? [entity.uniqueTogether.map((name) => entity.fields[name].column)] : [];
+    const uniqueKeys = [...(uniques.get(entity.table) ?? []), ...together].filter((columns) => !(columns.length === 1 && columns[0] === 'id'));
     const taken = uniqueKeys.map(() => new Set<string>());
     const uniqueColumns = new Set(uniqueKeys.filter((columns) => columns.length === 1).map(([column]) => column));
     const makeRow = (id: number) => {
@@ -132,7 +134,7 @@ export async function seedCatalogue(knex: Knex, catalogue: Catalogue, tables: Ma
         else if (foreignKeys.has(field.column)) {
           const targetRows = rowsOf(foreignKeys.get(field.column)!);
           row[field.column] = field.nullable && random() < 0.25 ? null : 1 + Math.floor(random() * targetRows);
-        } else row[field.column] = valueFor(field, id, random, pick, field.unique || uniqueColumns.has(field.column));
+        } else row[field.column] = valueFor(field, id, random, pick, Boolean(field.unique) || uniqueColumns.has(field.column));
       }
       // Columns the catalogue does not expose (revision, ...): any value of their type.
       for (const column of columns.values()) {

@@ -3,7 +3,7 @@ import addFormats from 'ajv-formats';
 import { expect } from 'chai';
 import { ENTITIES, type EntityName, writtenAs } from '../../../contracts/entities';
 import { CATEGORIES, type Category, openApiFor, operationsOf } from '../../../services/api/openapi';
-import { parseAggregateArgs, parseFindArgs, parseGroupByArgs } from '../../../services/model/args';
+import { parseAggregateArgs, parseDeleteArgs, parseFindArgs, parseGroupByArgs } from '../../../services/model/args';
 import { parseEntityCreate, parseEntityUpdate } from '../../../services/model/writeArgs';
 
 type Doc = ReturnType<typeof openApiFor>;
@@ -198,6 +198,18 @@ describe('OpenAPI documents generated from the catalogue', () => {
     ['user', 'UpdateArgs', { where: { id: 1 }, data: { isDeleted: true } }, false],
     ['user', 'FindManyArgs', { where: { passwordHash: { not: null } } }, false],
     ['user', 'FindManyArgs', { orderBy: { password: 'asc' } }, false],
+    // Unique wheres: any unique key the catalogue declares, as a value, other filters beside it.
+    ['tag', 'FindUniqueArgs', { where: { name: 'smoke' } }, true],
+    ['tag', 'FindUniqueArgs', { where: { name: { contains: 's' } } }, false],
+    ['tag', 'FindUniqueArgs', { where: { createdAt: { lt: '2024-01-01T00:00:00Z' } } }, false],
+    ['status', 'FindUniqueArgs', { where: { systemName: 'passed', isEnabled: true, NOT: { name: 'x' } } }, true],
+    ['project', 'FindUniqueArgs', { where: { id: 1, name: 'p' } }, true],
+    ['project', 'FindUniqueArgs', { where: { name: 'p' } }, false],
+    ['projectAssignment', 'DeleteArgs', { where: { userId_projectId: { userId: 1, projectId: 2 } } }, true],
+    ['projectAssignment', 'DeleteArgs', { where: { userId_projectId: { userId: 1 } } }, false],
+    ['user', 'UpdateArgs', { where: { email: 'a@example.com' }, data: { name: 'B' } }, true],
+    ['repositoryCase', 'FindManyArgs', { cursor: { id: 1 } }, true],
+    ['tag', 'FindManyArgs', { cursor: { name: 'smoke' } }, false],
   ];
   const parse = (entity: EntityName, args: string, body: Json) => {
     const def = ENTITIES[entity];
@@ -207,6 +219,8 @@ describe('OpenAPI documents generated from the catalogue', () => {
       case 'AggregateArgs': return parseAggregateArgs(def, body);
       case 'CreateArgs': return parseEntityCreate(def, body);
       case 'UpdateArgs': return parseEntityUpdate(def, body);
+      case 'FindUniqueArgs': return parseFindArgs(def, 'findUnique', body);
+      case 'DeleteArgs': return parseDeleteArgs(def, body);
       default: throw new Error(args);
     }
   };
