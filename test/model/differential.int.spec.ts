@@ -5,7 +5,7 @@ import { ENTITIES, type EntityDef } from '../../contracts/entities';
 import { createKnex } from '../../infra/postgres/database';
 import { migrateReadModel } from '../../projections/migrations';
 import { runAggregate, runGroupBy } from '../../services/model/aggregate';
-import { type FindOperation, parseAggregateArgs, parseFindArgs, parseGroupByArgs } from '../../services/model/args';
+import { type FindOperation, parseAggregateArgs, parseFindArgs, parseGroupByArgs, uniqueKeysOf } from '../../services/model/args';
 import { runFind } from '../../services/model/query';
 import { registerUser } from '../../services/identity/identity.handlers';
 import { systemMetadata } from '../../services/shared/context';
@@ -179,6 +179,71 @@ describe('model API reads against Prisma Client 7 on the same tables (differenti
   });
 
   it('findMany: where, orderBy, take, skip, include, select, _count', () => property('findMany', (e) => arbitraries.findMany(e), RUNS));
+
+  /**
+   * A unique where naming a seeded row by one of its entity's unique keys, ours and Prisma's: a
+   * unique value other than an id names the row not deleted (ours says so itself, Prisma is told).
+   * Null when the row has no value for the key.
+   */
+  function uniqueWheres(entity: EntityDef, key: { name: string; fields: string[] }, row: Json): { ours: Json; theirs: Json } | null {
+    const values = Object.fromEntries(key.fields.map((field) => [field, row[entity.fields[field].column]]));
+    if (Object.values(values).some((value) => value === null || value === undefined)) return null;
+    const ours = key.fields.length === 1 ? values : { [key.name]: values };
+    const notDeleted = key.name !== 'id' && entity.softDeleteField && entity.fields[key.name]?.unique !== 'forever';
+    return { ours, theirs: { ...ours, ...(notDeleted && { [entity.softDeleteField!]: false }) } };
+  }
+
+  /** Whether a row was found (both ways alike). */
+  async function compareUnique(entity: EntityDef, ours: Json, theirs: Json): Promise<boolean> {
+    const def = ENTITIES[entity.name];
+    const mine = await runFind(knex, def, 'findUnique', parseFindArgs(def, 'findUnique', { where: ours }));
+    const prismas = translate.result(entity, {}, await delegate(entity).findUnique({ where: theirs }));
+    expect(mine, `${entity.name}.findUnique ${JSON.stringify(ours)} (prisma: ${JSON.stringify(theirs)})`).to.deep.equal(prismas);
+    return mine !== null;
+  }
+
+  it('findUnique by every unique key the catalogue declares (id, unique fields, compound uniques), each seeded row and a miss', async () => {
+    const keyed = entities.filter((entity) => uniqueKeysOf(entity).length > 1).map((entity) => entity.name);
+    expect(keyed).to.include.members(['tag', 'user', 'status', 'projectAssignment', 'testRunCase', 'groupAssignment']);
+    let found = 0;
+    const foundBy = new Set<string>();
+    for (const entity of entities) {
+      const rows = (await knex(entity.table).select('*')) as Json[];
+      for (const key of uniqueKeysOf(entity)) {
+        for (const row of rows) {
+          const wheres = uniqueWheres(entity, key, row);
+          if (!wheres) continue;
+          if (await compareUnique(entity, wheres.ours, wheres.theirs)) {
+            found += 1;
+            foundBy.add(`${entity.name}.${key.name}`);
+          }
+        }
+        const missing = uniqueWheres(entity, key, Object.fromEntries(Object.values(entity.fields).map((f) => [f.column, f.type === 'string' ? 'no such value' : 424242])));
+        expect(await compareUnique(entity, missing!.ours, missing!.theirs)).to.equal(false);
+      }
+    }
+    // Every row by its id, and rows by every other key (deleted ones give their values up).
+    expect(found).to.be.above(entities.length * ROWS_PER_ENTITY);
+    expect([...foundBy]).to.include.members(['tag.name', 'user.email', 'status.systemName', 'projectAssignment.userId_projectId', 'testRunCase.testRunId_repositoryCaseId']);
+  });
+
+  it('findUnique by a unique key with other filters beside it (Prisma 5+ WhereUniqueInput)', async () => {
+    const rowsOf = new Map<string, Json[]>();
+    for (const entity of entities) rowsOf.set(entity.name, (await knex(entity.table).select('*')) as Json[]);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...entities).chain((entity) => fc.tuple(
+          fc.constant(entity), fc.constantFrom(...uniqueKeysOf(entity)), fc.nat(ROWS_PER_ENTITY - 1), arbitraries.where(entity, 1),
+        )),
+        async ([entity, key, index, extra]) => {
+          const wheres = uniqueWheres(entity, key, rowsOf.get(entity.name)![index]);
+          if (!wheres) return;
+          await compareUnique(entity, { ...wheres.ours, AND: [extra] }, { ...wheres.theirs, AND: [translate.where(entity, extra)] });
+        },
+      ),
+      { seed: SEED, numRuns: RUNS },
+    );
+  });
   it('findFirst', () => property('findFirst', (e) => arbitraries.findFirst(e), Math.ceil(RUNS / 4)));
   it('count', () => property('count', (e) => arbitraries.count(e), Math.ceil(RUNS / 2)));
   it('aggregate: _count, _sum, _avg, _min, _max over where / orderBy / take / skip', () => property('aggregate', (e) => arbitraries.aggregate(e), Math.ceil(RUNS / 3)));

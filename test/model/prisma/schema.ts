@@ -58,7 +58,8 @@ export interface PrismaSchemaOptions {
 export function prismaSchema(catalogue: Catalogue, options: PrismaSchemaOptions): string {
   const models = new Map<string, Model>();
   for (const entity of Object.values(catalogue)) {
-    models.set(entity.name, { name: modelName(entity.name), table: entity.table, lines: [], footer: [`@@map(${q(entity.table)})`] });
+    const together = entity.uniqueTogether ? [`@@unique([${entity.uniqueTogether.join(', ')}])`] : [];
+    models.set(entity.name, { name: modelName(entity.name), table: entity.table, lines: [], footer: [...together, `@@map(${q(entity.table)})`] });
   }
   const modelOf = (entity: string): Model => {
     const model = models.get(entity);
@@ -173,6 +174,7 @@ function scalarLine(name: string, field: FieldDef): string {
   else if (field.nullable) type += '?';
   const attributes: string[] = [];
   if (name === 'id') attributes.push('@id');
+  if (field.unique) attributes.push('@unique');
   if (field.column !== name) attributes.push(`@map(${q(field.column)})`);
   if (field.type === 'datetime') attributes.push('@db.Timestamptz');
   return [name, type, ...attributes].join(' ');
