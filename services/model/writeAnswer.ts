@@ -24,12 +24,13 @@ export async function checkWriteAnswer(
 }
 
 /** The rows of these rows' answers with `shape`, now (refused past `room`). */
-async function rowsOf(knex: Knex, entity: EntityDef, ids: number[], shape: Shape, options: ReadOptions, room: number, where?: Where): Promise<number> {
+async function rowsOf(knex: Knex, entity: EntityDef, ids: number[], shape: Shape, options: ReadOptions, room: number, where?: Where, take?: number): Promise<number> {
   if (ids.length === 0) return 0;
   if (room < 1) return room + 1;
   const byId: Where = { kind: 'in', field: 'id', negated: false, values: ids, insensitive: false };
   try {
-    const objects = await runFind(knex, entity, 'findMany', { where: where ? { kind: 'and', items: [byId, where] } : byId, orderBy: [], shape }, { ...options, maxRows: room });
+    const args = { where: where ? { kind: 'and', items: [byId, where] } as Where : byId, orderBy: [], shape, ...(take !== undefined && { take: Math.abs(take) }) };
+    const objects = await runFind(knex, entity, 'findMany', args, { ...options, maxRows: room });
     return answerRows(objects as ApiObject[], shape, room);
   } catch (error) {
     if (error instanceof HttpError && error.code === 'too-many-rows') return room + 1; // refused by the caller, with the whole bound
@@ -48,8 +49,8 @@ async function newRowRows(knex: Knex, entity: EntityDef, write: Pick<EntityWrite
       if (typeof id === 'number') rows += await rowsOf(knex, target, [id], load.shape, options, room - rows);
     } else if (write.links?.[name]) {
       const links = write.links[name];
-      const ids = [...new Set([...(links.set ?? []), ...(links.connect ?? [])])].slice(0, load.take === undefined ? undefined : Math.abs(load.take));
-      rows += await rowsOf(knex, target, ids, load.shape, options, room - rows, load.where);
+      const ids = [...new Set([...(links.set ?? []), ...(links.connect ?? [])])];
+      rows += await rowsOf(knex, target, ids, load.shape, options, room - rows, load.where, load.take);
     } else if (write.children?.[name]?.create) {
       for (const child of write.children[name].create!.slice(0, load.take === undefined ? undefined : Math.abs(load.take))) {
         rows += await newRowRows(knex, target, { connect: child.connect }, load.shape, options, room - rows);

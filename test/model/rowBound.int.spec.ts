@@ -6,7 +6,7 @@ import { DEFAULT_MAX_ROWS } from '../../services/model/query';
 import { systemMetadata } from '../../services/shared/context';
 import { expectRefused, startTestApp, type TestApp } from '../support/app';
 import { HttpClient } from '../support/server';
-import { insertRows } from './queryFixtures';
+import { insertRows, linkRows } from './queryFixtures';
 
 const MAX_ROWS = 50;
 const RESULTS = 60;
@@ -33,6 +33,8 @@ describe('model API: the rows of one answer are bounded (MODEL_MAX_ROWS)', funct
     await insertRows(knex, ENTITIES.repositoryCase, ids.map((id) => ({ id, title: `case ${id}`, projectId: 1, createdAt: day, updatedAt: day })));
     await insertRows(knex, ENTITIES.testRunCase, ids.map((id) => ({ id, testRunId: 1, repositoryCaseId: id, createdAt: day, updatedAt: day })));
     await insertRows(knex, ENTITIES.testRunResult, ids.map((id) => ({ id, testRunId: 1, testRunCaseId: id, statusId: 1 + (id % 2), createdAt: day, updatedAt: day })));
+    await insertRows(knex, ENTITIES.tag, [{ id: 1, name: 'everywhere', createdAt: day, updatedAt: day }]);
+    await linkRows(knex, ENTITIES.tag, 'repositoryCases', { 1: ids });
   });
   after(() => app?.stop());
 
@@ -101,6 +103,8 @@ describe('model API: the rows of one answer are bounded (MODEL_MAX_ROWS)', funct
       ['testRun/upsert', { where: { id: 1 }, create: { name: 'New', project: { connect: { id: 1 } } }, update: { name: 'Renamed' }, include: { results: true } }],
       ['repositoryCase/create', { data: { title: 'New', project: { connect: { id: 1 } } }, include: { project: { include: { repositoryCases: true } } } }],
       ['testRunCase/create', { data: { testRun: { connect: { id: 1 } }, repositoryCase: { connect: { id: 1 } } }, select: { testRun: { include: { results: true } } } }],
+      // A tag it links, with every case that tag labels.
+      ['repositoryCase/create', { data: { title: 'New', project: { connect: { id: 1 } }, tags: { connect: [{ id: 1 }] } }, include: { tags: { include: { repositoryCases: true } } } }],
     ];
     for (const [op, body] of refusals) {
       const refused = await expectRefused(app, () => post(op, body), 400);
