@@ -23,4 +23,4 @@ COPY --from=build /app/dist ./dist
 RUN mkdir -p /data/uploads && chown -R node:node /data
 USER node
 EXPOSE 3000
-CMD ["node", "dist/services/main.js"]
+CMD ["node", "dist/services/process/main.js"]

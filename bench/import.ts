@@ -1,7 +1,7 @@
 /**
  * The result import benchmark: one JUnit file of 100,000 test cases in 500 suites, imported end to
  * end through POST /api/junit/import on the embedded default (the built server, `node
- * dist/services/main.js`, with embedded PostgreSQL under a fresh DATA_DIR and no DATABASE_URL),
+ * dist/services/process/main.js`, with embedded PostgreSQL under a fresh DATA_DIR and no DATABASE_URL),
  * against a plain COPY of the same rows (folders, cases, run cases, results) into tables of the
  * same shape (`LIKE … INCLUDING ALL`) on the same PostgreSQL server, in the same run (COPY before
  * and after the import; the mean of the two). Measured: time from the request to `complete`,
@@ -70,10 +70,10 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** `node dist/services/main.js` on a fresh DATA_DIR; resolves with its URL once it listens. */
+/** `node dist/services/process/main.js` on a fresh DATA_DIR; resolves with its URL once it listens. */
 export function startServer(env: NodeJS.ProcessEnv, nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   const { DATABASE_URL: _d, KAFKA_BROKERS: _k, EVENTSTORE_URL: _e, ...rest } = process.env;
-  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist', 'services', 'main.js')], { cwd: ROOT, env: { ...rest, ...env } });
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist', 'services', 'process', 'main.js')], { cwd: ROOT, env: { ...rest, ...env } });
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 120_000);
@@ -238,7 +238,7 @@ export async function runImport(o: ImportBenchOptions): Promise<boolean> {
       date: new Date().toISOString(),
       machine,
       code: describeCode(['services', 'projections', 'bench', 'contracts']),
-      parameters: { ...o, fileBytes, chunkSize: 500, server: 'node dist/services/main.js, embedded PostgreSQL, PostgreSQL event store, direct transport' },
+      parameters: { ...o, fileBytes, chunkSize: 500, server: 'node dist/services/process/main.js, embedded PostgreSQL, PostgreSQL event store, direct transport' },
       import: {
         completeSeconds: round(completeSeconds, 2), firstProgressSeconds: round(firstProgressSeconds ?? 0, 3), resultsPerSecond: round(importRate),
         progress: marks, jobEvents: events.n, jobEventBytes: Number(events.bytes),

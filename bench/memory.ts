@@ -1,7 +1,7 @@
 /**
  * The memory benchmark: what one large model API read costs the server. A run of 100,000 results
  * (imported from a JUnit file through POST /api/junit/import, as months of CI would leave them) on
- * the embedded default (the built server, `node dist/services/main.js`), then, on a server started
+ * the embedded default (the built server, `node dist/services/process/main.js`), then, on a server started
  * afresh over the same data (so that the import's own peak does not count):
  *  - `unpaged`: the read from issue 15, `testRunResult.findMany` of the run without `take`, with
  *    each result's run case, case and status included: answered 400 too-many-rows;
@@ -200,7 +200,7 @@ export async function runMemory(o: MemoryBenchOptions): Promise<boolean> {
       date: new Date().toISOString(),
       machine,
       code: describeCode(['services', 'projections', 'bench', 'contracts', 'infra']),
-      parameters: { ...o, request: unpagedRequest, server: 'node dist/services/main.js, embedded PostgreSQL, started afresh over the imported data' },
+      parameters: { ...o, request: unpagedRequest, server: 'node dist/services/process/main.js, embedded PostgreSQL, started afresh over the imported data' },
       unpaged: { maxRows: o.maxRows, ...unpaged.value, ...memory(unpaged) },
       paged: { maxRows: o.maxRows, ...paged.value, ...memory(paged), resultsPerSecond: round(o.results / paged.seconds) },
       pagedSmallHeap: { nodeArgs: SMALL_HEAP_NODE_ARGS, ...memory(pagedSmallHeap), resultsPerSecond: round(o.results / pagedSmallHeap.seconds) },

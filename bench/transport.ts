@@ -277,7 +277,7 @@ class Child {
   private readonly lineListeners = new Set<(line: string) => void>();
 
   constructor(readonly role: 'relay' | 'projector', env: NodeJS.ProcessEnv, cwd: string) {
-    this.proc = spawn(process.execPath, ['--require', 'tsx/cjs', path.join('services', role, 'main.ts')], {
+    this.proc = spawn(process.execPath, ['--require', 'tsx/cjs', path.join('services', 'process', role, 'main.ts')], {
       cwd, env, stdio: ['ignore', 'pipe', 'pipe'],
     });
     killChildrenOnExit();
@@ -894,7 +894,7 @@ export async function benchTransport(o: TransportOptions = TRANSPORT_DEFAULTS) {
     o, logger, loggedErrors, kafka: createKafka({ brokers: o.brokers, clientId: 'testament-bench-transport', logger }),
     contracts: loadContracts(), validatedTypes: new Set(), validated: 0, seededTypes: new Set(),
   };
-  const code = describeCode(['infra', 'projections', 'contracts', 'services/relay', 'services/projector', 'services/shared', 'services/platform.ts', 'services/roles.ts', 'services/config.ts']);
+  const code = describeCode(['infra', 'projections', 'contracts', 'services/process', 'services/shared']);
   const described: { machine?: Machine } = {};
   const describe = async (s: Session) => {
     described.machine ??= await describeMachine(s.pool);
@@ -955,8 +955,8 @@ export async function benchTransport(o: TransportOptions = TRANSPORT_DEFAULTS) {
       eventsPerThroughputRound: `${o.events} (after ${o.warmupEvents} warm-up events appended and applied)`,
       eventMix: 'bench/seed.ts SeedLog: ~60% RepositoryCaseCreated, ~25% RepositoryCaseUpdated, ~8% RepositoryFolderCreated, ~2% ProjectCreated, ~5% folder/project updates; one event per append, exact expected revisions',
       validatedAgainstContracts: { events: shared.validated, types: [...shared.validatedTypes].sort(), sample: `warm-up events and every ${SANITY_VALIDATE_EVERY}th after` },
-      direct: 'child process: node --require tsx/cjs services/projector/main.ts (no KAFKA_BROKERS: direct projector, all projections)',
-      kafka: 'child processes: services/relay/main.ts and services/projector/main.ts with KAFKA_BROKERS, a fresh KAFKA_TOPIC, KAFKA_PARTITIONS (Kafka projector, all projections); same database',
+      direct: 'child process: node --require tsx/cjs services/process/projector/main.ts (no KAFKA_BROKERS: direct projector, all projections)',
+      kafka: 'child processes: services/process/relay/main.ts and services/process/projector/main.ts with KAFKA_BROKERS, a fresh KAFKA_TOPIC, KAFKA_PARTITIONS (Kafka projector, all projections); same database',
       children: 'env DATABASE_URL (the round\'s database), DATA_DIR (temp dir), SESSION_SECRET/TOKEN_SECRET, LOG_LEVEL=warn (relay: info, to see "relay started"); started after the bench set the database up, ready after the warm-up is applied, SIGTERM at the end of the round',
       lagEventsPerSecond: rate,
       lagWriter: 'open loop: one append every 1/rate s whether or not earlier ones were acknowledged',

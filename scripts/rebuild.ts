@@ -3,9 +3,9 @@
  * models from position 0. On the embedded default, stop the server first (same DATA_DIR); with
  * DATABASE_URL it runs against that server.
  */
-import { loadConfig } from '../services/config';
+import { loadConfig } from '../services/process/config';
 import { createLogger, logFatal } from '../infra/logger';
-import { openPlatform } from '../services/platform';
+import { openPlatform } from '../services/process/platform';
 import { ALL_PROJECTIONS, projectionByName } from '../projections';
 import { rebuildProjection } from '../projections/runtime/rebuild';
 import type { Projection } from '../projections/runtime/projection';

@@ -3,7 +3,7 @@
  * counters), and the settings the configuration reads for them.
  */
 
-/** The limits, from RATE_LIMIT_* and LOGIN_RATE_LIMIT_* (services/config.ts). */
+/** The limits, from RATE_LIMIT_* and LOGIN_RATE_LIMIT_* (services/process/config.ts). */
 export interface RateLimitSettings {
   /** The window of the token, user and anonymous limits (ms). */
   windowMs: number;

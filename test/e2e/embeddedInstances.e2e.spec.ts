@@ -59,7 +59,7 @@ describe('embedded default: instances side by side', function () {
     });
     const port = (squatter.address() as net.AddressInfo).port;
     try {
-      const run = await runScript('services/main.ts', [], { ...env(newDataDir(), { EMBEDDED_POSTGRES_PORT: String(port) }), PORT: '0' });
+      const run = await runScript('services/process/main.ts', [], { ...env(newDataDir(), { EMBEDDED_POSTGRES_PORT: String(port) }), PORT: '0' });
       expect(run.code).to.equal(1);
       const fatal = run.output.split('\n').filter((l) => l.includes('"level":"fatal"')).map((l) => JSON.parse(l));
       expect(fatal, run.output).to.have.length(1);

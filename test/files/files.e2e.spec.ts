@@ -12,7 +12,7 @@ const LIMIT = 1024 * 1024;
 const sha256 = (content: string | Buffer) => createHash('sha256').update(content).digest('hex');
 
 /**
- * The files endpoints in the real process (`services/main.ts`): UPLOAD_DIR defaulting to
+ * The files endpoints in the real process (`services/process/main.ts`): UPLOAD_DIR defaulting to
  * DATA_DIR/uploads, MAX_UPLOAD_BYTES, USER_STORAGE_QUOTA_BYTES and IMPORT_FILE_RETENTION_DAYS from
  * the environment, an upload cut short by a SIGKILL leaving a temporary file that the next start
  * removes while stored files survive, and the file sweep running at start.

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { expect } from 'chai';
-import { ConfigError, loadConfig } from '../../services/config';
+import { ConfigError, loadConfig } from '../../services/process/config';
 
 describe('configuration of uploads (UPLOAD_DIR, MAX_UPLOAD_BYTES, USER_STORAGE_QUOTA_BYTES, IMPORT_FILE_RETENTION_DAYS)', () => {
   it('defaults to DATA_DIR/uploads, 50 MiB per file, a quota of 10 GiB per user and 30 days for import files', () => {

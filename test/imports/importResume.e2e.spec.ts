@@ -92,7 +92,7 @@ async function jobWhenEnded(admin: HttpClient, jobId: number): Promise<any> {
 }
 
 /**
- * The import saga survives a SIGKILL: `services/main.ts` is killed while it appends chunks; the
+ * The import saga survives a SIGKILL: `services/process/main.ts` is killed while it appends chunks; the
  * next start resumes the job from its stream, and the run ends with every result exactly once.
  */
 describe('result import end to end (a started server, killed mid-import)', function () {

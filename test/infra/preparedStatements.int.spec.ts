@@ -3,7 +3,7 @@ import knexFactory, { type Knex } from 'knex';
 import { ENTITIES } from '../../contracts/entities';
 import { DEFAULT_PREPARED_STATEMENTS, PreparedStatements, preparedStatementsOf, usePreparedStatements } from '../../infra/postgres/preparedStatements';
 import { migrateReadModel } from '../../projections/migrations';
-import { ConfigError, loadConfig } from '../../services/config';
+import { ConfigError, loadConfig } from '../../services/process/config';
 import { parseFindArgs, parseGroupByArgs } from '../../services/model/args';
 import { runGroupBy } from '../../services/model/aggregate';
 import { runFind } from '../../services/model/query';

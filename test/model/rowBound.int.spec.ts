@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ENTITIES } from '../../contracts/entities';
-import { loadConfig } from '../../services/config';
+import { loadConfig } from '../../services/process/config';
 import { registerUser } from '../../services/identity/identity.handlers';
 import { DEFAULT_MAX_ROWS } from '../../services/model/query';
 import { systemMetadata } from '../../services/shared/context';

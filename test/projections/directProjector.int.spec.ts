@@ -10,8 +10,8 @@ import { PostgresEventStore, setupPostgresEventStore } from '../../infra/eventst
 import { createKnex, createPool } from '../../infra/postgres/database';
 import { migrateReadModel } from '../../projections/migrations';
 import { startProjector, type ProjectionStatus, type Projector } from '../../projections/runtime/projector';
-import type { Platform } from '../../services/platform';
-import { projectorReadiness } from '../../services/roles';
+import type { Platform } from '../../services/process/platform';
+import { projectorReadiness } from '../../services/process/roles';
 import { createTestDatabase, cutConnections, restoreConnections, withApplicationName, type TestDatabase } from '../support/database';
 import { RECORDER, appendCase, appliedRows, caseStream, createRecordingTable, recordingProjection, startBurst, waitUntil } from '../support/kafka';
 

@@ -1,4 +1,4 @@
-// The projector role on its own (services/projector/main.ts, direct transport): once every
+// The projector role on its own (services/process/projector/main.ts, direct transport): once every
 // projection has failed for good the process has nothing left to do, so it exits 1 and says why
 // once per projection, instead of staying up with nothing running.
 import { spawn } from 'node:child_process';
@@ -28,7 +28,7 @@ describe('projector role: every projection failed (PostgreSQL, a real process)',
   });
 
   it('its database is dropped (3D000, not transient): each projection fails once and the process exits 1', async () => {
-    const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(__dirname, '..', '..', 'services', 'projector', 'main.ts')], {
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(__dirname, '..', '..', 'services', 'process', 'projector', 'main.ts')], {
       env: {
         ...process.env, LOG_LEVEL: 'info', DATABASE_URL: db.url, EVENTSTORE_URL: '', KAFKA_BROKERS: '', DATA_DIR: dataDir,
         SESSION_SECRET: SECRET, TOKEN_SECRET: SECRET, RETRY_BUDGET_MS: '600000',

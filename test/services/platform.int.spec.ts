@@ -3,8 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
-import { loadConfig } from '../../services/config';
-import { openPlatform } from '../../services/platform';
+import { loadConfig } from '../../services/process/config';
+import { openPlatform } from '../../services/process/platform';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 
 const SECRET = 'x'.repeat(32);

@@ -28,7 +28,7 @@ import { ENTITIES } from '../../contracts/entities';
 import { streamOf } from '../../contracts/entityEvents';
 
 export const caseStream = (caseId: number) => streamOf(ENTITIES.repositoryCase, caseId);
-import { startRelay, type Relay } from '../../services/relay/relay';
+import { startRelay, type Relay } from '../../services/process/relay/relay';
 import { ConcurrencyError } from '../../services/shared/errors';
 import type { EventStore } from '../../services/shared/eventStore';
 import { withContracts } from '../../services/shared/validatingEventStore';
@@ -537,10 +537,10 @@ export interface RelayProcess {
   kill(): Promise<void>;
 }
 
-/** Starts `services/relay/main.ts` on the test's database and topic; resolves at its "relay started" log line. */
+/** Starts `services/process/relay/main.ts` on the test's database and topic; resolves at its "relay started" log line. */
 export function startRelayProcess(t: TransportTest): Promise<RelayProcess> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-relay-'));
-  const child: ChildProcess = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(ROOT, 'services', 'relay', 'main.ts')], {
+  const child: ChildProcess = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(ROOT, 'services', 'process', 'relay', 'main.ts')], {
     cwd: ROOT,
     env: {
       ...process.env, LOG_LEVEL: 'info', DATABASE_URL: t.db.url, EVENTSTORE_URL: '', KAFKA_BROKERS: KAFKA_BROKERS.join(','), KAFKA_TOPIC: t.topic,

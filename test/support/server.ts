@@ -33,8 +33,8 @@ export function runScript(script: string, args: string[], env: NodeJS.ProcessEnv
   });
 }
 
-/** Starts `services/main.ts` (every role in one process) and waits for its "API listening" log line. */
-export function startServer(env: NodeJS.ProcessEnv, script = 'services/main.ts'): Promise<RunningServer> {
+/** Starts `services/process/main.ts` (every role in one process) and waits for its "API listening" log line. */
+export function startServer(env: NodeJS.ProcessEnv, script = 'services/process/main.ts'): Promise<RunningServer> {
   const child: ChildProcess = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(ROOT, script)], {
     cwd: ROOT,
     env: { ...baseEnv(), PORT: '0', LOG_LEVEL: 'info', ...env },

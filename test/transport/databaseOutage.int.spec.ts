@@ -7,7 +7,7 @@ import { PostgresEventStore } from '../../infra/eventstore/postgres';
 import { createKnex, createPool } from '../../infra/postgres/database';
 import { readModelProjection } from '../../projections/readModel';
 import { startKafkaProjector } from '../../projections/runtime/kafkaProjector';
-import { startRelay, type RelayStatus } from '../../services/relay/relay';
+import { startRelay, type RelayStatus } from '../../services/process/relay/relay';
 import type { ProjectionStatus } from '../../projections/runtime/projector';
 import { cutConnections, restoreConnections, withApplicationName } from '../support/database';
 import {

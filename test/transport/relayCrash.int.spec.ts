@@ -1,4 +1,4 @@
-// The relay as its own process (services/relay/main.ts), killed with SIGKILL in the middle of a
+// The relay as its own process (services/process/relay/main.ts), killed with SIGKILL in the middle of a
 // burst and restarted: it resumes from its checkpoint, nothing is lost, nothing is applied twice.
 import { expect } from 'chai';
 import { readModelProjection } from '../../projections/readModel';

@@ -6,8 +6,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { relayReadiness } from '../../services/roles';
-import { startRelay, type RelayStatus } from '../../services/relay/relay';
+import { relayReadiness } from '../../services/process/roles';
+import { startRelay, type RelayStatus } from '../../services/process/relay/relay';
 import { KAFKA_BROKERS, META, TEST_SECRET, appendCase, caseStream, readAllEvents, relayPosition, transportSuite, waitForRelay, waitUntil, type TransportTest } from '../support/kafka';
 
 /** 2 MB of text the broker cannot compress away (its default limit is 1 MB per message batch). */
@@ -50,12 +50,12 @@ describe('Kafka transport: the broker refuses an event for good (real broker)', 
     expect((await readAllEvents(tt.store)).length).to.equal(6);
   });
 
-  it('the relay role on its own (services/relay/main.ts) exits 1 when the relay fails, naming the event; the events before it in the same batch are published', async () => {
+  it('the relay role on its own (services/process/relay/main.ts) exits 1 when the relay fails, naming the event; the events before it in the same batch are published', async () => {
     const tt = await suite.open({ partitions: 3 });
     await appendCase(tt.store, 1, 3);
     await appendTooLarge(tt, 2);
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-relay-'));
-    const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(__dirname, '..', '..', 'services', 'relay', 'main.ts')], {
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(__dirname, '..', '..', 'services', 'process', 'relay', 'main.ts')], {
       env: {
         ...process.env, LOG_LEVEL: 'info', DATABASE_URL: tt.db.url, EVENTSTORE_URL: '', KAFKA_BROKERS: KAFKA_BROKERS.join(','), KAFKA_TOPIC: tt.topic,
         KAFKA_PARTITIONS: String(tt.partitions), DATA_DIR: dataDir, SESSION_SECRET: TEST_SECRET, TOKEN_SECRET: TEST_SECRET,

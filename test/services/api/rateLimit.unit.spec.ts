@@ -9,7 +9,7 @@ import {
   type LimitState,
 } from '../../../services/api/rateLimit';
 import type { CounterWindow, RateLimitSettings, RateLimitStore } from '../../../services/shared/rateLimitStore';
-import { ConfigError, loadConfig } from '../../../services/config';
+import { ConfigError, loadConfig } from '../../../services/process/config';
 import { emailDigest, loginAttemptsStream, normaliseEmail } from '../../../services/identity/loginAttempts';
 import { HttpError } from '../../../services/shared/errors';
 

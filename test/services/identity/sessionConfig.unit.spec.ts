@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ConfigError, loadConfig } from '../../../services/config';
+import { ConfigError, loadConfig } from '../../../services/process/config';
 
 describe('configuration of sessions (SESSION_IDLE_TIMEOUT_MS, SESSION_ABSOLUTE_TIMEOUT_MS, ALLOWED_ORIGINS)', () => {
   it('defaults to 30 minutes idle, 12 hours in all, no other origin', () => {

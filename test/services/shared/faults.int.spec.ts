@@ -5,7 +5,7 @@ import knexFactory from 'knex';
 import { Kafka, KafkaJSNonRetriableError, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { loadContracts } from '../../../contracts/validator';
-import { ConfigError, loadConfig } from '../../../services/config';
+import { ConfigError, loadConfig } from '../../../services/process/config';
 import { DomainError } from '../../../services/shared/errors';
 import { RetryBudgetSpent, describeError, isTransient, retryBudget } from '../../../services/shared/faults';
 import { createTestDatabase, cutConnections, restoreConnections, type TestDatabase } from '../../support/database';

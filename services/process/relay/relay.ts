@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { EventEnvelope } from '../../contracts/envelope';
+import type { EventEnvelope } from '../../../contracts/envelope';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { encodeEvent, type Kafka } from '../../infra/kafka';
-import { inBatches } from '../../projections/runtime/batches';
-import type { EventStore, Subscription } from '../shared/eventStore';
-import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryPolicy } from '../shared/faults';
+import { encodeEvent, type Kafka } from '../../../infra/kafka';
+import { inBatches } from '../../../projections/runtime/batches';
+import type { EventStore, Subscription } from '../../shared/eventStore';
+import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryPolicy } from '../../shared/faults';
 
 /**
  * running; retrying: a transient failure (broker or database away) is being retried within the

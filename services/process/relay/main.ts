@@ -1,6 +1,6 @@
 /** The relay role alone (docker-compose `relay`): publishes the event store's log to Kafka. Needs KAFKA_BROKERS. */
 import { loadConfig } from '../config';
-import { createLogger, logFatal } from '../../infra/logger';
+import { createLogger, logFatal } from '../../../infra/logger';
 import { openPlatform } from '../platform';
 import { openKafka, runRelay } from '../roles';
 import { onShutdown } from '../shutdown';

@@ -4,7 +4,7 @@
  * when set (with Kafka, the relay runs here too and projections consume from the topic).
  */
 import { loadConfig } from './config';
-import { createLogger, logFatal } from '../infra/logger';
+import { createLogger, logFatal } from '../../infra/logger';
 import { openPlatform } from './platform';
 import { checkpointKeyOf, openKafka, projectorReadiness, relayReadiness, runApi, runProjector, runRelay } from './roles';
 import { onShutdown } from './shutdown';

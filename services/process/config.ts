@@ -1,8 +1,8 @@
 import path from 'node:path';
-import type { RateLimitSettings } from './shared/rateLimitStore';
-import { DEFAULT_PREPARED_STATEMENTS } from '../infra/postgres/preparedStatements';
-import { DEFAULT_MAX_ROWS } from './model/query';
-import { DEFAULT_RETRY_BUDGET_MS } from './shared/faults';
+import type { RateLimitSettings } from '../shared/rateLimitStore';
+import { DEFAULT_PREPARED_STATEMENTS } from '../../infra/postgres/preparedStatements';
+import { DEFAULT_MAX_ROWS } from '../model/query';
+import { DEFAULT_RETRY_BUDGET_MS } from '../shared/faults';
 
 /** Everything the processes read from the environment, validated once, typed and frozen. */
 export interface Config {

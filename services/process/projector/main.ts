@@ -1,6 +1,6 @@
 /** The projector role alone (docker-compose `projector`): keeps the read models up to date, from Kafka when KAFKA_BROKERS is set. */
 import { loadConfig } from '../config';
-import { createLogger, logFatal } from '../../infra/logger';
+import { createLogger, logFatal } from '../../../infra/logger';
 import { openPlatform } from '../platform';
 import { openKafka, runProjector } from '../roles';
 import { onShutdown } from '../shutdown';

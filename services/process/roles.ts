@@ -1,27 +1,27 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import { loadContracts } from '../contracts/validator';
-import { openLocalFileStore } from '../infra/files/localFileStore';
-import { PostgresRateLimitStore } from '../infra/rateLimit/postgres';
-import { createKafka, ensureTopic, partitionOf } from '../infra/kafka';
-import { ALL_PROJECTIONS } from '../projections';
-import { CheckpointWatcher, directCheckpointKey, type CheckpointKeyOf } from '../projections/runtime/checkpointWatcher';
-import { kafkaCheckpointKey, startKafkaProjector } from '../projections/runtime/kafkaProjector';
-import { startProjector, type ProjectionStatus, type Projector } from '../projections/runtime/projector';
+import { loadContracts } from '../../contracts/validator';
+import { openLocalFileStore } from '../../infra/files/localFileStore';
+import { PostgresRateLimitStore } from '../../infra/rateLimit/postgres';
+import { createKafka, ensureTopic, partitionOf } from '../../infra/kafka';
+import { ALL_PROJECTIONS } from '../../projections';
+import { CheckpointWatcher, directCheckpointKey, type CheckpointKeyOf } from '../../projections/runtime/checkpointWatcher';
+import { kafkaCheckpointKey, startKafkaProjector } from '../../projections/runtime/kafkaProjector';
+import { startProjector, type ProjectionStatus, type Projector } from '../../projections/runtime/projector';
 import { startRelay, type Relay, type RelayStatus } from './relay/relay';
-import { buildApp } from './api/app';
-import type { ReadinessCheck } from './api/health.routes';
+import { buildApp } from '../api/app';
+import type { ReadinessCheck } from '../api/health.routes';
 import type { Config } from './config';
-import { bootstrapAdministrator } from './identity/identity.handlers';
-import { startClaimReconciler } from './claims/claimReconciler';
-import { seedDefaults } from './entities/seed';
-import { ImportSaga } from './imports/importJob.saga';
-import { StoredFiles } from './files/storedFiles';
+import { bootstrapAdministrator } from '../identity/identity.handlers';
+import { startClaimReconciler } from '../claims/claimReconciler';
+import { seedDefaults } from '../entities/seed';
+import { ImportSaga } from '../imports/importJob.saga';
+import { StoredFiles } from '../files/storedFiles';
 import type { Platform } from './platform';
-import type { CommandDeps } from './shared/commandBus';
-import { systemMetadata } from './shared/context';
-import type { RetryPolicy } from './shared/faults';
-import { IdAllocator } from './shared/ids';
+import type { CommandDeps } from '../shared/commandBus';
+import { systemMetadata } from '../shared/context';
+import type { RetryPolicy } from '../shared/faults';
+import { IdAllocator } from '../shared/ids';
 
 /** Kafka set-up shared by the roles: the client, and the topic with its real partition count. */
 export async function openKafka(config: Readonly<Config>, logger: Logger) {

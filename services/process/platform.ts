@@ -4,16 +4,16 @@ import path from 'node:path';
 import type { Knex } from 'knex';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { loadContracts } from '../contracts/validator';
-import { connectEventStoreDb } from '../infra/eventstore/esdb';
-import { PostgresEventStore, setupPostgresEventStore } from '../infra/eventstore/postgres';
-import { createKnex, createPool } from '../infra/postgres/database';
-import { usePreparedStatements } from '../infra/postgres/preparedStatements';
-import { startEmbeddedPostgres } from '../infra/postgres/embedded';
-import { migrateReadModel } from '../projections/migrations';
+import { loadContracts } from '../../contracts/validator';
+import { connectEventStoreDb } from '../../infra/eventstore/esdb';
+import { PostgresEventStore, setupPostgresEventStore } from '../../infra/eventstore/postgres';
+import { createKnex, createPool } from '../../infra/postgres/database';
+import { usePreparedStatements } from '../../infra/postgres/preparedStatements';
+import { startEmbeddedPostgres } from '../../infra/postgres/embedded';
+import { migrateReadModel } from '../../projections/migrations';
 import type { Config } from './config';
-import type { EventStore } from './shared/eventStore';
-import { withContracts } from './shared/validatingEventStore';
+import type { EventStore } from '../shared/eventStore';
+import { withContracts } from '../shared/validatingEventStore';
 
 /** The connections every role needs, opened in order and closed in reverse. */
 export interface Platform {

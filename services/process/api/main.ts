@@ -1,6 +1,6 @@
 /** The API role alone (docker-compose `api`): projections run in the `projector` role. */
 import { loadConfig } from '../config';
-import { createLogger, logFatal } from '../../infra/logger';
+import { createLogger, logFatal } from '../../../infra/logger';
 import { openPlatform } from '../platform';
 import { checkpointKeyOf, openKafka, projectorReadiness, runApi } from '../roles';
 import { onShutdown } from '../shutdown';
