@@ -5,7 +5,7 @@ import { resolveProjectAccess } from '../access/projectAccess';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import type { AuthenticatedUser } from '../shared/context';
 import { systemMetadata } from '../shared/context';
-import { type CommandOutcome, handleCommand } from '../shared/decider';
+import { type CommandOutcome, handleCommand, loadAggregate } from '../shared/decider';
 import { HttpError } from '../shared/errors';
 import { newFileKey, type FileStore, type StagedFile } from './fileStore';
 import { fileStream, storedFileDecider } from './storedFile.decider';
@@ -190,8 +190,55 @@ export class StoredFiles {
    * an hour, checked against the log), a completed import's past the retention, a deleted
    * attachment's — are deleted (by the system, so the audit trail shows each), and logged.
    */
+  /** Legacy keys an attachment names but the store does not hold: not looked at again by this process. */
+  private readonly missingLegacy = new Set<string>();
+
+  /**
+   * Files stored before each upload had a key and a record of its own lie under their SHA-256,
+   * with no record, and would be read by nobody. An attachment (not deleted) whose url names such
+   * a file adopts it: FileStored (by the system; uploader unknown, so it counts against no one's
+   * quota) and FileAttached, so that the file is read with the attachment as before. One
+   * attachment per content: a second attachment of the same content finds it held (as a new
+   * attachment would). Bounded: at most `limit` per call; answers how many were adopted.
+   */
+  async adoptLegacyFiles(limit: number): Promise<number> {
+    const { knex, clock } = this.deps;
+    const { rows } = await knex.raw(`
+      SELECT a.id, a.project_id, substring(a.url from '([0-9a-f]{64})$') AS key
+        FROM attachments a
+       WHERE NOT a.is_deleted AND a.url ~ '^(/api/files/){0,1}[0-9a-f]{64}$'
+         AND NOT EXISTS (SELECT 1 FROM stored_files f WHERE f.key = substring(a.url from '([0-9a-f]{64})$'))
+         AND NOT (substring(a.url from '([0-9a-f]{64})$') = ANY(CAST(? AS text[])))
+       ORDER BY a.id
+       LIMIT ?`, [[...this.missingLegacy], limit]);
+    const metadata = systemMetadata('file-adoption');
+    let adopted = 0;
+    for (const row of rows as { id: number; project_id: number; key: string }[]) {
+      const content = await this.deps.files.stat(row.key);
+      if (!content) {
+        this.missingLegacy.add(row.key);
+        this.deps.logger.warn({ attachmentId: row.id, key: row.key }, 'an attachment names a file the store does not hold; its url stays as it is');
+        continue;
+      }
+      const stream = fileStream(row.key);
+      const { state } = await loadAggregate(this.deps.store, stream, storedFileDecider);
+      if (state.status !== 'none') continue; // recorded meanwhile (the read model is behind)
+      const now = clock().toISOString();
+      await handleCommand(this.deps.store, stream, storedFileDecider, {
+        type: 'Store', now,
+        file: { key: row.key, projectId: row.project_id, importJobId: null, name: content.name, mimeType: content.mimeType, size: content.size, sha256: content.sha256, uploadedById: null },
+      }, metadata);
+      const outcome = await handleCommand(this.deps.store, stream, storedFileDecider, { type: 'Attach', key: row.key, projectId: row.project_id, attachmentId: row.id, now }, metadata);
+      await readYourWrites(this.deps, outcome);
+      adopted++;
+    }
+    if (adopted > 0) this.deps.logger.info({ adopted }, 'file sweep: attachments adopted files stored before each upload had a record of its own');
+    return adopted;
+  }
+
   async sweep(): Promise<{ deleted: Record<string, number>; more: boolean }> {
     const { knex, clock, settings } = this.deps;
+    const adopted = await this.adoptLegacyFiles(settings.sweepBatch ?? SWEEP_BATCH);
     const now = clock().getTime();
     const limit = settings.sweepBatch ?? SWEEP_BATCH;
     const { rows } = await knex.raw(`
@@ -227,7 +274,7 @@ export class StoredFiles {
     }
     if (rows.length > 0) this.deps.logger.info({ deleted, retentionDays: settings.importFileRetentionDays }, 'file sweep: deleted stored files whose owner no longer keeps them');
     // A full round that deleted something: more may be waiting (a round of skipped rows only is no reason to hurry).
-    return { deleted, more: rows.length === limit && Object.keys(deleted).length > 0 };
+    return { deleted, more: (rows.length === limit && Object.keys(deleted).length > 0) || adopted === limit };
   }
 
   /** Sweeps now and then every interval (sooner while a round was full), in the background; `close` stops it. */

@@ -1,8 +1,10 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { expect } from 'chai';
 import pino from 'pino';
+import { createEntity } from '../../services/entities/entity.handlers';
 import { seedDefaults } from '../../services/entities/seed';
 import { registerUser } from '../../services/identity/identity.handlers';
 import { importJobDecider, importJobStream } from '../../services/imports/importJob.decider';
@@ -236,5 +238,55 @@ describe('files: the files of result imports', function () {
     expect([first.deleted, first.more]).to.deep.equal([{ 'import-not-started': SWEEP_BATCH }, true]);
     const second = await app.storedFiles.sweep();
     expect([second.deleted, second.more]).to.deep.equal([{ 'import-not-started': 1 }, false]);
+  });
+});
+
+/**
+ * Files stored before each upload had a record of its own lie under their SHA-256 with a sidecar
+ * and no record: the sweep has the attachments that name them adopt them, so they are read with
+ * the attachment as before, and only by its readers.
+ */
+describe('files: attachments of files stored before files had records', function () {
+  this.timeout(120_000);
+  let app: TestApp;
+
+  before(async () => {
+    app = await startTestApp();
+    await seedDefaults(app.deps, systemMetadata('test'));
+  });
+  after(() => app?.stop());
+
+  it('an attachment adopts its legacy file (FileStored by the system, FileAttached): its readers read it, nobody else; a missing one is left alone', async () => {
+    const alice = await signIn(app, 'legacy-alice', 'ADMIN');
+    const outsider = await signIn(app, 'legacy-outsider', 'USER');
+    const projectId = (await alice.client.post('/api/model/project/create', { data: { name: 'Legacy' } })).body.data.id as number;
+    // The layout of the earlier store: content under its SHA-256, the first upload's name and type beside it.
+    const content = 'a log kept since before\n';
+    const key = createHash('sha256').update(content).digest('hex');
+    fs.writeFileSync(path.join(app.uploadDir, key), content);
+    fs.writeFileSync(path.join(app.uploadDir, `${key}.meta.json`), JSON.stringify({ name: 'old.log', mimeType: 'text/plain' }));
+    const missing = 'f'.repeat(64);
+    // Attachments as the earlier version wrote them (the events are the same; no file record then).
+    const meta = systemMetadata('test');
+    const attachmentId = await createEntity(app.deps, 'attachment', { data: { name: 'old.log', url: `/api/files/${key}`, size: content.length }, connect: { project: projectId }, links: {} }, meta);
+    await createEntity(app.deps, 'attachment', { data: { name: 'gone.log', url: missing, size: 1 }, connect: { project: projectId }, links: {} }, meta);
+    expect((await alice.client.get(`/api/files/${key}`)).status, 'no record: read by nobody').to.equal(404);
+
+    await app.storedFiles.sweep();
+    const read = await alice.client.get(`/api/files/${key}`);
+    expect(read.status).to.equal(200);
+    expect(read.body).to.equal(content);
+    expect(read.headers.get('content-disposition')).to.include('old.log');
+    expect((await outsider.client.get(`/api/files/${key}`)).status, 'not a reader of the attachment').to.equal(404);
+    const events = await app.deps.store.readStream(`file-${key}`);
+    expect(events.map((e) => e.type)).to.deep.equal(['FileStored', 'FileAttached']);
+    expect(events[0].data).to.deep.include({ projectId, uploadedById: null, name: 'old.log', sha256: key, size: content.length });
+    expect(events[1].data).to.deep.include({ attachmentId });
+    expect(events[0].metadata.actor.via).to.equal('system');
+    // Nothing to adopt for the attachment whose file is gone, and nothing more the next time.
+    expect(await app.deps.store.readStream(`file-${missing}`)).to.deep.equal([]);
+    const head = (await app.deps.store.headPosition()).toString();
+    await app.storedFiles.sweep();
+    expect((await app.deps.store.headPosition()).toString()).to.equal(head);
   });
 });
