@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
-import { caseKey, identityScope, keyInScope } from '../../../services/repository/caseIdentity';
+import { caseKey, identityScope, type IdentityParts, keyInScope } from '../../../services/repository/caseIdentity';
 
 /** What docs/imports.md ("Identity") says a key is: the first 22 base64url characters of SHA-256. */
 const digest22 = (text: string) => createHash('sha256').update(text).digest('base64url').slice(0, 22);
 
 /** Keys are stored (repository_cases.identity_key, aliases, chunk events): their derivation never changes. */
 describe('case identity keys', () => {
-  const parts = { suitePath: ['src/cart/total.test.js'], className: 'Cart', variant: '[1, 2]', name: 'adds the prices', externalId: null };
+  const parts: IdentityParts = { suitePath: ['src/cart/total.test.js'], className: 'Cart', variant: '[1, 2]', name: 'adds the prices', externalId: null };
 
   it('a scope is the digest of its suites, class and variant; a key the digest of scope and name', () => {
     const scope = identityScope(parts);
@@ -24,7 +24,7 @@ describe('case identity keys', () => {
   });
 
   it('tests that differ in suites, class, variant or name have different keys', () => {
-    const keyOf = (p: typeof parts) => caseKey(p, identityScope(p));
+    const keyOf = (p: IdentityParts) => caseKey(p, identityScope(p));
     const keys = [parts, { ...parts, suitePath: ['src/checkout/total.test.js'] }, { ...parts, className: null }, { ...parts, variant: null }, { ...parts, name: 'rounds' }].map(keyOf);
     expect(new Set(keys).size).to.equal(keys.length);
   });
