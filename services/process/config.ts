@@ -3,6 +3,7 @@ import type { RateLimitSettings } from '../shared/rateLimitStore';
 import { DEFAULT_PREPARED_STATEMENTS } from '../../infra/postgres/preparedStatements';
 import { DEFAULT_MAX_ROWS } from '../model/query';
 import { DEFAULT_RETRY_BUDGET_MS } from '../shared/faults';
+import { DEFAULT_SEARCH_SETTINGS, type SearchSettings } from '../shared/search';
 
 /** Everything the processes read from the environment, validated once, typed and frozen. */
 export interface Config {
@@ -56,6 +57,8 @@ export interface Config {
   retryBudgetMs: number;
   /** Request rate limits (RATE_LIMIT_*, LOGIN_RATE_LIMIT_*); null when RATE_LIMIT_ENABLED=false. */
   rateLimits: Readonly<RateLimitSettings> | null;
+  /** The search engine (SEARCH_*): PostgreSQL full-text search without SEARCH_URL. */
+  search: Readonly<SearchSettings>;
 }
 
 export class ConfigError extends Error {}
@@ -128,6 +131,57 @@ function kafkaConfig(env: NodeJS.ProcessEnv): Config['kafka'] {
   return { brokers: list, topic, partitions: int(env, 'KAFKA_PARTITIONS', 6, 1, 10_000), clientId: optional(env, 'KAFKA_CLIENT_ID') ?? 'testament' };
 }
 
+function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = optional(env, name);
+  if (raw === null) return fallback;
+  if (!['true', 'false', '1', '0'].includes(raw)) throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+  return raw === 'true' || raw === '1';
+}
+
+const SEARCH_ENGINES: readonly SearchSettings['engine'][] = ['auto', 'postgres', 'opensearch', 'elasticsearch'];
+
+/** SEARCH_*: checked even without SEARCH_URL, so that a typo surfaces before the engine is switched. */
+function searchConfig(env: NodeJS.ProcessEnv): SearchSettings {
+  const d = DEFAULT_SEARCH_SETTINGS;
+  const url = optional(env, 'SEARCH_URL');
+  if (url !== null) {
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(url);
+    } catch { /* reported below */ }
+    if (!parsed || !/^https?:$/.test(parsed.protocol)) throw new ConfigError(`SEARCH_URL must be an http:// or https:// URL, got "${url}"`);
+    if (parsed.username || parsed.password) throw new ConfigError('SEARCH_URL must not hold credentials: set SEARCH_USERNAME and SEARCH_PASSWORD (or SEARCH_API_KEY)');
+  }
+  const engine = (optional(env, 'SEARCH_ENGINE') ?? 'auto') as SearchSettings['engine'];
+  if (!SEARCH_ENGINES.includes(engine)) throw new ConfigError(`SEARCH_ENGINE must be one of ${SEARCH_ENGINES.join(', ')}, got "${engine}"`);
+  if (engine === 'postgres' && url !== null) throw new ConfigError('SEARCH_ENGINE=postgres searches the service\'s own database: unset SEARCH_URL');
+  if ((engine === 'opensearch' || engine === 'elasticsearch') && url === null) throw new ConfigError(`SEARCH_ENGINE=${engine} needs SEARCH_URL`);
+  const indexPrefix = optional(env, 'SEARCH_INDEX_PREFIX') ?? d.indexPrefix;
+  if (!/^[a-z][a-z0-9_-]{0,39}$/.test(indexPrefix)) throw new ConfigError(`SEARCH_INDEX_PREFIX must be lowercase letters, digits, _ or - (at most 40, starting with a letter), got "${indexPrefix}"`);
+  const username = optional(env, 'SEARCH_USERNAME');
+  const password = optional(env, 'SEARCH_PASSWORD');
+  if ((username === null) !== (password === null)) throw new ConfigError('SEARCH_USERNAME and SEARCH_PASSWORD must be set together');
+  const sslCaPath = optional(env, 'SEARCH_SSL_CA_PATH');
+  const refreshInterval = optional(env, 'SEARCH_REFRESH_INTERVAL') ?? d.refreshInterval;
+  if (!/^(-1|\d+(ms|s|m))$/.test(refreshInterval)) throw new ConfigError(`SEARCH_REFRESH_INTERVAL must be a time such as 1s or 500ms (or -1), got "${refreshInterval}"`);
+  return {
+    url: url === null ? null : url.replace(/\/+$/, ''),
+    engine,
+    indexPrefix,
+    username,
+    password,
+    apiKey: optional(env, 'SEARCH_API_KEY'),
+    sslVerify: flag(env, 'SEARCH_SSL_VERIFY', d.sslVerify),
+    sslCaPath: sslCaPath === null ? null : path.resolve(sslCaPath),
+    requestTimeoutMs: int(env, 'SEARCH_REQUEST_TIMEOUT', d.requestTimeoutMs, 100, 10 * 60_000),
+    maxRetries: int(env, 'SEARCH_MAX_RETRIES', d.maxRetries, 0, 20),
+    bulkSize: int(env, 'SEARCH_BULK_SIZE', d.bulkSize, 1, 10_000),
+    shards: int(env, 'SEARCH_SHARDS', d.shards, 1, 1024),
+    replicas: int(env, 'SEARCH_REPLICAS', d.replicas, 0, 100),
+    refreshInterval,
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
   const dataDir = path.resolve(optional(env, 'DATA_DIR') ?? './.data');
   const databaseUrl = optional(env, 'DATABASE_URL');
@@ -171,6 +225,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       finalizeTimeoutMs: int(env, 'IMPORT_FINALIZE_TIMEOUT_MS', 10 * 60_000, 1000),
     },
     modelMaxRows: int(env, 'MODEL_MAX_ROWS', DEFAULT_MAX_ROWS, 1, 10_000_000),
+    search: Object.freeze(searchConfig(env)),
   };
   return Object.freeze(config);
 }
