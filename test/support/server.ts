@@ -4,11 +4,13 @@ import path from 'node:path';
 const ROOT = path.join(__dirname, '..', '..');
 
 /**
- * The environment a spawned process inherits: this one's, without the transport settings, which a
- * test must give explicitly (a server that silently joined a shared topic would mix databases).
+ * The environment a spawned process inherits: this one's, without the transport and search
+ * settings, which a test must give explicitly (a server that silently joined a shared topic or
+ * search engine would mix databases).
  */
 function baseEnv(): NodeJS.ProcessEnv {
   const { KAFKA_BROKERS: _b, KAFKA_TOPIC: _t, KAFKA_PARTITIONS: _p, EVENTSTORE_URL: _e, DATABASE_URL: _d, ...rest } = process.env;
+  for (const name of Object.keys(rest)) if (name.startsWith('SEARCH_')) delete rest[name];
   return rest;
 }
 
