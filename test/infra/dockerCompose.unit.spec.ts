@@ -7,11 +7,32 @@ const ROOT = path.join(__dirname, '..', '..');
 
 /** docker-compose.yml cannot be run here (no Docker engine): check that it parses and points at real things. */
 describe('docker-compose.yml', () => {
-  const text = fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8').replace(/\$\{[^}]*\}/g, 'value');
+  // ${VAR:-default} reads as its default, any other ${VAR} as 'value'.
+  const text = fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8')
+    .replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1')
+    .replace(/\$\{[^}]*\}/g, 'value');
   const compose = YAML.parse(text, { merge: true });
 
   it('has the production topology: event store, broker, database, search engine and the roles', () => {
-    expect(Object.keys(compose.services)).to.include.members(['eventstore', 'kafka', 'postgres', 'elasticsearch', 'api', 'relay', 'projector']);
+    expect(Object.keys(compose.services)).to.include.members([
+      'eventstore', 'kafka', 'postgres', 'opensearch', 'elasticsearch', 'api', 'relay', 'projector', 'indexer',
+    ]);
+  });
+
+  it('runs OpenSearch single-node without its security plugin, published on loopback only, for the api and the indexer', () => {
+    const opensearch = compose.services.opensearch;
+    expect(opensearch.image).to.match(/^opensearchproject\/opensearch:2\.19\.\d+$/);
+    expect(opensearch.environment).to.include({ 'discovery.type': 'single-node', DISABLE_SECURITY_PLUGIN: 'true' });
+    expect(opensearch.ports).to.deep.equal(['127.0.0.1:9200:9200']);
+    expect(opensearch.healthcheck.test.join(' ')).to.include('_cluster/health');
+    expect(compose.services.indexer.command).to.deep.equal(['node', 'dist/services/process/indexer/main.js']);
+    for (const role of ['api', 'indexer']) {
+      const service = compose.services[role];
+      expect(service.environment.SEARCH_URL, role).to.equal('http://opensearch:9200');
+      expect(service.depends_on, role).to.have.nested.property('opensearch.condition', 'service_healthy');
+      expect(Object.keys(service.depends_on), role).to.include.members(['postgres', 'eventstore', 'kafka']);
+    }
+    expect(compose.services.elasticsearch.profiles, 'Elasticsearch only on request').to.deep.equal(['elasticsearch']);
   });
 
   it('runs each role from an entry point that exists', () => {
