@@ -10,6 +10,7 @@ import * as m008 from './008_import_completion';
 import * as m010 from './010_case_identity';
 import * as m011 from './011_stored_files';
 import * as m012 from './012_unique_claims';
+import * as m013 from './013_search_failures';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -24,6 +25,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '010_case_identity': m010,
   '011_stored_files': m011,
   '012_unique_claims': m012,
+  '013_search_failures': m013,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,118 @@
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { BulkWriteFailed, type DocumentKey, type SearchDocument, type SearchEngine, type WriteFailure } from '../../services/shared/search';
+import { affectedBy, fanOutPages } from './affected';
+import { isIndexedType, loadDocuments, type IndexedType } from './documents';
+
+/** How often the documents of a refused bulk write are written again before they are recorded. */
+export const DOCUMENT_ATTEMPTS = 3;
+const ATTEMPT_PAUSE_MS = 200;
+
+/** Stopping: the batch ends where it is, its checkpoint unmoved. */
+export class IndexingStopped extends Error {
+  constructor() {
+    super('the search indexer is stopping');
+    this.name = 'IndexingStopped';
+  }
+}
+
+export interface WriterDeps {
+  engine: SearchEngine;
+  knex: Knex;
+  logger: Logger;
+  bulkSize: number;
+  /** Checked between writes: true once stop() was called. */
+  stopping?: () => boolean;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const keyOf = (k: DocumentKey) => `${k.type}/${k.id}`;
+
+/**
+ * Writes documents to a version; a bulk write the engine refused in part (BulkWriteFailed) is
+ * written again for the refused documents only, DOCUMENT_ATTEMPTS times, then each document still
+ * refused is recorded in `search_failures` (engine, version, type, id, where in the log, why) and
+ * the writer goes on: recorded, never skipped silently. SearchUnavailable (and anything else) is
+ * the caller's: the batch is written again, its checkpoint unmoved. Answers the documents acknowledged.
+ */
+export async function writeDocuments(
+  deps: WriterDeps, version: number, ops: { upsert: SearchDocument[]; remove: DocumentKey[] }, position: string,
+  checkpoints?: Record<string, string>,
+): Promise<number> {
+  let pending = ops;
+  let written = 0;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await deps.engine.write(version, pending, checkpoints);
+      written += pending.upsert.length + pending.remove.length;
+      return written;
+    } catch (error) {
+      if (!(error instanceof BulkWriteFailed)) throw error;
+      const refused = new Map(error.failures.map((f) => [keyOf(f), f]));
+      written += pending.upsert.length + pending.remove.length - refused.size;
+      const retry = {
+        upsert: pending.upsert.filter((d) => refused.has(keyOf(d))),
+        remove: pending.remove.filter((k) => refused.has(keyOf(k))),
+      };
+      if (attempt >= DOCUMENT_ATTEMPTS || retry.upsert.length + retry.remove.length === 0) {
+        await recordFailures(deps, version, [...refused.values()], position);
+        // What was refused is recorded: the checkpoint may move past it now.
+        if (checkpoints) await deps.engine.write(version, { upsert: [], remove: [] }, checkpoints);
+        return written;
+      }
+      deps.logger.warn({ failures: refused.size, attempt, version }, 'the search engine refused documents; writing them again');
+      pending = retry;
+      await sleep(ATTEMPT_PAUSE_MS * attempt);
+    }
+  }
+}
+
+async function recordFailures(deps: WriterDeps, version: number, failures: WriteFailure[], position: string): Promise<void> {
+  deps.logger.error({ version, failures: failures.length, first: failures.slice(0, 3) }, 'the search engine refused documents after retries; recorded in search_failures');
+  for (let i = 0; i < failures.length; i += 1000) {
+    await deps.knex('search_failures').insert(failures.slice(i, i + 1000).map((f) => ({
+      engine: deps.engine.engine, version, type: f.type, doc_id: f.id, position, reason: f.reason.slice(0, 2000),
+    })));
+  }
+}
+
+/**
+ * Indexes a batch of events into `version`: the documents it touches (affected.ts) are read from
+ * the read model (which the caller made sure has applied the batch), in bulk, a statement per type
+ * and page of `bulkSize`, and written; then, only once every write was acknowledged (or its refused
+ * documents recorded), the checkpoints. Stopping between writes leaves the checkpoints unmoved.
+ * Answers the documents written.
+ */
+export async function indexEvents(
+  deps: WriterDeps, version: number, events: Parameters<typeof affectedBy>[0], position: string, checkpoints: Record<string, string>,
+): Promise<number> {
+  const { direct, fanOuts } = affectedBy(events);
+  const checkStop = () => {
+    if (deps.stopping?.()) throw new IndexingStopped();
+  };
+  let written = 0;
+  /** Ids already written in this batch, per type: a fan-out does not write them again. */
+  const done = new Map<IndexedType, Set<string>>();
+  const write = async (type: IndexedType, ids: string[]) => {
+    const seen = done.get(type) ?? new Set<string>();
+    done.set(type, seen);
+    const fresh = ids.filter((id) => !seen.has(id));
+    if (fresh.length === 0) return;
+    checkStop();
+    const ops = await loadDocuments(deps.knex, type, fresh);
+    checkStop();
+    written += await writeDocuments(deps, version, ops, position);
+    fresh.forEach((id) => seen.add(id));
+  };
+  for (const [type, ids] of direct) {
+    if (!isIndexedType(type)) continue;
+    const all = [...ids];
+    for (let i = 0; i < all.length; i += deps.bulkSize) await write(type, all.slice(i, i + deps.bulkSize));
+  }
+  for (const fanOut of fanOuts) {
+    for await (const page of fanOutPages(deps.knex, fanOut, deps.bulkSize)) await write(fanOut.type, page);
+  }
+  checkStop();
+  await deps.engine.write(version, { upsert: [], remove: [] }, checkpoints);
+  return written;
+}
