@@ -13,6 +13,7 @@ import { fileRoutes, UPLOAD_PATH } from '../files/files.routes';
 import { importRoutes, IMPORT_PATHS } from '../imports/imports.routes';
 import { suiteOutputRoutes } from '../imports/suiteOutput.routes';
 import { lookupRoutes } from '../lookup/lookup.routes';
+import { searchRouter, type SearchDeps } from '../search/search.routes';
 import type { ImportSaga } from '../imports/importJob.saga';
 import type { FileStore } from '../files/fileStore';
 import type { StoredFiles } from '../files/storedFiles';
@@ -41,6 +42,8 @@ export interface AppDeps extends CommandDeps, SessionSettings {
   imports: ImportSaga;
   /** Request limits and the store their counters share with other replicas; null switches limiting off (logged). */
   rateLimits: { settings: RateLimitSettings; store: RateLimitStore } | null;
+  /** Full-text search (GET/POST /api/search, GET /api/search/facets); absent: those routes are 404. */
+  search?: Pick<SearchDeps, 'engine' | 'checkpointKeys'>;
 }
 
 /** The HTTP application: plain wiring of routers over the dependencies given. */
@@ -88,6 +91,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(importRoutes(deps));
   app.use(suiteOutputRoutes(deps));
   app.use(lookupRoutes(deps));
+  if (deps.search) app.use(searchRouter({ ...deps.search, knex: deps.knex, writeTimeoutMs: deps.writeTimeoutMs, logger: deps.logger }));
   app.use(notFoundRoute);
   app.use(errorHandler(deps.logger));
   return app;

@@ -4,6 +4,7 @@ import { DEFAULT_MAX_ROWS } from '../model/query';
 import { uniqueKeysOf, MAX_DISTINCT_FIELDS, MAX_ORDER_BY_KEYS, MAX_ORDER_BY_RELATIONS, MAX_RELATION_FILTERS, MAX_RELATION_LOADS } from '../model/args';
 import { CREATE_ONLY_FIELDS, WRITE_ONLY_INPUTS, writtenLists } from '../model/writeArgs';
 import { auditPaths } from '../audit/audit.openapi';
+import { searchPaths } from '../search/search.openapi';
 import { filePaths } from '../files/files.openapi';
 import { importPaths } from '../imports/imports.openapi';
 import { lookupPaths } from '../lookup/lookup.openapi';
@@ -504,6 +505,7 @@ const CUSTOM_TAGS: Record<string, string> = {
   imports: 'Test result files (JUnit, TestNG, NUnit, xUnit, MSTest, Mocha, Cucumber) imported into test runs, and the import jobs',
   lookup: 'Ids by exact name, for scripts and CI',
   audit: 'The audit trail of every change',
+  search: 'Full-text search and facet counts over cases, runs, sessions, failures and more, limited to the projects the caller may read',
   admin: 'Administration: every user\'s API tokens',
   docs: 'These OpenAPI descriptions',
   health: 'Liveness and readiness probes, without authentication',
@@ -719,6 +721,7 @@ function customPaths(): OpenAPIV3.PathsObject {
     ...importPaths(),
     ...lookupPaths(),
     ...auditPaths(),
+    ...searchPaths(),
     ...adminPaths(),
     '/healthz': { get: { operationId: 'healthz', tags: ['health'], security: [], summary: 'liveness: the process answers', responses: { 200: { description: 'the process answers' } } } },
     '/readyz': { get: { operationId: 'readyz', tags: ['health'], security: [], summary: 'readiness: every dependency answers and no projection is stuck', responses: { 200: { description: 'ready' }, 503: { description: 'not ready, with reasons' } } } },

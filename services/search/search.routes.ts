@@ -1,0 +1,54 @@
+import { Router, type Request } from 'express';
+import { asyncHandler } from '../shared/http';
+import { invalidArgument, parseFacetParameters, parsePosition, parseSearchBody, parseSearchParameters } from './query';
+import { facets, search, waitForIndexer, type SearchDeps } from './search.service';
+
+export type { SearchDeps };
+
+/**
+ * GET and POST /api/search, GET /api/search/facets (docs/search.md). Authenticated like every
+ * /api route (the app mounts this after authentication). Every answer counts and shows only
+ * documents of projects the caller may read. A request with `X-Event-Position` or `?after=`
+ * waits first until the indexer has applied that position (bounded: WRITE_TIMEOUT_MS).
+ */
+export function searchRouter(deps: SearchDeps): Router {
+  const router = Router();
+
+  /** The position to wait for: the header's, `after`'s, or the later of both. */
+  const waitAsked = async (req: Request): Promise<void> => {
+    const header = req.header('x-event-position');
+    const after = req.query.after;
+    let position = -1n;
+    if (header !== undefined) position = parsePosition(header, 'X-Event-Position');
+    if (after !== undefined) {
+      const p = parsePosition(after, 'after');
+      if (p > position) position = p;
+    }
+    if (position > 0n) await waitForIndexer(deps, position, req.correlationId);
+  };
+
+  router.get('/api/search', asyncHandler(async (req, res) => {
+    const query = parseSearchParameters(req.query as Record<string, unknown>);
+    await waitAsked(req);
+    res.setHeader('Cache-Control', 'no-store');
+    res.json(await search(deps, req.auth!.user, query, req.correlationId));
+  }));
+
+  router.post('/api/search', asyncHandler(async (req, res) => {
+    const unknown = Object.keys(req.query).find((name) => name !== 'after');
+    if (unknown !== undefined) throw invalidArgument(unknown, 'is not a parameter of POST /api/search (send it in the body)', { parameters: ['after'] });
+    const query = parseSearchBody(req.body);
+    await waitAsked(req);
+    res.setHeader('Cache-Control', 'no-store');
+    res.json(await search(deps, req.auth!.user, query, req.correlationId));
+  }));
+
+  router.get('/api/search/facets', asyncHandler(async (req, res) => {
+    const query = parseFacetParameters(req.query as Record<string, unknown>);
+    await waitAsked(req);
+    res.setHeader('Cache-Control', 'no-store');
+    res.json(await facets(deps, req.auth!.user, query, req.correlationId));
+  }));
+
+  return router;
+}
