@@ -102,7 +102,15 @@ public final class OpenSearchNode {
       }
     }
 
-    Node node = new ClasspathNode(environment, plugins);
+    Node node;
+    try {
+      node = new ClasspathNode(environment, plugins);
+    } catch (Throwable t) {
+      System.err.println("the node could not be created:");
+      t.printStackTrace();
+      System.exit(1);
+      return;
+    }
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       try {
         node.close();
