@@ -66,6 +66,28 @@ describe('OpenSearch search engine', function () {
     }
   });
 
+  it('custom field values: found through their nested documents and highlighted, escaped as HTML', async () => {
+    const prefix = uniqueIndexPrefix();
+    const engine = openOpenSearch(settingsFor(prefix));
+    try {
+      await engine.ensureVersion(1);
+      await engine.switchAlias(1);
+      const doc = searchDocument('repository_cases', 'cf', { customFields: [{ name: 'Component', value: 'Authentication <b>service</b>' }, { name: 'Owner', value: 'Zoë' }] });
+      await engine.write(1, { upsert: [doc, searchDocument('repository_cases', 'other', {})], remove: [] });
+      await engine.refresh();
+      const r = await engine.search({
+        types: ['repository_cases'], filter: [], sort: [], from: 0, size: 10, highlight: ['title', 'customFields.value'],
+        query: { kind: 'text', query: 'authentication', fields: [{ field: 'title', boost: 2 }, { field: 'customFields.value', boost: 1 }], operator: 'or', phrase: false },
+      });
+      expect(r.hits.map((h) => h.id)).to.deep.equal(['cf']);
+      expect(r.hits[0].highlight).to.deep.equal({ 'customFields.value': ['<mark>Authentication</mark> &lt;b&gt;service&lt;&#x2F;b&gt;'] });
+      expect(r.hits[0].document).to.deep.equal(doc);
+    } finally {
+      await engine.close();
+      await dropIndices(SEARCH_TEST_URL, prefix);
+    }
+  });
+
   it('a bulk write refused for one document throws BulkWriteFailed naming it; the others are written and the checkpoint stays', async () => {
     const prefix = uniqueIndexPrefix();
     // Bulk size 2: the refused document is in the second of three requests.
