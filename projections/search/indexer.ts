@@ -89,6 +89,8 @@ const transient = (error: unknown) => error instanceof SearchUnavailable || isTr
 export function startSearchIndexer(deps: {
   engine: SearchEngine; knex: Knex; store: EventStore; kafka?: { kafka: Kafka; topic: string; partitions: number } | null;
   databaseUrl: string; logger: Logger; retry?: RetryPolicy; bulkSize: number;
+  /** Told once when the indexer fails for good. */
+  onFailed?: () => void;
 }): SearchIndexer {
   const { engine, knex } = deps;
   const logger = deps.logger.child({ role: 'indexer', engine: engine.engine });
@@ -122,6 +124,7 @@ export function startSearchIndexer(deps: {
     logger.error({ err: error, version: current.version, position: current.position, correlationId: current.correlationId }, 'search indexer failed; stopped until restarted');
     if (versionTimer) clearInterval(versionTimer);
     void subscription?.close();
+    deps.onFailed?.();
   }
 
   const advancePosition = (position: bigint) => {
