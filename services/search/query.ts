@@ -420,11 +420,11 @@ function integer(input: unknown, path: string, min: number, max: number): number
 export interface Page { limit: number; offset: number }
 
 /**
- * `limit` (0 to MAX_LIMIT, default 25) and `offset` (default 0). `offset + limit` past the
+ * `limit` (1 to MAX_LIMIT, default 25) and `offset` (default 0). `offset + limit` past the
  * indices' max_result_window is 400 `result-window-too-large`: page with filters instead.
  */
 export function parsePage(limitInput: unknown, offsetInput: unknown): Page {
-  const limit = limitInput === undefined ? DEFAULT_LIMIT : integer(limitInput, 'limit', 0, MAX_LIMIT);
+  const limit = limitInput === undefined ? DEFAULT_LIMIT : integer(limitInput, 'limit', 1, MAX_LIMIT);
   const offset = offsetInput === undefined ? 0 : integer(offsetInput, 'offset', 0, 999_999_999);
   if (offset + limit > MAX_RESULT_WINDOW) {
     throw new HttpError(400, 'result-window-too-large', `offset + limit must be at most ${MAX_RESULT_WINDOW}: narrow the search with filters instead of paging this deep`,

@@ -139,7 +139,7 @@ export function searchPaths(): OpenAPIV3.PathsObject {
         description: `text fields to highlight ({fields: {title: {}}}); absent: every text field (${TEXT_FIELDS.join(', ')})`,
         properties: { fields: { type: 'object', additionalProperties: { type: 'object', additionalProperties: false } } },
       },
-      limit: { type: 'integer', minimum: 0, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
+      limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
       offset: { type: 'integer', minimum: 0, default: 0, description: `offset + limit at most ${MAX_RESULT_WINDOW}` },
     },
   };
@@ -161,7 +161,7 @@ export function searchPaths(): OpenAPIV3.PathsObject {
         parameters: [
           query('q', { type: 'string', minLength: 1, maxLength: 1000 }, 'the words to search for', true),
           type, project,
-          query('limit', { type: 'integer', minimum: 0, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }, 'hits per page'),
+          query('limit', { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }, 'hits per page'),
           query('offset', { type: 'integer', minimum: 0, default: 0 }, `hits to skip; offset + limit at most ${MAX_RESULT_WINDOW}`),
           after, eventPosition,
         ],

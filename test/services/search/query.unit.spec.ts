@@ -253,9 +253,9 @@ describe('search query subset (services/search/query.ts)', () => {
     it('paging: limit 25 and offset 0 by default, integers in range, offset + limit within max_result_window', () => {
       expect(parsePage(undefined, undefined)).to.deep.equal({ limit: 25, offset: 0 });
       expect(parsePage('100', '40')).to.deep.equal({ limit: 100, offset: 40 });
-      expect(parsePage(0, MAX_RESULT_WINDOW)).to.deep.equal({ limit: 0, offset: MAX_RESULT_WINDOW });
+      expect(parsePage(1, MAX_RESULT_WINDOW - 1)).to.deep.equal({ limit: 1, offset: MAX_RESULT_WINDOW - 1 });
       expect(parsePage(10, MAX_RESULT_WINDOW - 10)).to.deep.equal({ limit: 10, offset: MAX_RESULT_WINDOW - 10 });
-      for (const bad of ['101', '-1', '1.5', 'ten', '', 101, -1, 2.5, null, true]) {
+      for (const bad of ['101', '0', 0, '-1', '1.5', 'ten', '', 101, -1, 2.5, null, true]) {
         expect(refusal(() => parsePage(bad, undefined)), String(bad)).to.include({ code: 'invalid-argument', path: 'limit' });
       }
       for (const bad of ['-1', '1e3', 'x', -1, 0.5]) expect(refusal(() => parsePage(undefined, bad)), String(bad)).to.include({ code: 'invalid-argument', path: 'offset' });
