@@ -7,6 +7,12 @@ import { systemMetadata } from '../../../services/shared/context';
 import { startTestApp, type TestApp } from '../../support/app';
 import { sampleCreate, sampleUpdate } from '../../support/entityFixtures';
 import { HttpClient } from '../../support/server';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PostgresSearchEngine } from '../../../infra/search/postgres';
+import { buildApp } from '../../../services/api/app';
+import { DEFAULT_SEARCH_SETTINGS } from '../../../services/shared/search';
+import { searchDocument } from '../../infra/search/documents';
 
 /**
  * The authorization matrix: every model operation on every entity (and the custom routes) for
@@ -222,6 +228,69 @@ describe('authorization matrix: every model operation and route, for every kind 
     ];
     for (const persona of PERSONAS) {
       for (const [method, path, status] of routes) await check(persona, method, path, undefined, status(persona));
+    }
+  });
+
+  it('search and facets: 401 without valid authentication; otherwise 200 with documents of readable projects only (hits, totals, facets), a filter by an unreadable project empty', async () => {
+    // The same database and callers, through an app with search (as another replica would be).
+    const engine = new PostgresSearchEngine(app.deps.knex, { ...DEFAULT_SEARCH_SETTINGS, indexPrefix: 'matrix_' });
+    const a = String(rows.get('project')!);
+    const b = String(await adminCreate('project', { name: 'Search B' }));
+    await engine.ensureVersion(1);
+    await engine.switchAlias(1);
+    await engine.write(1, {
+      upsert: [
+        searchDocument('repository_cases', 'ca', { projectId: a, project: 'A', title: 'matrixword in A', tags: ['tag-a'], state: 'State A' }),
+        searchDocument('repository_cases', 'cb', { projectId: b, project: 'Search B', title: 'matrixword in B', tags: ['tag-b'], state: 'State B' }),
+      ],
+      remove: [],
+    });
+    const server = await new Promise<Server>((resolve) => {
+      const s = buildApp({ ...app.appDeps, search: { engine: () => engine } }).listen(0, '127.0.0.1', () => resolve(s));
+    });
+    const searchUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    /** The projects each caller reads: administrators both, project A's members A, the others none. */
+    const sees = (p: Persona): string[] => (p === 'admin' ? [a, b] : ['projectAdmin', 'assigned', 'groupMember'].includes(p) ? [a] : []);
+    try {
+      for (const persona of PERSONAS) {
+        const client = new HttpClient(searchUrl, clients[persona].bearer);
+        const calls: [string, string, unknown, string[]][] = [
+          ['GET', '/api/search?q=matrixword', undefined, sees(persona)],
+          ['POST', '/api/search', { query: { match: { title: 'matrixword' } } }, sees(persona)],
+          ['POST', '/api/search', { query: { term: { projectId: b } } }, sees(persona).filter((p) => p === b)],
+          ['GET', `/api/search?q=matrixword&project=${b}`, undefined, sees(persona).filter((p) => p === b)],
+          ['POST', '/api/search', { filters: { projectId: b } }, sees(persona).filter((p) => p === b)],
+        ];
+        for (const [method, path, body, projects] of calls) {
+          const res = await client.request(method, path, body);
+          const label = `${persona} ${method} ${path} ${JSON.stringify(body ?? null)} → ${JSON.stringify(res.body)}`;
+          if (UNAUTHENTICATED.has(persona)) {
+            expect(res.status, label).to.equal(401);
+            expect(Object.keys(res.body), label).to.have.members(['error', 'code', 'details']);
+            continue;
+          }
+          expect(res.status, label).to.equal(200);
+          expect(res.body.hits.map((h: { projectId: string }) => h.projectId), label).to.have.members(projects);
+          expect(res.body.total, label).to.equal(projects.length);
+        }
+        for (const [path, projects] of [['/api/search/facets', sees(persona)], [`/api/search/facets?project=${b}`, sees(persona).filter((p) => p === b)]] as const) {
+          const res = await client.request('GET', path);
+          const label = `${persona} GET ${path} → ${JSON.stringify(res.body)}`;
+          if (UNAUTHENTICATED.has(persona)) {
+            expect(res.status, label).to.equal(401);
+            continue;
+          }
+          expect(res.status, label).to.equal(200);
+          expect(res.body.facets, label).to.deep.equal({
+            tags: Object.fromEntries(projects.map((p) => [p === a ? 'tag-a' : 'tag-b', 1])),
+            folders: {}, templates: {},
+            states: Object.fromEntries(projects.map((p) => [p === a ? 'State A' : 'State B', 1])),
+          });
+        }
+      }
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+      server.closeAllConnections();
     }
   });
 });
