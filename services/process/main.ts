@@ -1,12 +1,13 @@
 /**
  * `npm start`: every role in one process on embedded defaults (embedded PostgreSQL under DATA_DIR,
- * PostgreSQL event store, direct transport), or on DATABASE_URL / EVENTSTORE_URL / KAFKA_BROKERS
- * when set (with Kafka, the relay runs here too and projections consume from the topic).
+ * PostgreSQL event store, direct transport, PostgreSQL search), or on DATABASE_URL / EVENTSTORE_URL /
+ * KAFKA_BROKERS / SEARCH_URL when set (with Kafka, the relay runs here too and projections consume from the topic).
  */
 import { loadConfig } from './config';
 import { createLogger, logFatal } from '../../infra/logger';
 import { openPlatform } from './platform';
-import { checkpointKeyOf, openKafka, projectorReadiness, relayReadiness, runApi, runProjector, runRelay } from './roles';
+import { checkpointKeyOf, indexerReadiness, openKafka, projectorReadiness, relayReadiness, runApi, runIndexer, runProjector, runRelay } from './roles';
+import { SearchConnection } from './searchConnection';
 import { onShutdown } from './shutdown';
 
 async function main(): Promise<void> {
@@ -18,9 +19,11 @@ async function main(): Promise<void> {
   const retry = { budgetMs: config.retryBudgetMs };
   const relay = link && runRelay(platform, logger, link, retry);
   const projector = runProjector(platform, logger, link, retry);
-  const readiness = [...projectorReadiness(projector, platform), ...(relay ? [relayReadiness(relay)] : [])];
-  const api = await runApi(config, platform, logger, readiness, checkpointKeyOf(link));
-  onShutdown(logger, [() => api.stop(), async () => relay?.stop(), () => projector.stop(), () => platform.close()]);
+  const search = new SearchConnection(config.search, { knex: platform.knex, logger, retry });
+  const indexer = runIndexer(platform, logger, link, retry, search, config.search);
+  const readiness = [...projectorReadiness(projector, platform), ...(relay ? [relayReadiness(relay)] : []), indexerReadiness(indexer)];
+  const api = await runApi(config, platform, logger, readiness, checkpointKeyOf(link), { connection: search, link });
+  onShutdown(logger, [() => api.stop(), async () => relay?.stop(), () => indexer.stop(), () => projector.stop(), () => search.close(), () => platform.close()]);
 }
 
 main().catch((err) => {

@@ -8,7 +8,11 @@ import { ALL_PROJECTIONS } from '../../projections';
 import { CheckpointWatcher, directCheckpointKey, type CheckpointKeyOf } from '../../projections/runtime/checkpointWatcher';
 import { kafkaCheckpointKey, startKafkaProjector } from '../../projections/runtime/kafkaProjector';
 import { startProjector, type ProjectionStatus, type Projector } from '../../projections/runtime/projector';
+import { startSearchIndexer, type SearchIndexer, type SearchIndexerStatus } from '../../projections/search/indexer';
 import { startRelay, type Relay, type RelayStatus } from './relay/relay';
+import type { SearchConnection } from './searchConnection';
+import { kafkaCheckpointKeys } from '../search/search.service';
+import type { SearchSettings } from '../shared/search';
 import { buildApp } from '../api/app';
 import type { ReadinessCheck } from '../api/health.routes';
 import type { Config } from './config';
@@ -50,6 +54,56 @@ export function runProjector(
   return startProjector({ store: platform.store, knex: platform.knex, projections: ALL_PROJECTIONS, logger: logger.child({ role: 'projector' }), retry, onFailed });
 }
 
+/** What /readyz and a supervisor see of the indexer role: the engine connection, then the indexer. */
+export interface IndexerRole {
+  status(): SearchIndexerStatus & { connection: ReturnType<SearchConnection['status']> };
+  stop(): Promise<void>;
+}
+
+/**
+ * The indexer role: once the search engine answers, the search projection follows the log (a
+ * subscription, or its own Kafka consumer group). `onFailed`: the connection or the indexer failed for good.
+ */
+export function runIndexer(
+  platform: Platform, logger: Logger, link: KafkaLink | null, retry: RetryPolicy, search: SearchConnection, settings: Readonly<SearchSettings>, onFailed?: () => void,
+): IndexerRole {
+  let indexer: SearchIndexer | null = null;
+  let stopped = false;
+  const waiting: SearchIndexerStatus = { state: 'starting', engine: settings.engine, version: null, position: '0', lastError: null, documentsWritten: 0 };
+  const started = search.ready().then((engine) => {
+    if (stopped) return;
+    if (engine === null) return onFailed?.();
+    indexer = startSearchIndexer({
+      engine, knex: platform.knex, store: platform.store, kafka: link, databaseUrl: platform.databaseUrl,
+      logger: logger.child({ role: 'indexer' }), retry, bulkSize: settings.bulkSize, onFailed,
+    });
+  });
+  return {
+    status: () => {
+      const connection = search.status();
+      const own = indexer?.status() ?? { ...waiting, state: connection.state === 'failed' ? 'failed' : 'starting', lastError: connection.lastError };
+      return { ...own, connection };
+    },
+    async stop() {
+      stopped = true;
+      await started;
+      await indexer?.stop();
+    },
+  };
+}
+
+/**
+ * The indexer in /readyz: not ready once failed for good. While the engine is away it reports
+ * `retrying` (or `starting`) with the last error but stays ready: the API answers everything except
+ * search (503 search-unavailable), and the indexer catches up from its checkpoint when the engine returns.
+ */
+export function indexerReadiness(indexer: IndexerRole): ReadinessCheck {
+  return { name: 'searchIndexer', check: async () => {
+    const status = indexer.status();
+    return { ok: status.state !== 'failed', details: status };
+  } };
+}
+
 /** The relay role: event store → Kafka. */
 export function runRelay(platform: Platform, logger: Logger, link: KafkaLink, retry: RetryPolicy, onFailed?: (status: RelayStatus) => void): Relay {
   return startRelay({ store: platform.store, knex: platform.knex, kafka: link.kafka, topic: link.topic, logger, retry, onFailed });
@@ -87,6 +141,7 @@ export function watcherReadiness(watcher: CheckpointWatcher): ReadinessCheck {
 /** The API role: HTTP, commands, read-your-writes through the projections' checkpoints. */
 export async function runApi(
   config: Readonly<Config>, platform: Platform, logger: Logger, readiness: ReadinessCheck[], keyOf: CheckpointKeyOf = directCheckpointKey,
+  search: { connection: SearchConnection; link: KafkaLink | null } | null = null,
 ): Promise<{ server: Server; stop(): Promise<void> }> {
   const watcher = new CheckpointWatcher(
     platform.knex, platform.databaseUrl, ALL_PROJECTIONS.map((p) => p.name), keyOf, { retry: { budgetMs: config.retryBudgetMs }, logger: logger.child({ role: 'checkpointWatcher' }) },
@@ -114,6 +169,11 @@ export async function runApi(
     modelMaxRows: config.modelMaxRows,
     trustProxy: config.trustProxy, allowedOrigins: config.allowedOrigins, readiness: [...readiness, watcherReadiness(watcher)],
     files, storedFiles, maxUploadBytes: config.maxUploadBytes, imports,
+    ...(search && { search: {
+      engine: () => search.connection.engine(),
+      // On Kafka the indexer keeps a checkpoint per partition: a position waits for its stream's.
+      checkpointKeys: search.link ? kafkaCheckpointKeys(platform.store, (streamId) => partitionOf(streamId, search.link!.partitions)) : undefined,
+    } }),
     rateLimits: config.rateLimits && { settings: config.rateLimits, store: new PostgresRateLimitStore(platform.pool) },
   });
   const server = await new Promise<Server>((resolve, reject) => {

@@ -1,8 +1,9 @@
-/** The API role alone (docker-compose `api`): projections run in the `projector` role. */
+/** The API role alone (docker-compose `api`): projections run in the `projector` role, the search indexer in `indexer`. */
 import { loadConfig } from '../config';
 import { createLogger, logFatal } from '../../../infra/logger';
 import { openPlatform } from '../platform';
 import { checkpointKeyOf, openKafka, projectorReadiness, runApi } from '../roles';
+import { SearchConnection } from '../searchConnection';
 import { onShutdown } from '../shutdown';
 
 async function main(): Promise<void> {
@@ -10,8 +11,9 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel).child({ role: 'api' });
   const platform = await openPlatform(config, logger, { poolSize: 20 });
   const link = await openKafka(config, logger);
-  const api = await runApi(config, platform, logger, projectorReadiness(null, platform), checkpointKeyOf(link));
-  onShutdown(logger, [() => api.stop(), () => platform.close()]);
+  const search = new SearchConnection(config.search, { knex: platform.knex, logger, retry: { budgetMs: config.retryBudgetMs } });
+  const api = await runApi(config, platform, logger, projectorReadiness(null, platform), checkpointKeyOf(link), { connection: search, link });
+  onShutdown(logger, [() => api.stop(), () => search.close(), () => platform.close()]);
 }
 
 main().catch((err) => {
