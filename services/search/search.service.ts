@@ -6,7 +6,7 @@ import type { EventStore } from '../shared/eventStore';
 import { HttpError } from '../shared/errors';
 import { isTransient } from '../shared/faults';
 import {
-  FACETS, SearchUnavailable, type Clause, type FacetName, type SearchDocument, type SearchEngine, type SearchRequest, type SearchType, type TextField,
+  FACETS, SEARCH_CHECKPOINT_KEY, SearchUnavailable, searchPositionKey, type Clause, type FacetName, type SearchDocument, type SearchEngine, type SearchRequest, type SearchType, type TextField,
 } from '../shared/search';
 import type { FacetQuery, SearchQuery } from './query';
 
@@ -25,15 +25,14 @@ export interface SearchDeps {
   logger: Logger;
   /**
    * Which of the indexer's checkpoints must reach a position. Default (direct transport): the one
-   * checkpoint `search`. On Kafka: `kafkaCheckpointKeys(...)`, the key of the written stream's partition.
+   * checkpoint `search`. On Kafka: `kafkaCheckpointKeys(...)`, the written stream's partition's `search@<partition>`.
    */
   checkpointKeys?: (position: bigint) => Promise<string[]>;
 }
 
-/** The indexer's checkpoint key on the direct transport; on Kafka `search#<partition>`. */
-export const SEARCH_CHECKPOINT = 'search';
-/** Any `search#<partition>` key: stands for every partition's (see kafkaCheckpointKeys). */
-const EVERY_PARTITION = `${SEARCH_CHECKPOINT}#*`;
+/** Stands for every partition's `search@<partition>` (see kafkaCheckpointKeys). */
+const PARTITION_PREFIX = searchPositionKey(0).slice(0, -1);
+const EVERY_PARTITION = `${PARTITION_PREFIX}*`;
 
 /** Most labels per facet, the most frequent first. */
 export const FACET_SIZE = 100;
@@ -158,27 +157,28 @@ function positionOf(value: string | undefined): bigint {
   return BigInt(value);
 }
 
-/** Whether the checkpoints have reached the position at every key (`search#*`: every partition's, at least one). */
+/** Whether the checkpoints have reached the position at every key (`search@*`: every partition's, at least one). */
 export function reached(checkpoints: Readonly<Record<string, string>>, keys: readonly string[], position: bigint): boolean {
   return keys.every((key) => {
     if (key !== EVERY_PARTITION) return positionOf(checkpoints[key]) >= position;
-    const partitions = Object.keys(checkpoints).filter((k) => k.startsWith(`${SEARCH_CHECKPOINT}#`));
+    const partitions = Object.keys(checkpoints).filter((k) => k.startsWith(PARTITION_PREFIX));
     return partitions.length > 0 && partitions.every((k) => positionOf(checkpoints[k]) >= position);
   });
 }
 
 /**
- * Kafka: the indexer keeps one checkpoint per partition (`search#<partition>`, the last global
- * position applied in it), and a position says nothing of its partition. The event at the
- * position names its stream, whose partition holds it: that checkpoint must reach the position.
- * A position that names no event (beyond the log's head, say) waits for every partition's.
+ * Kafka: the indexer records per partition the last global position applied from it
+ * (`search@<partition>`, beside the offset it resumes from), and a position says nothing of its
+ * partition. The event at the position names its stream, whose partition carried it: that
+ * partition's position must reach it. A position that names no event (beyond the log's head,
+ * say) waits for every partition's.
  */
 export function kafkaCheckpointKeys(store: Pick<EventStore, 'readAll'>, partitionOf: (streamId: string) => number): (position: bigint) => Promise<string[]> {
   return async (position) => {
     if (position <= 0n) return [EVERY_PARTITION];
     const [event] = await store.readAll({ after: (position - 1n).toString(), maxCount: 1, maxBytes: 1 });
     if (!event || BigInt(event.position) !== position) return [EVERY_PARTITION];
-    return [`${SEARCH_CHECKPOINT}#${partitionOf(event.streamId)}`];
+    return [searchPositionKey(partitionOf(event.streamId))];
   };
 }
 
@@ -189,7 +189,7 @@ export function kafkaCheckpointKeys(store: Pick<EventStore, 'readAll'>, partitio
  * been applied.
  */
 export async function waitForIndexer(deps: SearchDeps, position: bigint, correlationId: string): Promise<void> {
-  const keys = await (deps.checkpointKeys ?? (async () => [SEARCH_CHECKPOINT]))(position);
+  const keys = await (deps.checkpointKeys ?? (async () => [SEARCH_CHECKPOINT_KEY]))(position);
   const deadline = Date.now() + deps.writeTimeoutMs;
   let pause = FIRST_PAUSE_MS;
   for (;;) {

@@ -84,6 +84,15 @@ export interface SearchDocument {
 
 export interface DocumentKey { type: SearchType; id: string }
 
+/** The indexer's checkpoint on the direct transport: the last event position applied. */
+export const SEARCH_CHECKPOINT_KEY = 'search';
+/**
+ * On Kafka, `search#<partition>` holds the last offset applied (where the indexer resumes), which
+ * says nothing of event positions; `search@<partition>`, written with it, holds the last global
+ * event position applied from that partition: read-your-writes compares an X-Event-Position with it.
+ */
+export const searchPositionKey = (partition: number) => `${SEARCH_CHECKPOINT_KEY}@${partition}`;
+
 /** The validated query, engine-neutral. */
 export type Clause =
   /** Words (or a phrase) in any of the fields, each with its boost. `operator: 'and'`: every word must match. */

@@ -119,15 +119,15 @@ describe('search service (services/search/search.service.ts)', () => {
   });
 
   describe('read-your-writes', () => {
-    it('reached: the named checkpoints at or past the position; search#*: every partition\'s, at least one', () => {
+    it('reached: the named checkpoints at or past the position; search@*: every partition\'s, at least one', () => {
       expect(reached({ search: '10' }, ['search'], 10n)).to.equal(true);
       expect(reached({ search: '9' }, ['search'], 10n)).to.equal(false);
       expect(reached({}, ['search'], 1n)).to.equal(false);
       expect(reached({ search: 'garbage' }, ['search'], 1n)).to.equal(false);
-      expect(reached({ 'search#0': '12', 'search#1': '3' }, ['search#0'], 10n)).to.equal(true);
-      expect(reached({ 'search#0': '12', 'search#1': '3' }, ['search#*'], 10n)).to.equal(false);
-      expect(reached({ 'search#0': '12', 'search#1': '30' }, ['search#*'], 10n)).to.equal(true);
-      expect(reached({ search: '30' }, ['search#*'], 10n)).to.equal(false);
+      expect(reached({ 'search@0': '12', 'search@1': '3' }, ['search@0'], 10n)).to.equal(true);
+      expect(reached({ 'search@0': '12', 'search@1': '3' }, ['search@*'], 10n)).to.equal(false);
+      expect(reached({ 'search@0': '12', 'search@1': '30' }, ['search@*'], 10n)).to.equal(true);
+      expect(reached({ search: '30' }, ['search@*'], 10n)).to.equal(false);
     });
 
     it('waits with backoff until the checkpoint reaches the position, then answers', async () => {
@@ -160,12 +160,12 @@ describe('search service (services/search/search.service.ts)', () => {
       await store.append('project-2', [{ type: 'ProjectCreated', data: {} }, { type: 'ProjectRenamed', data: {} }], { expectedRevision: 'any', metadata: meta });
       const partitionOf = (streamId: string) => (streamId.startsWith('project') ? 2 : 0);
       const keys = kafkaCheckpointKeys(store, partitionOf);
-      expect(await keys(1n)).to.deep.equal(['search#0']);
-      expect(await keys(3n)).to.deep.equal(['search#2']);
-      expect(await keys(4n)).to.deep.equal(['search#*']);
-      expect(await keys(0n)).to.deep.equal(['search#*']);
+      expect(await keys(1n)).to.deep.equal(['search@0']);
+      expect(await keys(3n)).to.deep.equal(['search@2']);
+      expect(await keys(4n)).to.deep.equal(['search@*']);
+      expect(await keys(0n)).to.deep.equal(['search@*']);
       const engine = new FakeEngine();
-      engine.checkpoints = { 'search#0': '1', 'search#2': '3' };
+      engine.checkpoints = { 'search@0': '1', 'search@2': '3' };
       await waitForIndexer(depsOf(engine, { checkpointKeys: keys }), 3n, 'c');
       expect((await failure(waitForIndexer(depsOf(engine, { checkpointKeys: keys }), 4n, 'c'))).code).to.equal('search-lagging');
     });
