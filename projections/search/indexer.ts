@@ -409,9 +409,10 @@ export function startSearchIndexer(deps: {
       if (versionTimer) clearInterval(versionTimer);
       for (const wake of [...sleepers]) wake();
       await subscription?.close();
+      // Ends a wait for the read model at once (the batch stops, its checkpoint unmoved).
+      await watcher.stop();
       await running;
       await consumer?.disconnect().catch(() => undefined);
-      await watcher.stop();
       if (!failed()) current.state = 'stopped';
     },
   };

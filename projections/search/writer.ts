@@ -45,6 +45,7 @@ export async function writeDocuments(
     try {
       await deps.engine.write(version, pending, checkpoints);
       written += pending.upsert.length + pending.remove.length;
+      await resolveFailures(deps, version, pending);
       return written;
     } catch (error) {
       if (!(error instanceof BulkWriteFailed)) throw error;
@@ -65,6 +66,15 @@ export async function writeDocuments(
       await sleep(ATTEMPT_PAUSE_MS * attempt);
     }
   }
+}
+
+/** Documents written at last: their earlier failures (if any) are resolved. */
+async function resolveFailures(deps: WriterDeps, version: number, ops: { upsert: readonly DocumentKey[]; remove: readonly DocumentKey[] }): Promise<void> {
+  const keys = [...ops.upsert, ...ops.remove];
+  if (keys.length === 0) return;
+  await deps.knex.raw(`UPDATE search_failures f SET resolved_at = now() FROM unnest(?::text[], ?::text[]) AS k(type, doc_id)
+    WHERE f.resolved_at IS NULL AND f.engine = ? AND f.version = ? AND f.type = k.type AND f.doc_id = k.doc_id`,
+  [keys.map((k) => k.type), keys.map((k) => k.id), deps.engine.engine, version]);
 }
 
 async function recordFailures(deps: WriterDeps, version: number, failures: WriteFailure[], position: string): Promise<void> {

@@ -3,10 +3,11 @@ import { expectCompleted } from '../../imports/importClient';
 import { startTestApp, type TestApp } from '../../support/app';
 import { waitUntil } from '../../support/wait';
 import { rebuildSearch } from '../../../projections/search/rebuild';
-import type { SearchIndexer } from '../../../projections/search/indexer';
+import pino from 'pino';
+import { startSearchIndexer, type SearchIndexer } from '../../../projections/search/indexer';
 import { SearchUnavailable, BulkWriteFailed, type SearchEngine } from '../../../services/shared/search';
 import { buildWorld, JUNIT, type World } from './world';
-import { caughtUp, documents, expected, indexed, postgresEngine, quietLogger, startIndexer, wrapWrites } from './support';
+import { FAST_RETRY, caughtUp, documents, expected, indexed, postgresEngine, quietLogger, startIndexer, wrapWrites } from './support';
 
 /**
  * The search indexer on the direct transport against PostgreSQL full-text search
@@ -166,8 +167,9 @@ describe('search indexer (direct transport, PostgreSQL search)', function () {
   });
 
   it('a document the engine keeps refusing is recorded in search_failures, and the indexer goes on', async () => {
+    let refuse = true;
     const refusing = wrapWrites(engine, async (real, version, ops, checkpoints) => {
-      const bad = ops.upsert.filter((d) => d.title === 'Refused case');
+      const bad = ops.upsert.filter((d) => refuse && d.title === 'Refused case');
       if (bad.length > 0) {
         await real(version, { upsert: ops.upsert.filter((d) => !bad.includes(d)), remove: ops.remove });
         throw new BulkWriteFailed(bad.map((d) => ({ type: d.type, id: d.id, reason: 'mapper_parsing_exception', status: 400 })));
@@ -186,6 +188,44 @@ describe('search indexer (direct transport, PostgreSQL search)', function () {
     expect(cases.has(String(good))).to.equal(true);
     expect(cases.has(String(bad))).to.equal(false);
     expect(indexer.status().state).to.equal('running');
+
+    // Accepted at its next change: its failure is resolved.
+    refuse = false;
+    await world.model('repositoryCase', 'update', { where: { id: bad }, data: { description: 'accepted now' } });
+    await caughtUp(app, indexer, engine);
+    expect((await documents(engine, 'repository_cases')).has(String(bad))).to.equal(true);
+    expect((await app.deps.knex('search_failures').where({ doc_id: String(bad) }).first()).resolved_at).to.be.instanceOf(Date);
+  });
+
+  it('an error that is not transient fails it: `failed`, logged once at error level with a correlation id, checkpoint unmoved', async () => {
+    let broken = false;
+    const buggy = wrapWrites(engine, async (real, version, ops, checkpoints) => {
+      if (broken) throw new TypeError('Cannot read properties of undefined (reading \'id\')');
+      return real(version, ops, checkpoints);
+    });
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    let failedCalls = 0;
+    indexer = startSearchIndexer({
+      engine: buggy, knex: app.deps.knex, store: app.deps.store, databaseUrl: app.databaseUrl, logger, retry: FAST_RETRY, bulkSize: 500, onFailed: () => failedCalls++,
+    });
+    await caughtUp(app, indexer, engine);
+    const version = (await engine.liveVersion())!;
+    const before = (await engine.readCheckpoints(version)).search;
+    broken = true;
+    await world.model('repositoryCase', 'create', { data: { title: 'Never indexed', project: world.connect(world.ids.project) } });
+    await waitUntil(() => indexer!.status().state === 'failed', 'the indexer failed', 20_000);
+    const status = indexer.status();
+    expect(status.lastError).to.contain('Cannot read properties of undefined');
+    expect(status.correlationId).to.be.a('string');
+    const errors = lines.filter((l) => l.level === 50);
+    expect(errors).to.have.length(1);
+    expect(errors[0]).to.deep.include({ correlationId: status.correlationId });
+    expect(failedCalls).to.equal(1);
+    expect((await engine.readCheckpoints(version)).search).to.equal(before);
+    await indexer.stop();
+    expect(indexer.status().state).to.equal('failed');
+    indexer = null;
   });
 
   it('a rebuild fills version N+1 side by side (search answers from N meanwhile), switches, drops N; the indexer follows N+1', async () => {
