@@ -101,24 +101,20 @@ export async function indexEvents(
     if (deps.stopping?.()) throw new IndexingStopped();
   };
   let written = 0;
-  /** Ids already written in this batch, per type: a fan-out does not write them again. */
-  const done = new Map<IndexedType, Set<string>>();
   const write = async (type: IndexedType, ids: string[]) => {
-    const seen = done.get(type) ?? new Set<string>();
-    done.set(type, seen);
-    const fresh = ids.filter((id) => !seen.has(id));
-    if (fresh.length === 0) return;
+    if (ids.length === 0) return;
     checkStop();
-    const ops = await loadDocuments(deps.knex, type, fresh);
+    const ops = await loadDocuments(deps.knex, type, ids);
     checkStop();
     written += await writeDocuments(deps, version, ops, position);
-    fresh.forEach((id) => seen.add(id));
   };
   for (const [type, ids] of direct) {
     if (!isIndexedType(type)) continue;
     const all = [...ids];
     for (let i = 0; i < all.length; i += deps.bulkSize) await write(type, all.slice(i, i + deps.bulkSize));
   }
+  // The direct documents are not left out of the fan-outs' pages: remembering them all would cost
+  // memory on a big batch (an import), writing one twice costs little.
   for (const fanOut of fanOuts) {
     for await (const page of fanOutPages(deps.knex, fanOut, deps.bulkSize)) await write(fanOut.type, page);
   }
