@@ -23,6 +23,8 @@ export interface EngineRequest {
   body?: Json;
   /** NDJSON lines (`_bulk`). */
   bulk?: Json[];
+  /** Retries of this request instead of the client's SEARCH_MAX_RETRIES (0 for a search a user waits on). */
+  maxRetries?: number;
   querystring?: Record<string, string | number | boolean>;
   /** Statuses answered instead of thrown. */
   ignore?: number[];
@@ -257,6 +259,8 @@ export class DocumentSearchEngine implements SearchEngine {
       method: 'POST', path: this.searchPath(request.types), body: searchBody(request),
       // A type not indexed yet (no alias) is skipped, not an error.
       querystring: { ignore_unavailable: true, allow_no_indices: true },
+      // Someone waits on it: an engine that does not answer is a 503 within SEARCH_REQUEST_TIMEOUT, not after every retry.
+      maxRetries: 0,
     });
     return parseSearch(body ?? {});
   }
@@ -266,6 +270,7 @@ export class DocumentSearchEngine implements SearchEngine {
     const { body } = await this.transport.request({
       method: 'POST', path: this.searchPath(request.types), body: facetsBody(request),
       querystring: { ignore_unavailable: true, allow_no_indices: true },
+      maxRetries: 0,
     });
     return parseFacets(request, body ?? {});
   }

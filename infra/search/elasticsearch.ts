@@ -31,11 +31,11 @@ export function createElasticsearchClient(settings: SearchSettings): Client {
 
 export function elasticsearchTransport(client: Client, url: string): EngineTransport {
   return {
-    async request({ method, path, body, bulk, querystring, ignore }) {
+    async request({ method, path, body, bulk, querystring, ignore, maxRetries }) {
       try {
         const response = await client.transport.request(
           { method, path, ...(body ? { body } : {}), ...(bulk ? { bulkBody: bulk } : {}), ...(querystring ? { querystring } : {}) },
-          { meta: true, headers: bulk ? NDJSON_HEADERS : JSON_HEADERS, ...(ignore ? { ignore } : {}) },
+          { meta: true, headers: bulk ? NDJSON_HEADERS : JSON_HEADERS, ...(ignore ? { ignore } : {}), ...(maxRetries === undefined ? {} : { maxRetries }) },
         );
         return { status: response.statusCode ?? 0, body: response.body, headers: response.headers ?? {} };
       } catch (error) {

@@ -26,11 +26,11 @@ export function createOpenSearchClient(settings: SearchSettings): Client {
 
 export function openSearchTransport(client: Client, url: string): EngineTransport {
   return {
-    async request({ method, path, body, bulk, querystring, ignore }) {
+    async request({ method, path, body, bulk, querystring, ignore, maxRetries }) {
       try {
         const response = await client.transport.request(
           { method, path, ...(body ? { body } : {}), ...(bulk ? { bulkBody: bulk } : {}), ...(querystring ? { querystring } : {}) },
-          ignore ? { ignore } : {},
+          { ...(ignore ? { ignore } : {}), ...(maxRetries === undefined ? {} : { maxRetries }) },
         );
         return { status: response.statusCode ?? 0, body: response.body, headers: response.headers ?? {} };
       } catch (error) {

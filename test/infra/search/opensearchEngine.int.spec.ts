@@ -162,4 +162,32 @@ describe('OpenSearch search engine', function () {
       await new Promise<void>((resolve) => silent.close(() => resolve()));
     }
   });
+
+  it('a search someone waits on is not retried: SearchUnavailable after one time limit, whatever SEARCH_MAX_RETRIES', async () => {
+    const sockets = new Set<Socket>();
+    const silent: Server = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as { port: number };
+    const engine = openOpenSearch(settingsFor(uniqueIndexPrefix(), { url: `http://127.0.0.1:${port}`, requestTimeoutMs: 400, maxRetries: 3 }));
+    try {
+      const everything = { kind: 'all' } as const;
+      for (const attempt of [
+        () => engine.search({ types: ['repository_cases'], query: everything, filter: [], sort: [], highlight: [], from: 0, size: 10 }),
+        () => engine.facets({ types: ['repository_cases'], query: everything, filter: [], fields: ['tags'], size: 10 }),
+      ]) {
+        const started = Date.now();
+        const error = await attempt().then(() => null, (e: unknown) => e);
+        expect(error).to.be.instanceOf(SearchUnavailable);
+        // Four attempts of 400 ms would take 1,600 ms at least.
+        expect(Date.now() - started).to.be.within(350, 1200);
+      }
+    } finally {
+      await engine.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  });
 });
