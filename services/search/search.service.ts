@@ -186,18 +186,26 @@ export function kafkaCheckpointKeys(store: Pick<EventStore, 'readAll'>, partitio
  * Waits until the indexer has applied `position` in the live index version: the engine's
  * checkpoints are read with a short backoff (20 ms doubling to 250 ms) for at most
  * `writeTimeoutMs`; then 503 `search-lagging`. Before the first index version is live nothing has
- * been applied.
+ * been applied. Once applied, the live version is refreshed, so that the documents are searchable
+ * (on OpenSearch and Elasticsearch they otherwise are at the index's next refresh).
  */
 export async function waitForIndexer(deps: SearchDeps, position: bigint, correlationId: string): Promise<void> {
   const keys = await (deps.checkpointKeys ?? (async () => [SEARCH_CHECKPOINT_KEY]))(position);
   const deadline = Date.now() + deps.writeTimeoutMs;
   let pause = FIRST_PAUSE_MS;
   for (;;) {
+    let live: number | null = null;
     const checkpoints = await ask(deps, correlationId, async (engine) => {
-      const live = await engine.liveVersion();
+      live = await engine.liveVersion();
       return live === null ? {} : engine.readCheckpoints(live);
     });
-    if (reached(checkpoints, keys, position)) return;
+    if (reached(checkpoints, keys, position)) {
+      // OpenSearch and Elasticsearch show what was written at their next refresh (refresh_interval):
+      // a reader who waits for their own write gets one now. PostgreSQL's is a no-op.
+      const version: number = live!;
+      await ask(deps, correlationId, (engine) => engine.refresh(version));
+      return;
+    }
     const left = deadline - Date.now();
     if (left <= 0) {
       throw new HttpError(503, 'search-lagging', 'The search index has not applied that change yet; search again shortly',

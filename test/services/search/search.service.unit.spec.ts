@@ -15,6 +15,7 @@ class FakeEngine {
   live: number | null = 1;
   failure: unknown = null;
   checkpointReads = 0;
+  readonly refreshed: (number | undefined)[] = [];
   async liveVersion() {
     if (this.failure) throw this.failure;
     return this.live;
@@ -22,6 +23,9 @@ class FakeEngine {
   async readCheckpoints() {
     this.checkpointReads++;
     return { ...this.checkpoints };
+  }
+  async refresh(version?: number) {
+    this.refreshed.push(version);
   }
   async facets(request: FacetRequest) {
     this.facetCalls.push(request);
@@ -139,6 +143,8 @@ describe('search service (services/search/search.service.ts)', () => {
       expect(Date.now() - started).to.be.within(90, 1000);
       // 20, 40, 80 ms ...: a handful of reads, not a busy loop.
       expect(engine.checkpointReads).to.be.within(2, 6);
+      // Then what the indexer wrote is made searchable for this reader (OpenSearch's refresh_interval).
+      expect(engine.refreshed).to.deep.equal([1]);
     });
 
     it('times out with 503 search-lagging; before any version is live nothing counts as applied', async () => {
