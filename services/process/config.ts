@@ -158,6 +158,7 @@ function searchConfig(env: NodeJS.ProcessEnv): SearchSettings {
   if ((engine === 'opensearch' || engine === 'elasticsearch') && url === null) throw new ConfigError(`SEARCH_ENGINE=${engine} needs SEARCH_URL`);
   const indexPrefix = optional(env, 'SEARCH_INDEX_PREFIX') ?? d.indexPrefix;
   if (!/^[a-z][a-z0-9_-]{0,39}$/.test(indexPrefix)) throw new ConfigError(`SEARCH_INDEX_PREFIX must be lowercase letters, digits, _ or - (at most 40, starting with a letter), got "${indexPrefix}"`);
+  if (url === null && indexPrefix.includes('-')) throw new ConfigError(`SEARCH_INDEX_PREFIX names PostgreSQL tables without SEARCH_URL: letters, digits and _ only, got "${indexPrefix}"`);
   const username = optional(env, 'SEARCH_USERNAME');
   const password = optional(env, 'SEARCH_PASSWORD');
   if ((username === null) !== (password === null)) throw new ConfigError('SEARCH_USERNAME and SEARCH_PASSWORD must be set together');

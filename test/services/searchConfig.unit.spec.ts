@@ -11,12 +11,12 @@ describe('configuration of search (SEARCH_*)', () => {
 
   it('takes every variable from the environment', () => {
     const search = loadConfig({
-      SEARCH_URL: 'https://search.example.com:9200/', SEARCH_ENGINE: 'opensearch', SEARCH_INDEX_PREFIX: 'acme_', SEARCH_USERNAME: 'indexer',
+      SEARCH_URL: 'https://search.example.com:9200/', SEARCH_ENGINE: 'opensearch', SEARCH_INDEX_PREFIX: 'acme-', SEARCH_USERNAME: 'indexer',
       SEARCH_PASSWORD: 'secret', SEARCH_API_KEY: 'a2V5', SEARCH_SSL_VERIFY: 'false', SEARCH_SSL_CA_PATH: 'ca.pem', SEARCH_REQUEST_TIMEOUT: '2500',
       SEARCH_MAX_RETRIES: '5', SEARCH_BULK_SIZE: '1000', SEARCH_SHARDS: '3', SEARCH_REPLICAS: '1', SEARCH_REFRESH_INTERVAL: '500ms',
     }).search;
     expect(search).to.deep.equal({
-      url: 'https://search.example.com:9200', engine: 'opensearch', indexPrefix: 'acme_', username: 'indexer', password: 'secret', apiKey: 'a2V5',
+      url: 'https://search.example.com:9200', engine: 'opensearch', indexPrefix: 'acme-', username: 'indexer', password: 'secret', apiKey: 'a2V5',
       sslVerify: false, sslCaPath: path.resolve('ca.pem'), requestTimeoutMs: 2500, maxRetries: 5, bulkSize: 1000, shards: 3, replicas: 1, refreshInterval: '500ms',
     });
   });
@@ -31,6 +31,7 @@ describe('configuration of search (SEARCH_*)', () => {
     [{ SEARCH_INDEX_PREFIX: 'Upper_' }, /SEARCH_INDEX_PREFIX/],
     [{ SEARCH_INDEX_PREFIX: 'a b' }, /SEARCH_INDEX_PREFIX/],
     [{ SEARCH_INDEX_PREFIX: '_hidden' }, /SEARCH_INDEX_PREFIX/],
+    [{ SEARCH_INDEX_PREFIX: 'acme-' }, /PostgreSQL tables/],
     [{ SEARCH_USERNAME: 'only-user' }, /together/],
     [{ SEARCH_SSL_VERIFY: 'maybe' }, /SEARCH_SSL_VERIFY/],
     [{ SEARCH_REQUEST_TIMEOUT: '0' }, /SEARCH_REQUEST_TIMEOUT/],
