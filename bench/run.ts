@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- append|rebuild|transport] [--events=N]`: runs the benchmarks (all by default), each on
+ * `npm run bench [-- append|rebuild|transport|query|import|cli|memory|search] [--events=N]`: runs the benchmarks (all by default), each on
  * its own throw-away database (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres),
  * writes bench/results/<name>.json and prints a summary. Exits 1 when a goal is missed.
  *
@@ -15,6 +15,10 @@
  * --iterations=N sets the measured calls per query and way, default 300.
  * memory: BENCH_MEMORY_RESULTS (or --memory-results=N) sets the results read, default 100,000;
  * --max-rows=N the server's MODEL_MAX_ROWS, default its default.
+ * search: BENCH_SEARCH_CASES (or --search-cases=N) scales the log of repository cases (default
+ * 100,000); --search-iterations=N sets the measured calls per query and way, default 200. OpenSearch
+ * is measured when one answers at SEARCH_URL (default http://127.0.0.1:9200), Elasticsearch when
+ * ELASTICSEARCH_URL is set.
  */
 import { APPEND_DEFAULTS, runAppend } from './append';
 import { runCliBench } from './cli';
@@ -22,9 +26,10 @@ import { IMPORT_DEFAULTS, runImport } from './import';
 import { MEMORY_DEFAULTS, runMemory } from './memory';
 import { QUERY_DEFAULTS, runQuery } from './query';
 import { REBUILD_DEFAULTS, runRebuild } from './rebuild';
+import { runSearch, SEARCH_DEFAULTS } from './search';
 import { runTransport, TRANSPORT_DEFAULTS } from './transport';
 
-const BENCHMARKS = ['append', 'rebuild', 'transport', 'query', 'import', 'cli', 'memory'] as const;
+const BENCHMARKS = ['append', 'rebuild', 'transport', 'query', 'import', 'cli', 'memory', 'search'] as const;
 type Benchmark = (typeof BENCHMARKS)[number];
 
 function positiveInt(name: string, value: string | undefined, fallback: number): number {
@@ -41,7 +46,7 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
     const flag = /^--([a-z-]+)=(.*)$/.exec(arg);
     if (flag) flags.set(flag[1], flag[2]);
     else if ((BENCHMARKS as readonly string[]).includes(arg)) names.push(arg as Benchmark);
-    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N, --cases=N, --iterations=N, --import-cases=N, --memory-results=N, --max-rows=N`);
+    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N, --cases=N, --iterations=N, --import-cases=N, --memory-results=N, --max-rows=N, --search-cases=N, --search-iterations=N`);
   }
   return {
     benchmarks: names.length > 0 ? names : [...BENCHMARKS],
@@ -73,6 +78,11 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
       results: positiveInt('--memory-results', flags.get('memory-results') ?? env.BENCH_MEMORY_RESULTS, MEMORY_DEFAULTS.results),
       maxRows: positiveInt('--max-rows', flags.get('max-rows'), MEMORY_DEFAULTS.maxRows),
     },
+    search: {
+      ...SEARCH_DEFAULTS,
+      cases: positiveInt('--search-cases', flags.get('search-cases') ?? env.BENCH_SEARCH_CASES, SEARCH_DEFAULTS.cases),
+      iterations: positiveInt('--search-iterations', flags.get('search-iterations'), SEARCH_DEFAULTS.iterations),
+    },
   };
 }
 
@@ -86,6 +96,7 @@ async function main(): Promise<void> {
     else if (name === 'import') passed[name] = await runImport(args.import);
     else if (name === 'cli') passed[name] = await runCliBench();
     else if (name === 'memory') passed[name] = await runMemory(args.memory);
+    else if (name === 'search') passed[name] = await runSearch(args.search);
     else passed[name] = await runTransport(args.transport);
   }
   const missed = Object.keys(passed).filter((n) => !passed[n]);
