@@ -67,7 +67,7 @@ async function rebuildSearchIndices(config: Config, logger: Logger, platform: Pl
     let lastReport = Date.now();
     const result = await rebuildSearch({
       engine, knex: platform.knex, logger, bulkSize: config.search.bulkSize,
-      ...(link && { checkpointKeys: () => kafkaReadModelCheckpoints(link.kafka, link.topic) }),
+      ...(link && { checkpointKeys: () => kafkaReadModelCheckpoints(link.kafka, link.topic, platform.knex) }),
       onProgress: (type, documents) => {
         if (Date.now() - lastReport < 2000) return;
         lastReport = Date.now();

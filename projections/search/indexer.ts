@@ -6,7 +6,7 @@ import { decodeValue, type Kafka, type KafkaMessage } from '../../infra/kafka';
 import type { EventStore, Subscription } from '../../services/shared/eventStore';
 import { ReadModelWaitFailed } from '../../services/shared/errors';
 import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
-import { SearchUnavailable, type SearchEngine } from '../../services/shared/search';
+import { SearchUnavailable, searchPositionKey, type SearchEngine } from '../../services/shared/search';
 import { inBatches } from '../runtime/batches';
 import { CheckpointWatcher } from '../runtime/checkpointWatcher';
 import { consumerGroupOf, kafkaCheckpointKey } from '../runtime/kafkaProjector';
@@ -44,9 +44,26 @@ const READ_MODEL_WAIT_MS = 30_000;
 /**
  * On Kafka, where a new version starts: per partition, the last offset both source projections'
  * consumer groups committed (committed offsets trail what they applied, so the rows are at least
- * that new), as `search#<partition>`. A partition neither committed is left out (read from its start).
+ * that new), as `search#<partition>`; a partition neither committed is left out (read from its
+ * start). And `search@<partition>`: the lowest position the source projections applied from it
+ * (projection_checkpoints, read first: the rows scanned after are at least that new), which
+ * read-your-writes compares positions with.
  */
-export async function kafkaReadModelCheckpoints(kafka: Kafka, topic: string): Promise<Record<string, string>> {
+export async function kafkaReadModelCheckpoints(kafka: Kafka, topic: string, knex?: Knex): Promise<Record<string, string>> {
+  const positions: Record<string, string> = {};
+  if (knex) {
+    const rows: { name: string; position: string }[] = await knex('projection_checkpoints')
+      .where((q) => SOURCE_PROJECTIONS.forEach((p) => void q.orWhere('name', 'like', `${p}#%`))).select('name', 'position');
+    const lowest = new Map<number, { seen: Set<string>; min: bigint }>();
+    for (const { name, position } of rows) {
+      const [projection, partition] = name.split('#');
+      const entry = lowest.get(Number(partition)) ?? { seen: new Set<string>(), min: BigInt(position) };
+      entry.seen.add(projection);
+      if (BigInt(position) < entry.min) entry.min = BigInt(position);
+      lowest.set(Number(partition), entry);
+    }
+    for (const [partition, { seen, min }] of lowest) if (seen.size === SOURCE_PROJECTIONS.length) positions[searchPositionKey(partition)] = min.toString();
+  }
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -61,7 +78,7 @@ export async function kafkaReadModelCheckpoints(kafka: Kafka, topic: string): Pr
     }
     const checkpoints: Record<string, string> = {};
     for (const [partition, next] of lowest) if (next !== null && next > 0n) checkpoints[kafkaCheckpointKey(DIRECT_KEY, partition)] = (next - 1n).toString();
-    return checkpoints;
+    return { ...checkpoints, ...positions };
   } finally {
     await admin.disconnect();
   }
@@ -196,7 +213,7 @@ export function startSearchIndexer(deps: {
       if (version === null) {
         const built = await rebuildSearch({
           engine, knex, logger, bulkSize: deps.bulkSize,
-          checkpointKeys: kafka ? () => kafkaReadModelCheckpoints(kafka.kafka, kafka.topic) : () => directReadModelCheckpoints(knex),
+          checkpointKeys: kafka ? () => kafkaReadModelCheckpoints(kafka.kafka, kafka.topic, knex) : () => directReadModelCheckpoints(knex),
         });
         version = built.version;
       }
@@ -355,7 +372,10 @@ export function startSearchIndexer(deps: {
             try {
               outcome = await withinBudget(version, async () => {
                 if (lastPosition > 0n) await waitForReadModel(lastPosition.toString(), partition);
-                current.documentsWritten += await indexEvents(writer, version, events, `${partition}:${lastOffset}`, { [kafkaCheckpointKey(DIRECT_KEY, partition)]: lastOffset });
+                current.documentsWritten += await indexEvents(writer, version, events, `${partition}:${lastOffset}`, {
+                  [kafkaCheckpointKey(DIRECT_KEY, partition)]: lastOffset,
+                  ...(lastPosition > 0n && { [searchPositionKey(partition)]: lastPosition.toString() }),
+                });
               }, budgets.get(partition)!);
             } finally {
               clearInterval(beat);

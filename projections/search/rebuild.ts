@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import type { SearchEngine } from '../../services/shared/search';
+import { SEARCH_CHECKPOINT_KEY, type SearchEngine } from '../../services/shared/search';
 import { INDEXED_TYPES, scanDocuments, type IndexedType } from './documents';
 import { writeDocuments } from './writer';
 
@@ -8,7 +8,7 @@ import { writeDocuments } from './writer';
 export const SOURCE_PROJECTIONS = ['readModel', 'identity'] as const;
 
 /** The checkpoint key of the indexer on the direct transport. */
-export const DIRECT_KEY = 'search';
+export const DIRECT_KEY = SEARCH_CHECKPOINT_KEY;
 
 export interface SearchRebuildResult {
   version: number;
