@@ -764,6 +764,20 @@ export async function runSearch(o: SearchBenchOptions): Promise<boolean> {
     const ctx: Ctx = { o, app, dbUrl, store, pool, head, token, logger, pages };
     const engines: Record<string, unknown> = {};
     let passed = true;
+    const code = describeCode(['services', 'contracts', 'projections', 'infra/search', 'bench']);
+    // Written after each engine (`complete` false until the last): a long run leaves what it measured.
+    const write = (complete: boolean) => writeResult('search', {
+      benchmark: 'search',
+      date: new Date().toISOString(),
+      machine,
+      code,
+      parameters: { ...o, goalRatio: GOAL_RATIO, goalHttpOverEngineP50: GOAL_HTTP_OVER_ENGINE, indexerBatchEvents: 1000, transport: 'direct (PostgreSQL event store)' },
+      seeded: { events: seeded.events, head, appendSeconds: round(seeded.seconds, 1), projectSecondsAfterAppend: round(projectSeconds, 1), readModel: counts, documents, validatedTypes: seeded.validatedTypes },
+      engines,
+      complete,
+      passed: complete && passed,
+      loadAverageAfter: os.loadavg().map((l) => round(l, 2)),
+    });
     for (const target of engineTargets) {
       if (target.skipped) {
         console.log(`  ${target.name}: SKIPPED, ${target.skipped}`);
@@ -773,18 +787,9 @@ export async function runSearch(o: SearchBenchOptions): Promise<boolean> {
       const result = await benchEngine(ctx, target, expected);
       engines[target.name] = result;
       passed &&= result.passed;
+      write(false);
     }
-    const file = writeResult('search', {
-      benchmark: 'search',
-      date: new Date().toISOString(),
-      machine,
-      code: describeCode(['services', 'contracts', 'projections', 'infra/search', 'bench']),
-      parameters: { ...o, goalRatio: GOAL_RATIO, goalHttpOverEngineP50: GOAL_HTTP_OVER_ENGINE, indexerBatchEvents: 1000, transport: 'direct (PostgreSQL event store)' },
-      seeded: { events: seeded.events, head, appendSeconds: round(seeded.seconds, 1), projectSecondsAfterAppend: round(projectSeconds, 1), readModel: counts, documents, validatedTypes: seeded.validatedTypes },
-      engines,
-      passed,
-      loadAverageAfter: os.loadavg().map((l) => round(l, 2)),
-    });
+    const file = write(true);
     console.log(`  ${passed ? 'goals met' : 'goal missed'}; ${file}`);
     return passed;
   } finally {
