@@ -142,13 +142,7 @@ describe('OpenSearch search engine', function () {
   });
 
   it('a server that accepts the connection and never answers: SearchUnavailable after the time limit and the retries', async () => {
-    const sockets = new Set<Socket>();
-    const silent: Server = createServer((socket) => {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-    });
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const { port } = silent.address() as { port: number };
+    const { port, close } = await silentServer();
     const engine = openOpenSearch(settingsFor(uniqueIndexPrefix(), { url: `http://127.0.0.1:${port}`, requestTimeoutMs: 300, maxRetries: 1 }));
     try {
       const started = Date.now();
@@ -158,19 +152,12 @@ describe('OpenSearch search engine', function () {
       expect(took).to.be.within(250, 300 * 2 + 500);
     } finally {
       await engine.close();
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => silent.close(() => resolve()));
+      await close();
     }
   });
 
   it('a search someone waits on is not retried: SearchUnavailable after one time limit, whatever SEARCH_MAX_RETRIES', async () => {
-    const sockets = new Set<Socket>();
-    const silent: Server = createServer((socket) => {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-    });
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const { port } = silent.address() as { port: number };
+    const { port, close } = await silentServer();
     const engine = openOpenSearch(settingsFor(uniqueIndexPrefix(), { url: `http://127.0.0.1:${port}`, requestTimeoutMs: 400, maxRetries: 3 }));
     try {
       const everything = { kind: 'all' } as const;
@@ -186,8 +173,24 @@ describe('OpenSearch search engine', function () {
       }
     } finally {
       await engine.close();
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => silent.close(() => resolve()));
+      await close();
     }
   });
 });
+
+/** A server on loopback that accepts connections and never answers. */
+async function silentServer(): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const silent: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (silent.address() as { port: number }).port,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    },
+  };
+}
