@@ -49,7 +49,10 @@ export async function rebuildSearch(deps: {
   const checkpoints = await (deps.checkpointKeys ?? (() => directReadModelCheckpoints(knex)))();
   const existing = await engine.versions();
   const live = await engine.liveVersion();
-  const version = Math.max(0, live ?? 0, ...existing) + 1;
+  // Before any version is live (the first build), a version a failed try left behind is built
+  // again rather than a new one beside it: an engine that timed out while creating its indices
+  // would otherwise get a new set at every retry.
+  const version = live === null && existing.length > 0 ? Math.max(...existing) : Math.max(0, live ?? 0, ...existing) + 1;
   await engine.ensureVersion(version);
   logger.info({ version, live, checkpoints }, 'building a search version side by side');
   const documents = Object.fromEntries(INDEXED_TYPES.map((t) => [t, 0])) as Record<IndexedType, number>;

@@ -256,4 +256,21 @@ describe('search indexer (direct transport, PostgreSQL search)', function () {
     expect((await documents(engine, 'repository_cases')).get(String(id))?.title).to.equal('After the rebuild');
     expect(await indexed(engine)).to.deep.equal(await expected(app));
   });
+  it('a first build the engine failed is built again in the same version, not in a new one beside it', async () => {
+    const fresh = postgresEngine(app);
+    let refusals = 2;
+    const flaky = wrapWrites(fresh, async (real, version, ops, checkpoints) => {
+      if (refusals > 0) {
+        refusals--;
+        throw new SearchUnavailable('postgres', new Error('timed out'));
+      }
+      return real(version, ops, checkpoints);
+    });
+    indexer = startIndexer(app, flaky);
+    await caughtUp(app, indexer, fresh);
+    expect(refusals).to.equal(0);
+    expect(await fresh.liveVersion()).to.equal(1);
+    expect(await fresh.versions()).to.deep.equal([1]);
+    expect(await indexed(fresh)).to.deep.equal(await expected(app));
+  });
 });
