@@ -1,26 +1,15 @@
-# Shared by up.sh and down.sh (sourced, not run). Expects $HERE = infra/kafka.
+# Shared by up.sh and down.sh (sourced, not run). Expects $HERE = infra/kafka. The pid file,
+# lock, port, log and stop helpers are infra/lib/jvm-service.sh's.
 # shellcheck shell=bash
 
 KAFKA_HOST=${KAFKA_HOST:-127.0.0.1}
 KAFKA_PORT=${KAFKA_PORT:-9092}
 KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-9093}
-DIST=${KAFKA_DIST_DIR:-$HERE/dist}
-mkdir -p "$DIST"
-DIST="$(cd "$DIST" && pwd)"
-PIDFILE="$DIST/kafka.pid"
-
-say() { echo "[kafka] $*"; }
-fail() { echo "[kafka] ERROR: $*" >&2; exit 1; }
-
-# Prints the pid of the broker started from $DIST if it is alive (checked against its command
-# line, so a stale pid file whose pid was reused is ignored).
-running_pid() {
-  local pid
-  pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "-Dtestament.kafka.dist=$DIST" || return 1
-  echo "$pid"
-}
+# shellcheck source=SCRIPTDIR/../lib/jvm-service.sh
+. "$HERE/../lib/jvm-service.sh"
+jvm_service kafka "$KAFKA_HOST" "${KAFKA_DIST_DIR:-$HERE/dist}"
+SERVICE_LOG="$DIST/logs/server.log"
+SERVICE_OUT="$DIST/logs/kafka.out"
 
 # True if a Kafka broker answers on $KAFKA_HOST:$KAFKA_PORT: sends an ApiVersions v0 request (api key 18,
 # correlation id "KAFK", client id "up.sh") over bash's /dev/tcp and checks the correlation id of
@@ -34,37 +23,6 @@ kafka_answers() {
     printf "\x00\x00\x00\x0f\x00\x12\x00\x00\x4b\x41\x46\x4b\x00\x05up.sh" >&3
     head -c 8 <&3 | od -An -tx1 | tr -d " \n"' "$KAFKA_HOST" "$KAFKA_PORT" 2>/dev/null) || return 1
   [ "${reply:8:8}" = "4b41464b" ]
-}
-
-# True if something listens on the TCP port (any address).
-# shellcheck disable=SC2016
-port_in_use() {
-  if command -v ss >/dev/null; then
-    ss -Hltn "( sport = :$1 )" 2>/dev/null | grep -q .
-  else
-    timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$KAFKA_HOST" "$1" 2>/dev/null
-  fi
-}
-
-# Tail of the broker logs, to stderr. With SERVER_LOG_START (line count of server.log before this
-# start) only lines written since then are shown.
-show_logs() {
-  local logs="$DIST/logs" start=${SERVER_LOG_START:-0} lines
-  if [ -s "$logs/server.log" ]; then
-    lines=$(wc -l <"$logs/server.log")
-    [ "$lines" -ge "$start" ] || start=0
-    if [ "$lines" -gt "$start" ]; then
-      echo "----- last lines of $logs/server.log (this start) -----" >&2
-      tail -n +"$(( start + 1 ))" "$logs/server.log" | tail -n 40 >&2
-    else
-      echo "----- $logs/server.log: nothing written by this start -----" >&2
-    fi
-  fi
-  if [ -s "$logs/kafka.out" ]; then
-    echo "----- last 20 lines of $logs/kafka.out (JVM stdout/stderr) -----" >&2
-    tail -n 20 "$logs/kafka.out" >&2
-  fi
-  echo "-----" >&2
 }
 
 # Run with `node -e` from the repository root (kafkajs resolved from node_modules). Retries until

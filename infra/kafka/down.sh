@@ -12,44 +12,17 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/common.sh"
 
 KAFKA_STOP_TIMEOUT=${KAFKA_STOP_TIMEOUT:-30}
-wipe=""
-for arg in "$@"; do
-  case "$arg" in
-    --wipe) wipe=data ;;
-    --purge) wipe=all ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
-    *) fail "unknown argument: $arg (use --wipe or --purge)" ;;
-  esac
-done
+down_args 8 "$@"
 
 # Do not race an up.sh that is starting the broker.
-exec 9>"$DIST/up.lock"
-flock -w 600 9 || fail "another up.sh/down.sh holds $DIST/up.lock"
+lock_dist "another up.sh/down.sh holds $DIST/up.lock"
 
-if pid=$(running_pid); then
-  t0=$(date +%s)
-  say "stopping the broker (pid $pid, SIGTERM)"
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 $(( KAFKA_STOP_TIMEOUT * 10 ))); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    say "still running after ${KAFKA_STOP_TIMEOUT}s: SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  fi
-  say "stopped ($(( $(date +%s) - t0 ))s)"
-else
+if ! stop_running broker "$KAFKA_STOP_TIMEOUT"; then
   say "no broker started from $DIST is running"
   if kafka_answers; then
     say "note: a Kafka broker not started from $DIST answers on $KAFKA_HOST:$KAFKA_PORT; left alone"
   fi
 fi
 rm -f "$PIDFILE"
-
-case "$wipe" in
-  data) rm -rf "$DIST/data" "$DIST/logs" "$DIST/server.properties"; say "wiped $DIST/data and $DIST/logs" ;;
-  all) exec 9>&-; rm -rf "$DIST"; say "removed $DIST" ;;
-esac
+wipe_dist "wiped $DIST/data and $DIST/logs" "$DIST/data" "$DIST/logs" "$DIST/server.properties"
 exit 0

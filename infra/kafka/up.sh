@@ -27,18 +27,12 @@ KAFKA_HEAP_OPTS=${KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}
 KAFKA_AUTO_CREATE_TOPICS=${KAFKA_AUTO_CREATE_TOPICS:-false}
 POM_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$HERE/pom.xml" | head -n1)
 KAFKA_VERSION=${KAFKA_VERSION:-$POM_VERSION}
-LIB="$DIST/lib"
 DATA="$DIST/data"
 LOGS="$DIST/logs"
 CONF="$DIST/server.properties"
 
-t0=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - t0 ))s"; }
-
-mkdir -p "$DIST"
 # Serialise concurrent up.sh runs (two test runners starting at once). fd 9 is closed for the broker.
-exec 9>"$DIST/up.lock"
-if ! flock -w 600 9; then fail "another up.sh holds $DIST/up.lock for 600 s"; fi
+lock_dist "another up.sh holds $DIST/up.lock for 600 s"
 
 if pid=$(running_pid); then
   if kafka_answers; then
@@ -54,28 +48,14 @@ else
 fi
 
 if [ -z "$pid" ]; then
-  if port_in_use "$KAFKA_PORT" || port_in_use "$KAFKA_CONTROLLER_PORT"; then
-    ss -ltnp 2>/dev/null | grep -E ":($KAFKA_PORT|$KAFKA_CONTROLLER_PORT)\b" >&2 || true
-    fail "port $KAFKA_PORT or $KAFKA_CONTROLLER_PORT on $KAFKA_HOST is taken by something that does not answer as a Kafka broker (see the ss line above)"
-  fi
+  require_free_ports "port $KAFKA_PORT or $KAFKA_CONTROLLER_PORT on $KAFKA_HOST is taken by something that does not answer as a Kafka broker (see the ss line above)" \
+    "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"
   command -v java >/dev/null || fail "java not found (Kafka $KAFKA_VERSION needs Java 17+)"
 
   # 1. Jars (runtime closure of kafka_2.13 + the SLF4J binding), once per version.
-  if [ "$(cat "$LIB/.complete" 2>/dev/null || true)" != "$KAFKA_VERSION" ]; then
-    command -v mvn >/dev/null || fail "mvn not found (needed once to fetch the Kafka jars)"
-    say "fetching Kafka $KAFKA_VERSION jars from Maven Central into $LIB"
-    rm -rf "$LIB" "$LIB.tmp"
-    # shellcheck disable=SC2086
-    if ! mvn -B -q -Dstyle.color=never -f "$HERE/pom.xml" ${KAFKA_MVN_ARGS:-} \
-        org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
-        -Dkafka.version="$KAFKA_VERSION" -DincludeScope=runtime -DoutputDirectory="$LIB.tmp" \
-        </dev/null >"$DIST/mvn.log" 2>&1; then
-      cat "$DIST/mvn.log" >&2
-      rm -rf "$LIB.tmp"
-      fail "mvn could not fetch org.apache.kafka:kafka_2.13:$KAFKA_VERSION (output above, also in $DIST/mvn.log)"
-    fi
-    mv "$LIB.tmp" "$LIB"
-    echo "$KAFKA_VERSION" >"$LIB/.complete"
+  if jars_stale "$KAFKA_VERSION"; then
+    fetch_jars Kafka "$KAFKA_VERSION" "$KAFKA_VERSION" "org.apache.kafka:kafka_2.13:$KAFKA_VERSION" \
+      "${KAFKA_MVN_ARGS:-}" -Dkafka.version="$KAFKA_VERSION"
     say "fetched $(find "$LIB" -name '*.jar' | wc -l) jars ($(elapsed))"
   fi
   CP="$LIB/*"
@@ -103,37 +83,20 @@ if [ -z "$pid" ]; then
 
   # 4. Start detached: own session (setsid), no stdin, output to a file, lock fd closed.
   say "starting Kafka $KAFKA_VERSION on $KAFKA_HOST:$KAFKA_PORT (controller $KAFKA_CONTROLLER_PORT), logs in $LOGS"
-  : >"$LOGS/kafka.out"
-  SERVER_LOG_START=$( { wc -l <"$LOGS/server.log"; } 2>/dev/null || echo 0)
-  rm -f "$PIDFILE"
-  # shellcheck disable=SC2086,SC2016
-  setsid nohup bash -c 'echo $$ >"$0"; exec "$@"' "$PIDFILE" \
+  LOG_START=$( { wc -l <"$SERVICE_LOG"; } 2>/dev/null || echo 0)
+  # shellcheck disable=SC2086
+  start_detached broker "$SERVICE_OUT" \
     java $KAFKA_HEAP_OPTS -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
       -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent \
       -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
       -Dkafka.logs.dir="$LOGS" -Dlog4j2.configurationFile="file:$HERE/log4j2.properties" \
-      -Dtestament.kafka.dist="$DIST" \
-      -cp "$CP" kafka.Kafka "$CONF" \
-    </dev/null >>"$LOGS/kafka.out" 2>&1 9>&- &
-  for _ in $(seq 1 50); do [ -s "$PIDFILE" ] && break; sleep 0.1; done
-  pid=$(cat "$PIDFILE" 2>/dev/null || true)
-  [ -n "$pid" ] || fail "the broker process did not start"
+      "$DIST_MARKER" \
+      -cp "$CP" kafka.Kafka "$CONF"
 fi
 
 # 5. Wait until it really answers.
-deadline=$(( $(date +%s) + KAFKA_START_TIMEOUT ))
-until kafka_answers; do
-  if ! kill -0 "$pid" 2>/dev/null; then
-    show_logs
-    rm -f "$PIDFILE"
-    fail "the broker (pid $pid) exited during startup"
-  fi
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    show_logs
-    fail "the broker (pid $pid) did not answer on $KAFKA_HOST:$KAFKA_PORT within ${KAFKA_START_TIMEOUT}s; it is left running (bash infra/kafka/down.sh stops it)"
-  fi
-  sleep 0.5
-done
+wait_ready kafka_answers broker "$KAFKA_START_TIMEOUT" \
+  "did not answer on $KAFKA_HOST:$KAFKA_PORT within ${KAFKA_START_TIMEOUT}s; it is left running (bash infra/kafka/down.sh stops it)"
 say "broker answers the Kafka protocol on $KAFKA_HOST:$KAFKA_PORT ($(elapsed))"
 
 # 6. With kafkajs installed, check what the application uses: metadata, topic list, and a group

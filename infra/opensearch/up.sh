@@ -26,13 +26,9 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 SEARCH_START_TIMEOUT=${SEARCH_START_TIMEOUT:-120}
 OPENSEARCH_HEAP_OPTS=${OPENSEARCH_HEAP_OPTS:--Xms512m -Xmx512m}
 OPENSEARCH_VERSION=$(sed -n 's:.*<opensearch.version>\(.*\)</opensearch.version>.*:\1:p' "$HERE/pom.xml" | head -n1)
-LIB="$DIST/lib"
 CLASSES="$DIST/classes"
 HOME_DIR="$DIST/home"
 TMP="$DIST/tmp"
-
-t0=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - t0 ))s"; }
 
 # Cluster health yellow or green (one request, bounded by the server's own 1 s wait).
 healthy() {
@@ -40,8 +36,7 @@ healthy() {
 }
 
 # Serialise concurrent up.sh/down.sh runs (two test runners starting at once). fd 9 is closed for the node.
-exec 9>"$DIST/up.lock"
-if ! flock -w 600 9; then fail "another up.sh holds $DIST/up.lock for 600 s"; fi
+lock_dist "another up.sh holds $DIST/up.lock for 600 s"
 
 if pid=$(running_pid); then
   if healthy; then
@@ -60,30 +55,16 @@ else
 fi
 
 if [ -z "$pid" ]; then
-  if port_in_use "$SEARCH_PORT" || port_in_use "$SEARCH_TRANSPORT_PORT"; then
-    ss -ltnp 2>/dev/null | grep -E ":($SEARCH_PORT|$SEARCH_TRANSPORT_PORT)\b" >&2 || true
-    fail "port $SEARCH_PORT or $SEARCH_TRANSPORT_PORT is taken by something that does not answer as OpenSearch (see the ss line above; SEARCH_PORT and SEARCH_TRANSPORT_PORT choose others)"
-  fi
+  require_free_ports "port $SEARCH_PORT or $SEARCH_TRANSPORT_PORT is taken by something that does not answer as OpenSearch (see the ss line above; SEARCH_PORT and SEARCH_TRANSPORT_PORT choose others)" \
+    "$SEARCH_PORT" "$SEARCH_TRANSPORT_PORT"
   command -v java >/dev/null || fail "java not found (OpenSearch $OPENSEARCH_VERSION needs Java 17+)"
   command -v javac >/dev/null || fail "javac not found (the launcher is compiled once; install a JDK 17+)"
 
   # 1. Jars: the runtime closure of pom.xml, fetched again whenever pom.xml changes.
   stamp="$OPENSEARCH_VERSION $(sha256sum "$HERE/pom.xml" | cut -c1-16)"
-  if [ "$(cat "$LIB/.complete" 2>/dev/null || true)" != "$stamp" ]; then
-    command -v mvn >/dev/null || fail "mvn not found (needed once to fetch the OpenSearch jars)"
-    say "fetching OpenSearch $OPENSEARCH_VERSION jars from Maven Central into $LIB"
-    rm -rf "$LIB" "$LIB.tmp"
-    # shellcheck disable=SC2086
-    if ! mvn -B -q -Dstyle.color=never -f "$HERE/pom.xml" ${OPENSEARCH_MVN_ARGS:-} \
-        org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
-        -DincludeScope=runtime -DoutputDirectory="$LIB.tmp" \
-        </dev/null >"$DIST/mvn.log" 2>&1; then
-      cat "$DIST/mvn.log" >&2
-      rm -rf "$LIB.tmp"
-      fail "mvn could not fetch org.opensearch:opensearch:$OPENSEARCH_VERSION and its plugins (output above, also in $DIST/mvn.log)"
-    fi
-    mv "$LIB.tmp" "$LIB"
-    echo "$stamp" >"$LIB/.complete"
+  if jars_stale "$stamp"; then
+    fetch_jars OpenSearch "$OPENSEARCH_VERSION" "$stamp" \
+      "org.opensearch:opensearch:$OPENSEARCH_VERSION and its plugins" "${OPENSEARCH_MVN_ARGS:-}"
     say "fetched $(find "$LIB" -name '*.jar' | wc -l) jars, $(du -sm "$LIB" | cut -f1) MB ($(elapsed))"
   fi
 
@@ -100,38 +81,21 @@ if [ -z "$pid" ]; then
   # 3. Start detached: own session (setsid), no stdin, output to a file, lock fd closed.
   mkdir -p "$HOME_DIR/config" "$HOME_DIR/logs" "$TMP"
   cp "$HERE/log4j2.properties" "$HOME_DIR/config/log4j2.properties"
-  LOG_START=$( { wc -l <"$HOME_DIR/logs/opensearch.log"; } 2>/dev/null || echo 0)
+  LOG_START=$( { wc -l <"$SERVICE_LOG"; } 2>/dev/null || echo 0)
   say "starting OpenSearch $OPENSEARCH_VERSION on $BASE (transport $SEARCH_TRANSPORT_PORT), data and logs in $HOME_DIR"
-  : >"$DIST/opensearch.out"
-  rm -f "$PIDFILE"
-  # shellcheck disable=SC2086,SC2016
-  setsid nohup bash -c 'echo $$ >"$0"; exec "$@"' "$PIDFILE" \
+  # shellcheck disable=SC2086
+  start_detached node "$SERVICE_OUT" \
     java $OPENSEARCH_HEAP_OPTS -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError -XX:-UsePerfData \
       -Djava.awt.headless=true -Dfile.encoding=UTF-8 -Djava.locale.providers=SPI,COMPAT \
       -Djava.io.tmpdir="$TMP" -Dlog4j.shutdownHookEnabled=false -Dlog4j2.disable.jmx=true \
-      -Dtestament.opensearch.dist="$DIST" \
+      "$DIST_MARKER" \
       -cp "$CLASSES:$LIB/*" OpenSearchNode "$HOME_DIR" "$SEARCH_HOST" "$SEARCH_PORT" "$SEARCH_TRANSPORT_PORT" \
-      ${OPENSEARCH_SETTINGS:-} \
-    </dev/null >>"$DIST/opensearch.out" 2>&1 9>&- &
-  for _ in $(seq 1 50); do [ -s "$PIDFILE" ] && break; sleep 0.1; done
-  pid=$(cat "$PIDFILE" 2>/dev/null || true)
-  [ -n "$pid" ] || fail "the node process did not start"
+      ${OPENSEARCH_SETTINGS:-}
 fi
 
 # 4. Wait until the cluster is yellow or green.
-deadline=$(( $(date +%s) + SEARCH_START_TIMEOUT ))
-until healthy; do
-  if ! kill -0 "$pid" 2>/dev/null; then
-    show_logs
-    rm -f "$PIDFILE"
-    fail "the node (pid $pid) exited during startup"
-  fi
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    show_logs
-    fail "the node (pid $pid) was not yellow or green on $BASE within ${SEARCH_START_TIMEOUT}s (SEARCH_START_TIMEOUT); it is left running (npm run search:down stops it)"
-  fi
-  sleep 0.5
-done
+wait_ready healthy node "$SEARCH_START_TIMEOUT" \
+  "was not yellow or green on $BASE within ${SEARCH_START_TIMEOUT}s (SEARCH_START_TIMEOUT); it is left running (npm run search:down stops it)"
 version=$(get / 3 | sed -n 's/.*"number"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' | head -n1)
 status=$(get "/_cluster/health" 3 | sed -n 's/.*"status"[[:space:]]*:[[:space:]]*"\([a-z]*\)".*/\1/p')
 rss=$(awk '/^VmRSS/ {print int($2/1024)}' "/proc/$pid/status" 2>/dev/null || echo '?')
