@@ -2,9 +2,16 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { SearchUnavailable, type SearchEngine, type SearchSettings } from '../../services/shared/search';
 import { classifyClientError, urlWithoutCredentials } from './documentEngine';
-import { openElasticsearch } from './elasticsearch';
-import { createOpenSearchClient, openOpenSearch } from './opensearch';
+import type * as ElasticsearchModule from './elasticsearch';
+import type * as OpenSearchModule from './opensearch';
 import { PostgresSearchEngine } from './postgres';
+
+// The two clients are loaded when an engine URL asks for them: together they weigh about 37 MB of
+// a process's memory, which the PostgreSQL default (npm start) does not need.
+/* eslint-disable @typescript-eslint/no-require-imports */
+const openSearchClient = async () => require('./opensearch') as typeof OpenSearchModule;
+const elasticsearchClient = async () => require('./elasticsearch') as typeof ElasticsearchModule;
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 /**
  * The search engine the settings name: PostgreSQL full-text search without SEARCH_URL, else the
@@ -14,11 +21,12 @@ import { PostgresSearchEngine } from './postgres';
  */
 export async function openSearchEngine(settings: SearchSettings, deps: { knex: Knex; logger: Logger }): Promise<SearchEngine> {
   if (settings.url === null || settings.engine === 'postgres') return new PostgresSearchEngine(deps.knex, settings);
-  if (settings.engine === 'opensearch') return openOpenSearch(settings);
-  if (settings.engine === 'elasticsearch') return openElasticsearch(settings);
+  if (settings.engine === 'opensearch') return (await openSearchClient()).openOpenSearch(settings);
+  if (settings.engine === 'elasticsearch') return (await elasticsearchClient()).openElasticsearch(settings);
 
   const where = urlWithoutCredentials(settings.url);
   // The OpenSearch client checks no product: it can ask any server, with the same auth, TLS and time limit.
+  const { createOpenSearchClient, openOpenSearch } = await openSearchClient();
   const client = createOpenSearchClient(settings);
   let answer: { status: number; body: unknown; headers: Record<string, unknown> };
   try {
@@ -38,7 +46,7 @@ export async function openSearchEngine(settings: SearchSettings, deps: { knex: K
   deps.logger.info({ engine: detected.engine, version: detected.version, url: where }, 'search engine detected');
   if (detected.engine === 'opensearch') return openOpenSearch(settings, client);
   await client.close();
-  return openElasticsearch(settings);
+  return (await elasticsearchClient()).openElasticsearch(settings);
 }
 
 const describe = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
