@@ -265,5 +265,5 @@ export const MAX_RESULT_WINDOW = 50_000;
 
 export const DEFAULT_SEARCH_SETTINGS: Readonly<SearchSettings> = {
   url: null, engine: 'auto', indexPrefix: 'testament_', username: null, password: null, apiKey: null, sslVerify: true,
-  sslCaPath: null, requestTimeoutMs: 10_000, maxRetries: 3, bulkSize: 500, shards: 1, replicas: 0, refreshInterval: '1s',
+  sslCaPath: null, requestTimeoutMs: 10_000, maxRetries: 3, bulkSize: 100, shards: 1, replicas: 0, refreshInterval: '1s',
 };

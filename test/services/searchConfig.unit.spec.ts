@@ -6,7 +6,7 @@ import { DEFAULT_SEARCH_SETTINGS } from '../../services/shared/search';
 describe('configuration of search (SEARCH_*)', () => {
   it('defaults to PostgreSQL full-text search with the spec\'s index settings', () => {
     expect(loadConfig({}).search).to.deep.equal(DEFAULT_SEARCH_SETTINGS);
-    expect(DEFAULT_SEARCH_SETTINGS).to.include({ url: null, engine: 'auto', indexPrefix: 'testament_', sslVerify: true, shards: 1, replicas: 0, refreshInterval: '1s' });
+    expect(DEFAULT_SEARCH_SETTINGS).to.include({ url: null, engine: 'auto', indexPrefix: 'testament_', sslVerify: true, bulkSize: 100, shards: 1, replicas: 0, refreshInterval: '1s' });
   });
 
   it('takes every variable from the environment', () => {
