@@ -147,6 +147,45 @@ export type FileAttached = DomainEvent<'FileAttached', { key: string; projectId:
 export type FileDeleted = DomainEvent<'FileDeleted', { key: string; projectId: number; reason: FileDeletionReason; deletedAt: Iso }>;
 export type StoredFileEvent = FileStored | FileAttached | FileDeleted;
 
+// ------------------------------------------------------------------------------- search administration
+// An administrator's operations on the search engine are on the stream `searchAdministration`;
+// a reindex job's stream is `searchReindex-<jobId>` (services/searchAdmin/).
+
+export type SearchEngineName = 'postgres' | 'opensearch' | 'elasticsearch';
+export type SearchTypeName = 'repository_cases' | 'shared_steps' | 'test_runs' | 'sessions' | 'projects' | 'issues' | 'milestones' | 'comments' | 'failures';
+export type SearchOperation = 'connection-test' | 'create-indices' | 'delete-index' | 'force-merge' | 'cache-clear' | 'refresh' | 'mapping-update';
+export type SearchOperationPerformed = DomainEvent<'SearchOperationPerformed', {
+  operation: SearchOperation; engine: SearchEngineName | null; targets: string[]; outcome: 'succeeded' | 'failed'; error: string | null;
+  details: Record<string, unknown>; performedAt: Iso;
+}>;
+export type SearchConnectionField = 'engine' | 'url' | 'username' | 'password' | 'apiKey' | 'sslVerify' | 'sslCaPath' | 'sslCa';
+/** Never a credential: only whether there is one, and which fields changed. */
+export type SearchConnectionChanged = DomainEvent<'SearchConnectionChanged', {
+  settingsId: number; source: 'administrator' | 'environment'; engine: 'auto' | SearchEngineName; url: string | null; username: string | null;
+  hasPassword: boolean; hasApiKey: boolean; sslVerify: boolean; sslCaPath: string | null; hasSslCa: boolean; changed: SearchConnectionField[]; changedAt: Iso;
+}>;
+export type SearchAdministrationEvent = SearchOperationPerformed | SearchConnectionChanged;
+
+export type SearchReindexRequested = DomainEvent<'SearchReindexRequested', {
+  jobId: number; mode: 'full' | 'partial'; projectIds: number[] | null; types: SearchTypeName[] | null; batchSize: number;
+  runAt: Iso | null; repeatEveryMinutes: number | null; repeatOf: number | null; requestedAt: Iso;
+}>;
+export type SearchReindexStarted = DomainEvent<'SearchReindexStarted', {
+  jobId: number; engine: SearchEngineName; version: number; replacesVersion: number | null; checkpoints: Record<string, string>; startedAt: Iso;
+}>;
+export type SearchReindexProgressed = DomainEvent<'SearchReindexProgressed', {
+  jobId: number; type: SearchTypeName; afterId: number; documents: number; typeDone: boolean; at: Iso;
+}>;
+export type SearchReindexPaused = DomainEvent<'SearchReindexPaused', { jobId: number; pausedAt: Iso }>;
+export type SearchReindexResumed = DomainEvent<'SearchReindexResumed', { jobId: number; resumedAt: Iso }>;
+export type SearchReindexCancelled = DomainEvent<'SearchReindexCancelled', { jobId: number; documents: number; cancelledAt: Iso }>;
+export type SearchReindexCompleted = DomainEvent<'SearchReindexCompleted', {
+  jobId: number; documents: Record<string, number>; switched: boolean; droppedVersions: number[]; completedAt: Iso;
+}>;
+export type SearchReindexFailed = DomainEvent<'SearchReindexFailed', { jobId: number; code: string; error: string; details: Record<string, unknown>; failedAt: Iso }>;
+export type SearchReindexEvent = SearchReindexRequested | SearchReindexStarted | SearchReindexProgressed | SearchReindexPaused | SearchReindexResumed
+  | SearchReindexCancelled | SearchReindexCompleted | SearchReindexFailed;
+
 export type TestamentEvent =
   | IdBlockReserved | UniqueValueClaimed | UniqueValueReleased | DefaultsPlanned
   | UserRegistered | UserUpdated | UserDeactivated | UserReactivated | UserPasswordChanged | UserDeleted
@@ -154,11 +193,12 @@ export type TestamentEvent =
   | RepositoryFolderCreated | RepositoryFolderUpdated | RepositoryFolderDeleted | RepositoryCaseAliasAdded
   | ImportJobEvent
   | StoredFileEvent
+  | SearchAdministrationEvent | SearchReindexEvent
   | EntityEvent;
 
 export type EventType = TestamentEvent['type'];
 
-/** Events with hand-written shapes (identity, ids, claims, folders, import jobs, stored files). */
+/** Events with hand-written shapes (identity, ids, claims, folders, import jobs, stored files, search administration). */
 export const HAND_WRITTEN_EVENT_TYPES: readonly EventType[] = [
   'IdBlockReserved', 'UniqueValueClaimed', 'UniqueValueReleased', 'DefaultsPlanned',
   'UserRegistered', 'UserUpdated', 'UserDeactivated', 'UserReactivated', 'UserPasswordChanged', 'UserDeleted',
@@ -166,6 +206,9 @@ export const HAND_WRITTEN_EVENT_TYPES: readonly EventType[] = [
   'RepositoryFolderCreated', 'RepositoryFolderUpdated', 'RepositoryFolderDeleted', 'RepositoryCaseAliasAdded',
   'ImportRequested', 'ImportFileStored', 'ImportParsed', 'ImportTestRunPlanned', 'TestResultsImported', 'ImportCompleted', 'ImportFailed',
   'FileStored', 'FileAttached', 'FileDeleted',
+  'SearchOperationPerformed', 'SearchConnectionChanged',
+  'SearchReindexRequested', 'SearchReindexStarted', 'SearchReindexProgressed', 'SearchReindexPaused', 'SearchReindexResumed',
+  'SearchReindexCancelled', 'SearchReindexCompleted', 'SearchReindexFailed',
 ];
 
 /** Every event type: the hand-written ones and those of each catalogue entity. */

@@ -14,6 +14,8 @@ import { importRoutes, IMPORT_PATHS } from '../imports/imports.routes';
 import { suiteOutputRoutes } from '../imports/suiteOutput.routes';
 import { lookupRoutes } from '../lookup/lookup.routes';
 import { searchRouter, type SearchDeps } from '../search/search.routes';
+import { searchAdminRouter } from '../searchAdmin/searchAdmin.routes';
+import type { SearchAdminExtras } from '../searchAdmin/searchAdmin.deps';
 import type { ImportSaga } from '../imports/importJob.saga';
 import type { FileStore } from '../files/fileStore';
 import type { StoredFiles } from '../files/storedFiles';
@@ -44,6 +46,8 @@ export interface AppDeps extends CommandDeps, SessionSettings {
   rateLimits: { settings: RateLimitSettings; store: RateLimitStore } | null;
   /** Full-text search (GET/POST /api/search, GET /api/search/facets); absent: those routes are 404. */
   search?: Pick<SearchDeps, 'engine' | 'checkpointKeys'>;
+  /** The search administration panel (/api/admin/search/*, administrators only); absent: those routes are 404. */
+  searchAdmin?: SearchAdminExtras;
 }
 
 /** The HTTP application: plain wiring of routers over the dependencies given. */
@@ -92,6 +96,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(suiteOutputRoutes(deps));
   app.use(lookupRoutes(deps));
   if (deps.search) app.use(searchRouter({ ...deps.search, knex: deps.knex, writeTimeoutMs: deps.writeTimeoutMs, logger: deps.logger }));
+  if (deps.searchAdmin) app.use(searchAdminRouter({ ...deps, ...deps.searchAdmin }));
   app.use(notFoundRoute);
   app.use(errorHandler(deps.logger));
   return app;

@@ -9,6 +9,7 @@ import { filePaths } from '../files/files.openapi';
 import { importPaths } from '../imports/imports.openapi';
 import { lookupPaths } from '../lookup/lookup.openapi';
 import { adminPaths } from '../admin/admin.openapi';
+import { searchAdminPaths } from '../searchAdmin/searchAdmin.openapi';
 
 /** The API categories of the interface spec, in its order. */
 export const CATEGORIES = {
@@ -723,6 +724,7 @@ function customPaths(): OpenAPIV3.PathsObject {
     ...auditPaths(),
     ...searchPaths(),
     ...adminPaths(),
+    ...searchAdminPaths(),
     '/healthz': { get: { operationId: 'healthz', tags: ['health'], security: [], summary: 'liveness: the process answers', responses: { 200: { description: 'the process answers' } } } },
     '/readyz': { get: { operationId: 'readyz', tags: ['health'], security: [], summary: 'readiness: every dependency answers and no projection is stuck', responses: { 200: { description: 'ready' }, 503: { description: 'not ready, with reasons' } } } },
   };

@@ -174,6 +174,7 @@ export async function runApi(
       // On Kafka the indexer keeps a checkpoint per partition: a position waits for its stream's.
       checkpointKeys: search.link ? kafkaCheckpointKeys(platform.store, (streamId) => partitionOf(streamId, search.link!.partitions)) : undefined,
     } }),
+    ...(search && { searchAdmin: { engine: () => search.connection.engine() } }),
     rateLimits: config.rateLimits && { settings: config.rateLimits, store: new PostgresRateLimitStore(platform.pool) },
   });
   const server = await new Promise<Server>((resolve, reject) => {

@@ -16,7 +16,9 @@ type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'UniqueValueReleas
   | 'UserUpdated' | 'UserDeactivated' | 'UserReactivated' | 'UserPasswordChanged' | 'UserDeleted'
   | 'RepositoryFolderCreated' | 'RepositoryFolderUpdated' | 'RepositoryFolderDeleted' | 'RepositoryCaseAliasAdded'
   | 'ImportRequested' | 'ImportFileStored' | 'ImportParsed' | 'ImportTestRunPlanned' | 'TestResultsImported' | 'ImportCompleted' | 'ImportFailed'
-  | 'FileStored' | 'FileAttached' | 'FileDeleted';
+  | 'FileStored' | 'FileAttached' | 'FileDeleted'
+  | 'SearchOperationPerformed' | 'SearchConnectionChanged' | 'SearchReindexRequested' | 'SearchReindexStarted' | 'SearchReindexProgressed'
+  | 'SearchReindexPaused' | 'SearchReindexResumed' | 'SearchReindexCancelled' | 'SearchReindexCompleted' | 'SearchReindexFailed';
 
 const ARGON2_HASH = '$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA';
 /** UserRegistered as v1 wrote it, before roles: still valid at v1, not at v2 (roleId is required there, null for none). */
@@ -89,6 +91,23 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   },
   FileAttached: { key: '0f'.repeat(32), projectId: 7, attachmentId: 12, attachedAt: AT },
   FileDeleted: { key: '0f'.repeat(32), projectId: 7, reason: 'retention', deletedAt: AT },
+  SearchOperationPerformed: {
+    operation: 'delete-index', engine: 'opensearch', targets: ['testament_comments_v2'], outcome: 'succeeded', error: null, details: { live: false }, performedAt: AT,
+  },
+  SearchConnectionChanged: {
+    settingsId: 1, source: 'administrator', engine: 'auto', url: 'https://search.example.com:9200', username: 'testament', hasPassword: true, hasApiKey: false,
+    sslVerify: true, sslCaPath: null, hasSslCa: true, changed: ['url', 'password', 'sslCa'], changedAt: AT,
+  },
+  SearchReindexRequested: {
+    jobId: 4, mode: 'partial', projectIds: [7], types: ['repository_cases', 'failures'], batchSize: 500, runAt: null, repeatEveryMinutes: null, repeatOf: null, requestedAt: AT,
+  },
+  SearchReindexStarted: { jobId: 4, engine: 'postgres', version: 3, replacesVersion: 2, checkpoints: { search: '1200' }, startedAt: AT },
+  SearchReindexProgressed: { jobId: 4, type: 'repository_cases', afterId: 500, documents: 500, typeDone: false, at: AT },
+  SearchReindexPaused: { jobId: 4, pausedAt: AT },
+  SearchReindexResumed: { jobId: 4, resumedAt: AT },
+  SearchReindexCancelled: { jobId: 4, documents: 500, cancelledAt: AT },
+  SearchReindexCompleted: { jobId: 4, documents: { repository_cases: 1200, failures: 30 }, switched: true, droppedVersions: [2], completedAt: AT },
+  SearchReindexFailed: { jobId: 4, code: 'search-unavailable', error: 'the search engine does not answer', details: {}, failedAt: AT },
 };
 
 type JsonSchema = { type?: string | string[]; enum?: unknown[]; format?: string; minimum?: number; items?: JsonSchema; properties?: Record<string, JsonSchema> };

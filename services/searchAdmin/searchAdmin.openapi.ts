@@ -1,0 +1,6 @@
+import type { OpenAPIV3 } from 'openapi-types';
+
+/** /api/admin/search/* in the `custom` category of the OpenAPI documents (services/api/openapi.ts), tag `admin`. */
+export function searchAdminPaths(): OpenAPIV3.PathsObject {
+  return {};
+}
