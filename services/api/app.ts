@@ -45,7 +45,7 @@ export interface AppDeps extends CommandDeps, SessionSettings {
   /** Request limits and the store their counters share with other replicas; null switches limiting off (logged). */
   rateLimits: { settings: RateLimitSettings; store: RateLimitStore } | null;
   /** Full-text search (GET/POST /api/search, GET /api/search/facets); absent: those routes are 404. */
-  search?: Pick<SearchDeps, 'engine' | 'checkpointKeys'>;
+  search?: Pick<SearchDeps, 'engine' | 'checkpointKeys' | 'metrics'>;
   /** The search administration panel (/api/admin/search/*, administrators only); absent: those routes are 404. */
   searchAdmin?: SearchAdminExtras;
 }

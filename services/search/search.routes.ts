@@ -1,5 +1,8 @@
-import { Router, type Request } from 'express';
+import { performance } from 'node:perf_hooks';
+import { Router, type Request, type Response } from 'express';
+import { HttpError } from '../shared/errors';
 import { asyncHandler } from '../shared/http';
+import type { QueryKind } from './metrics';
 import { invalidArgument, parseFacetParameters, parsePosition, parseSearchBody, parseSearchParameters } from './query';
 import { facets, search, waitForIndexer, type SearchDeps } from './search.service';
 
@@ -9,7 +12,8 @@ export type { SearchDeps };
  * GET and POST /api/search, GET /api/search/facets (docs/search.md). Authenticated like every
  * /api route (the app mounts this after authentication). Every answer counts and shows only
  * documents of projects the caller may read. A request with `X-Event-Position` or `?after=`
- * waits first until the indexer has applied that position (bounded: WRITE_TIMEOUT_MS).
+ * waits first until the indexer has applied that position (bounded: WRITE_TIMEOUT_MS). Each
+ * answer is counted in `deps.metrics` (the search administration's metrics), if given.
  */
 export function searchRouter(deps: SearchDeps): Router {
   const router = Router();
@@ -27,14 +31,27 @@ export function searchRouter(deps: SearchDeps): Router {
     if (position > 0n) await waitForIndexer(deps, position, req.correlationId);
   };
 
-  router.get('/api/search', asyncHandler(async (req, res) => {
+  /** The handler, counted: served with its time taken, or its error's status and code. */
+  const measured = (kind: QueryKind, handler: (req: Request, res: Response) => Promise<void>) => asyncHandler(async (req, res) => {
+    const started = performance.now();
+    try {
+      await handler(req, res);
+      deps.metrics?.served(kind, performance.now() - started);
+    } catch (err) {
+      if (err instanceof HttpError) deps.metrics?.failed(err.status, err.code);
+      else deps.metrics?.failed(500, 'internal-error');
+      throw err;
+    }
+  });
+
+  router.get('/api/search', measured('search', async (req, res) => {
     const query = parseSearchParameters(req.query as Record<string, unknown>);
     await waitAsked(req);
     res.setHeader('Cache-Control', 'no-store');
     res.json(await search(deps, req.auth!.user, query, req.correlationId));
   }));
 
-  router.post('/api/search', asyncHandler(async (req, res) => {
+  router.post('/api/search', measured('search', async (req, res) => {
     const unknown = Object.keys(req.query).find((name) => name !== 'after');
     if (unknown !== undefined) throw invalidArgument(unknown, 'is not a parameter of POST /api/search (send it in the body)', { parameters: ['after'] });
     const query = parseSearchBody(req.body);
@@ -43,7 +60,7 @@ export function searchRouter(deps: SearchDeps): Router {
     res.json(await search(deps, req.auth!.user, query, req.correlationId));
   }));
 
-  router.get('/api/search/facets', asyncHandler(async (req, res) => {
+  router.get('/api/search/facets', measured('facets', async (req, res) => {
     const query = parseFacetParameters(req.query as Record<string, unknown>);
     await waitAsked(req);
     res.setHeader('Cache-Control', 'no-store');

@@ -8,6 +8,7 @@ import { isTransient } from '../shared/faults';
 import {
   FACETS, SEARCH_CHECKPOINT_KEY, SearchUnavailable, searchPositionKey, type Clause, type FacetName, type SearchDocument, type SearchEngine, type SearchRequest, type SearchType, type TextField,
 } from '../shared/search';
+import type { SearchMetrics } from './metrics';
 import type { FacetQuery, SearchQuery } from './query';
 
 /**
@@ -28,6 +29,8 @@ export interface SearchDeps {
    * checkpoint `search`. On Kafka: `kafkaCheckpointKeys(...)`, the written stream's partition's `search@<partition>`.
    */
   checkpointKeys?: (position: bigint) => Promise<string[]>;
+  /** Where each answer is counted (the search administration's metrics; the composition root's one recorder). */
+  metrics?: SearchMetrics;
 }
 
 /** Stands for every partition's `search@<partition>` (see kafkaCheckpointKeys). */
@@ -98,12 +101,14 @@ export function searchRequestOf(q: SearchQuery, filter: Clause[]): SearchRequest
  * connection is away (an adapter that did not wrap it).
  */
 async function ask<T>(deps: SearchDeps, correlationId: string, call: (engine: SearchEngine) => Promise<T>): Promise<T> {
-  const engine = deps.engine();
+  let engine: SearchEngine | null = null;
   try {
+    // Inside: no engine yet (the connection still opening) is a SearchUnavailable too, not a 500.
+    engine = deps.engine();
     return await call(engine);
   } catch (err) {
-    if (!(err instanceof SearchUnavailable) && !isTransient(err)) throw err;
-    const name = err instanceof SearchUnavailable ? err.engine : engine.engine;
+    if (!(err instanceof SearchUnavailable) && !(engine !== null && isTransient(err))) throw err;
+    const name = err instanceof SearchUnavailable ? err.engine : engine!.engine;
     deps.logger.warn({ err, correlationId, engine: name }, 'search engine unavailable');
     throw new HttpError(503, 'search-unavailable', 'The search engine does not answer; try again shortly', { engine: name });
   }

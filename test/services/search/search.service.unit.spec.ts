@@ -120,6 +120,13 @@ describe('search service (services/search/search.service.ts)', () => {
       await waitForIndexer(depsOf(engine), 5n, 'c').catch((err) => (thrown = err));
       expect(thrown).to.be.instanceOf(TypeError);
     });
+
+    it('no engine at all yet (the connection still opening: its getter throws SearchUnavailable): 503 search-unavailable, not a 500', async () => {
+      const deps = { ...depsOf(new FakeEngine()), engine: (): SearchEngine => { throw new SearchUnavailable('opensearch'); } };
+      const e = await failure(facets(deps, ADMIN, { query: { kind: 'all' }, types: ['test_runs'], projectId: null }, 'c'));
+      expect(e).to.include({ status: 503, code: 'search-unavailable' });
+      expect(e.details).to.deep.equal({ engine: 'opensearch' });
+    });
   });
 
   describe('read-your-writes', () => {
