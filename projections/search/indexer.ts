@@ -108,6 +108,8 @@ export function startSearchIndexer(deps: {
   databaseUrl: string; logger: Logger; retry?: RetryPolicy; bulkSize: number;
   /** Told once when the indexer fails for good. */
   onFailed?: () => void;
+  /** Told after each batch the engine acknowledged, with its documents (the indexing rate, indexingRate.ts): must not throw. */
+  onIndexed?: (documents: number) => void;
 }): SearchIndexer {
   const { engine, knex } = deps;
   const logger = deps.logger.child({ role: 'indexer', engine: engine.engine });
@@ -143,6 +145,11 @@ export function startSearchIndexer(deps: {
     void subscription?.close();
     deps.onFailed?.();
   }
+
+  const written = (documents: number) => {
+    current.documentsWritten += documents;
+    deps.onIndexed?.(documents);
+  };
 
   const advancePosition = (position: bigint) => {
     if (position > BigInt(current.position)) current.position = position.toString();
@@ -260,7 +267,7 @@ export function startSearchIndexer(deps: {
           const last = batch[batch.length - 1].position;
           const outcome = await withinBudget(version, async () => {
             await waitForReadModel(last, null);
-            current.documentsWritten += await indexEvents(writer, version, batch, last, { [DIRECT_KEY]: last });
+            written(await indexEvents(writer, version, batch, last, { [DIRECT_KEY]: last }));
           });
           if (outcome === 'switched') {
             switchTo ??= (await engine.liveVersion().catch(() => null)) ?? version;
@@ -372,10 +379,10 @@ export function startSearchIndexer(deps: {
             try {
               outcome = await withinBudget(version, async () => {
                 if (lastPosition > 0n) await waitForReadModel(lastPosition.toString(), partition);
-                current.documentsWritten += await indexEvents(writer, version, events, `${partition}:${lastOffset}`, {
+                written(await indexEvents(writer, version, events, `${partition}:${lastOffset}`, {
                   [kafkaCheckpointKey(DIRECT_KEY, partition)]: lastOffset,
                   ...(lastPosition > 0n && { [searchPositionKey(partition)]: lastPosition.toString() }),
-                });
+                }));
               }, budgets.get(partition)!);
             } finally {
               clearInterval(beat);

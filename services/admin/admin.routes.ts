@@ -16,7 +16,7 @@ const LIST_PARAMETERS = ['take', 'skip', 'cursor', 'userId', 'active'];
 
 const invalid = (path: string, message: string) => badRequest('invalid-argument', message, { path });
 
-function integerParameter(value: string, path: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+export function integerParameter(value: string, path: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) throw invalid(path, `${path} must be an integer between ${min} and ${max}`);
   return n;

@@ -9,9 +9,11 @@ import { CheckpointWatcher, directCheckpointKey, type CheckpointKeyOf } from '..
 import { kafkaCheckpointKey, startKafkaProjector } from '../../projections/runtime/kafkaProjector';
 import { startProjector, type ProjectionStatus, type Projector } from '../../projections/runtime/projector';
 import { startSearchIndexer, type SearchIndexer, type SearchIndexerStatus } from '../../projections/search/indexer';
+import { publishIndexingRate } from '../../projections/search/indexingRate';
 import { startRelay, type Relay, type RelayStatus } from './relay/relay';
 import type { SearchConnection } from './searchConnection';
 import { kafkaCheckpointKeys } from '../search/search.service';
+import { SearchMetrics } from '../search/metrics';
 import type { SearchSettings } from '../shared/search';
 import { buildApp } from '../api/app';
 import type { ReadinessCheck } from '../api/health.routes';
@@ -70,24 +72,28 @@ export function runIndexer(
   let indexer: SearchIndexer | null = null;
   let stopped = false;
   const waiting: SearchIndexerStatus = { state: 'starting', engine: settings.engine, version: null, position: '0', lastError: null, documentsWritten: 0 };
+  const status = () => {
+    const connection = search.status();
+    const own = indexer?.status() ?? { ...waiting, state: connection.state === 'failed' ? 'failed' : 'starting', lastError: connection.lastError };
+    return { ...own, connection };
+  };
+  // The search administration's indexing rate and indexer state, read by the API wherever it runs.
+  const rate = publishIndexingRate({ knex: platform.knex, logger: logger.child({ role: 'indexer' }), status });
   const started = search.ready().then((engine) => {
     if (stopped) return;
     if (engine === null) return onFailed?.();
     indexer = startSearchIndexer({
       engine, knex: platform.knex, store: platform.store, kafka: link, databaseUrl: platform.databaseUrl,
-      logger: logger.child({ role: 'indexer' }), retry, bulkSize: settings.bulkSize, onFailed,
+      logger: logger.child({ role: 'indexer' }), retry, bulkSize: settings.bulkSize, onFailed, onIndexed: rate.indexed,
     });
   });
   return {
-    status: () => {
-      const connection = search.status();
-      const own = indexer?.status() ?? { ...waiting, state: connection.state === 'failed' ? 'failed' : 'starting', lastError: connection.lastError };
-      return { ...own, connection };
-    },
+    status,
     async stop() {
       stopped = true;
       await started;
       await indexer?.stop();
+      await rate.stop();
     },
   };
 }
@@ -163,6 +169,8 @@ export async function runApi(
     settings: { quotaBytes: config.userStorageQuotaBytes, importFileRetentionDays: config.importFileRetentionDays },
   });
   const imports = new ImportSaga({ ...deps, files, storedFiles, logger: logger.child({ role: 'imports' }), imports: { ...config.imports, retryBudgetMs: config.retryBudgetMs } });
+  // The search API's counters, shown by the search administration (per process).
+  const searchMetrics = new SearchMetrics();
   const app = buildApp({
     ...deps, logger, pool: platform.pool, ...platform.secrets,
     sessionIdleTimeoutMs: config.sessionIdleTimeoutMs, sessionAbsoluteTimeoutMs: config.sessionAbsoluteTimeoutMs,
@@ -173,8 +181,9 @@ export async function runApi(
       engine: () => search.connection.engine(),
       // On Kafka the indexer keeps a checkpoint per partition: a position waits for its stream's.
       checkpointKeys: search.link ? kafkaCheckpointKeys(platform.store, (streamId) => partitionOf(streamId, search.link!.partitions)) : undefined,
+      metrics: searchMetrics,
     } }),
-    ...(search && { searchAdmin: { engine: () => search.connection.engine() } }),
+    ...(search && { searchAdmin: { engine: () => search.connection.engine(), searchMetrics } }),
     rateLimits: config.rateLimits && { settings: config.rateLimits, store: new PostgresRateLimitStore(platform.pool) },
   });
   const server = await new Promise<Server>((resolve, reject) => {

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { SearchMetrics } from '../search/metrics';
 import type { CommandDeps } from '../shared/commandBus';
 import type { SearchEngine } from '../shared/search';
 
@@ -10,6 +11,8 @@ export interface SearchAdminDeps extends CommandDeps {
   logger: Logger;
   /** The engine in use now; throws SearchUnavailable while none answers (503 search-unavailable). */
   engine(): SearchEngine;
+  /** The search API's counters in this process (the same recorder the search router counts in): GET /api/admin/search/metrics. */
+  searchMetrics: SearchMetrics;
 }
 
 /** What the application is given beyond its own command dependencies and logger. */

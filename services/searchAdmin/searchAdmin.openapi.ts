@@ -1,6 +1,9 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { monitoringPaths } from './monitoring.openapi';
 
 /** /api/admin/search/* in the `custom` category of the OpenAPI documents (services/api/openapi.ts), tag `admin`. */
 export function searchAdminPaths(): OpenAPIV3.PathsObject {
-  return {};
+  return {
+    ...monitoringPaths(),
+  };
 }

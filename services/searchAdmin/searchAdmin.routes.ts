@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { requireAdmin } from '../admin/admin.routes';
+import { monitoringRouter } from './monitoring.routes';
 import type { SearchAdminDeps } from './searchAdmin.deps';
 
 export type { SearchAdminDeps };
@@ -12,6 +13,6 @@ export type { SearchAdminDeps };
 export function searchAdminRouter(deps: SearchAdminDeps): Router {
   const router = Router();
   router.use('/api/admin/search', requireAdmin);
-  void deps;
+  router.use(monitoringRouter(deps));
   return router;
 }

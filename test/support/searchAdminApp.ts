@@ -14,7 +14,9 @@ export async function serveSearchAdmin(
   app: TestApp, engine: () => SearchEngine, extras: Omit<SearchAdminExtras, 'engine'> = {} as Omit<SearchAdminExtras, 'engine'>,
 ): Promise<{ url: string; stop(): Promise<void> }> {
   const server = await new Promise<Server>((resolve) => {
-    const s = buildApp({ ...app.appDeps, search: { engine }, searchAdmin: { ...extras, engine } as SearchAdminExtras }).listen(0, '127.0.0.1', () => resolve(s));
+    // The panel's metrics count this app's searches, as in a process (services/process/roles.ts runApi).
+    const search = { engine, ...(extras.searchMetrics && { metrics: extras.searchMetrics }) };
+    const s = buildApp({ ...app.appDeps, search, searchAdmin: { ...extras, engine } as SearchAdminExtras }).listen(0, '127.0.0.1', () => resolve(s));
   });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
