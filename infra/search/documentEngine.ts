@@ -1,11 +1,13 @@
 import {
-  BulkWriteFailed, SEARCH_TYPES, SearchUnavailable,
-  type DocumentKey, type EngineInfo, type FacetRequest, type IndexStats, type SearchDocument, type SearchEngine,
-  type SearchRequest, type SearchResult, type SearchSettings, type SearchType,
+  BulkWriteFailed, IndexNotFound, MAINTENANCE_TIMEOUT_MS, MappingNeedsReindex, SEARCH_TYPES, SearchUnavailable,
+  type ClusterHealth, type CreatedIndices, type DocumentKey, type EngineInfo, type FacetRequest, type HealthStatus, type IndexStats,
+  type MaintenanceResult, type NodeStats, type SearchDocument, type SearchEngine, type SearchRequest, type SearchResult,
+  type SearchSettings, type SearchType,
 } from '../../services/shared/search';
 import {
-  bulkBody, bulkOutcome, checkpointDocId, checkpointIndex, checkpointIndexBody, facetsBody, indexBody, parseFacets,
-  parseSearch, parseVersionedIndex, searchBody, versionedIndex, writeFailure, type BulkItemOutcome,
+  analysisConflicts, bulkBody, bulkOutcome, checkpointDocId, checkpointIndex, checkpointIndexBody, facetsBody, indexBody,
+  indexTemplateBody, indexTemplateName, parseFacets, parseSearch, parseVersionedIndex, searchBody, versionedIndex, writeFailure,
+  type BulkItemOutcome,
 } from './engineBodies';
 
 /**
@@ -28,6 +30,8 @@ export interface EngineRequest {
   querystring?: Record<string, string | number | boolean>;
   /** Statuses answered instead of thrown. */
   ignore?: number[];
+  /** This request's time limit instead of SEARCH_REQUEST_TIMEOUT (maintenance that takes long: a force merge). */
+  timeoutMs?: number;
 }
 
 export interface EngineResponse {
@@ -94,6 +98,9 @@ export function classifyClientError(engine: DocumentEngineName, url: string, pat
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Shards that are not green, listed in the health's reasons. */
+const SHARDS_LISTED = 10;
+
 type Operation = { upsert: SearchDocument } | { remove: DocumentKey };
 const keyOf = (op: Operation): DocumentKey => ('upsert' in op ? { type: op.upsert.type, id: op.upsert.id } : op.remove);
 
@@ -121,20 +128,30 @@ export class DocumentSearchEngine implements SearchEngine {
 
   async ensureVersion(version: number): Promise<void> {
     const body = indexBody(this.settings);
+    await this.putIndexTemplate();
     await Promise.all([
       ...SEARCH_TYPES.map((type) => this.createIndex(versionedIndex(this.prefix, type, version), body)),
       this.createIndex(checkpointIndex(this.prefix), checkpointIndexBody(this.settings)),
     ]);
   }
 
-  private async createIndex(name: string, body: Json): Promise<void> {
+  /** Settings and mapping for any versioned index created without a body (indexTemplateBody). Idempotent. */
+  private async putIndexTemplate(): Promise<void> {
+    await this.transport.request({
+      method: 'PUT', path: `/_index_template/${encodeURIComponent(indexTemplateName(this.prefix))}`, body: indexTemplateBody(this.prefix, this.settings),
+    });
+  }
+
+  /** Creates an index; false when it already exists. */
+  private async createIndex(name: string, body: Json): Promise<boolean> {
     const path = `/${encodeURIComponent(name)}`;
     const response = await this.transport.request({ method: 'PUT', path, body, ignore: [400] });
     if (response.status === 400) {
       const error = response.body?.error ?? {};
-      if (error.type === 'resource_already_exists_exception') return;
+      if (error.type === 'resource_already_exists_exception') return false;
       throw new SearchRequestFailed(400, error.type ?? 'error', error.reason ?? JSON.stringify(response.body), path);
     }
+    return true;
   }
 
   /** Index → its aliases, for this prefix's indices. */
@@ -312,6 +329,170 @@ export class DocumentSearchEngine implements SearchEngine {
       method: 'POST', path: `/${encodeURIComponent(versionedIndex(this.prefix, type, version))}/_count`, ignore: [404],
     });
     return status === 404 ? 0 : Number(body?.count ?? 0);
+  }
+
+  async createMissingIndices(): Promise<CreatedIndices> {
+    const layout = await this.layout();
+    const live = layout.filter((i) => i.live).map((i) => i.version);
+    const liveVersion = live.length ? Math.max(...live) : null;
+    const version = liveVersion ?? 1;
+    await this.putIndexTemplate();
+    await this.createIndex(checkpointIndex(this.prefix), checkpointIndexBody(this.settings));
+    const body = indexBody(this.settings);
+    const created: string[] = [];
+    for (const type of SEARCH_TYPES) {
+      const name = versionedIndex(this.prefix, type, version);
+      if (!layout.some((i) => i.index === name) && await this.createIndex(name, body)) created.push(name);
+    }
+    // Aliases only of a live version: pointing them at a version nobody switched to would make it live half-built.
+    const actions: Json[] = [];
+    const aliasesRepaired: string[] = [];
+    if (liveVersion !== null) {
+      for (const type of SEARCH_TYPES) {
+        const target = versionedIndex(this.prefix, type, liveVersion);
+        if (layout.some((i) => i.index === target && i.live)) continue;
+        for (const i of layout) if (i.type === type && i.live) actions.push({ remove: { index: i.index, alias: this.aliasOf(type) } });
+        actions.push({ add: { index: target, alias: this.aliasOf(type) } });
+        aliasesRepaired.push(this.aliasOf(type));
+      }
+    }
+    if (actions.length) await this.transport.request({ method: 'POST', path: '/_aliases', body: { actions } });
+    return { version, created, aliasesRepaired };
+  }
+
+  async deleteIndex(name: string): Promise<void> {
+    const entry = (await this.layout()).find((i) => i.index === name);
+    if (!entry) throw new IndexNotFound(name);
+    await this.transport.request({ method: 'DELETE', path: `/${encodeURIComponent(name)}`, ignore: [404] });
+    if (!entry.live) return;
+    // Back at once, empty, behind its alias: search of that type answers (nothing) and the
+    // indexer's next write lands in the right mapping (the template covers the moment between).
+    await this.createIndex(name, indexBody(this.settings));
+    await this.transport.request({ method: 'POST', path: '/_aliases', body: { actions: [{ add: { index: name, alias: this.aliasOf(entry.type) } }] } });
+  }
+
+  /** Every index of this prefix the engine holds: each version's, then the checkpoints'. */
+  private async ownIndices(): Promise<string[]> {
+    const layout = await this.layout();
+    if (layout.length === 0) return [];
+    const { status } = await this.transport.request({ method: 'HEAD', path: `/${encodeURIComponent(checkpointIndex(this.prefix))}`, ignore: [404] });
+    return [...layout.map((i) => i.index).sort(), ...(status === 404 ? [] : [checkpointIndex(this.prefix)])];
+  }
+
+  /** One maintenance request over this prefix's indices (none: nothing is sent, or it would reach every index of the cluster). */
+  private async maintain(action: string, querystring: Record<string, string | number | boolean> = {}): Promise<MaintenanceResult> {
+    const targets = await this.ownIndices();
+    if (targets.length === 0) return { targets, details: { shards: { total: 0, successful: 0, failed: 0 } } };
+    const { body } = await this.transport.request({
+      method: 'POST', path: `/${targets.map(encodeURIComponent).join(',')}/${action}`, querystring, timeoutMs: MAINTENANCE_TIMEOUT_MS, maxRetries: 0,
+    });
+    const shards = body?._shards ?? {};
+    return { targets, details: { shards: { total: shards.total ?? 0, successful: shards.successful ?? 0, failed: shards.failed ?? 0, ...(shards.failures && { failures: shards.failures }) } } };
+  }
+
+  async forceMerge(maxSegments?: number): Promise<MaintenanceResult> {
+    const result = await this.maintain('_forcemerge', maxSegments === undefined ? {} : { max_num_segments: maxSegments });
+    return { ...result, details: { ...result.details, maxSegments: maxSegments ?? null } };
+  }
+
+  clearCache(): Promise<MaintenanceResult> {
+    return this.maintain('_cache/clear');
+  }
+
+  refreshAll(): Promise<MaintenanceResult> {
+    return this.maintain('_refresh');
+  }
+
+  async updateMapping(): Promise<MaintenanceResult> {
+    const targets = (await this.layout()).map((i) => i.index).sort();
+    if (targets.length === 0) return { targets, details: { fieldsAdded: {} } };
+    const names = targets.map(encodeURIComponent).join(',');
+    const [{ body: mappings }, { body: settings }] = await Promise.all([
+      this.transport.request({ method: 'GET', path: `/${names}/_mapping` }),
+      this.transport.request({ method: 'GET', path: `/${names}/_settings` }),
+    ]);
+    // The analyzer is a setting of a closed index: a different one needs a reindex, whatever the mapping says.
+    const conflicts = targets.flatMap((index) => analysisConflicts(index, settings?.[index]?.settings?.index?.analysis, this.settings));
+    if (conflicts.length) throw new MappingNeedsReindex(conflicts);
+    const wanted = indexBody(this.settings).mappings as { properties: Json };
+    const fieldsAdded: Record<string, string[]> = {};
+    for (const index of targets) {
+      const have = Object.keys(mappings?.[index]?.mappings?.properties ?? {});
+      const added = Object.keys(wanted.properties).filter((field) => !have.includes(field));
+      if (added.length) fieldsAdded[index] = added;
+    }
+    // One request: the engine checks the mapping against every index before changing any, so a refusal changes nothing.
+    const path = `/${names}/_mapping`;
+    const response = await this.transport.request({ method: 'PUT', path, body: wanted, timeoutMs: MAINTENANCE_TIMEOUT_MS, maxRetries: 0, ignore: [400] });
+    if (response.status === 400) {
+      const error = response.body?.error ?? {};
+      throw new MappingNeedsReindex([`${error.type ?? 'error'}: ${error.reason ?? JSON.stringify(response.body)}`]);
+    }
+    return { targets, details: { fieldsAdded } };
+  }
+
+  async clusterHealth(): Promise<ClusterHealth> {
+    const { body: h } = await this.transport.request({ method: 'GET', path: '/_cluster/health' });
+    const status: HealthStatus = h?.status === 'green' || h?.status === 'yellow' ? h.status : 'red';
+    const shards = {
+      active: Number(h?.active_shards ?? 0), initializing: Number(h?.initializing_shards ?? 0),
+      relocating: Number(h?.relocating_shards ?? 0), unassigned: Number(h?.unassigned_shards ?? 0),
+    };
+    const reasons: string[] = [];
+    if (status === 'red') reasons.push('at least one primary shard is not assigned: some documents cannot be searched or written');
+    if (status === 'yellow') reasons.push('every primary shard is assigned, at least one replica is not');
+    if (shards.unassigned) reasons.push(`${shards.unassigned} unassigned shard(s)${h?.delayed_unassigned_shards ? ` (${h.delayed_unassigned_shards} delayed)` : ''}`);
+    if (shards.initializing) reasons.push(`${shards.initializing} initializing shard(s)`);
+    if (shards.relocating) reasons.push(`${shards.relocating} relocating shard(s)`);
+    if (status !== 'green') {
+      const { body: rows } = await this.transport.request({
+        method: 'GET', path: '/_cat/shards', querystring: { format: 'json', h: 'index,shard,prirep,state,unassigned.reason' },
+      });
+      type ShardRow = { index: string; shard: string; prirep: string; state: string; 'unassigned.reason'?: string | null };
+      const troubled = (Array.isArray(rows) ? rows as ShardRow[] : []).filter((r) => r.state !== 'STARTED');
+      for (const r of troubled.slice(0, SHARDS_LISTED)) {
+        const why = r['unassigned.reason'] ? ` (${r['unassigned.reason']})` : '';
+        reasons.push(`${r.index} shard ${r.shard} ${r.prirep === 'p' ? 'primary' : 'replica'}: ${r.state.toLowerCase()}${why}`);
+      }
+      if (troubled.length > SHARDS_LISTED) reasons.push(`… and ${troubled.length - SHARDS_LISTED} more shard(s)`);
+      if (shards.unassigned) {
+        // The engine's own explanation of the first unassigned shard.
+        const { status: code, body: explained } = await this.transport.request({ method: 'POST', path: '/_cluster/allocation/explain', ignore: [400, 404] });
+        const text = explained?.allocate_explanation ?? explained?.explanation;
+        if (code === 200 && text) reasons.push(`${explained.index} shard ${explained.shard}: ${text}`);
+      }
+    }
+    return {
+      status, reasons, clusterName: h?.cluster_name ?? null, nodes: Number(h?.number_of_nodes ?? 0), shards,
+      details: {
+        dataNodes: Number(h?.number_of_data_nodes ?? 0), activePrimaryShards: Number(h?.active_primary_shards ?? 0),
+        delayedUnassignedShards: Number(h?.delayed_unassigned_shards ?? 0), pendingTasks: Number(h?.number_of_pending_tasks ?? 0),
+        activeShardsPercent: Number(h?.active_shards_percent_as_number ?? 0),
+      },
+    };
+  }
+
+  async nodeStats(): Promise<NodeStats[]> {
+    const { body } = await this.transport.request({ method: 'GET', path: '/_nodes/stats/jvm,fs,indices/docs,indexing,search' });
+    const nodes = (body?.nodes ?? {}) as Record<string, Json & {
+      name?: string; jvm?: { mem?: { heap_used_in_bytes?: number; heap_max_in_bytes?: number } };
+      fs?: { total?: { total_in_bytes?: number; available_in_bytes?: number } };
+      indices?: { docs?: { count?: number }; indexing?: { index_total?: number }; search?: { query_total?: number } };
+    }>;
+    const number = (value: unknown) => (typeof value === 'number' ? value : null);
+    return Object.entries(nodes).map(([id, n]) => {
+      const heapUsed = number(n.jvm?.mem?.heap_used_in_bytes);
+      const heapMax = number(n.jvm?.mem?.heap_max_in_bytes);
+      const diskTotal = number(n.fs?.total?.total_in_bytes);
+      const diskFree = number(n.fs?.total?.available_in_bytes);
+      return {
+        id, name: n.name ?? id,
+        heap: heapUsed !== null && heapMax !== null ? { usedBytes: heapUsed, maxBytes: heapMax } : null,
+        // Free: what the node may still use (the file system's available bytes).
+        disk: diskTotal !== null && diskFree !== null ? { totalBytes: diskTotal, freeBytes: diskFree } : null,
+        documents: number(n.indices?.docs?.count), indexingTotal: number(n.indices?.indexing?.index_total), searchTotal: number(n.indices?.search?.query_total),
+      };
+    }).sort((a, b) => a.name.localeCompare(b.name));
   }
 
   async close(): Promise<void> {

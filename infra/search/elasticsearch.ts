@@ -31,11 +31,12 @@ export function createElasticsearchClient(settings: SearchSettings): Client {
 
 export function elasticsearchTransport(client: Client, url: string): EngineTransport {
   return {
-    async request({ method, path, body, bulk, querystring, ignore, maxRetries }) {
+    async request({ method, path, body, bulk, querystring, ignore, maxRetries, timeoutMs }) {
       try {
         const response = await client.transport.request(
           { method, path, ...(body ? { body } : {}), ...(bulk ? { bulkBody: bulk } : {}), ...(querystring ? { querystring } : {}) },
-          { meta: true, headers: bulk ? NDJSON_HEADERS : JSON_HEADERS, ...(ignore ? { ignore } : {}), ...(maxRetries === undefined ? {} : { maxRetries }) },
+          { meta: true, headers: bulk ? NDJSON_HEADERS : JSON_HEADERS, ...(ignore ? { ignore } : {}), ...(maxRetries === undefined ? {} : { maxRetries }),
+            ...(timeoutMs === undefined ? {} : { requestTimeout: timeoutMs }) },
         );
         return { status: response.statusCode ?? 0, body: response.body, headers: response.headers ?? {} };
       } catch (error) {

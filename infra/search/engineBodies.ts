@@ -70,6 +70,47 @@ export function indexBody(settings: Pick<SearchSettings, 'shards' | 'replicas' |
   };
 }
 
+/** The index template of a prefix's versioned indices (see indexTemplateBody). */
+export const indexTemplateName = (prefix: string) => `${prefix}versioned_indices`;
+
+/**
+ * An index template giving any versioned index of this prefix (`<prefix><type>_v*`) created
+ * without a body the settings and mapping of indexBody: the indexer's bulk write into an index
+ * that was just deleted (an administrator's delete, by hand or through the API) auto-creates it
+ * with the custom analyzer and the strict mapping, never with dynamic mappings. No alias: an
+ * alias in a template would make a version being built live before its switch.
+ */
+export function indexTemplateBody(prefix: string, settings: Pick<SearchSettings, 'shards' | 'replicas' | 'refreshInterval'>): Json {
+  return {
+    index_patterns: SEARCH_TYPES.map((type) => `${prefix}${type}_v*`),
+    // Above the built-in templates (Elasticsearch: priority 100 and below) that could match a prefix.
+    priority: 200,
+    template: indexBody(settings),
+    _meta: { description: 'Testament search: settings and mapping of every versioned index (infra/search/engineBodies.ts)' },
+  };
+}
+
+/** A nested settings object as `a.b.c` → value (arrays joined with commas, every value a string, as the engines answer settings). */
+export function flattenSettings(value: unknown, prefix = '', out: Record<string, string> = {}): Record<string, string> {
+  if (Array.isArray(value)) out[prefix] = value.map(String).join(',');
+  else if (value !== null && typeof value === 'object') {
+    for (const [key, inner] of Object.entries(value)) flattenSettings(inner, prefix ? `${prefix}.${key}` : key, out);
+  } else out[prefix] = String(value);
+  return out;
+}
+
+/**
+ * How an index's analysis settings (as GET /<index>/_settings answers them) differ from the
+ * current ones: the analyzer cannot be changed on an open index, only a reindex applies it.
+ */
+export function analysisConflicts(index: string, current: unknown, settings: Pick<SearchSettings, 'shards' | 'replicas' | 'refreshInterval'>): string[] {
+  const wanted = flattenSettings(((indexBody(settings).settings as Json).analysis));
+  const have = flattenSettings(current ?? {});
+  return Object.entries(wanted)
+    .filter(([key, value]) => have[key] !== value)
+    .map(([key, value]) => `${index}: analysis ${key} is ${have[key] === undefined ? 'missing' : JSON.stringify(have[key])}, the current setting is ${JSON.stringify(value)}`);
+}
+
 /** The checkpoint index: positions are stored, never searched. */
 export function checkpointIndexBody(settings: Pick<SearchSettings, 'replicas'>): Json {
   return {

@@ -26,11 +26,12 @@ export function createOpenSearchClient(settings: SearchSettings): Client {
 
 export function openSearchTransport(client: Client, url: string): EngineTransport {
   return {
-    async request({ method, path, body, bulk, querystring, ignore, maxRetries }) {
+    async request({ method, path, body, bulk, querystring, ignore, maxRetries, timeoutMs }) {
       try {
         const response = await client.transport.request(
           { method, path, ...(body ? { body } : {}), ...(bulk ? { bulkBody: bulk } : {}), ...(querystring ? { querystring } : {}) },
-          { ...(ignore ? { ignore } : {}), ...(maxRetries === undefined ? {} : { maxRetries }) },
+          { ...(ignore ? { ignore } : {}), ...(maxRetries === undefined ? {} : { maxRetries }),
+            ...(timeoutMs === undefined ? {} : { requestTimeout: timeoutMs }) },
         );
         return { status: response.statusCode ?? 0, body: response.body, headers: response.headers ?? {} };
       } catch (error) {

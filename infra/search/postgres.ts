@@ -1,8 +1,9 @@
 import type { Knex } from 'knex';
 import {
-  BulkWriteFailed, SEARCH_TYPES, SearchUnavailable, isSearchType,
-  type DocumentKey, type EngineInfo, type FacetRequest, type IndexStats, type KeywordField, type SearchDocument, type SearchEngine,
-  type SearchHit, type SearchRequest, type SearchResult, type SearchSettings, type SearchType, type TextField, type WriteFailure,
+  BulkWriteFailed, IndexNotFound, MAINTENANCE_TIMEOUT_MS, MappingNeedsReindex, OperationNotSupported, SEARCH_TYPES, SearchUnavailable, isSearchType,
+  type ClusterHealth, type CreatedIndices, type DocumentKey, type EngineInfo, type FacetRequest, type IndexStats, type KeywordField,
+  type MaintenanceResult, type NodeStats, type SearchDocument, type SearchEngine, type SearchHit, type SearchRequest, type SearchResult,
+  type SearchSettings, type SearchType, type TextField, type WriteFailure,
 } from '../../services/shared/search';
 import { CONFIG, ClauseTranslator, KEYWORD_COLUMN, Sql, TSV_COLUMN, analysed, orderBy } from './postgresQuery';
 
@@ -56,14 +57,8 @@ export class PostgresSearchEngine implements SearchEngine {
       await this.lock(trx);
       await trx.raw(`CREATE TABLE IF NOT EXISTS ${this.versionsTable} (version int PRIMARY KEY, live boolean NOT NULL DEFAULT false, created_at timestamptz NOT NULL DEFAULT now())`);
       await trx.raw(`CREATE TABLE IF NOT EXISTS ${this.checkpointsTable} (version int NOT NULL, key text NOT NULL, position text NOT NULL, PRIMARY KEY (version, key))`);
-      await trx.raw(`CREATE TABLE IF NOT EXISTS ${table} (
-        type text NOT NULL, id text NOT NULL, project_id text NOT NULL, project text, title text NOT NULL,
-        tags text[] NOT NULL, folder text, template text, state text, status text, creator text, configuration text,
-        branch text, failure_type text, run_id text, case_id text, custom_names text[] NOT NULL,
-        created_at timestamptz NOT NULL, updated_at timestamptz, executed_at timestamptz,
-        document jsonb NOT NULL,
-        title_tsv tsvector NOT NULL, description_tsv tsvector NOT NULL, content_tsv tsvector NOT NULL, custom_tsv tsvector NOT NULL,
-        PRIMARY KEY (type, id))`);
+      const columns = DOCUMENT_COLUMNS.map(([column, type, notNull]) => `${column} ${type}${notNull ? ' NOT NULL' : ''}`);
+      await trx.raw(`CREATE TABLE IF NOT EXISTS ${table} (${columns.join(', ')}, PRIMARY KEY (type, id))`);
       for (const column of Object.values(TSV_COLUMN)) {
         await trx.raw(`CREATE INDEX IF NOT EXISTS ${name(column)} ON ${table} USING gin (${column})`);
       }
@@ -241,6 +236,138 @@ export class PostgresSearchEngine implements SearchEngine {
     return Number(rows[0]?.n ?? 0);
   }
 
+  /** Names of the tables (and the view) of this prefix that exist. */
+  private async relations(): Promise<Set<string>> {
+    const rows = await this.rowsOrNone<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'v') AND starts_with(c.relname, ?)`,
+      [`${this.prefix}search`]);
+    return new Set(rows.map((r) => r.name));
+  }
+
+  /** The version tables that exist (a version row whose table was dropped by hand is left out). */
+  private async versionTables(): Promise<{ version: number; live: boolean; table: string }[]> {
+    const [versions, relations] = await Promise.all([
+      this.rowsOrNone<{ version: number; live: boolean }>(`SELECT version, live FROM ${this.versionsTable} ORDER BY version`),
+      this.relations(),
+    ]);
+    return versions.filter((v) => relations.has(`${this.prefix}search_v${v.version}`)).map((v) => ({ ...v, table: `${this.prefix}search_v${v.version}` }));
+  }
+
+  async createMissingIndices(): Promise<CreatedIndices> {
+    const live = await this.liveVersion();
+    const version = live ?? 1;
+    const before = await this.relations();
+    await this.ensureVersion(version);
+    // One table holds every type of a version: created, it is every type's index.
+    const created = before.has(`${this.prefix}search_v${version}`) ? [] : SEARCH_TYPES.map((type) => `${this.aliasOf(type)}_v${version}`);
+    let aliasesRepaired: string[] = [];
+    if (live !== null && !before.has(`${this.prefix}search`)) {
+      await this.tx(async (trx) => {
+        await this.lock(trx);
+        await trx.raw(`CREATE OR REPLACE VIEW ${this.view} AS SELECT * FROM ${this.table(live)}`);
+      });
+      aliasesRepaired = SEARCH_TYPES.map((type) => this.aliasOf(type));
+    }
+    return { version, created, aliasesRepaired };
+  }
+
+  async deleteIndex(name: string): Promise<void> {
+    const entry = (await this.stats()).find((s) => s.index === name);
+    if (!entry) throw new IndexNotFound(name);
+    // A type's index is its rows in the version's table: deleted, it is at once the empty index
+    // behind the same alias (as the other engines recreate a deleted live index).
+    await this.tx((trx) => trx.raw(`DELETE FROM ${this.table(entry.version)} WHERE type = ?`, [entry.type]));
+  }
+
+  /** VACUUM (ANALYZE): reclaims the space of deleted and replaced rows and updates the planner's statistics, as merging segments does. */
+  async forceMerge(): Promise<MaintenanceResult> {
+    const targets = [...(await this.versionTables()).map((t) => t.table), ...[...await this.relations()].filter((r) => r === `${this.prefix}search_checkpoints`)];
+    if (targets.length === 0) return { targets, details: { statement: 'VACUUM (ANALYZE)' } };
+    // Not in a transaction (VACUUM refuses one); the pool's connection has no statement timeout.
+    await this.guard(() => this.knex.raw(`VACUUM (ANALYZE) ${targets.map((t) => `"${t}"`).join(', ')}`), 1, MAINTENANCE_TIMEOUT_MS);
+    return { targets, details: { statement: 'VACUUM (ANALYZE)', deadTuples: await this.deadTuples(targets) } };
+  }
+
+  async clearCache(): Promise<MaintenanceResult> {
+    // Shared buffers and the OS page cache are the server's; PostgreSQL keeps no query cache.
+    throw new OperationNotSupported('postgres', 'cache-clear');
+  }
+
+  async refreshAll(): Promise<MaintenanceResult> {
+    // A committed row is searchable by the next query: there is nothing to refresh.
+    throw new OperationNotSupported('postgres', 'refresh');
+  }
+
+  /**
+   * The mapping's equivalent is each version table's columns and indexes: a column missing or of
+   * another type needs a reindex (nothing changed); else the missing indexes are created and every
+   * index rebuilt (REINDEX TABLE CONCURRENTLY: searches and writes go on meanwhile).
+   */
+  async updateMapping(): Promise<MaintenanceResult> {
+    const tables = await this.versionTables();
+    if (tables.length === 0) return { targets: [], details: { indexesCreated: [] } };
+    const columns = await this.rowsOrNone<{ table: string; column: string; type: string }>(
+      `SELECT c.relname AS table, a.attname AS column, format_type(a.atttypid, a.atttypmod) AS type
+         FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+        WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY(?::text[]) AND a.attnum > 0 AND NOT a.attisdropped`,
+      [tables.map((t) => t.table)]);
+    const conflicts: string[] = [];
+    for (const { table } of tables) {
+      for (const [column, type] of DOCUMENT_COLUMNS) {
+        const found = columns.find((c) => c.table === table && c.column === column);
+        if (!found) conflicts.push(`${table}: column ${column} is missing`);
+        else if (found.type !== PG_TYPE_NAME[type]) conflicts.push(`${table}: column ${column} is ${found.type}, the current layout has ${PG_TYPE_NAME[type]}`);
+      }
+    }
+    if (conflicts.length) throw new MappingNeedsReindex(conflicts);
+    const indexes = async () => (await this.rowsOrNone<{ name: string }>('SELECT indexname AS name FROM pg_indexes WHERE tablename = ANY(?::text[])', [tables.map((t) => t.table)])).map((r) => r.name);
+    const before = new Set(await indexes());
+    for (const { version } of tables) await this.ensureVersion(version);
+    const indexesCreated = (await indexes()).filter((name) => !before.has(name)).sort();
+    for (const { table } of tables) {
+      // Not in a transaction (CONCURRENTLY refuses one).
+      await this.guard(() => this.knex.raw(`REINDEX TABLE CONCURRENTLY "${table}"`), 1, MAINTENANCE_TIMEOUT_MS);
+    }
+    return { targets: tables.map((t) => t.table), details: { statement: 'REINDEX TABLE CONCURRENTLY', indexesCreated } };
+  }
+
+  /** Live and dead rows of the search tables, as the statistics collector last counted them. */
+  private async deadTuples(tables: readonly string[]): Promise<Record<string, { live: number; dead: number; lastVacuum: string | null }>> {
+    const rows = await this.rowsOrNone<{ name: string; live: string; dead: string; vacuumed: Date | null }>(
+      `SELECT relname AS name, n_live_tup AS live, n_dead_tup AS dead, greatest(last_vacuum, last_autovacuum) AS vacuumed
+         FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = ANY(?::text[]) ORDER BY relname`, [[...tables]]);
+    return Object.fromEntries(rows.map((r) => [r.name, { live: Number(r.live), dead: Number(r.dead), lastVacuum: r.vacuumed?.toISOString() ?? null }]));
+  }
+
+  /** Reachable: green. Its details: the database's size and the search tables' live and dead rows (VACUUM, the force merge, reclaims dead ones). */
+  async clusterHealth(): Promise<ClusterHealth> {
+    const [server] = await this.rowsOrNone<{ database: string; size: string; version: string }>(
+      'SELECT current_database() AS database, pg_database_size(current_database()) AS size, current_setting(\'server_version\') AS version');
+    const tables = [...await this.relations()].filter((r) => r !== `${this.prefix}search`).sort();
+    return {
+      status: 'green', reasons: [`PostgreSQL ${server.version} answers (database ${server.database})`], clusterName: server.database, nodes: 1, shards: null,
+      details: { databaseSizeBytes: Number(server.size), tables: await this.deadTuples(tables) },
+    };
+  }
+
+  /** The server as one node: documents and rows written from its statistics; no heap, disk or query count of its own to tell. */
+  async nodeStats(): Promise<NodeStats[]> {
+    const tables = (await this.versionTables()).map((t) => t.table);
+    const [server] = await this.rowsOrNone<{ address: string | null; port: number | null; version: string }>(
+      'SELECT host(inet_server_addr()) AS address, inet_server_port() AS port, current_setting(\'server_version\') AS version');
+    const [counted] = tables.length
+      ? await this.rowsOrNone<{ documents: string; written: string }>(
+        `SELECT (${tables.map((t) => `(SELECT count(*) FROM "${t}")`).join(' + ')}) AS documents,
+                (SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = ANY(?::text[])) AS written`,
+        [tables])
+      : [{ documents: '0', written: '0' }];
+    const where = server.address ? `${server.address}:${server.port}` : 'local socket';
+    return [{
+      id: where, name: `PostgreSQL ${server.version} (${where})`, heap: null, disk: null,
+      documents: Number(counted.documents), indexingTotal: Number(counted.written), searchTotal: null,
+    }];
+  }
+
   async close(): Promise<void> {
     // The knex is the service's: it closes it.
   }
@@ -273,8 +400,8 @@ export class PostgresSearchEngine implements SearchEngine {
     }), statements);
   }
 
-  private async guard<T>(operation: () => Promise<T>, statements = 1): Promise<T> {
-    const limit = this.settings.requestTimeoutMs * Math.max(1, statements);
+  private async guard<T>(operation: () => Promise<T>, statements = 1, limitMs = this.settings.requestTimeoutMs): Promise<T> {
+    const limit = limitMs * Math.max(1, statements);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new SearchUnavailable('postgres', new Error(`no answer within ${limit} ms`))), limit);
@@ -290,6 +417,22 @@ export class PostgresSearchEngine implements SearchEngine {
     }
   }
 }
+
+/** The columns of a version table: name, type, NOT NULL. Filters, sorts and facets read them; `document` is what a hit answers. */
+const DOCUMENT_COLUMNS: readonly (readonly [string, 'text' | 'text[]' | 'timestamptz' | 'jsonb' | 'tsvector', boolean])[] = [
+  ['type', 'text', true], ['id', 'text', true], ['project_id', 'text', true], ['project', 'text', false], ['title', 'text', true],
+  ['tags', 'text[]', true], ['folder', 'text', false], ['template', 'text', false], ['state', 'text', false], ['status', 'text', false],
+  ['creator', 'text', false], ['configuration', 'text', false], ['branch', 'text', false], ['failure_type', 'text', false],
+  ['run_id', 'text', false], ['case_id', 'text', false], ['custom_names', 'text[]', true],
+  ['created_at', 'timestamptz', true], ['updated_at', 'timestamptz', false], ['executed_at', 'timestamptz', false],
+  ['document', 'jsonb', true],
+  ['title_tsv', 'tsvector', true], ['description_tsv', 'tsvector', true], ['content_tsv', 'tsvector', true], ['custom_tsv', 'tsvector', true],
+];
+
+/** A column type as format_type() names it. */
+const PG_TYPE_NAME: Record<(typeof DOCUMENT_COLUMNS)[number][1], string> = {
+  text: 'text', 'text[]': 'text[]', timestamptz: 'timestamp with time zone', jsonb: 'jsonb', tsvector: 'tsvector',
+};
 
 function checkedVersion(version: number): number {
   if (!Number.isSafeInteger(version) || version < 1) throw new Error(`search index version must be a positive integer, not ${version}`);

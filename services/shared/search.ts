@@ -191,6 +191,83 @@ export class SearchUnavailable extends Error {
   }
 }
 
+/** A SearchEngine administration method the engine has no equivalent of (PostgreSQL: cache clear, refresh). Nothing was asked. */
+export class OperationNotSupported extends Error {
+  constructor(readonly engine: EngineInfo['engine'], readonly operation: string) {
+    super(`${operation} is not supported by the ${engine} search engine`);
+    this.name = 'OperationNotSupported';
+  }
+}
+
+/** A name stats() does not list as an index. */
+export class IndexNotFound extends Error {
+  constructor(readonly index: string) {
+    super(`no search index is named ${JSON.stringify(index)}`);
+    this.name = 'IndexNotFound';
+  }
+}
+
+/** The current mapping cannot be put on existing indices (a field changed type or analyzer): only a full reindex applies it. Nothing changed. */
+export class MappingNeedsReindex extends Error {
+  constructor(readonly conflicts: string[]) {
+    super(`the current search mapping cannot be applied in place: ${conflicts.slice(0, 5).join('; ')}`);
+    this.name = 'MappingNeedsReindex';
+  }
+}
+
+/**
+ * The time limit of a maintenance operation (force merge, cache clear, refresh, mapping update),
+ * answered when the engine is done: longer than a search's, and never retried (a merge asked
+ * twice works twice).
+ */
+export const MAINTENANCE_TIMEOUT_MS = 5 * 60_000;
+
+/** What createMissingIndices did. */
+export interface CreatedIndices {
+  /** The version whose indices were checked: the live one, else 1. */
+  version: number;
+  /** Indices created (named as stats() names them). */
+  created: string[];
+  /** Aliases pointed back at the live version's index. */
+  aliasesRepaired: string[];
+}
+
+/** What a maintenance operation (force merge, cache clear, refresh, mapping update) did. */
+export interface MaintenanceResult {
+  /** What the engine worked on: index names (OpenSearch, Elasticsearch) or tables (PostgreSQL). */
+  targets: string[];
+  /** The engine's own account (shards, statements run), for the answer and the audit event. */
+  details: Record<string, unknown>;
+}
+
+export type HealthStatus = 'green' | 'yellow' | 'red';
+
+export interface ClusterHealth {
+  status: HealthStatus;
+  /** Why it is not green (unassigned, initializing, relocating shards, with the engine's explanation); what was checked when green. */
+  reasons: string[];
+  clusterName: string | null;
+  nodes: number;
+  /** Shard counts; null where the engine has no shards (PostgreSQL). */
+  shards: { active: number; initializing: number; relocating: number; unassigned: number } | null;
+  /** Engine-specific facts (PostgreSQL: database size, the search tables' live and dead tuples). */
+  details: Record<string, unknown>;
+}
+
+/** One node of the engine; null for what the engine does not know (PostgreSQL: no heap, no disk, no search count). */
+export interface NodeStats {
+  id: string;
+  name: string;
+  heap: { usedBytes: number; maxBytes: number } | null;
+  disk: { totalBytes: number; freeBytes: number } | null;
+  /** Documents the node holds (OpenSearch/Elasticsearch: Lucene documents, nested custom fields included). */
+  documents: number | null;
+  /** Documents indexed since the node started (PostgreSQL: rows written to the search tables since the statistics were reset). */
+  indexingTotal: number | null;
+  /** Search queries served since the node started. */
+  searchTotal: number | null;
+}
+
 export interface SearchEngine {
   readonly engine: EngineInfo['engine'];
   /** Name of the alias of a type: `<prefix><type>`. */
@@ -229,6 +306,33 @@ export interface SearchEngine {
   stats(): Promise<IndexStats[]>;
   /** Documents of one type in a version (tests, the rebuild's report). */
   count(version: number, type: SearchType): Promise<number>;
+
+  // Administration (services/searchAdmin/). Each throws SearchUnavailable when the engine does not answer.
+
+  /**
+   * Creates the indices of the live version (version 1 when none is live) that do not exist, with
+   * ensureVersion's settings and mapping, and points a live version's missing aliases back at it.
+   */
+  createMissingIndices(): Promise<CreatedIndices>;
+  /**
+   * Deletes one index stats() lists (else IndexNotFound). An index of the live version is
+   * recreated empty at once behind its alias (its documents come back with a reindex), so that
+   * search and the indexer go on with the right settings and mapping.
+   */
+  deleteIndex(name: string): Promise<void>;
+  /** Merges segments (PostgreSQL: VACUUM (ANALYZE) of the search tables). */
+  forceMerge(maxSegments?: number): Promise<MaintenanceResult>;
+  /** Clears the query, request and field data caches (OperationNotSupported on PostgreSQL). */
+  clearCache(): Promise<MaintenanceResult>;
+  /** Refreshes every index of every version (OperationNotSupported on PostgreSQL: committed rows are searchable at once). */
+  refreshAll(): Promise<MaintenanceResult>;
+  /**
+   * Puts the current mapping on every index (PostgreSQL: recreates missing indexes, then REINDEX
+   * TABLE). MappingNeedsReindex when it cannot be applied in place; then nothing changed.
+   */
+  updateMapping(): Promise<MaintenanceResult>;
+  clusterHealth(): Promise<ClusterHealth>;
+  nodeStats(): Promise<NodeStats[]>;
   close(): Promise<void>;
 }
 

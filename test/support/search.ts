@@ -87,9 +87,10 @@ export async function requireElasticsearch(ctx: Mocha.Context, suite: string): P
 export const uniqueIndexPrefix = (): string => `t${randomBytes(5).toString('hex')}_`;
 
 /**
- * Deletes every index (and so its aliases) whose name starts with prefix: for `after` hooks. The
- * indices are listed first and deleted by name, as Elasticsearch 8+ refuses wildcard deletes
- * (action.destructive_requires_name). Refuses a prefix that could match other suites' indices.
+ * Deletes every index (and so its aliases) and index template whose name starts with prefix: for
+ * `after` hooks. The indices are listed first and deleted by name, as Elasticsearch 8+ refuses
+ * wildcard deletes (action.destructive_requires_name). Refuses a prefix that could match other
+ * suites' indices.
  */
 export async function dropIndices(url: string, prefix: string): Promise<void> {
   if (!/^[a-z0-9][a-z0-9_-]{3,}$/.test(prefix)) throw new Error(`dropIndices: refusing the prefix ${JSON.stringify(prefix)}`);
@@ -100,5 +101,14 @@ export async function dropIndices(url: string, prefix: string): Promise<void> {
     const batch = names.slice(i, i + 50).map(encodeURIComponent).join(',');
     const response = await searchFetch(url, `/${batch}?ignore_unavailable=true`, { method: 'DELETE' });
     if (!response.ok) throw new Error(`dropIndices ${prefix}*: ${response.status} ${await response.text()}`);
+  }
+  // The engine's index template of the prefix (infra/search/engineBodies.ts indexTemplateBody).
+  const templates = await searchFetch(url, `/_index_template/${prefix}*`);
+  if (templates.status === 404) return;
+  if (!templates.ok) throw new Error(`dropIndices ${prefix}*: listing templates answered ${templates.status} ${await templates.text()}`);
+  for (const { name } of ((await templates.json()) as { index_templates: { name: string }[] }).index_templates) {
+    if (!name.startsWith(prefix)) continue;
+    const response = await searchFetch(url, `/_index_template/${encodeURIComponent(name)}`, { method: 'DELETE' });
+    if (!response.ok && response.status !== 404) throw new Error(`dropIndices ${prefix}*: template ${name}: ${response.status} ${await response.text()}`);
   }
 }

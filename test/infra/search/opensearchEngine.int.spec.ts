@@ -2,8 +2,9 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { expect } from 'chai';
 import { openOpenSearch } from '../../../infra/search/opensearch';
 import {
-  BulkWriteFailed, DEFAULT_SEARCH_SETTINGS, SearchUnavailable, type SearchSettings,
+  BulkWriteFailed, DEFAULT_SEARCH_SETTINGS, MappingNeedsReindex, SearchUnavailable, type SearchSettings,
 } from '../../../services/shared/search';
+import { indexBody, indexTemplateName } from '../../../infra/search/engineBodies';
 import { SEARCH_TEST_URL, dropIndices, requireOpenSearch, searchFetch, uniqueIndexPrefix } from '../../support/search';
 import { searchDocument } from './documents';
 import { describeSearchEngineContract } from './engineContract';
@@ -174,6 +175,147 @@ describe('OpenSearch search engine', function () {
     } finally {
       await engine.close();
       await close();
+    }
+  });
+});
+
+describe('OpenSearch search engine administration', function () {
+  this.timeout(60_000);
+  let prefix: string;
+  let engine: ReturnType<typeof openOpenSearch>;
+  const json = async (path: string, init: RequestInit = {}) => {
+    const response = await searchFetch(SEARCH_TEST_URL, path, { ...init, headers: { 'content-type': 'application/json' } });
+    return { status: response.status, body: (await response.json()) as any };
+  };
+  /** The index as the engine describes it: its mapping and its analysis settings. */
+  const described = async (index: string) => {
+    const { status, body } = await json(`/${index}`);
+    expect(status, JSON.stringify(body)).to.equal(200);
+    return { mappings: body[index].mappings, analysis: body[index].settings.index.analysis, aliases: Object.keys(body[index].aliases) };
+  };
+  const hasTheMapping = (d: Awaited<ReturnType<typeof described>>) => {
+    expect(d.mappings.dynamic).to.equal('strict');
+    expect(d.mappings.properties.title).to.deep.include({ type: 'text', analyzer: 'testament_text' });
+    expect(d.mappings.properties.customFields.type).to.equal('nested');
+    expect(d.analysis.analyzer.testament_text).to.deep.include({ type: 'custom', tokenizer: 'standard' });
+    expect(d.analysis.analyzer.testament_text.filter).to.deep.equal(['lowercase', 'testament_stop', 'testament_snowball']);
+  };
+
+  before(async function () {
+    await requireOpenSearch(this, 'OpenSearch search engine administration');
+  });
+  beforeEach(() => {
+    prefix = uniqueIndexPrefix();
+    engine = openOpenSearch(settingsFor(prefix));
+  });
+  afterEach(async () => {
+    await engine?.close();
+    if (prefix) await dropIndices(SEARCH_TEST_URL, prefix);
+  });
+
+  it('a live index deleted through the port is back at once behind its alias, with the analyzer and the strict mapping', async () => {
+    await engine.ensureVersion(1);
+    await engine.switchAlias(1);
+    await engine.write(1, { upsert: [searchDocument('failures', 'f')], remove: [] });
+    await engine.deleteIndex(`${prefix}failures_v1`);
+    const d = await described(`${prefix}failures_v1`);
+    hasTheMapping(d);
+    expect(d.aliases).to.deep.equal([`${prefix}failures`]);
+    await engine.refresh();
+    expect(await engine.count(1, 'failures')).to.equal(0);
+  });
+
+  it('an index deleted behind the port\'s back: the indexer\'s next write re-creates it through the template (not with dynamic mappings), create-missing puts its alias back', async () => {
+    await engine.ensureVersion(1);
+    await engine.switchAlias(1);
+    expect((await json(`/${prefix}comments_v1`, { method: 'DELETE' })).status).to.equal(200);
+    await engine.write(1, { upsert: [searchDocument('comments', 'k', { title: 'Running tests' })], remove: [] });
+    hasTheMapping(await described(`${prefix}comments_v1`));
+    expect((await described(`${prefix}comments_v1`)).aliases, 'the template carries no alias').to.deep.equal([]);
+    const refused = await engine.write(1, { upsert: [{ ...searchDocument('comments', 'x'), surprise: 1 } as never], remove: [] }).then(() => null, (e: unknown) => e);
+    expect(refused, 'strict: an unknown field is refused, not mapped').to.be.instanceOf(BulkWriteFailed);
+    const repaired = await engine.createMissingIndices();
+    expect(repaired).to.deep.equal({ version: 1, created: [], aliasesRepaired: [`${prefix}comments`] });
+    expect((await described(`${prefix}comments_v1`)).aliases).to.deep.equal([`${prefix}comments`]);
+    expect((await json(`/${prefix}sessions_v1`, { method: 'DELETE' })).status).to.equal(200);
+    const created = await engine.createMissingIndices();
+    expect(created).to.deep.equal({ version: 1, created: [`${prefix}sessions_v1`], aliasesRepaired: [`${prefix}sessions`] });
+    hasTheMapping(await described(`${prefix}sessions_v1`));
+    await engine.refresh();
+    const found = await engine.search({
+      types: ['comments'], filter: [], sort: [], from: 0, size: 10, highlight: [],
+      query: { kind: 'text', query: 'run test', fields: [{ field: 'title', boost: 1 }], operator: 'and', phrase: false },
+    });
+    expect(found.hits.map((h) => h.id)).to.deep.equal(['k']);
+  });
+
+  it('updateMapping adds a field an index lacks; a field of another type or another analyzer needs a reindex and changes nothing, on any index', async () => {
+    await engine.ensureVersion(1);
+    await engine.switchAlias(1);
+    // Indices made by hand, without the template: one lacking a field, one with a conflicting field.
+    expect((await json(`/_index_template/${indexTemplateName(prefix)}`, { method: 'DELETE' })).status).to.equal(200);
+    const body = indexBody(DEFAULT_SEARCH_SETTINGS) as any;
+    const { branch: _branch, ...withoutBranch } = body.mappings.properties;
+    await json(`/${prefix}milestones_v1`, { method: 'DELETE' });
+    expect((await json(`/${prefix}milestones_v1`, { method: 'PUT', body: JSON.stringify({ ...body, mappings: { ...body.mappings, properties: withoutBranch } }) })).status).to.equal(200);
+    await json(`/${prefix}projects_v1`, { method: 'DELETE' });
+    const conflicting = { ...body.mappings.properties, title: { type: 'keyword' } };
+    expect((await json(`/${prefix}projects_v1`, { method: 'PUT', body: JSON.stringify({ ...body, mappings: { ...body.mappings, properties: conflicting } }) })).status).to.equal(200);
+
+    const error = await engine.updateMapping().then(() => null, (e: unknown) => e);
+    expect(error).to.be.instanceOf(MappingNeedsReindex);
+    expect((error as MappingNeedsReindex).conflicts.join(' ')).to.contain('title');
+    expect((await described(`${prefix}milestones_v1`)).mappings.properties.branch, 'nothing changed, not even on the index that could take it').to.equal(undefined);
+    expect((await described(`${prefix}projects_v1`)).mappings.properties.title).to.deep.equal({ type: 'keyword' });
+
+    await json(`/${prefix}projects_v1`, { method: 'DELETE' });
+    const updated = await engine.updateMapping();
+    expect(updated.targets).to.include(`${prefix}milestones_v1`).and.not.include(`${prefix}projects_v1`);
+    expect(updated.details.fieldsAdded).to.deep.equal({ [`${prefix}milestones_v1`]: ['branch'] });
+    expect((await described(`${prefix}milestones_v1`)).mappings.properties.branch).to.deep.equal({ type: 'keyword' });
+
+    // Another analyzer (an older one without the dotted-names filter) is a setting the mapping cannot change.
+    await json(`/${prefix}milestones_v1`, { method: 'DELETE' });
+    const { char_filter: _c, ...olderAnalysis } = body.settings.analysis;
+    const olderAnalyzer = { ...olderAnalysis.analyzer.testament_text, char_filter: [] };
+    expect((await json(`/${prefix}milestones_v1`, { method: 'PUT', body: JSON.stringify({ ...body, settings: { ...body.settings, analysis: { ...olderAnalysis, analyzer: { testament_text: olderAnalyzer } } } }) })).status).to.equal(200);
+    const analysis = await engine.updateMapping().then(() => null, (e: unknown) => e);
+    expect(analysis).to.be.instanceOf(MappingNeedsReindex);
+    expect((analysis as MappingNeedsReindex).conflicts.join(' ')).to.contain(`${prefix}milestones_v1: analysis`);
+  });
+
+  it('cluster health: a replica that cannot be assigned (one node) makes it yellow, the reasons name the shard and the engine\'s explanation', async () => {
+    const nodes = (await json('/_cluster/health')).body.number_of_nodes as number;
+    const replicated = openOpenSearch(settingsFor(prefix, { replicas: nodes }));
+    try {
+      await replicated.createMissingIndices();
+      const health = await replicated.clusterHealth();
+      expect(health.status).to.equal('yellow');
+      expect(health.shards!.unassigned).to.be.at.least(1);
+      expect(health.reasons.join('\n')).to.match(/unassigned shard/).and.match(/replica: unassigned/).and.match(/shard \d+: .*allocat/);
+      expect(health.nodes).to.equal(nodes);
+      expect(health.clusterName).to.be.a('string');
+    } finally {
+      await replicated.close();
+    }
+  });
+
+  it('node statistics: heap, disk, documents, indexing and search totals as the engine counts them', async () => {
+    await engine.ensureVersion(1);
+    await engine.switchAlias(1);
+    const before = await engine.nodeStats();
+    await engine.write(1, { upsert: Array.from({ length: 5 }, (_, i) => searchDocument('comments', `n${i}`)), remove: [] });
+    await engine.refresh();
+    await engine.search({ types: ['comments'], filter: [], sort: [], from: 0, size: 1, highlight: [], query: { kind: 'all' } });
+    const after = await engine.nodeStats();
+    expect(after.map((n) => n.id)).to.deep.equal(before.map((n) => n.id));
+    const total = (stats: typeof after, key: 'indexingTotal' | 'searchTotal') => stats.reduce((sum, n) => sum + n[key]!, 0);
+    expect(total(after, 'indexingTotal')).to.be.at.least(total(before, 'indexingTotal') + 5);
+    expect(total(after, 'searchTotal')).to.be.above(total(before, 'searchTotal'));
+    for (const node of after) {
+      expect(node.heap!.maxBytes).to.be.above(0);
+      expect(node.disk!.totalBytes).to.be.above(0);
+      expect(node.documents).to.be.a('number');
     }
   });
 });
