@@ -2,6 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import session, { type SessionData } from 'express-session';
 import connectPgSimple from 'connect-pg-simple';
 import type pg from 'pg';
+import type { Logger } from 'pino';
 import { HttpError } from '../shared/errors';
 
 export const SESSION_COOKIE = 'testament.sid';
@@ -30,6 +31,8 @@ export interface SessionDeps extends SessionSettings {
   /** Pool for the session store (table http_sessions). */
   pool: pg.Pool;
   clock: () => Date;
+  /** Where the store reports what fails in the background (its periodic pruning of expired rows). */
+  logger: Pick<Logger, 'warn'>;
 }
 
 const PgStore = connectPgSimple(session);
@@ -41,8 +44,10 @@ const PgStore = connectPgSimple(session);
  */
 export class SessionStore extends PgStore {
   private readonly logins = new Set<string>();
-  constructor(private readonly db: pg.Pool) {
-    super({ pool: db, tableName: SESSION_TABLE, createTableIfMissing: true });
+  constructor(private readonly db: pg.Pool, logger: Pick<Logger, 'warn'>) {
+    // The pruning of expired rows runs in the background: its failures go to the service's log
+    // (with the pool's own message), not to the console.
+    super({ pool: db, tableName: SESSION_TABLE, createTableIfMissing: true, errorLog: (...args: unknown[]) => logger.warn({ err: args.find((a) => a instanceof Error) }, 'session store: ' + args.filter((a) => typeof a === 'string').join(' ')) });
   }
 
   /** The next save of this session id may insert it (startSession). */
@@ -68,7 +73,7 @@ export function sessionMiddleware(deps: SessionDeps): RequestHandler {
   const sessions = session({
     name: SESSION_COOKIE,
     secret: deps.sessionSecret,
-    store: new SessionStore(deps.pool),
+    store: new SessionStore(deps.pool, deps.logger),
     resave: false,
     saveUninitialized: false,
     rolling: true,

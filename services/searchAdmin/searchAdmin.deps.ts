@@ -11,6 +11,11 @@ export interface SearchAdminDeps extends CommandDeps {
   logger: Logger;
   /** The engine in use now; throws SearchUnavailable while none answers (503 search-unavailable). */
   engine(): SearchEngine;
+  /**
+   * On Kafka: the partition a stream's events go to, for the indices' lag (the indexer's
+   * `search@<partition>` checkpoints). Absent on the direct transport.
+   */
+  indexerPartitionOf?: (streamId: string) => number;
   /** The search API's counters in this process (the same recorder the search router counts in): GET /api/admin/search/metrics. */
   searchMetrics: SearchMetrics;
 }

@@ -178,13 +178,37 @@ describe('sessions', function () {
   });
 
   describe('the session store', () => {
+    it('reports a failed pruning of expired rows to the service log, not the console', async () => {
+      const dbOwn = await createTestDatabase('sessions_prune');
+      const own = new pg.Pool({ connectionString: dbOwn.url });
+      const warnings: { obj: { err?: Error }; msg: string }[] = [];
+      const pruning = new SessionStore(own, { warn: ((obj: { err?: Error }, msg: string) => void warnings.push({ obj, msg })) as never });
+      await new Promise((r) => setTimeout(r, 200)); // its first pruning, at creation, succeeds
+      await own.end();
+      await dbOwn.drop();
+      const printed: unknown[] = [];
+      const consoleError = console.error;
+      console.error = (...args: unknown[]) => void printed.push(args);
+      try {
+        (pruning as unknown as { pruneSessions(): void }).pruneSessions(); // as its timer does
+        await new Promise((r) => setTimeout(r, 300));
+      } finally {
+        console.error = consoleError;
+        pruning.close();
+      }
+      expect(printed).to.deep.equal([]);
+      expect(warnings).to.have.length(1);
+      expect(warnings[0].msg).to.match(/^session store: Failed to prune sessions/);
+      expect(warnings[0].obj.err?.message).to.match(/pool after calling end/);
+    });
+
     let db: Awaited<ReturnType<typeof createTestDatabase>>;
     let pool: pg.Pool;
     let store: SessionStore;
     before(async () => {
       db = await createTestDatabase('sessions');
       pool = new pg.Pool({ connectionString: db.url });
-      store = new SessionStore(pool);
+      store = new SessionStore(pool, { warn: () => undefined });
     });
     after(async () => {
       store.close();
