@@ -24,7 +24,7 @@ export function createElasticsearchClient(settings: SearchSettings): Client {
       : settings.username ? { auth: { username: settings.username, password: settings.password ?? '' } } : {}),
     tls: {
       rejectUnauthorized: settings.sslVerify,
-      ...(settings.sslCaPath ? { ca: readFileSync(settings.sslCaPath) } : {}),
+      ...(settings.sslCa ? { ca: settings.sslCa } : settings.sslCaPath ? { ca: readFileSync(settings.sslCaPath) } : {}),
     },
   });
 }

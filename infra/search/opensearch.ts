@@ -19,7 +19,7 @@ export function createOpenSearchClient(settings: SearchSettings): Client {
     ...(settings.apiKey ? { headers: { authorization: `ApiKey ${settings.apiKey}` } } : {}),
     ssl: {
       rejectUnauthorized: settings.sslVerify,
-      ...(settings.sslCaPath ? { ca: readFileSync(settings.sslCaPath) } : {}),
+      ...(settings.sslCa ? { ca: settings.sslCa } : settings.sslCaPath ? { ca: readFileSync(settings.sslCaPath) } : {}),
     },
   });
 }

@@ -11,6 +11,7 @@ import * as m010 from './010_case_identity';
 import * as m011 from './011_stored_files';
 import * as m012 from './012_unique_claims';
 import * as m013 from './013_search_failures';
+import * as m014 from './014_search_connection_settings';
 import * as m016 from './016_search_indexing_rate';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
@@ -27,6 +28,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '011_stored_files': m011,
   '012_unique_claims': m012,
   '013_search_failures': m013,
+  '014_search_connection_settings': m014,
   '016_search_indexing_rate': m016,
 };
 

@@ -59,6 +59,11 @@ export interface Config {
   rateLimits: Readonly<RateLimitSettings> | null;
   /** The search engine (SEARCH_*): PostgreSQL full-text search without SEARCH_URL. */
   search: Readonly<SearchSettings>;
+  /**
+   * The key the search connection's saved credentials are encrypted with (SEARCH_SECRETS_KEY, 32
+   * bytes); null: derived from the session secret (docs/search.md, "Connection").
+   */
+  searchSecretsKey: Buffer | null;
 }
 
 export class ConfigError extends Error {}
@@ -183,6 +188,20 @@ function searchConfig(env: NodeJS.ProcessEnv): SearchSettings {
   };
 }
 
+/** SEARCH_SECRETS_KEY: 32 bytes, as 64 hex digits or base64 (`openssl rand -base64 32`). The value is never shown. */
+function searchSecretsKey(env: NodeJS.ProcessEnv): Buffer | null {
+  const raw = optional(env, 'SEARCH_SECRETS_KEY');
+  if (raw === null) return null;
+  const value = raw.trim();
+  let key: Buffer | null = null;
+  if (/^[0-9a-fA-F]{64}$/.test(value)) key = Buffer.from(value, 'hex');
+  else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(value)) key = Buffer.from(value, value.includes('-') || value.includes('_') ? 'base64url' : 'base64');
+  if (key === null || key.length !== 32) {
+    throw new ConfigError(`SEARCH_SECRETS_KEY must be 32 bytes written as 64 hex digits or in base64 (openssl rand -base64 32); the value given has ${raw.length} characters`);
+  }
+  return key;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
   const dataDir = path.resolve(optional(env, 'DATA_DIR') ?? './.data');
   const databaseUrl = optional(env, 'DATABASE_URL');
@@ -227,6 +246,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     },
     modelMaxRows: int(env, 'MODEL_MAX_ROWS', DEFAULT_MAX_ROWS, 1, 10_000_000),
     search: Object.freeze(searchConfig(env)),
+    searchSecretsKey: searchSecretsKey(env),
   };
   return Object.freeze(config);
 }

@@ -7,7 +7,7 @@ import { loadConfig } from './config';
 import { createLogger, logFatal } from '../../infra/logger';
 import { openPlatform } from './platform';
 import { checkpointKeyOf, indexerReadiness, openKafka, projectorReadiness, relayReadiness, runApi, runIndexer, runProjector, runRelay } from './roles';
-import { SearchConnection } from './searchConnection';
+import { connectSearch } from './searchSettings';
 import { onShutdown } from './shutdown';
 
 async function main(): Promise<void> {
@@ -19,10 +19,10 @@ async function main(): Promise<void> {
   const retry = { budgetMs: config.retryBudgetMs };
   const relay = link && runRelay(platform, logger, link, retry);
   const projector = runProjector(platform, logger, link, retry);
-  const search = new SearchConnection(config.search, { knex: platform.knex, logger, retry });
-  const indexer = runIndexer(platform, logger, link, retry, search, config.search);
+  const search = await connectSearch(config, platform, logger, { retry });
+  const indexer = runIndexer(platform, logger, link, retry, search.connection, config.search);
   const readiness = [...projectorReadiness(projector, platform), ...(relay ? [relayReadiness(relay)] : []), indexerReadiness(indexer)];
-  const api = await runApi(config, platform, logger, readiness, checkpointKeyOf(link), { connection: search, link });
+  const api = await runApi(config, platform, logger, readiness, checkpointKeyOf(link), { connection: search.connection, settings: search.settings, link });
   onShutdown(logger, [() => api.stop(), async () => relay?.stop(), () => indexer.stop(), () => projector.stop(), () => search.close(), () => platform.close()]);
 }
 

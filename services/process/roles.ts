@@ -12,9 +12,10 @@ import { startSearchIndexer, type SearchIndexer, type SearchIndexerStatus } from
 import { publishIndexingRate } from '../../projections/search/indexingRate';
 import { startRelay, type Relay, type RelayStatus } from './relay/relay';
 import type { SearchConnection } from './searchConnection';
+import type { ConnectionSettingsStore } from '../searchAdmin/connectionSettings';
 import { kafkaCheckpointKeys } from '../search/search.service';
 import { SearchMetrics } from '../search/metrics';
-import type { SearchSettings } from '../shared/search';
+import type { SearchEngine, SearchSettings } from '../shared/search';
 import { buildApp } from '../api/app';
 import type { ReadinessCheck } from '../api/health.routes';
 import type { Config } from './config';
@@ -79,19 +80,30 @@ export function runIndexer(
   };
   // The search administration's indexing rate and indexer state, read by the API wherever it runs.
   const rate = publishIndexingRate({ knex: platform.knex, logger: logger.child({ role: 'indexer' }), status });
+  const indexerOn = (engine: SearchEngine) => startSearchIndexer({
+    engine, knex: platform.knex, store: platform.store, kafka: link, databaseUrl: platform.databaseUrl,
+    logger: logger.child({ role: 'indexer' }), retry, bulkSize: settings.bulkSize, onFailed, onIndexed: rate.indexed,
+  });
   const started = search.ready().then((engine) => {
     if (stopped) return;
     if (engine === null) return onFailed?.();
-    indexer = startSearchIndexer({
-      engine, knex: platform.knex, store: platform.store, kafka: link, databaseUrl: platform.databaseUrl,
-      logger: logger.child({ role: 'indexer' }), retry, bulkSize: settings.bulkSize, onFailed, onIndexed: rate.indexed,
-    });
+    indexer = indexerOn(engine);
   });
+  // The connection switched to other settings (an administrator's change): the indexer stops on the
+  // old engine and starts on the new one, from its checkpoint there (none: it builds version 1).
+  let moving: Promise<void> = Promise.resolve();
+  search.onSwitch((engine) => (moving = moving.then(async () => {
+    await started;
+    if (stopped) return;
+    await indexer?.stop();
+    indexer = indexerOn(engine);
+  })));
   return {
     status,
     async stop() {
       stopped = true;
       await started;
+      await moving;
       await indexer?.stop();
       await rate.stop();
     },
@@ -147,7 +159,7 @@ export function watcherReadiness(watcher: CheckpointWatcher): ReadinessCheck {
 /** The API role: HTTP, commands, read-your-writes through the projections' checkpoints. */
 export async function runApi(
   config: Readonly<Config>, platform: Platform, logger: Logger, readiness: ReadinessCheck[], keyOf: CheckpointKeyOf = directCheckpointKey,
-  search: { connection: SearchConnection; link: KafkaLink | null } | null = null,
+  search: { connection: SearchConnection; settings: ConnectionSettingsStore; link: KafkaLink | null } | null = null,
 ): Promise<{ server: Server; stop(): Promise<void> }> {
   const watcher = new CheckpointWatcher(
     platform.knex, platform.databaseUrl, ALL_PROJECTIONS.map((p) => p.name), keyOf, { retry: { budgetMs: config.retryBudgetMs }, logger: logger.child({ role: 'checkpointWatcher' }) },
@@ -183,7 +195,10 @@ export async function runApi(
       checkpointKeys: search.link ? kafkaCheckpointKeys(platform.store, (streamId) => partitionOf(streamId, search.link!.partitions)) : undefined,
       metrics: searchMetrics,
     } }),
-    ...(search && { searchAdmin: { engine: () => search.connection.engine(), searchMetrics } }),
+    ...(search && { searchAdmin: {
+      engine: () => search.connection.engine(), searchMetrics,
+      connection: search.connection, connectionSettings: search.settings,
+    } }),
     rateLimits: config.rateLimits && { settings: config.rateLimits, store: new PostgresRateLimitStore(platform.pool) },
   });
   const server = await new Promise<Server>((resolve, reject) => {

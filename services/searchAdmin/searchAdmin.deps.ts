@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import type { SearchMetrics } from '../search/metrics';
 import type { CommandDeps } from '../shared/commandBus';
 import type { SearchEngine } from '../shared/search';
+import type { SearchConnectionControl } from './connection';
+import type { ConnectionSettingsStore } from './connectionSettings';
 
 /**
  * What the search administration routes (/api/admin/search/*) need. The composition root
@@ -11,6 +13,10 @@ export interface SearchAdminDeps extends CommandDeps {
   logger: Logger;
   /** The engine in use now; throws SearchUnavailable while none answers (503 search-unavailable). */
   engine(): SearchEngine;
+  /** The process's search connection: status, test, switch (services/process/searchConnection.ts). */
+  connection: SearchConnectionControl;
+  /** The connection settings administrators saved, credentials sealed (search_connection_settings). */
+  connectionSettings: ConnectionSettingsStore;
   /**
    * On Kafka: the partition a stream's events go to, for the indices' lag (the indexer's
    * `search@<partition>` checkpoints). Absent on the direct transport.

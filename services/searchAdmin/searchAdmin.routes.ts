@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { requireAdmin } from '../admin/admin.routes';
+import { connectionRouter } from './connection.routes';
 import { indicesRouter } from './indices.routes';
 import { monitoringRouter } from './monitoring.routes';
 import type { SearchAdminDeps } from './searchAdmin.deps';
@@ -14,6 +15,7 @@ export type { SearchAdminDeps };
 export function searchAdminRouter(deps: SearchAdminDeps): Router {
   const router = Router();
   router.use('/api/admin/search', requireAdmin);
+  router.use(connectionRouter(deps));
   router.use(indicesRouter(deps));
   router.use(monitoringRouter(deps));
   return router;

@@ -352,6 +352,8 @@ export interface SearchSettings {
   sslVerify: boolean;
   /** A CA certificate file (PEM) to trust (SEARCH_SSL_CA_PATH). */
   sslCaPath: string | null;
+  /** A CA certificate (PEM text) to trust, set by an administrator (services/searchAdmin); taken before sslCaPath. */
+  sslCa?: string | null;
   /** Each request's time limit, ms (SEARCH_REQUEST_TIMEOUT). */
   requestTimeoutMs: number;
   /** Retries of a request that failed for a transient reason (SEARCH_MAX_RETRIES). */

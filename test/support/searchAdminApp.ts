@@ -7,11 +7,12 @@ import type { TestApp } from './app';
 
 /**
  * The test app's database and stores served again with search and the search administration
- * panel (as another replica would be): `extras` are the panel's dependencies beyond the engine.
+ * panel (as another replica would be): `extras` are the panel's dependencies beyond the engine
+ * (only those the suite's routes use: each part of the panel has its own).
  * Answers its URL and how to stop it (the test app itself is stopped by its owner).
  */
 export async function serveSearchAdmin(
-  app: TestApp, engine: () => SearchEngine, extras: Omit<SearchAdminExtras, 'engine'> = {} as Omit<SearchAdminExtras, 'engine'>,
+  app: TestApp, engine: () => SearchEngine, extras: Partial<Omit<SearchAdminExtras, 'engine'>> = {},
 ): Promise<{ url: string; stop(): Promise<void> }> {
   const server = await new Promise<Server>((resolve) => {
     // The panel's metrics count this app's searches, as in a process (services/process/roles.ts runApi).

@@ -3,7 +3,7 @@ import { loadConfig } from '../config';
 import { createLogger, logFatal } from '../../../infra/logger';
 import { openPlatform } from '../platform';
 import { checkpointKeyOf, openKafka, projectorReadiness, runApi } from '../roles';
-import { SearchConnection } from '../searchConnection';
+import { connectSearch } from '../searchSettings';
 import { onShutdown } from '../shutdown';
 
 async function main(): Promise<void> {
@@ -11,8 +11,8 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel).child({ role: 'api' });
   const platform = await openPlatform(config, logger, { poolSize: 20 });
   const link = await openKafka(config, logger);
-  const search = new SearchConnection(config.search, { knex: platform.knex, logger, retry: { budgetMs: config.retryBudgetMs } });
-  const api = await runApi(config, platform, logger, projectorReadiness(null, platform), checkpointKeyOf(link), { connection: search, link });
+  const search = await connectSearch(config, platform, logger);
+  const api = await runApi(config, platform, logger, projectorReadiness(null, platform), checkpointKeyOf(link), { connection: search.connection, settings: search.settings, link });
   onShutdown(logger, [() => api.stop(), () => search.close(), () => platform.close()]);
 }
 

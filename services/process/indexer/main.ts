@@ -6,7 +6,7 @@ import { loadConfig } from '../config';
 import { createLogger, logFatal } from '../../../infra/logger';
 import { openPlatform } from '../platform';
 import { openKafka, runIndexer } from '../roles';
-import { SearchConnection } from '../searchConnection';
+import { connectSearch } from '../searchSettings';
 import { onShutdown } from '../shutdown';
 
 async function main(): Promise<void> {
@@ -14,10 +14,10 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel).child({ role: 'indexer' });
   const platform = await openPlatform(config, logger);
   const retry = { budgetMs: config.retryBudgetMs };
-  const search = new SearchConnection(config.search, { knex: platform.knex, logger, retry });
+  const search = await connectSearch(config, platform, logger, { retry });
   // An indexer that failed for good has nothing left to do: it exits non-zero, so whatever
   // supervises it sees the failure.
-  const indexer = runIndexer(platform, logger, await openKafka(config, logger), retry, search, config.search, () => void stop('the search indexer failed', 1));
+  const indexer = runIndexer(platform, logger, await openKafka(config, logger), retry, search.connection, config.search, () => void stop('the search indexer failed', 1));
   const stop = onShutdown(logger, [() => indexer.stop(), () => search.close(), () => platform.close()]);
 }
 
