@@ -198,6 +198,8 @@ export async function runApi(
     ...(search && { searchAdmin: {
       engine: () => search.connection.engine(), searchMetrics,
       connection: search.connection, connectionSettings: search.settings,
+      // On Kafka the indices' lag is counted per partition (the indexer's `search@<partition>`).
+      ...(search.link && { indexerPartitionOf: (streamId: string) => partitionOf(streamId, search.link!.partitions) }),
     } }),
     rateLimits: config.rateLimits && { settings: config.rateLimits, store: new PostgresRateLimitStore(platform.pool) },
   });
