@@ -171,7 +171,8 @@ export type SearchReindexRequested = DomainEvent<'SearchReindexRequested', {
   runAt: Iso | null; repeatEveryMinutes: number | null; repeatOf: number | null; requestedAt: Iso;
 }>;
 export type SearchReindexStarted = DomainEvent<'SearchReindexStarted', {
-  jobId: number; engine: SearchEngineName; version: number; replacesVersion: number | null; checkpoints: Record<string, string>; startedAt: Iso;
+  jobId: number; engine: SearchEngineName; target: string; version: number; replacesVersion: number | null; checkpoints: Record<string, string>;
+  totals: Partial<Record<SearchTypeName, number>>; startedAt: Iso;
 }>;
 export type SearchReindexProgressed = DomainEvent<'SearchReindexProgressed', {
   jobId: number; type: SearchTypeName; afterId: number; documents: number; typeDone: boolean; at: Iso;

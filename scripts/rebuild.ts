@@ -5,7 +5,8 @@
  *
  * `npm run rebuild -- search` builds the search indices again side by side (a new version behind
  * the aliases, filled from the read model, then switched to; projections/search/rebuild.ts): search
- * keeps answering from the old version meanwhile, and a running indexer moves to the new one.
+ * keeps answering from the old version meanwhile, and a running indexer moves to the new one. It
+ * refuses to start while a reindex job builds a version (one build at a time).
  * `--all` leaves search out (it is rebuilt from the read model: name it after the read model).
  */
 import { loadConfig } from '../services/process/config';
@@ -66,7 +67,7 @@ async function rebuildSearchIndices(config: Config, logger: Logger, platform: Pl
   try {
     let lastReport = Date.now();
     const result = await rebuildSearch({
-      engine, knex: platform.knex, logger, bulkSize: config.search.bulkSize,
+      engine, knex: platform.knex, logger, bulkSize: config.search.bulkSize, lock: 'refuse',
       ...(link && { checkpointKeys: () => kafkaReadModelCheckpoints(link.kafka, link.topic, platform.knex) }),
       onProgress: (type, documents) => {
         if (Date.now() - lastReport < 2000) return;

@@ -12,6 +12,7 @@ import * as m011 from './011_stored_files';
 import * as m012 from './012_unique_claims';
 import * as m013 from './013_search_failures';
 import * as m014 from './014_search_connection_settings';
+import * as m015 from './015_search_reindex_jobs';
 import * as m016 from './016_search_indexing_rate';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
@@ -29,6 +30,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '012_unique_claims': m012,
   '013_search_failures': m013,
   '014_search_connection_settings': m014,
+  '015_search_reindex_jobs': m015,
   '016_search_indexing_rate': m016,
 };
 

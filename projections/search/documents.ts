@@ -6,7 +6,7 @@ import type { DocumentKey, SearchDocument, SearchType } from '../../services/sha
  * documents its events touched, the rebuild scans every row. One SQL statement per type and call,
  * whatever the number of rows. A row that is missing, soft-deleted, or whose parent is (the
  * project, a case's folder or one above it, a failure's run or run case, a comment's parent) has no
- * document: `loadDocuments` answers it as a removal, `scanDocuments` leaves it out.
+ * document: `loadDocuments` answers it as a removal, `scanDocuments` leaves it out of its documents.
  *
  * Documents per type (every SearchDocument field is present; what a type has not is null or []):
  * - repository_cases: title, description, content = steps and expected results in order, custom
@@ -193,12 +193,38 @@ export async function loadDocuments(knex: Knex | Knex.Transaction, type: Indexed
   return { upsert, remove };
 }
 
-/** A page of the live documents of a type, by id after `afterId` (keyset): the rebuild's scan. */
-export async function scanDocuments(knex: Knex | Knex.Transaction, type: IndexedType, afterId: number, limit: number): Promise<{ documents: SearchDocument[]; lastId: number | null }> {
-  const { rows } = await knex.raw(`SELECT * FROM (${SELECTS[type]} WHERE x.id > ? ORDER BY x.id LIMIT ?) page`, [afterId, limit]);
+/** The column holding a type's project in SELECTS (a project is its own). */
+const PROJECT_OF: Record<IndexedType, string> = {
+  projects: 'x.id', repository_cases: 'x.project_id', test_runs: 'x.project_id', sessions: 'x.project_id',
+  milestones: 'x.project_id', comments: 'x.project_id', failures: 'r.project_id',
+};
+
+const inProjects = (type: IndexedType, projectIds: readonly number[] | null) =>
+  projectIds === null ? { sql: '', bindings: [] as Knex.RawBinding[] } : { sql: ` AND ${PROJECT_OF[type]} = ANY(?::integer[])`, bindings: [[...projectIds]] as Knex.RawBinding[] };
+
+/**
+ * A page of the live documents of a type, by id after `afterId` (keyset): the rebuild's and the
+ * reindex's scan, of some projects only when `projectIds` is given. `lastId` is the last row
+ * scanned (null: none left); `removed` the rows of the page that have no document (deleted, under
+ * something deleted, a result that is no failure), for a reindex that writes into a live version.
+ */
+export async function scanDocuments(
+  knex: Knex | Knex.Transaction, type: IndexedType, afterId: number, limit: number, projectIds: readonly number[] | null = null,
+): Promise<{ documents: SearchDocument[]; removed: DocumentKey[]; scanned: number; lastId: number | null }> {
+  const scope = inProjects(type, projectIds);
+  const { rows } = await knex.raw(`SELECT * FROM (${SELECTS[type]} WHERE x.id > ?${scope.sql} ORDER BY x.id LIMIT ?) page`, [afterId, ...scope.bindings, limit]);
   const all = rows as Row[];
   return {
     documents: all.filter((r) => r.live).map((r) => documentOf(type, r)),
+    removed: all.filter((r) => !r.live).map((r) => ({ type, id: String(r.id) })),
+    scanned: all.length,
     lastId: all.length === 0 ? null : Number(all[all.length - 1].id),
   };
+}
+
+/** How many documents a type has (of some projects only when `projectIds` is given): a reindex's totals. */
+export async function countDocuments(knex: Knex | Knex.Transaction, type: IndexedType, projectIds: readonly number[] | null = null): Promise<number> {
+  const scope = inProjects(type, projectIds);
+  const { rows } = await knex.raw(`SELECT count(*)::integer AS n FROM (${SELECTS[type]} WHERE true${scope.sql}) page WHERE live`, scope.bindings);
+  return (rows as { n: number }[])[0].n;
 }

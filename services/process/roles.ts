@@ -8,8 +8,9 @@ import { ALL_PROJECTIONS } from '../../projections';
 import { CheckpointWatcher, directCheckpointKey, type CheckpointKeyOf } from '../../projections/runtime/checkpointWatcher';
 import { kafkaCheckpointKey, startKafkaProjector } from '../../projections/runtime/kafkaProjector';
 import { startProjector, type ProjectionStatus, type Projector } from '../../projections/runtime/projector';
-import { startSearchIndexer, type SearchIndexer, type SearchIndexerStatus } from '../../projections/search/indexer';
+import { kafkaReadModelCheckpoints, startSearchIndexer, type SearchIndexer, type SearchIndexerStatus } from '../../projections/search/indexer';
 import { publishIndexingRate } from '../../projections/search/indexingRate';
+import { searchBuilder } from '../../projections/search/rebuild';
 import { startRelay, type Relay, type RelayStatus } from './relay/relay';
 import type { SearchConnection } from './searchConnection';
 import type { ConnectionSettingsStore } from '../searchAdmin/connectionSettings';
@@ -23,6 +24,7 @@ import { bootstrapAdministrator } from '../identity/identity.handlers';
 import { startClaimReconciler } from '../claims/claimReconciler';
 import { seedDefaults } from '../entities/seed';
 import { ImportSaga } from '../imports/importJob.saga';
+import { DEFAULT_REINDEX_SETTINGS, ReindexSaga } from '../searchAdmin/reindex.saga';
 import { StoredFiles } from '../files/storedFiles';
 import type { Platform } from './platform';
 import type { CommandDeps } from '../shared/commandBus';
@@ -183,6 +185,15 @@ export async function runApi(
   const imports = new ImportSaga({ ...deps, files, storedFiles, logger: logger.child({ role: 'imports' }), imports: { ...config.imports, retryBudgetMs: config.retryBudgetMs } });
   // The search API's counters, shown by the search administration (per process).
   const searchMetrics = new SearchMetrics();
+  // Reindex jobs (search administration): run here, one at a time across processes.
+  const reindex = search && new ReindexSaga({
+    ...deps, logger: logger.child({ role: 'reindex' }), engine: () => search.connection.engine(),
+    builder: searchBuilder({
+      knex: platform.knex, logger: logger.child({ role: 'reindex' }),
+      checkpointKeys: search.link ? () => kafkaReadModelCheckpoints(search.link!.kafka, search.link!.topic, platform.knex) : undefined,
+    }),
+    reindex: { ...DEFAULT_REINDEX_SETTINGS, retryBudgetMs: config.retryBudgetMs, defaultBatchSize: config.search.bulkSize },
+  });
   const app = buildApp({
     ...deps, logger, pool: platform.pool, ...platform.secrets,
     sessionIdleTimeoutMs: config.sessionIdleTimeoutMs, sessionAbsoluteTimeoutMs: config.sessionAbsoluteTimeoutMs,
@@ -197,7 +208,7 @@ export async function runApi(
     } }),
     ...(search && { searchAdmin: {
       engine: () => search.connection.engine(), searchMetrics,
-      connection: search.connection, connectionSettings: search.settings,
+      connection: search.connection, connectionSettings: search.settings, reindex: reindex!,
       // On Kafka the indices' lag is counted per partition (the indexer's `search@<partition>`).
       ...(search.link && { indexerPartitionOf: (streamId: string) => partitionOf(streamId, search.link!.partitions) }),
     } }),
@@ -211,6 +222,8 @@ export async function runApi(
   logger.info({ address }, 'API listening');
   // Import jobs a stopped process left unfinished go on from where their streams say. In the
   // background: the projections may still be catching up, and a stop must not wait for that.
+  // Reindex jobs a stopped process left running, and those due, are taken up (then every few seconds).
+  reindex?.start();
   imports.resumeUnfinished().then(
     (resumed) => resumed.length > 0 && logger.info({ jobs: resumed }, 'resuming unfinished import jobs'),
     (err) => logger.error({ err }, 'cannot resume unfinished import jobs'),
@@ -230,6 +243,7 @@ export async function runApi(
       });
       await claims.stop();
       await imports.stop();
+      await reindex?.stop();
       await storedFiles.close();
       await files.close();
       await watcher.stop();

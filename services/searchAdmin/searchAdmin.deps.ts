@@ -4,6 +4,7 @@ import type { CommandDeps } from '../shared/commandBus';
 import type { SearchEngine } from '../shared/search';
 import type { SearchConnectionControl } from './connection';
 import type { ConnectionSettingsStore } from './connectionSettings';
+import type { ReindexWorker } from './reindex.routes';
 
 /**
  * What the search administration routes (/api/admin/search/*) need. The composition root
@@ -24,6 +25,8 @@ export interface SearchAdminDeps extends CommandDeps {
   indexerPartitionOf?: (streamId: string) => number;
   /** The search API's counters in this process (the same recorder the search router counts in): GET /api/admin/search/metrics. */
   searchMetrics: SearchMetrics;
+  /** The worker that runs reindex jobs (reindex.saga.ts): woken when a job is requested, resumed or cancelled. */
+  reindex: ReindexWorker;
 }
 
 /** What the application is given beyond its own command dependencies and logger. */

@@ -3,6 +3,7 @@ import { requireAdmin } from '../admin/admin.routes';
 import { connectionRouter } from './connection.routes';
 import { indicesRouter } from './indices.routes';
 import { monitoringRouter } from './monitoring.routes';
+import { reindexRoutes } from './reindex.routes';
 import type { SearchAdminDeps } from './searchAdmin.deps';
 
 export type { SearchAdminDeps };
@@ -18,5 +19,6 @@ export function searchAdminRouter(deps: SearchAdminDeps): Router {
   router.use(connectionRouter(deps));
   router.use(indicesRouter(deps));
   router.use(monitoringRouter(deps));
+  router.use(reindexRoutes(deps));
   return router;
 }

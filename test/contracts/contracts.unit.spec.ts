@@ -101,7 +101,10 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   SearchReindexRequested: {
     jobId: 4, mode: 'partial', projectIds: [7], types: ['repository_cases', 'failures'], batchSize: 500, runAt: null, repeatEveryMinutes: null, repeatOf: null, requestedAt: AT,
   },
-  SearchReindexStarted: { jobId: 4, engine: 'postgres', version: 3, replacesVersion: 2, checkpoints: { search: '1200' }, startedAt: AT },
+  SearchReindexStarted: {
+    jobId: 4, engine: 'postgres', target: 'testament_', version: 3, replacesVersion: 2, checkpoints: { search: '1200' },
+    totals: { repository_cases: 1200, failures: 30 }, startedAt: AT,
+  },
   SearchReindexProgressed: { jobId: 4, type: 'repository_cases', afterId: 500, documents: 500, typeDone: false, at: AT },
   SearchReindexPaused: { jobId: 4, pausedAt: AT },
   SearchReindexResumed: { jobId: 4, resumedAt: AT },
