@@ -5,7 +5,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { HttpClient, runScript, startServer, type RunningServer } from '../support/server';
 
 const ADMIN = { email: 'admin@example.com', password: 'correct horse battery' };
@@ -50,7 +50,7 @@ for (const transport of ['direct', 'kafka'] as const) describe(`HTTP end to end 
       console.log(`  SKIPPED HTTP end to end on Kafka: no broker at ${KAFKA_BROKERS} (npm run kafka:up)`);
       this.skip();
     }
-    db = await createTestDatabase('e2e');
+    db = await createMigratedDatabase('e2e');
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-e2e-'));
     env = {
       DATABASE_URL: db.url, DATA_DIR: dataDir, ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password,

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { postImport } from '../imports/importClient';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { KAFKA_BROKERS, requireKafka } from '../support/kafka';
 import { dropIndices, requireOpenSearch, SEARCH_TEST_URL, uniqueIndexPrefix } from '../support/search';
 import { HttpClient, runScript, startServer, type RunningServer } from '../support/server';
@@ -48,7 +48,7 @@ for (const setup of SETUPS) describe(`search end to end (every role in one proce
   before(async function () {
     if (setup.transport === 'kafka') await requireKafka(this, `search end to end on Kafka`);
     if (setup.engine === 'opensearch') await requireOpenSearch(this, 'search end to end on OpenSearch');
-    db = await createTestDatabase('e2esearch');
+    db = await createMigratedDatabase('e2esearch');
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-e2e-search-'));
     env = {
       DATABASE_URL: db.url, DATA_DIR: dataDir, ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password,

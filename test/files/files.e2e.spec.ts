@@ -4,7 +4,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { HttpClient, startServer, type RunningServer } from '../support/server';
 
 const ADMIN = { email: 'files-admin@example.com', password: 'files e2e password' };
@@ -44,7 +44,7 @@ describe('files end to end (a started server, killed mid-upload)', function () {
   }
 
   before(async () => {
-    db = await createTestDatabase('files');
+    db = await createMigratedDatabase('files');
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-files-e2e-'));
     env = {
       DATABASE_URL: db.url, DATA_DIR: dataDir, ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password,

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { createTestDatabase, cutConnections, restoreConnections, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, cutConnections, restoreConnections, type TestDatabase } from '../support/database';
 import { HttpClient, startServer, type RunningServer } from '../support/server';
 
 const ADMIN = { email: 'import-admin@example.com', password: 'import e2e password' };
@@ -103,7 +103,7 @@ describe('result import end to end (a started server, killed mid-import)', funct
   let env: NodeJS.ProcessEnv;
 
   before(async () => {
-    db = await createTestDatabase('import_resume');
+    db = await createMigratedDatabase('import_resume');
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-import-e2e-'));
     env = {
       DATABASE_URL: db.url, DATA_DIR: dataDir, ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password,

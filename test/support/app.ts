@@ -21,7 +21,7 @@ import { PostgresRateLimitStore } from '../../infra/rateLimit/postgres';
 import type { CommandDeps } from '../../services/shared/commandBus';
 import { IdAllocator } from '../../services/shared/ids';
 import { withContracts } from '../../services/shared/validatingEventStore';
-import { createTestDatabase } from './database';
+import { createMigratedDatabase } from './database';
 
 /** A settable clock: tests move time instead of sleeping. */
 export class TestClock {
@@ -64,7 +64,7 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
   /** MODEL_MAX_ROWS (default: DEFAULT_MAX_ROWS). */
   modelMaxRows?: number;
 } = {}): Promise<TestApp> {
-  const db = await createTestDatabase('app');
+  const db = await createMigratedDatabase('app');
   const pool = createPool(db.url);
   const knex = createKnex(db.url);
   await migrateReadModel(knex);

@@ -1,5 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
+import { setupPostgresEventStore } from '../../infra/eventstore/postgres';
+import { createKnex, createPool } from '../../infra/postgres/database';
+import { migrateReadModel } from '../../projections/migrations';
 
 /**
  * Each integration suite gets its own throw-away database on the machine's PostgreSQL
@@ -13,19 +18,18 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export async function createTestDatabase(label = 't'): Promise<TestDatabase> {
+/** An empty throw-away database (or a copy of `template`). */
+export async function createTestDatabase(label = 't', template?: string): Promise<TestDatabase> {
   const name = `testament_${label}_${randomBytes(4).toString('hex')}`.toLowerCase();
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   } finally {
     await admin.end();
   }
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
   return {
-    url: url.toString(),
+    url: databaseUrl(name),
     name,
     async drop() {
       const c = new pg.Client({ connectionString: ADMIN_URL });
@@ -37,6 +41,81 @@ export async function createTestDatabase(label = 't'): Promise<TestDatabase> {
       }
     },
   };
+}
+
+const ROOT = path.resolve(__dirname, '..', '..');
+/** What the schema of a migrated database is made of: a change to any of these builds a new template. */
+const SCHEMA_SOURCES = ['projections/migrations', 'contracts', 'infra/eventstore/postgres.schema.sql'];
+
+function schemaDigest(): string {
+  const hash = createHash('sha256');
+  const visit = (file: string) => {
+    const full = path.join(ROOT, file);
+    if (fs.statSync(full).isDirectory()) {
+      for (const entry of fs.readdirSync(full).sort()) visit(path.join(file, entry));
+      return;
+    }
+    hash.update(file).update('\0').update(fs.readFileSync(full)).update('\0');
+  };
+  SCHEMA_SOURCES.forEach(visit);
+  return hash.digest('hex').slice(0, 16);
+}
+
+let template: Promise<string> | null = null;
+
+/**
+ * The template database of this schema: the read model migrated and the event store set up, built
+ * once (under an advisory lock, so suites and runs side by side build it once) and kept for the
+ * next runs; templates of other schemas are dropped when a new one is built. Migrating takes
+ * seconds per database; cloning a template a fraction of one.
+ */
+function migratedTemplate(): Promise<string> {
+  template ??= withAdmin(async (admin) => {
+    const name = `testament_template_${schemaDigest()}`;
+    await admin.query('SELECT pg_advisory_lock(7362077)');
+    try {
+      const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+      if (rowCount) return name;
+      const building = `${name}_${randomBytes(3).toString('hex')}`;
+      await admin.query(`CREATE DATABASE ${building}`);
+      const url = databaseUrl(building);
+      const knex = createKnex(url);
+      const pool = createPool(url);
+      try {
+        await migrateReadModel(knex);
+        await setupPostgresEventStore(pool);
+      } finally {
+        await knex.destroy();
+        await pool.end();
+      }
+      await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
+      const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE 'testament\\_template\\_%' AND datname <> $1`, [name]);
+      for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${datname}`).catch(() => undefined); // in use by a run of another checkout: kept
+      return name;
+    } finally {
+      await admin.query('SELECT pg_advisory_unlock(7362077)');
+    }
+  });
+  template.catch(() => {
+    template = null;
+  });
+  return template;
+}
+
+function databaseUrl(name: string): string {
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/**
+ * A throw-away database with the read model migrated and the event store set up (what the
+ * platform does at start), cloned from the schema's template. Suites that test the migrations or
+ * the set-up themselves use createTestDatabase.
+ */
+export async function createMigratedDatabase(label = 't'): Promise<TestDatabase> {
+  const source = await migratedTemplate();
+  return createTestDatabase(label, source);
 }
 
 /** The same database, its sessions named `applicationName` in pg_stat_activity (so a test can cut just them). */

@@ -32,7 +32,7 @@ import { startRelay, type Relay } from '../../services/process/relay/relay';
 import { ConcurrencyError } from '../../services/shared/errors';
 import type { EventStore } from '../../services/shared/eventStore';
 import { withContracts } from '../../services/shared/validatingEventStore';
-import { createTestDatabase, type TestDatabase } from './database';
+import { createMigratedDatabase, type TestDatabase } from './database';
 import { waitUntil } from './wait';
 
 export { waitUntil };
@@ -196,7 +196,7 @@ export async function openTransportTest(opts: { partitions?: number } = {}): Pro
     },
   };
   const logger = process.env.TEST_LOG_LEVEL ? pino({ level: process.env.TEST_LOG_LEVEL }) : pino({ level: 'info' }, keep);
-  const db = await createTestDatabase('kafka');
+  const db = await createMigratedDatabase('kafka');
   const pool = createPool(db.url);
   const knex = createKnex(db.url, 20);
   const stoppers: (() => Promise<unknown>)[] = [];
