@@ -410,120 +410,112 @@ export function describeSearchEngineContract(name: string, open: (ctx: Mocha.Con
         expect(f.tags).to.deep.equal({ t0: 400, t1: 400, t2: 400 });
         expect(await engine.readCheckpoints(1)).to.deep.equal({ search: '1200' });
       });
-    });
 
-    describe('administration', () => {
-      let engine: SearchEngine;
-      let cleanup: () => Promise<void>;
-      beforeEach(async function () {
-        ({ engine, cleanup } = await open(this));
-      });
-      afterEach(async () => {
-        await cleanup?.();
-      });
-      const indexOf = (type: (typeof SEARCH_TYPES)[number], version: number) => `${engine.aliasOf(type)}_v${version}`;
-      /** The operation's result, or null when the engine says it has no such thing (naming itself). */
-      const supported = async (operation: () => Promise<MaintenanceResult>): Promise<MaintenanceResult | null> => {
-        const outcome = await operation().then((r) => r, (e: unknown) => e);
-        if (outcome instanceof OperationNotSupported) {
-          expect(outcome.engine).to.equal(engine.engine);
-          return null;
-        }
-        if (outcome instanceof Error) throw outcome;
-        return outcome as MaintenanceResult;
-      };
+      describe('administration', () => {
+        const indexOf = (type: (typeof SEARCH_TYPES)[number], version: number) => `${engine.aliasOf(type)}_v${version}`;
+        /** The operation's result, or null when the engine says it has no such thing (naming itself). */
+        const supported = async (operation: () => Promise<MaintenanceResult>): Promise<MaintenanceResult | null> => {
+          const outcome = await operation().then((r) => r, (e: unknown) => e);
+          if (outcome instanceof OperationNotSupported) {
+            expect(outcome.engine).to.equal(engine.engine);
+            return null;
+          }
+          if (outcome instanceof Error) throw outcome;
+          return outcome as MaintenanceResult;
+        };
 
-      it('createMissingIndices: version 1 with nothing live (no alias switched), then nothing twice; a live version\'s indices are kept', async () => {
-        const first = await engine.createMissingIndices();
-        expect(first).to.deep.equal({ version: 1, created: SEARCH_TYPES.map((t) => indexOf(t, 1)), aliasesRepaired: [] });
-        expect(await engine.versions()).to.deep.equal([1]);
-        expect(await engine.liveVersion(), 'an empty version is not made live').to.equal(null);
-        expect(await engine.createMissingIndices()).to.deep.equal({ version: 1, created: [], aliasesRepaired: [] });
-        await engine.ensureVersion(2);
-        await engine.write(2, { upsert: [c.loginCase], remove: [] }, { search: '9' });
-        await engine.switchAlias(2);
-        expect(await engine.createMissingIndices()).to.deep.equal({ version: 2, created: [], aliasesRepaired: [] });
-        await engine.refresh();
-        expect(await engine.count(2, 'repository_cases')).to.equal(1);
-        expect(await engine.readCheckpoints(2)).to.deep.equal({ search: '9' });
-      });
+        it('createMissingIndices: version 1 with nothing live (no alias switched), then nothing twice; a live version\'s indices are kept', async () => {
+          const first = await engine.createMissingIndices();
+          expect(first).to.deep.equal({ version: 1, created: SEARCH_TYPES.map((t) => indexOf(t, 1)), aliasesRepaired: [] });
+          expect(await engine.versions()).to.deep.equal([1]);
+          expect(await engine.liveVersion(), 'an empty version is not made live').to.equal(null);
+          expect(await engine.createMissingIndices()).to.deep.equal({ version: 1, created: [], aliasesRepaired: [] });
+          await engine.ensureVersion(2);
+          await engine.write(2, { upsert: [c.loginCase], remove: [] }, { search: '9' });
+          await engine.switchAlias(2);
+          expect(await engine.createMissingIndices()).to.deep.equal({ version: 2, created: [], aliasesRepaired: [] });
+          await engine.refresh();
+          expect(await engine.count(2, 'repository_cases')).to.equal(1);
+          expect(await engine.readCheckpoints(2)).to.deep.equal({ search: '9' });
+        });
 
-      it('deleteIndex: a live index comes back empty behind its alias, the other types untouched; it takes new documents with the analyzer', async () => {
-        await engine.ensureVersion(1);
-        await engine.write(1, { upsert: sampleDocuments, remove: [] }, { search: '100' });
-        await engine.switchAlias(1);
-        await engine.refresh();
-        const cases = sampleDocuments.filter((d) => d.type === 'repository_cases').length;
-        expect(await engine.count(1, 'repository_cases')).to.equal(cases);
-        await engine.deleteIndex(indexOf('repository_cases', 1));
-        await engine.refresh();
-        expect(await engine.count(1, 'repository_cases')).to.equal(0);
-        expect(await engine.count(1, 'failures')).to.equal(sampleDocuments.filter((d) => d.type === 'failures').length);
-        const listed = (await engine.stats()).find((x) => x.index === indexOf('repository_cases', 1));
-        expect(listed).to.deep.include({ live: true, documents: 0, type: 'repository_cases', version: 1 });
-        expect(await engine.liveVersion()).to.equal(1);
-        expect(await engine.readCheckpoints(1), 'checkpoints are not the index\'s').to.deep.equal({ search: '100' });
-        expect((await engine.search(request({ filter: [], types: ['repository_cases'] }))).total).to.equal(0);
-        await engine.write(1, { upsert: [searchDocument('repository_cases', 'back', { title: 'Running tests again' })], remove: [] });
-        await engine.refresh();
-        // Stemmed: the analyzer of the recreated index is the custom one.
-        expect(ids(await engine.search(request({ filter: [], query: text('runs test'), types: ['repository_cases'] })))).to.deep.equal(['back']);
-      });
+        it('deleteIndex: a live index comes back empty behind its alias, the other types untouched; it takes new documents with the analyzer', async () => {
+          await engine.ensureVersion(1);
+          await engine.write(1, { upsert: sampleDocuments, remove: [] }, { search: '100' });
+          await engine.switchAlias(1);
+          await engine.refresh();
+          const cases = sampleDocuments.filter((d) => d.type === 'repository_cases').length;
+          expect(await engine.count(1, 'repository_cases')).to.equal(cases);
+          await engine.deleteIndex(indexOf('repository_cases', 1));
+          await engine.refresh();
+          expect(await engine.count(1, 'repository_cases')).to.equal(0);
+          expect(await engine.count(1, 'failures')).to.equal(sampleDocuments.filter((d) => d.type === 'failures').length);
+          const listed = (await engine.stats()).find((x) => x.index === indexOf('repository_cases', 1));
+          expect(listed).to.deep.include({ live: true, documents: 0, type: 'repository_cases', version: 1 });
+          expect(await engine.liveVersion()).to.equal(1);
+          expect(await engine.readCheckpoints(1), 'checkpoints are not the index\'s').to.deep.equal({ search: '100' });
+          expect((await engine.search(request({ filter: [], types: ['repository_cases'] }))).total).to.equal(0);
+          await engine.write(1, { upsert: [searchDocument('repository_cases', 'back', { title: 'Running tests again' })], remove: [] });
+          await engine.refresh();
+          // Stemmed: the analyzer of the recreated index is the custom one.
+          expect(ids(await engine.search(request({ filter: [], query: text('runs test'), types: ['repository_cases'] })))).to.deep.equal(['back']);
+        });
 
-      it('deleteIndex refuses a name stats() does not list: an alias, another version, another prefix\'s, garbage', async () => {
-        await engine.ensureVersion(1);
-        await engine.switchAlias(1);
-        for (const name of [engine.aliasOf('failures'), indexOf('failures', 7), `other_${indexOf('failures', 1)}`, '*', '', '../_all']) {
-          const error = await engine.deleteIndex(name).then(() => null, (e: unknown) => e);
-          expect(error, name).to.be.instanceOf(IndexNotFound);
-        }
-        expect((await engine.stats()).filter((x) => x.version === 1)).to.have.length(SEARCH_TYPES.length);
-      });
+        it('deleteIndex refuses a name stats() does not list: an alias, another version, another prefix\'s, garbage', async () => {
+          await engine.ensureVersion(1);
+          await engine.switchAlias(1);
+          for (const name of [engine.aliasOf('failures'), indexOf('failures', 7), `other_${indexOf('failures', 1)}`, '*', '', '../_all']) {
+            const error = await engine.deleteIndex(name).then(() => null, (e: unknown) => e);
+            expect(error, name).to.be.instanceOf(IndexNotFound);
+          }
+          expect((await engine.stats()).filter((x) => x.version === 1)).to.have.length(SEARCH_TYPES.length);
+        });
 
-      it('maintenance: force merge works over every version; cache clear, refresh and mapping update work or name the engine that has no such thing', async () => {
-        await engine.ensureVersion(1);
-        await engine.write(1, { upsert: sampleDocuments, remove: [] }, { search: '1' });
-        await engine.switchAlias(1);
-        await engine.write(1, { upsert: sampleDocuments.map((d) => ({ ...d, title: `${d.title} (edited)` })), remove: [{ type: 'comments', id: 'none' }] });
-        await engine.ensureVersion(2);
-        const merged = await engine.forceMerge(1);
-        expect(merged.targets.length).to.be.at.least(2);
-        expect(merged.targets.join(' ')).to.contain('_v1').and.contain('_v2');
-        for (const operation of [() => engine.clearCache(), () => engine.refreshAll(), () => engine.updateMapping()]) {
-          const result = await supported(operation);
-          if (result) expect(result.targets.join(' ')).to.contain('_v1').and.contain('_v2');
-        }
-        await engine.refresh();
-        expect((await engine.search(request({ filter: [], query: text('edited') }))).total).to.equal(sampleDocuments.length);
-        expect(await engine.readCheckpoints(1)).to.deep.equal({ search: '1' });
-      });
+        it('maintenance: force merge works over every version; cache clear, refresh and mapping update work or name the engine that has no such thing', async () => {
+          await engine.ensureVersion(1);
+          await engine.write(1, { upsert: sampleDocuments, remove: [] }, { search: '1' });
+          await engine.switchAlias(1);
+          await engine.write(1, { upsert: sampleDocuments.map((d) => ({ ...d, title: `${d.title} (edited)` })), remove: [{ type: 'comments', id: 'none' }] });
+          await engine.ensureVersion(2);
+          const merged = await engine.forceMerge(1);
+          expect(merged.targets.length).to.be.at.least(2);
+          expect(merged.targets.join(' ')).to.contain('_v1').and.contain('_v2');
+          for (const operation of [() => engine.clearCache(), () => engine.refreshAll(), () => engine.updateMapping()]) {
+            const result = await supported(operation);
+            if (result) expect(result.targets.join(' ')).to.contain('_v1').and.contain('_v2');
+          }
+          await engine.refresh();
+          expect((await engine.search(request({ filter: [], query: text('edited') }))).total).to.equal(sampleDocuments.length);
+          expect(await engine.readCheckpoints(1)).to.deep.equal({ search: '1' });
+        });
 
-      it('refreshAll, where the engine has it, makes what was written searchable', async () => {
-        await engine.ensureVersion(1);
-        await engine.switchAlias(1);
-        await engine.write(1, { upsert: [c.loginCase], remove: [] });
-        if (await supported(() => engine.refreshAll())) expect((await engine.search(request({ filter: [] }))).total).to.equal(1);
-      });
+        it('refreshAll, where the engine has it, makes what was written searchable', async () => {
+          await engine.ensureVersion(1);
+          await engine.switchAlias(1);
+          await engine.write(1, { upsert: [c.loginCase], remove: [] });
+          if (await supported(() => engine.refreshAll())) expect((await engine.search(request({ filter: [] }))).total).to.equal(1);
+        });
 
-      it('cluster health and node statistics: a status with its reasons, at least one node with numbers or nulls', async () => {
-        await engine.ensureVersion(1);
-        await engine.write(1, { upsert: sampleDocuments, remove: [] });
-        await engine.refresh();
-        const health = await engine.clusterHealth();
-        expect(health.status).to.be.oneOf(['green', 'yellow', 'red']);
-        expect(health.reasons).to.be.an('array');
-        expect(health.nodes).to.be.at.least(1);
-        const nodes = await engine.nodeStats();
-        expect(nodes.length).to.be.at.least(1);
-        for (const node of nodes) {
-          expect(node.id).to.be.a('string').and.not.equal('');
-          expect(node.name).to.be.a('string').and.not.equal('');
-          if (node.heap) expect(node.heap.usedBytes).to.be.at.most(node.heap.maxBytes);
-          if (node.disk) expect(node.disk.freeBytes).to.be.at.most(node.disk.totalBytes);
-          for (const total of [node.documents, node.indexingTotal, node.searchTotal]) if (total !== null) expect(total).to.be.at.least(0);
-        }
-        const documents = nodes.reduce((sum, n) => sum + (n.documents ?? 0), 0);
-        expect(documents).to.be.at.least(sampleDocuments.length);
+        it('cluster health and node statistics: a status with its reasons, at least one node with numbers or nulls', async () => {
+          await engine.ensureVersion(1);
+          await engine.write(1, { upsert: sampleDocuments, remove: [] });
+          await engine.refresh();
+          const health = await engine.clusterHealth();
+          expect(health.status).to.be.oneOf(['green', 'yellow', 'red']);
+          expect(health.reasons).to.be.an('array');
+          expect(health.nodes).to.be.at.least(1);
+          const nodes = await engine.nodeStats();
+          expect(nodes.length).to.be.at.least(1);
+          for (const node of nodes) {
+            expect(node.id).to.be.a('string').and.not.equal('');
+            expect(node.name).to.be.a('string').and.not.equal('');
+            if (node.heap) expect(node.heap.usedBytes).to.be.at.most(node.heap.maxBytes);
+            if (node.disk) expect(node.disk.freeBytes).to.be.at.most(node.disk.totalBytes);
+            for (const total of [node.documents, node.indexingTotal, node.searchTotal]) if (total !== null) expect(total).to.be.at.least(0);
+          }
+          const documents = nodes.reduce((sum, n) => sum + (n.documents ?? 0), 0);
+          expect(documents).to.be.at.least(sampleDocuments.length);
+        });
       });
     });
   });

@@ -43,6 +43,20 @@ describe('PostgreSQL search engine', () => {
     const all = (over: Partial<SearchRequest> = {}): SearchRequest =>
       ({ types: SEARCH_TYPES, query: { kind: 'all' }, filter: [], sort: [], highlight: [], from: 0, size: 10, ...over });
 
+    /** A test on an engine with a live version 1 holding the sample corpus, under a prefix of its own (dropped after). */
+    const withCorpus = async (test: (engine: PostgresSearchEngine, prefix: string) => Promise<void>) => {
+      const s = settings();
+      const engine = new PostgresSearchEngine(knex, s);
+      try {
+        await engine.ensureVersion(1);
+        await engine.switchAlias(1);
+        await engine.write(1, { upsert: sampleDocuments, remove: [] });
+        await test(engine, s.indexPrefix);
+      } finally {
+        await dropPrefix(s.indexPrefix);
+      }
+    };
+
     it('refuses a prefix that is not [a-z0-9_] (it names tables)', () => {
       for (const indexPrefix of ['a"; DROP TABLE x; --', 'Upper_', 'a-b', 'a b', 'x'.repeat(41), 'é_']) {
         expect(() => new PostgresSearchEngine(knex, settings({ indexPrefix })), indexPrefix).to.throw(/prefix/);
@@ -153,85 +167,58 @@ describe('PostgreSQL search engine', () => {
       }
     });
 
-    it('administration: force merge is VACUUM (ANALYZE) (dead rows reclaimed); cache clear and refresh are not supported, asking nothing', async () => {
-      const s = settings();
-      const engine = new PostgresSearchEngine(knex, s);
-      try {
-        await engine.ensureVersion(1);
-        await engine.switchAlias(1);
-        await engine.write(1, { upsert: sampleDocuments, remove: [] });
-        await engine.write(1, { upsert: sampleDocuments.map((d) => ({ ...d, title: `${d.title}!` })), remove: [] });
-        const table = `${s.indexPrefix}search_v1`;
-        const merged = await engine.forceMerge();
-        expect(merged.targets).to.deep.equal([table, `${s.indexPrefix}search_checkpoints`]);
-        expect(merged.details.statement).to.equal('VACUUM (ANALYZE)');
-        const { rows } = await knex.raw<{ rows: { vacuumed: Date | null; analysed: Date | null }[] }>(
-          'SELECT last_vacuum AS vacuumed, last_analyze AS analysed FROM pg_stat_user_tables WHERE relname = ?', [table]);
-        expect(rows[0].vacuumed, 'VACUUM ran').to.be.instanceOf(Date);
-        expect(rows[0].analysed, 'ANALYZE ran').to.be.instanceOf(Date);
-        expect((merged.details.deadTuples as Record<string, { dead: number; live: number }>)[table]).to.deep.equal({ dead: 0, live: sampleDocuments.length, lastVacuum: rows[0].vacuumed!.toISOString() });
-        for (const [operation, name] of [[() => engine.clearCache(), 'cache-clear'], [() => engine.refreshAll(), 'refresh']] as const) {
-          const error = await operation().then(() => null, (e: unknown) => e);
-          expect(error).to.be.instanceOf(OperationNotSupported);
-          expect(error).to.include({ engine: 'postgres', operation: name });
-        }
-      } finally {
-        await dropPrefix(s.indexPrefix);
+    it('administration: force merge is VACUUM (ANALYZE) (dead rows reclaimed); cache clear and refresh are not supported, asking nothing', () => withCorpus(async (engine, prefix) => {
+      await engine.write(1, { upsert: sampleDocuments.map((d) => ({ ...d, title: `${d.title}!` })), remove: [] });
+      const table = `${prefix}search_v1`;
+      const merged = await engine.forceMerge();
+      expect(merged.targets).to.deep.equal([table, `${prefix}search_checkpoints`]);
+      expect(merged.details.statement).to.equal('VACUUM (ANALYZE)');
+      const { rows } = await knex.raw<{ rows: { vacuumed: Date | null; analysed: Date | null }[] }>(
+        'SELECT last_vacuum AS vacuumed, last_analyze AS analysed FROM pg_stat_user_tables WHERE relname = ?', [table]);
+      expect(rows[0].vacuumed, 'VACUUM ran').to.be.instanceOf(Date);
+      expect(rows[0].analysed, 'ANALYZE ran').to.be.instanceOf(Date);
+      expect((merged.details.deadTuples as Record<string, { dead: number; live: number }>)[table]).to.deep.equal({ dead: 0, live: sampleDocuments.length, lastVacuum: rows[0].vacuumed!.toISOString() });
+      for (const [operation, name] of [[() => engine.clearCache(), 'cache-clear'], [() => engine.refreshAll(), 'refresh']] as const) {
+        const error = await operation().then(() => null, (e: unknown) => e);
+        expect(error).to.be.instanceOf(OperationNotSupported);
+        expect(error).to.include({ engine: 'postgres', operation: name });
       }
-    });
+    }));
 
-    it('administration: mapping update recreates a missing index and rebuilds them all; a missing column needs a reindex and changes nothing', async () => {
-      const s = settings();
-      const engine = new PostgresSearchEngine(knex, s);
-      const indexes = async () => (await knex.raw<{ rows: { name: string }[] }>('SELECT indexname AS name FROM pg_indexes WHERE tablename = ? ORDER BY 1', [`${s.indexPrefix}search_v1`])).rows.map((r) => r.name);
-      try {
-        await engine.ensureVersion(1);
-        await engine.switchAlias(1);
-        await engine.write(1, { upsert: sampleDocuments, remove: [] });
-        const all = await indexes();
-        await knex.raw(`DROP INDEX "${s.indexPrefix}search_v1_content_tsv"`);
-        const updated = await engine.updateMapping();
-        expect(updated.targets).to.deep.equal([`${s.indexPrefix}search_v1`]);
-        expect(updated.details).to.deep.equal({ statement: 'REINDEX TABLE CONCURRENTLY', indexesCreated: [`${s.indexPrefix}search_v1_content_tsv`] });
-        expect(await indexes()).to.deep.equal(all);
-        await knex.raw(`DROP INDEX "${s.indexPrefix}search_v1_content_tsv"`);
-        // (The alias view reads every column: it goes with it.)
-        await knex.raw(`ALTER TABLE "${s.indexPrefix}search_v1" DROP COLUMN branch CASCADE`);
-        const error = await engine.updateMapping().then(() => null, (e: unknown) => e);
-        expect(error).to.be.instanceOf(MappingNeedsReindex);
-        expect((error as MappingNeedsReindex).conflicts).to.deep.equal([`${s.indexPrefix}search_v1: column branch is missing`]);
-        expect(await indexes(), 'nothing changed').to.deep.equal(all.filter((n) => !n.endsWith('content_tsv')));
-      } finally {
-        await dropPrefix(s.indexPrefix);
-      }
-    });
+    it('administration: mapping update recreates a missing index and rebuilds them all; a missing column needs a reindex and changes nothing', () => withCorpus(async (engine, prefix) => {
+      const indexes = async () => (await knex.raw<{ rows: { name: string }[] }>('SELECT indexname AS name FROM pg_indexes WHERE tablename = ? ORDER BY 1', [`${prefix}search_v1`])).rows.map((r) => r.name);
+      const all = await indexes();
+      await knex.raw(`DROP INDEX "${prefix}search_v1_content_tsv"`);
+      const updated = await engine.updateMapping();
+      expect(updated.targets).to.deep.equal([`${prefix}search_v1`]);
+      expect(updated.details).to.deep.equal({ statement: 'REINDEX TABLE CONCURRENTLY', indexesCreated: [`${prefix}search_v1_content_tsv`] });
+      expect(await indexes()).to.deep.equal(all);
+      await knex.raw(`DROP INDEX "${prefix}search_v1_content_tsv"`);
+      // (The alias view reads every column: it goes with it.)
+      await knex.raw(`ALTER TABLE "${prefix}search_v1" DROP COLUMN branch CASCADE`);
+      const error = await engine.updateMapping().then(() => null, (e: unknown) => e);
+      expect(error).to.be.instanceOf(MappingNeedsReindex);
+      expect((error as MappingNeedsReindex).conflicts).to.deep.equal([`${prefix}search_v1: column branch is missing`]);
+      expect(await indexes(), 'nothing changed').to.deep.equal(all.filter((n) => !n.endsWith('content_tsv')));
+    }));
 
-    it('administration: the alias (view) dropped by hand is repaired by createMissingIndices; health and the one node tell what PostgreSQL knows', async () => {
-      const s = settings();
-      const engine = new PostgresSearchEngine(knex, s);
-      try {
-        await engine.ensureVersion(1);
-        await engine.write(1, { upsert: sampleDocuments, remove: [] });
-        await engine.switchAlias(1);
-        await knex.raw(`DROP VIEW "${s.indexPrefix}search"`);
-        expect(await engine.createMissingIndices()).to.deep.equal({ version: 1, created: [], aliasesRepaired: SEARCH_TYPES.map((t) => engine.aliasOf(t)) });
-        expect((await engine.search(all())).total).to.equal(sampleDocuments.length);
-        const health = await engine.clusterHealth();
-        expect(health).to.deep.include({ status: 'green', nodes: 1, shards: null });
-        expect(health.details.databaseSizeBytes).to.be.a('number').above(0);
-        expect(Object.keys(health.details.tables as object)).to.have.members([`${s.indexPrefix}search_v1`, `${s.indexPrefix}search_versions`, `${s.indexPrefix}search_checkpoints`]);
-        let [node] = await engine.nodeStats();
-        expect(node).to.deep.include({ heap: null, disk: null, searchTotal: null, documents: sampleDocuments.length });
-        // Each connection reports its row counts to the statistics within seconds, not at commit.
-        for (const deadline = Date.now() + 20_000; node.indexingTotal! < sampleDocuments.length && Date.now() < deadline;) {
-          await new Promise((resolve) => setTimeout(resolve, 250));
-          [node] = await engine.nodeStats();
-        }
-        expect(node.indexingTotal).to.be.at.least(sampleDocuments.length);
-      } finally {
-        await dropPrefix(s.indexPrefix);
+    it('administration: the alias (view) dropped by hand is repaired by createMissingIndices; health and the one node tell what PostgreSQL knows', () => withCorpus(async (engine, prefix) => {
+      await knex.raw(`DROP VIEW "${prefix}search"`);
+      expect(await engine.createMissingIndices()).to.deep.equal({ version: 1, created: [], aliasesRepaired: SEARCH_TYPES.map((t) => engine.aliasOf(t)) });
+      expect((await engine.search(all())).total).to.equal(sampleDocuments.length);
+      const health = await engine.clusterHealth();
+      expect(health).to.deep.include({ status: 'green', nodes: 1, shards: null });
+      expect(health.details.databaseSizeBytes).to.be.a('number').above(0);
+      expect(Object.keys(health.details.tables as object)).to.have.members([`${prefix}search_v1`, `${prefix}search_versions`, `${prefix}search_checkpoints`]);
+      let [node] = await engine.nodeStats();
+      expect(node).to.deep.include({ heap: null, disk: null, searchTotal: null, documents: sampleDocuments.length });
+      // Each connection reports its row counts to the statistics within seconds, not at commit.
+      for (const deadline = Date.now() + 20_000; node.indexingTotal! < sampleDocuments.length && Date.now() < deadline;) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        [node] = await engine.nodeStats();
       }
-    });
+      expect(node.indexingTotal).to.be.at.least(sampleDocuments.length);
+    }));
 
     it('a statement past the request timeout is cancelled: SearchUnavailable', async () => {
       const s = settings({ requestTimeoutMs: 300 });
