@@ -7,7 +7,7 @@ import { ConfigError, loadConfig } from '../../services/process/config';
 import { parseFindArgs, parseGroupByArgs } from '../../services/model/args';
 import { runGroupBy } from '../../services/model/aggregate';
 import { runFind } from '../../services/model/query';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { insertRows } from '../model/queryFixtures';
 
 const { project, repositoryFolder: folder, repositoryCase: testCase } = ENTITIES;
@@ -63,7 +63,7 @@ describe('prepared statements: model API reads on PostgreSQL', () => {
   const prepared = async () => (await knex.raw("SELECT name, statement FROM pg_prepared_statements WHERE name LIKE 'tq\\_%'")).rows as { name: string; statement: string }[];
 
   beforeEach(async () => {
-    db = await createTestDatabase('prepared_statements');
+    db = await createMigratedDatabase('prepared_statements');
     knex = knexFactory({ client: 'pg', connection: db.url, pool: { min: 1, max: 1 } });
     await migrateReadModel(knex);
     await insertRows(knex, project, [{ id: 1, name: 'Alpha' }, { id: 2, name: 'Beta' }]);

@@ -5,7 +5,7 @@ import { PostgresRateLimitStore } from '../../infra/rateLimit/postgres';
 import { createKnex } from '../../infra/postgres/database';
 import { migrateReadModel } from '../../projections/migrations';
 import type { CounterWindow } from '../../services/shared/rateLimitStore';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, type TestDatabase } from '../support/database';
 
 const T0 = Date.parse('2026-06-01T12:00:00Z');
 const counter = (key: string, startMs = T0, lengthMs = 60_000): CounterWindow =>
@@ -17,7 +17,7 @@ describe('PostgreSQL rate limit store', () => {
   let pools: pg.Pool[];
 
   before(async () => {
-    db = await createTestDatabase('rate_limits');
+    db = await createMigratedDatabase('rate_limits');
     knex = createKnex(db.url);
     await migrateReadModel(knex);
     pools = [new pg.Pool({ connectionString: db.url, max: 8 }), new pg.Pool({ connectionString: db.url, max: 8 })];

@@ -10,7 +10,7 @@ import { runFind } from '../../services/model/query';
 import { registerUser } from '../../services/identity/identity.handlers';
 import { systemMetadata } from '../../services/shared/context';
 import { startTestApp, type TestApp } from '../support/app';
-import { ADMIN_URL, createTestDatabase, type TestDatabase } from '../support/database';
+import { ADMIN_URL, createMigratedDatabase, type TestDatabase } from '../support/database';
 import { HttpClient } from '../support/server';
 import { type Features, type KnownDivergences, queryArbitraries, type QueryArbitraries } from './prisma/arbitraries';
 import { type PrismaClientLike, type PrismaDelegate, prismaClientFor } from './prisma/client';
@@ -104,7 +104,7 @@ describe('model API reads against Prisma Client 7 on the same tables (differenti
   let arbitraries: QueryArbitraries;
 
   before(async () => {
-    db = await createTestDatabase('differential');
+    db = await createMigratedDatabase('differential');
     knex = createKnex(db.url);
     await migrateReadModel(knex);
     ({ catalogue, entities, arbitraries } = await prepare(knex));

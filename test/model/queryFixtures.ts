@@ -1,7 +1,7 @@
 import knexFactory, { type Knex } from 'knex';
 import { ENTITIES, type EntityDef, type FieldDef } from '../../contracts/entities';
 import { migrateReadModel } from '../../projections/migrations';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, type TestDatabase } from '../support/database';
 
 /**
  * Read-model rows for model API tests, written by field name (columns come from the catalogue,
@@ -139,7 +139,7 @@ export function useSeededWorld(name: string, use: (knex: Knex) => void, seed: (k
   let db: TestDatabase | undefined;
   let knex: Knex | undefined;
   before(async () => {
-    db = await createTestDatabase(name);
+    db = await createMigratedDatabase(name);
     knex = knexFactory({ client: 'pg', connection: db.url });
     await migrateReadModel(knex);
     await seed(knex);

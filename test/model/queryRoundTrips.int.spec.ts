@@ -4,7 +4,7 @@ import { ENTITIES } from '../../contracts/entities';
 import { migrateReadModel } from '../../projections/migrations';
 import { parseFindArgs, parseWhere } from '../../services/model/args';
 import { runFind, type ReadOptions } from '../../services/model/query';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { insertRows, linkRows } from './queryFixtures';
 
 const { project, repositoryFolder: folder, repositoryCase: testCase, tag, step } = ENTITIES;
@@ -16,7 +16,7 @@ describe("model API: a query's number of SQL round trips does not grow with the 
   let knex: Knex;
 
   before(async () => {
-    db = await createTestDatabase('model_round_trips');
+    db = await createMigratedDatabase('model_round_trips');
     knex = knexFactory({ client: 'pg', connection: db.url });
     await migrateReadModel(knex);
     await insertRows(knex, project, [{ id: 1, name: 'Alpha' }]);

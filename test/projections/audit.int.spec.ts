@@ -7,7 +7,7 @@ import { auditProjection, changedFieldsOf } from '../../projections/audit';
 import { migrateReadModel } from '../../projections/migrations';
 import { applyBatch } from '../../projections/runtime/applyBatch';
 import { rebuildProjection } from '../../projections/runtime/rebuild';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { MemoryEventStore } from '../support/memoryEventStore';
 import { at, checkpoints, dateAt, envelopes, twice } from './envelopes';
 
@@ -90,7 +90,7 @@ describe('audit projection (PostgreSQL)', () => {
   let knex: Knex;
 
   before(async () => {
-    db = await createTestDatabase('audit');
+    db = await createMigratedDatabase('audit');
     knex = createKnex(db.url, 4);
     await migrateReadModel(knex);
   });

@@ -8,7 +8,7 @@ import { migrateReadModel } from '../../projections/migrations';
 import { advanceCheckpoint } from '../../projections/runtime/checkpoints';
 import { CheckpointWatcher } from '../../projections/runtime/checkpointWatcher';
 import { ReadModelWaitFailed } from '../../services/shared/errors';
-import { createTestDatabase, cutConnections, restoreConnections, withApplicationName, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, createTestDatabase, cutConnections, restoreConnections, withApplicationName, type TestDatabase } from '../support/database';
 import { waitUntil } from '../support/wait';
 
 const VICTIM = 'watcher-under-test';
@@ -20,7 +20,7 @@ describe('CheckpointWatcher: its LISTEN connection lost (PostgreSQL)', function 
   let watcher: CheckpointWatcher | undefined;
 
   before(async () => {
-    db = await createTestDatabase('watcher');
+    db = await createMigratedDatabase('watcher');
     knex = createKnex(db.url);
     await migrateReadModel(knex);
   });

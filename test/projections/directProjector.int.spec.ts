@@ -12,14 +12,14 @@ import { migrateReadModel } from '../../projections/migrations';
 import { startProjector, type ProjectionStatus, type Projector } from '../../projections/runtime/projector';
 import type { Platform } from '../../services/process/platform';
 import { projectorReadiness } from '../../services/process/roles';
-import { createTestDatabase, cutConnections, restoreConnections, withApplicationName, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, cutConnections, restoreConnections, withApplicationName, type TestDatabase } from '../support/database';
 import { RECORDER, appendCase, appliedRows, caseStream, createRecordingTable, recordingProjection, startBurst, waitUntil } from '../support/kafka';
 
 const VICTIM = 'projector-under-test';
 
 /** A throw-away database with the read model, the event store and the recording projection's table. */
 async function recordingDatabase(label: string): Promise<{ db: TestDatabase; pool: pg.Pool; knex: Knex; store: PostgresEventStore }> {
-  const db = await createTestDatabase(label);
+  const db = await createMigratedDatabase(label);
   const pool = createPool(db.url);
   const knex = createKnex(db.url);
   await migrateReadModel(knex);

@@ -5,7 +5,7 @@ import { createKnex } from '../../infra/postgres/database';
 import { filesProjection } from '../../projections/files';
 import { migrateReadModel } from '../../projections/migrations';
 import { applyBatch } from '../../projections/runtime/applyBatch';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { at, envelopes, twice } from './envelopes';
 
 const KEY = (c: string) => c.repeat(64);
@@ -20,7 +20,7 @@ describe('files projection (stored_files, PostgreSQL)', function () {
   let db: TestDatabase;
   let knex: Knex;
   before(async () => {
-    db = await createTestDatabase('files_projection');
+    db = await createMigratedDatabase('files_projection');
     knex = createKnex(db.url);
     await migrateReadModel(knex);
   });

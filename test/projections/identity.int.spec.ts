@@ -5,7 +5,7 @@ import { createKnex } from '../../infra/postgres/database';
 import { identityProjection } from '../../projections/identity';
 import { migrateReadModel, migrationSource } from '../../projections/migrations';
 import { applyBatch } from '../../projections/runtime/applyBatch';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, createTestDatabase, type TestDatabase } from '../support/database';
 import { at, checkpoints, dateAt, envelope, envelopes, twice } from './envelopes';
 
 const ADA_HASH = '$argon2id$v=19$m=19456,t=2,p=1$YWRh$YWRhYWRh';
@@ -92,7 +92,7 @@ describe('identity projection (PostgreSQL)', () => {
   let knex: Knex;
 
   before(async () => {
-    db = await createTestDatabase('identity');
+    db = await createMigratedDatabase('identity');
     knex = createKnex(db.url, 4);
     await migrateReadModel(knex);
   });

@@ -8,7 +8,7 @@ import { migrateReadModel } from '../../projections/migrations';
 import { readModelProjection } from '../../projections/readModel';
 import { applyBatch } from '../../projections/runtime/applyBatch';
 import { ADOPTED_KEYS, CASE_KEYS, CASE_V2_KEYS, columns, FOLDER_KEYS, RESULT_KEYS, RESULT_V2_KEYS, RUN_CASE_KEYS, SHOWN_KEYS, SUITE_OUTPUT_KEYS } from '../support/columns';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { at, envelopes, twice } from './envelopes';
 
 const JOB = 'importJob-9';
@@ -44,7 +44,7 @@ const EVENTS: [string, TestamentEvent][] = [
 
 /** A throw-away database with the read model's tables and the statuses passed (2) and failed (3). */
 async function readModelWithStatuses(label: string): Promise<{ db: TestDatabase; knex: Knex }> {
-  const db = await createTestDatabase(label);
+  const db = await createMigratedDatabase(label);
   const knex = createKnex(db.url);
   await migrateReadModel(knex);
   await knex('statuses').insert([

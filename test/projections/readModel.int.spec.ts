@@ -5,7 +5,7 @@ import { createKnex } from '../../infra/postgres/database';
 import { migrateReadModel } from '../../projections/migrations';
 import { readModelProjection } from '../../projections/readModel';
 import { applyBatch } from '../../projections/runtime/applyBatch';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { at, checkpoints, dateAt, envelope, envelopes, twice } from './envelopes';
 
 // Project 1 is renamed; project 2 is deleted; project 3 is deleted and restored. Folder 11 is
@@ -80,7 +80,7 @@ describe('readModel projection (PostgreSQL)', () => {
   let knex: Knex;
 
   before(async () => {
-    db = await createTestDatabase('readmodel');
+    db = await createMigratedDatabase('readmodel');
     knex = createKnex(db.url, 4);
     await migrateReadModel(knex);
   });

@@ -5,7 +5,7 @@ import { createKnex } from '../../infra/postgres/database';
 import { migrateReadModel } from '../../projections/migrations';
 import { readModelProjection } from '../../projections/readModel';
 import { rebuildProjection } from '../../projections/runtime/rebuild';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { MemoryEventStore } from '../support/memoryEventStore';
 import { at } from './envelopes';
 
@@ -19,7 +19,7 @@ describe('rebuildProjection (PostgreSQL)', () => {
   const cases = () => knex('repository_cases').orderBy('id').select('id', 'title', 'current_version');
 
   before(async () => {
-    db = await createTestDatabase('rebuild');
+    db = await createMigratedDatabase('rebuild');
     knex = createKnex(db.url, 2);
     await migrateReadModel(knex);
     await store.append('project-1', [{ type: 'ProjectCreated', data: { projectId: 1, name: 'Shop', createdAt: at(1) } }], { expectedRevision: 'no-stream', metadata: META });

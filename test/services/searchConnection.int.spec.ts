@@ -12,7 +12,7 @@ import { followSavedSettings } from '../../services/process/searchSettings';
 import { appliedSettings, ConnectionSettingsStore } from '../../services/searchAdmin/connectionSettings';
 import { DEFAULT_SEARCH_SETTINGS, SearchUnavailable, type SearchSettings } from '../../services/shared/search';
 import { startTestApp, type TestApp } from '../support/app';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { uniqueIndexPrefix } from '../support/search';
 import { waitUntil } from '../support/wait';
 
@@ -37,7 +37,7 @@ describe('search connection: switching settings without a restart', function () 
   const saved = (id: number) => async () => ({ settingsId: id, source: 'administrator' as const });
 
   before(async () => {
-    db = await createTestDatabase('searchconn');
+    db = await createMigratedDatabase('searchconn');
     knex = createKnex(db.url);
     await migrateReadModel(knex);
   });

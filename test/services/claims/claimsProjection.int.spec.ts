@@ -4,7 +4,7 @@ import type { EventEnvelope } from '../../../contracts/envelope';
 import { createKnex } from '../../../infra/postgres/database';
 import { claimsProjection } from '../../../projections/claims';
 import { migrateReadModel } from '../../../projections/migrations';
-import { createTestDatabase, type TestDatabase } from '../../support/database';
+import { createMigratedDatabase, type TestDatabase } from '../../support/database';
 import { at, envelopes, twice } from '../../projections/envelopes';
 
 const PASSWORD_HASH = '$argon2id$v=19$m=19456,t=2,p=1$YWRh$YWRhYWRh';
@@ -40,7 +40,7 @@ describe('the claims projection (projections/claims.ts)', function () {
   let knex: Knex;
 
   before(async () => {
-    db = await createTestDatabase('claims');
+    db = await createMigratedDatabase('claims');
     knex = createKnex(db.url);
     await migrateReadModel(knex);
   });
