@@ -1,8 +1,8 @@
 import { Router, type Request } from 'express';
 import { badRequest } from '../shared/errors';
 import { asyncHandler } from '../shared/http';
-import type { MaintenanceResult, SearchEngine } from '../shared/search';
-import { indexNotFound, listIndices, perform, read } from './indices';
+import { IndexNotFound, type MaintenanceResult, type SearchEngine } from '../shared/search';
+import { listIndices, perform, read } from './indices';
 import type { SearchAdminDeps } from './searchAdmin.deps';
 
 export const INDICES_PATH = '/api/admin/search/indices';
@@ -63,9 +63,10 @@ export function indicesRouter(deps: SearchAdminDeps): Router {
         path: 'confirm', expected: name,
       });
     }
-    const index = await read(deps, req, async (engine) => (await engine.stats()).find((s) => s.index === name));
-    if (!index) throw indexNotFound(name);
     const deleted = await perform(deps, req, res, 'delete-index', async (engine) => {
+      // A name the list does not show: 404, nothing recorded (nothing was done).
+      const index = (await engine.stats()).find((s) => s.index === name);
+      if (!index) throw new IndexNotFound(name);
       await engine.deleteIndex(name);
       const result = {
         index: name, alias: index.alias, type: index.type, version: index.version, live: index.live, documentsDeleted: index.documents,

@@ -171,7 +171,8 @@ const ERROR_TEXT = 2000;
  * actor (the answer's X-Event-Position): succeeded, or failed with the engine's error (then 409
  * `mapping-needs-reindex`, 503 `search-unavailable`, or the error itself: 500). An operation the
  * engine has no such thing for (OperationNotSupported, thrown before asking anything) is 400
- * `not-supported-by-engine` and records nothing, as any refused request.
+ * `not-supported-by-engine`, and an index the engine does not list (IndexNotFound) 404
+ * `search-index-not-found`: both record nothing, as any refused request.
  */
 export async function perform<T>(
   deps: SearchAdminDeps, req: Request, res: Response, operation: SearchOperation,
@@ -213,7 +214,7 @@ export async function perform<T>(
   return performed.result;
 }
 
-export const indexNotFound = (name: string) =>
+const indexNotFound = (name: string) =>
   new HttpError(404, 'search-index-not-found', `No search index is named ${JSON.stringify(name)} (GET /api/admin/search/indices lists them)`, { index: name });
 
 /** The index prefix of an engine: what a full reindex's confirmation names (reindex.routes.ts). */

@@ -384,7 +384,9 @@ for (const engineName of ['postgres', 'opensearch'] as const) describe(`search a
       expect(res.body).to.deep.include({ code: 'search-unavailable', details: { engine: engineName } });
       expect(await recorded(res, before)).to.deep.include({ operation: 'force-merge', engine: engineName, outcome: 'failed', targets: [] });
       const confirmedDelete = await admin.request('DELETE', `${INDICES}/${indexName('failures')}`, { confirm: indexName('failures') });
-      expect(confirmedDelete.status, 'the index could not even be looked up').to.equal(503);
+      expect(confirmedDelete.status).to.equal(503);
+      expect(await recorded(confirmedDelete, (BigInt(before) + 1n).toString()))
+        .to.deep.include({ operation: 'delete-index', engine: engineName, outcome: 'failed', targets: [indexName('failures')] });
     });
 
     if (engineName === 'opensearch') {
