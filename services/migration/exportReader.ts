@@ -1,0 +1,370 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { PassThrough, Transform, type Readable } from 'node:stream';
+import { Parse as unzipParse, type Entry } from 'unzip-stream';
+import { JsonReader } from '../imports/formats/jsonStream';
+import { ResultFileError } from '../imports/formats/parsedResult';
+
+/**
+ * Reading an external tool's export (Testmo, as TestPlanIt reads it: shared/reference/
+ * external-export-format.md): a ZIP whose `*.json` entries are each a whole export or one dataset
+ * named by the file stem, or a bare JSON export in one of the three container shapes (A: top-level
+ * keyed, B: `datasets`/`entities` object, C: `datasets` array of `{name, rows}`).
+ *
+ * Streaming: the ZIP is read with unzip-stream entry by entry, and each JSON value is walked token
+ * by token with the stream-json reader the result imports already use (services/imports/formats/
+ * jsonStream.ts); only one row (or one schema) is assembled at a time, so an export of any size is
+ * read in bounded memory and yielded as records, never held whole.
+ */
+
+export type ExportErrorCode =
+  | 'export-not-recognised'
+  | 'export-no-datasets'
+  | 'export-unsafe-entry'
+  | 'export-too-large'
+  | 'export-compression-ratio'
+  | 'export-truncated'
+  | 'export-invalid-json'
+  | 'export-dataset-unnamed';
+
+/** A refused upload; `code` is stable and the HTTP layer answers it with 400. */
+export class ExportFileError extends Error {
+  constructor(
+    readonly code: ExportErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'ExportFileError';
+  }
+}
+
+export interface ExportLimits {
+  /** Total bytes all ZIP entries may inflate to (default 4 GiB). */
+  maxExpandedBytes: number;
+  /** Inflated bytes over the ZIP file's size (default 100); real JSON exports compress 5-20×. */
+  maxCompressionRatio: number;
+  /** The ratio is judged once this much has been inflated (default 16 MiB), so a small file of blanks is not a bomb. */
+  ratioCheckFromBytes: number;
+  /** Entries a ZIP may hold (default 10,000). */
+  maxEntries: number;
+}
+
+export const DEFAULT_EXPORT_LIMITS: Readonly<ExportLimits> = Object.freeze({
+  maxExpandedBytes: 4 * 1024 ** 3,
+  maxCompressionRatio: 100,
+  ratioCheckFromBytes: 16 * 1024 ** 2,
+  maxEntries: 10_000,
+});
+
+export type ExportContainer = 'zip' | 'json';
+
+/** What reading yields, in file order. Every row sits between its dataset's `dataset` and `datasetEnd`. */
+export type ExportRecord =
+  | { type: 'dataset'; name: string; entry: string }
+  | { type: 'row'; dataset: string; row: unknown }
+  | { type: 'datasetEnd'; name: string; entry: string; schema: Record<string, unknown> | null }
+  /** Something read and passed over: a non-JSON ZIP entry, `meta`/`summary`, a key that holds no dataset. */
+  | { type: 'ignored'; entry: string; name: string; reason: string };
+
+const DATASET_CONTAINER_KEYS = new Set(['datasets', 'entities']);
+const DATASET_DATA_KEYS = new Set(['data', 'rows', 'records', 'items']);
+const DATASET_SCHEMA_KEYS = new Set(['schema', 'columns', 'fields']);
+const IGNORED_DATASET_KEYS = new Set(['meta', 'summary']);
+
+const ZIP_LOCAL_HEADER = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
+const ZIP_EMPTY_ARCHIVE = Buffer.from([0x50, 0x4b, 0x05, 0x06]);
+/** The end-of-central-directory record: 22 bytes plus a comment of at most 65,535. */
+const EOCD_SEARCH_BYTES = 22 + 0xffff;
+
+/** Which container a file is, from its first bytes; anything else is `export-not-recognised`. */
+export async function detectContainer(file: string): Promise<ExportContainer> {
+  const head = await readRange(file, 0, 64);
+  if (head.subarray(0, 4).equals(ZIP_LOCAL_HEADER) || head.subarray(0, 4).equals(ZIP_EMPTY_ARCHIVE)) return 'zip';
+  const text = head.toString('utf8').replace(/^\uFEFF/, '').trimStart();
+  if (text.startsWith('{')) return 'json';
+  throw new ExportFileError('export-not-recognised', 'The upload is neither a ZIP archive nor a JSON export', {
+    firstBytes: head.subarray(0, 8).toString('hex'),
+  });
+}
+
+/** The export's datasets and rows, streamed. Throws `ExportFileError` for hostile or broken input. */
+export async function* readExport(
+  file: string,
+  limits: Partial<ExportLimits> = {},
+): AsyncGenerator<ExportRecord> {
+  const container = await detectContainer(file);
+  let datasets = 0;
+  const source = container === 'zip' ? readZip(file, { ...DEFAULT_EXPORT_LIMITS, ...limits }) : readJsonFile(file);
+  for await (const record of source) {
+    if (record.type === 'dataset') datasets++;
+    yield record;
+  }
+  if (datasets === 0) {
+    throw new ExportFileError(
+      'export-no-datasets',
+      container === 'zip' ? 'The ZIP archive holds no export (no JSON entry with a dataset)' : 'The JSON holds no dataset',
+      { container },
+    );
+  }
+}
+
+async function* readJsonFile(file: string): AsyncGenerator<ExportRecord> {
+  const entry = path.basename(file);
+  yield* readJsonEntry(fs.createReadStream(file), entry, null);
+}
+
+async function* readZip(file: string, limits: ExportLimits): AsyncGenerator<ExportRecord> {
+  const { size } = await fs.promises.stat(file);
+  // unzip-stream reads front to back and cannot tell a cut-off archive from one that ends early; the
+  // end-of-central-directory record at the tail is the proof the archive is whole.
+  const tailStart = Math.max(0, size - EOCD_SEARCH_BYTES);
+  if (!endsWithCentralDirectory(await readRange(file, tailStart, size - tailStart), tailStart)) {
+    throw new ExportFileError('export-truncated', 'The ZIP archive is truncated or damaged (its end of central directory is missing or does not match)', {
+      bytes: size,
+    });
+  }
+  const input = fs.createReadStream(file);
+  const unzip = input.pipe(unzipParse()) as unknown as Readable;
+  // unzip-stream emits 'close' before 'end', which an async iterator takes for a premature close;
+  // its entries are iterated through a plain object stream instead.
+  const parser = unzip.pipe(new PassThrough({ objectMode: true }));
+  unzip.on('error', (error: Error) => parser.destroy(error));
+  let entries = 0;
+  let expanded = 0;
+  const counter = (name: string) =>
+    new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        expanded += chunk.length;
+        if (expanded > limits.maxExpandedBytes) {
+          done(new ExportFileError('export-too-large', `The ZIP archive expands beyond ${limits.maxExpandedBytes} bytes`, {
+            entry: name, maxExpandedBytes: limits.maxExpandedBytes,
+          }));
+          return;
+        }
+        if (expanded >= limits.ratioCheckFromBytes && expanded > size * limits.maxCompressionRatio) {
+          done(new ExportFileError('export-compression-ratio', `The ZIP archive expands more than ${limits.maxCompressionRatio}× its size`, {
+            entry: name, archiveBytes: size, expandedBytes: expanded, maxCompressionRatio: limits.maxCompressionRatio,
+          }));
+          return;
+        }
+        done(null, chunk);
+      },
+    });
+  try {
+    for await (const item of parser) {
+      const entry = item as Entry;
+      const name = entry.path;
+      if (++entries > limits.maxEntries) {
+        throw new ExportFileError('export-too-large', `The ZIP archive has more than ${limits.maxEntries} entries`, {
+          maxEntries: limits.maxEntries,
+        });
+      }
+      assertSafeEntryName(name);
+      if (entry.type === 'Directory') {
+        entry.autodrain();
+        continue;
+      }
+      if (!/\.json$/i.test(name) || path.posix.basename(name.replace(/\\/g, '/')).startsWith('.')) {
+        entry.autodrain();
+        yield { type: 'ignored', entry: name, name: path.posix.basename(name), reason: 'not a JSON entry' };
+        continue;
+      }
+      const stem = path.posix.basename(name.replace(/\\/g, '/')).replace(/\.json$/i, '');
+      yield* readJsonEntry(entry.pipe(counter(name)), name, stem);
+    }
+  } catch (error) {
+    if (error instanceof ExportFileError) throw error;
+    throw new ExportFileError('export-truncated', `The ZIP archive cannot be read: ${(error as Error).message}`, {});
+  } finally {
+    parser.destroy();
+    unzip.destroy();
+    input.destroy();
+  }
+}
+
+/**
+ * Whether `tail` (the file's last bytes, from `tailStart`) ends with an end-of-central-directory
+ * record whose comment reaches exactly the end of the file and whose directory ends where it
+ * starts. A cut or padded archive fails this, so unzip-stream never sees one (it would wait forever
+ * on a header cut in half).
+ */
+function endsWithCentralDirectory(tail: Buffer, tailStart: number): boolean {
+  for (let at = tail.lastIndexOf(ZIP_EMPTY_ARCHIVE); at >= 0; at = at > 0 ? tail.lastIndexOf(ZIP_EMPTY_ARCHIVE, at - 1) : -1) {
+    if (at + 22 > tail.length || at + 22 + tail.readUInt16LE(at + 20) !== tail.length) continue;
+    const directoryBytes = tail.readUInt32LE(at + 12);
+    const directoryOffset = tail.readUInt32LE(at + 16);
+    if (directoryOffset === 0xffffffff || directoryBytes === 0xffffffff) return true; // ZIP64: the sizes live elsewhere
+    return directoryOffset + directoryBytes === tailStart + at;
+  }
+  return false;
+}
+
+/**
+ * unzip-stream rewrites a `..` segment to `.` before it hands an entry out, so both are refused: a
+ * zip-slip attempt fails the whole upload instead of being silently renamed. Absolute names and
+ * drive letters too.
+ */
+function assertSafeEntryName(name: string): void {
+  const segments = name.replace(/\\/g, '/').split('/');
+  const unsafe =
+    name.startsWith('/') || name.startsWith('\\') || /^[A-Za-z]:/.test(name) || segments.some((s) => /^\.+$/.test(s));
+  if (unsafe) {
+    throw new ExportFileError('export-unsafe-entry', `The ZIP entry name ${JSON.stringify(name)} points outside the archive`, {
+      entry: name,
+    });
+  }
+}
+
+/**
+ * One JSON value: a whole export (`stem` null, or an object whose first key is not a dataset key),
+ * or one dataset named `stem` (an array of rows, or an object starting with a data or schema key;
+ * `fields` counts as the schema alias there only when the stem is not itself `fields`' export file).
+ */
+async function* readJsonEntry(input: Readable, entry: string, stem: string | null): AsyncGenerator<ExportRecord> {
+  const json = new JsonReader(input, entry);
+  try {
+    const first = await json.peek();
+    if (stem !== null && first.name === 'startArray') {
+      yield* readDatasetBody(json, stem, entry);
+    } else if (first.name !== 'startObject') {
+      throw new ExportFileError('export-not-recognised', `${entry} is not a JSON object of datasets`, { entry });
+    } else {
+      yield* readObjectEntry(json, entry, stem);
+    }
+    await json.end();
+  } catch (error) {
+    throw asExportError(error, entry);
+  } finally {
+    await json.close();
+  }
+}
+
+async function* readObjectEntry(json: JsonReader, entry: string, stem: string | null): AsyncGenerator<ExportRecord> {
+  let single: boolean | null = null;
+  let schema: Record<string, unknown> | null = null;
+  for await (const key of json.keys(entry)) {
+    if (single === null) {
+      single = stem !== null && (DATASET_DATA_KEYS.has(key) || (DATASET_SCHEMA_KEYS.has(key) && (key !== 'fields' || stem !== 'fields')));
+      if (single) yield { type: 'dataset', name: stem!, entry };
+    }
+    if (single) {
+      if (DATASET_DATA_KEYS.has(key)) yield* readRows(json, stem!, entry);
+      else if (DATASET_SCHEMA_KEYS.has(key)) schema = asObject(await json.readValue());
+      else await json.skipValue();
+      continue;
+    }
+    if (IGNORED_DATASET_KEYS.has(key)) {
+      await json.skipValue();
+      yield { type: 'ignored', entry, name: key, reason: 'export metadata' };
+    } else if (DATASET_CONTAINER_KEYS.has(key)) {
+      yield* readContainer(json, entry);
+    } else {
+      yield* readNamedDataset(json, key, entry);
+    }
+  }
+  if (single) yield { type: 'datasetEnd', name: stem!, entry, schema };
+}
+
+/** Shape B (`{datasets: {name: body}}`) or C (`{datasets: [{name, rows}]}`). */
+async function* readContainer(json: JsonReader, entry: string): AsyncGenerator<ExportRecord> {
+  const first = await json.peek();
+  if (first.name === 'startObject') {
+    for await (const name of json.keys(entry)) yield* readNamedDataset(json, name, entry);
+    return;
+  }
+  let index = 0;
+  for await (const _ of json.items(`${entry}: datasets`)) {
+    yield* readArrayDataset(json, entry, index++);
+  }
+}
+
+async function* readNamedDataset(json: JsonReader, name: string, entry: string): AsyncGenerator<ExportRecord> {
+  const first = await json.peek();
+  if (first.name !== 'startObject' && first.name !== 'startArray') {
+    await json.skipValue();
+    yield { type: 'ignored', entry, name, reason: 'not a dataset (neither an object nor an array of rows)' };
+    return;
+  }
+  yield* readDatasetBody(json, name, entry);
+}
+
+/** A dataset's body: `{schema?, data|rows|records|items}` or a bare array of rows. */
+async function* readDatasetBody(json: JsonReader, name: string, entry: string): AsyncGenerator<ExportRecord> {
+  yield { type: 'dataset', name, entry };
+  let schema: Record<string, unknown> | null = null;
+  if ((await json.peek()).name === 'startArray') {
+    yield* readRows(json, name, entry);
+  } else {
+    for await (const key of json.keys(`${entry}: ${name}`)) {
+      if (DATASET_DATA_KEYS.has(key)) yield* readRows(json, name, entry);
+      else if (DATASET_SCHEMA_KEYS.has(key)) schema = asObject(await json.readValue());
+      else await json.skipValue();
+    }
+  }
+  yield { type: 'datasetEnd', name, entry, schema };
+}
+
+/** Shape C's item: the name must come before the rows, since rows are streamed, not held. */
+async function* readArrayDataset(json: JsonReader, entry: string, index: number): AsyncGenerator<ExportRecord> {
+  if ((await json.peek()).name !== 'startObject') {
+    await json.skipValue();
+    yield { type: 'ignored', entry, name: `datasets[${index}]`, reason: 'not a dataset object' };
+    return;
+  }
+  let name: string | null = null;
+  let schema: Record<string, unknown> | null = null;
+  for await (const key of json.keys(`${entry}: datasets[${index}]`)) {
+    if (key === 'name') {
+      const value = await json.readValue();
+      if (typeof value === 'string' && value !== '' && name === null) {
+        name = value;
+        yield { type: 'dataset', name, entry };
+      }
+    } else if (DATASET_DATA_KEYS.has(key)) {
+      if (name === null) {
+        throw new ExportFileError('export-dataset-unnamed', `${entry}: datasets[${index}] has rows before (or without) its name`, {
+          entry, index,
+        });
+      }
+      yield* readRows(json, name, entry);
+    } else if (DATASET_SCHEMA_KEYS.has(key)) {
+      schema = asObject(await json.readValue());
+    } else {
+      await json.skipValue();
+    }
+  }
+  if (name === null) yield { type: 'ignored', entry, name: `datasets[${index}]`, reason: 'a dataset without a name' };
+  else yield { type: 'datasetEnd', name, entry, schema };
+}
+
+async function* readRows(json: JsonReader, dataset: string, entry: string): AsyncGenerator<ExportRecord> {
+  for await (const _ of json.items(`${entry}: ${dataset} rows`)) {
+    yield { type: 'row', dataset, row: await json.readValue() };
+  }
+}
+
+function asObject(value: unknown): Record<string, unknown> | null {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+}
+
+/** The JSON reader's errors in this folder's terms; a cut-off value is a truncated file. */
+function asExportError(error: unknown, entry: string): unknown {
+  if (!(error instanceof ResultFileError)) return error;
+  const beforeByte = error.details.beforeByte;
+  if (error.code === 'empty-file' || /ends before/.test(error.message)) {
+    return new ExportFileError('export-truncated', `${entry} is truncated: ${error.message}`, { entry, beforeByte });
+  }
+  return new ExportFileError('export-invalid-json', error.message, { entry, beforeByte });
+}
+
+async function readRange(file: string, start: number, length: number): Promise<Buffer> {
+  const handle = await fs.promises.open(file, 'r');
+  try {
+    const buffer = Buffer.alloc(length);
+    const { bytesRead } = await handle.read(buffer, 0, length, start);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
+}
