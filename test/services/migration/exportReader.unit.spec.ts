@@ -91,6 +91,11 @@ describe('migration: reading an export', () => {
       expect(records.find((r) => r.type === 'datasetEnd' && r.name === 'users')).to.deep.include({ schema: { id: 'id' } });
     });
 
+    it('the template-fields fixture: templates, fields (a dataset at the top level), options, template fields', async () => {
+      const records = await readAll(fixture('export-template-fields.json'));
+      expect(summary(records)).to.deep.equal(['templates: 2', 'fields: 3', 'field_values: 2', 'template_fields: 2']);
+    });
+
     it('every data-key alias (data, rows, records, items) and a bare array of rows', async () => {
       const file = write(JSON.stringify({
         a_data: { data: [{ id: 1 }] }, b_rows: { rows: [{ id: 1 }] }, c_records: { records: [{ id: 1 }] },
