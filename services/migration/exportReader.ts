@@ -79,7 +79,7 @@ const EOCD_SEARCH_BYTES = 22 + 0xffff;
 
 /** Which container a file is, from its first bytes; anything else is `export-not-recognised`. */
 export async function detectContainer(file: string): Promise<ExportContainer> {
-  const head = await readRange(file, 0, 64);
+  const head = await readRange(file, 0, 4096); // room for leading blanks before the `{`
   if (head.subarray(0, 4).equals(ZIP_LOCAL_HEADER) || head.subarray(0, 4).equals(ZIP_EMPTY_ARCHIVE)) return 'zip';
   const text = head.toString('utf8').replace(/^\uFEFF/, '').trimStart();
   if (text.startsWith('{')) return 'json';

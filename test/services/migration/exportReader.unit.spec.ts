@@ -78,6 +78,9 @@ describe('migration: reading an export', () => {
     it('C, datasets array of {name, rows}', async () => {
       const records = await readAll(fixture('export-array.json'));
       expect(summary(records)).to.deep.equal(['users: 2', 'runs: 0']);
+      // A byte-order mark and blank lines before the object are still JSON.
+      const padded = write(`\uFEFF${'\n'.repeat(1000)}${fixtureText('export-array.json')}`, 'json');
+      expect(summary(await readAll(padded))).to.deep.equal(['users: 2', 'runs: 0']);
     });
 
     it('`fields` is a dataset at the top level and a schema inside a dataset', async () => {
