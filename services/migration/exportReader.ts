@@ -273,6 +273,9 @@ async function* readContainer(json: JsonReader, entry: string): AsyncGenerator<E
     for await (const name of json.keys(entry)) yield* readNamedDataset(json, name, entry);
     return;
   }
+  if (first.name !== 'startArray') {
+    throw new ExportFileError('export-not-recognised', `${entry}: datasets is neither an object nor an array`, { entry });
+  }
   let index = 0;
   for await (const _ of json.items(`${entry}: datasets`)) {
     yield* readArrayDataset(json, entry, index++);
@@ -339,6 +342,9 @@ async function* readArrayDataset(json: JsonReader, entry: string, index: number)
 }
 
 async function* readRows(json: JsonReader, dataset: string, entry: string): AsyncGenerator<ExportRecord> {
+  if ((await json.peek()).name !== 'startArray') {
+    throw new ExportFileError('export-not-recognised', `${entry}: the rows of ${dataset} are not an array`, { entry, dataset });
+  }
   for await (const _ of json.items(`${entry}: ${dataset} rows`)) {
     yield { type: 'row', dataset, row: await json.readValue() };
   }

@@ -167,6 +167,10 @@ describe('migration: reading an export', () => {
       const error = await refusal(file);
       expect(error.code).to.equal('export-not-recognised');
       expect(error.details).to.deep.equal({ entry: 'whole.json' });
+      const rows = await refusal(write('{"users": {"data": {"id": 1}}}', 'json'));
+      expect(rows.code).to.equal('export-not-recognised');
+      expect(rows.details).to.include({ dataset: 'users' });
+      expect((await refusal(write('{"datasets": 5}', 'json'))).code).to.equal('export-not-recognised');
     });
 
     it('a ZIP with no export in it: export-no-datasets', async () => {
