@@ -187,6 +187,81 @@ export type SearchReindexFailed = DomainEvent<'SearchReindexFailed', { jobId: nu
 export type SearchReindexEvent = SearchReindexRequested | SearchReindexStarted | SearchReindexProgressed | SearchReindexPaused | SearchReindexResumed
   | SearchReindexCancelled | SearchReindexCompleted | SearchReindexFailed;
 
+// ------------------------------------------------------------------------------- external-tool migration
+// An external import job's stream is `externalImport-<jobId>` (services/migration/externalImport.decider.ts).
+
+/** The mappable datasets of the configuration step, by their API names. */
+export type ExternalMappingKey =
+  | 'states' | 'statuses' | 'users' | 'roles' | 'templates' | 'templateFields' | 'milestoneTypes' | 'groups' | 'issueTrackers' | 'configurations' | 'tags';
+/** One source row's choice: an existing entity (`targetId`), a new one, or none. `kind`: for templateFields, caseField or resultField. */
+export interface ExternalMappingEntry { sourceId: string; action: 'map' | 'create' | 'skip'; targetId?: number; kind?: 'caseField' | 'resultField' }
+export type ExternalMappings = Record<ExternalMappingKey, ExternalMappingEntry[]>;
+/** A configuration row as the mapping step shows it: its source id, a name (e-mail for users) and the hints suggestions use. */
+export interface ExternalSourceEntry { sourceId: string; name: string; hint?: Record<string, unknown> }
+export interface ExternalIssue { code: string; message: string; details: Record<string, unknown> }
+export interface ExternalDatasetSummary {
+  name: string; entries: string[]; disposition: 'import' | 'skip'; skipReason: string | null; rowCount: number;
+  sampleRows: unknown[]; samplesTruncated: boolean; warnings: ExternalIssue[]; errors: ExternalIssue[];
+}
+export type ExternalDurationUnit = 'ns' | 'us' | 'ms' | 's';
+
+export type ExternalImportUploaded = DomainEvent<'ExternalImportUploaded', {
+  jobId: number; fileName: string; fileSize: number; sha256: string; storedAs: string; container: 'zip' | 'json'; uploadedAt: Iso;
+}>;
+export type ExternalImportAnalysisStarted = DomainEvent<'ExternalImportAnalysisStarted', { jobId: number; startedAt: Iso }>;
+export type ExternalImportAnalysed = DomainEvent<'ExternalImportAnalysed', {
+  jobId: number; datasets: ExternalDatasetSummary[]; ignored: Array<{ entry: string; name: string; reason: string }>;
+  warnings: ExternalIssue[]; errors: ExternalIssue[]; totals: { datasets: number; rows: number; warnings: number; errors: number };
+  sources: Record<ExternalMappingKey, ExternalSourceEntry[]>;
+  suggestions: ExternalMappings; analysedAt: Iso;
+}>;
+export type ExternalImportConfigured = DomainEvent<'ExternalImportConfigured', {
+  jobId: number; mappings: ExternalMappings; durationUnit: ExternalDurationUnit; reset: boolean; configuredAt: Iso;
+}>;
+export type ExternalImportQueued = DomainEvent<'ExternalImportQueued', { jobId: number; queuedAt: Iso }>;
+/** The rows of each dataset the job writes, in the order it writes them (counted when staged). */
+export type ExternalImportStarted = DomainEvent<'ExternalImportStarted', { jobId: number; plan: Array<{ dataset: string; rows: number }>; startedAt: Iso }>;
+/**
+ * The ids a chunk's rows get, recorded before any is written (so a resumed job writes the same
+ * rows under the same ids, never twice), with each row's provenance. Columnar: one array per field,
+ * index i is row i. `id` null: the row is skipped, `skipReason[i]` says why; `mapped[i]`: an existing
+ * entity (never written, never rolled back).
+ */
+export type ExternalImportChunkPlanned = DomainEvent<'ExternalImportChunkPlanned', {
+  jobId: number; dataset: string; entity: string; chunk: number; lastRow: number;
+  rows: { sourceId: string[]; id: Array<number | null>; key: Array<string | null>; createdBy: Array<string | null>; createdAt: Array<string | null>; skipReason: Array<string | null>; mapped: boolean[] };
+}>;
+export type ExternalImportChunkImported = DomainEvent<'ExternalImportChunkImported', {
+  jobId: number; dataset: string; chunk: number; lastRow: number; created: number; skipped: number; at: Iso;
+}>;
+export type ExternalImportCompleted = DomainEvent<'ExternalImportCompleted', {
+  jobId: number; counts: Record<string, { created: number; mapped: number; skipped: number }>; notificationId: number | null; completedAt: Iso;
+}>;
+export type ExternalImportFailed = DomainEvent<'ExternalImportFailed', {
+  jobId: number; phase: string; code: string; error: string; details: Record<string, unknown>; notificationId: number | null; failedAt: Iso;
+}>;
+export type ExternalImportCancelRequested = DomainEvent<'ExternalImportCancelRequested', { jobId: number; requestedAt: Iso }>;
+export type ExternalImportCancelled = DomainEvent<'ExternalImportCancelled', { jobId: number; cancelledAt: Iso }>;
+export type ExternalImportRollbackRequested = DomainEvent<'ExternalImportRollbackRequested', { jobId: number; requestedAt: Iso }>;
+export type ExternalImportRollbackProgressed = DomainEvent<'ExternalImportRollbackProgressed', { jobId: number; dataset: string; deleted: number; at: Iso }>;
+export type ExternalImportRolledBack = DomainEvent<'ExternalImportRolledBack', { jobId: number; deleted: Record<string, number>; rolledBackAt: Iso }>;
+export type ExternalImportClosed = DomainEvent<'ExternalImportClosed', { jobId: number; fileDeleted: boolean; closedAt: Iso }>;
+export type ExternalImportEvent = ExternalImportUploaded | ExternalImportAnalysisStarted | ExternalImportAnalysed | ExternalImportConfigured
+  | ExternalImportQueued | ExternalImportStarted | ExternalImportChunkPlanned | ExternalImportChunkImported | ExternalImportCompleted
+  | ExternalImportFailed | ExternalImportCancelRequested | ExternalImportCancelled | ExternalImportRollbackRequested
+  | ExternalImportRollbackProgressed | ExternalImportRolledBack | ExternalImportClosed;
+
+// ------------------------------------------------------------------------------- notifications
+// A notification's stream is `notification-<notificationId>` (services/notifications/notification.decider.ts).
+
+/** A message for one user; `link` is a path inside this API, `subject` what it is about (both null when none). */
+export type NotificationCreated = DomainEvent<'NotificationCreated', {
+  notificationId: number; userId: number; kind: string; title: string; body: string; link: string | null;
+  subject: { type: string; id: number } | null; createdAt: Iso;
+}>;
+export type NotificationRead = DomainEvent<'NotificationRead', { notificationId: number; userId: number; readAt: Iso }>;
+export type NotificationEvent = NotificationCreated | NotificationRead;
+
 export type TestamentEvent =
   | IdBlockReserved | UniqueValueClaimed | UniqueValueReleased | DefaultsPlanned
   | UserRegistered | UserUpdated | UserDeactivated | UserReactivated | UserPasswordChanged | UserDeleted
@@ -195,6 +270,8 @@ export type TestamentEvent =
   | ImportJobEvent
   | StoredFileEvent
   | SearchAdministrationEvent | SearchReindexEvent
+  | NotificationEvent
+  | ExternalImportEvent
   | EntityEvent;
 
 export type EventType = TestamentEvent['type'];
@@ -210,6 +287,11 @@ export const HAND_WRITTEN_EVENT_TYPES: readonly EventType[] = [
   'SearchOperationPerformed', 'SearchConnectionChanged',
   'SearchReindexRequested', 'SearchReindexStarted', 'SearchReindexProgressed', 'SearchReindexPaused', 'SearchReindexResumed',
   'SearchReindexCancelled', 'SearchReindexCompleted', 'SearchReindexFailed',
+  'NotificationCreated', 'NotificationRead',
+  'ExternalImportUploaded', 'ExternalImportAnalysisStarted', 'ExternalImportAnalysed', 'ExternalImportConfigured', 'ExternalImportQueued',
+  'ExternalImportStarted', 'ExternalImportChunkPlanned', 'ExternalImportChunkImported', 'ExternalImportCompleted', 'ExternalImportFailed',
+  'ExternalImportCancelRequested', 'ExternalImportCancelled', 'ExternalImportRollbackRequested', 'ExternalImportRollbackProgressed',
+  'ExternalImportRolledBack', 'ExternalImportClosed',
 ];
 
 /** Every event type: the hand-written ones and those of each catalogue entity. */

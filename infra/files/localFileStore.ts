@@ -150,6 +150,12 @@ export class LocalFileStore implements FileStore {
     }
   }
 
+  async localPath(key: string): Promise<string | null> {
+    if (!isFileKey(key)) return null;
+    const stats = await fsp.stat(this.contentPath(key)).catch(ifMissing(null));
+    return stats?.isFile() ? this.contentPath(key) : null;
+  }
+
   async remove(key: string): Promise<void> {
     if (!isFileKey(key)) return;
     await fsp.rm(this.contentPath(key), { force: true });

@@ -14,6 +14,9 @@ import * as m013 from './013_search_failures';
 import * as m014 from './014_search_connection_settings';
 import * as m015 from './015_search_reindex_jobs';
 import * as m016 from './016_search_indexing_rate';
+import * as m019 from './019_external_imports';
+import * as m017 from './017_notifications';
+import * as m018 from './018_job_leases';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -32,6 +35,9 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '014_search_connection_settings': m014,
   '015_search_reindex_jobs': m015,
   '016_search_indexing_rate': m016,
+  '019_external_imports': m019,
+  '017_notifications': m017,
+  '018_job_leases': m018,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

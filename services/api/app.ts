@@ -13,6 +13,8 @@ import { fileRoutes, UPLOAD_PATH } from '../files/files.routes';
 import { importRoutes, IMPORT_PATHS } from '../imports/imports.routes';
 import { suiteOutputRoutes } from '../imports/suiteOutput.routes';
 import { lookupRoutes } from '../lookup/lookup.routes';
+import { EXTERNAL_IMPORT_PATH, externalImportRoutes } from '../migration/externalImport.routes';
+import { notificationRoutes } from '../notifications/notifications.routes';
 import { searchRouter, type SearchDeps } from '../search/search.routes';
 import { searchAdminRouter } from '../searchAdmin/searchAdmin.routes';
 import type { SearchAdminExtras } from '../searchAdmin/searchAdmin.deps';
@@ -40,6 +42,8 @@ export interface AppDeps extends CommandDeps, SessionSettings {
   /** Stored files' owners, permissions, quota and clean-up (services/files/storedFiles.ts). */
   storedFiles: StoredFiles;
   maxUploadBytes: number;
+  /** The external-tool migration's routes: the largest export, and how to tell the workers a job has work. */
+  externalImports: { maxBytes: number; wakeWorkers(): void };
   /** Runs result-import jobs (POST /api/junit/import, /api/test-results/import). */
   imports: ImportSaga;
   /** Request limits and the store their counters share with other replicas; null switches limiting off (logged). */
@@ -66,7 +70,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(accessLog(deps.logger));
   app.use(healthRoutes(deps.readiness));
   app.use(docsPageRoutes());
-  app.use('/api', express.json({ limit: '1mb' }), jsonBodiesOnlyExcept([UPLOAD_PATH, ...IMPORT_PATHS]), wellFormedText);
+  app.use('/api', express.json({ limit: '1mb' }), jsonBodiesOnlyExcept([UPLOAD_PATH, ...IMPORT_PATHS, EXTERNAL_IMPORT_PATH]), wellFormedText);
 
   app.use('/api', sessionMiddleware(deps));
 
@@ -95,6 +99,8 @@ export function buildApp(deps: AppDeps): Express {
   app.use(importRoutes(deps));
   app.use(suiteOutputRoutes(deps));
   app.use(lookupRoutes(deps));
+  app.use(notificationRoutes(deps));
+  app.use(externalImportRoutes({ ...deps, externalImportMaxBytes: deps.externalImports.maxBytes, wakeWorkers: deps.externalImports.wakeWorkers }));
   if (deps.search) app.use(searchRouter({ ...deps.search, knex: deps.knex, writeTimeoutMs: deps.writeTimeoutMs, logger: deps.logger }));
   if (deps.searchAdmin) app.use(searchAdminRouter({ ...deps, ...deps.searchAdmin }));
   app.use(notFoundRoute);

@@ -7,7 +7,9 @@ import { auditPaths } from '../audit/audit.openapi';
 import { searchPaths } from '../search/search.openapi';
 import { filePaths } from '../files/files.openapi';
 import { importPaths } from '../imports/imports.openapi';
+import { externalImportPaths } from '../migration/externalImport.openapi';
 import { lookupPaths } from '../lookup/lookup.openapi';
+import { notificationPaths } from '../notifications/notifications.openapi';
 import { adminPaths } from '../admin/admin.openapi';
 import { searchAdminPaths } from '../searchAdmin/searchAdmin.openapi';
 
@@ -505,6 +507,7 @@ const CUSTOM_TAGS: Record<string, string> = {
   files: 'Files uploaded for a project, held by attachments, kept as evidence of result imports; read with their owner\'s permission',
   imports: 'Test result files (JUnit, TestNG, NUnit, xUnit, MSTest, Mocha, Cucumber) imported into test runs, and the import jobs',
   lookup: 'Ids by exact name, for scripts and CI',
+  notifications: 'The caller\'s own notifications (an import finished, ...): list them, mark them read',
   audit: 'The audit trail of every change',
   search: 'Full-text search and facet counts over cases, runs, sessions, failures and more, limited to the projects the caller may read',
   admin: 'Administration: every user\'s API tokens',
@@ -721,6 +724,8 @@ function customPaths(): OpenAPIV3.PathsObject {
     ...filePaths(),
     ...importPaths(),
     ...lookupPaths(),
+    ...notificationPaths(),
+    ...externalImportPaths(),
     ...auditPaths(),
     ...searchPaths(),
     ...adminPaths(),

@@ -33,6 +33,8 @@ export interface EntityWrite {
   children?: Record<string, ChildrenWrite>;
   /** Inputs that are not fields (a user's password): used by the entity's own commands, never stored or read back as given. */
   writeOnly?: Record<string, string>;
+  /** The creator to record instead of the actor (an external import keeps the source row's creator; the event's actor stays the importer). */
+  createdById?: number | null;
 }
 
 const DECIDERS = new Map<EntityName, ReturnType<typeof entityDecider>>();
@@ -42,13 +44,13 @@ export function deciderOf(entity: EntityDef) {
   return decider;
 }
 
-/** Creates a row; `plannedId` is for seeding, whose ids are reserved ahead (see seed.ts). */
+/** Creates a row; `plannedId` is for seeding and imports, whose ids are reserved ahead (see seed.ts, services/migration). */
 export async function createEntity(deps: CommandDeps, name: EntityName, write: EntityWrite, metadata: EventMetadata, plannedId?: number): Promise<number> {
   const entity = ENTITIES[name];
   const values: Record<string, unknown> = {};
   for (const field of eventFields(entity)) {
     const def = entity.fields[field];
-    if (def.fromActor) values[field] = metadata.actor.userId ?? null;
+    if (def.fromActor) values[field] = write.createdById !== undefined ? write.createdById : metadata.actor.userId ?? null;
     else if (field in write.data) values[field] = write.data[field];
     else if (def.default !== undefined) values[field] = Array.isArray(def.default) ? [...def.default] : def.default;
     else if (def.nullable) values[field] = null;

@@ -25,6 +25,12 @@ export interface FileStore {
   stat(key: string): Promise<StoredContent | null>;
   /** The stored file and a stream of its content, or null for an unknown or malformed key. */
   open(key: string): Promise<{ file: StoredContent; content: Readable } | null>;
+  /**
+   * A path on this machine to read the content under `key` from, for readers that need a file
+   * (an external export is read twice and seeked in: services/migration), or null for an unknown
+   * key. A store without local files downloads the content to a temporary file here.
+   */
+  localPath(key: string): Promise<string | null>;
   /** Removes the file under `key` (idempotent: a missing file is no error). */
   remove(key: string): Promise<void>;
   /** Stops background work (the sweep of abandoned temporary files). */

@@ -45,7 +45,8 @@ export interface NewUser {
  * append fails (services/claims/uniqueClaims.ts). The password is hashed here; only the hash
  * reaches an event.
  */
-export async function registerUser(deps: CommandDeps, input: NewUser, metadata: EventMetadata): Promise<number> {
+/** `plannedId`: an id reserved ahead (an external import plans its rows' ids before writing them). */
+export async function registerUser(deps: CommandDeps, input: NewUser, metadata: EventMetadata, plannedId?: number): Promise<number> {
   const password = checkPassword(input.password);
   const roleId = input.roleId ?? null;
   const role = roleId === null ? undefined : await roleFact(deps, roleId);
@@ -64,7 +65,7 @@ export async function registerUser(deps: CommandDeps, input: NewUser, metadata: 
   const passwordHash = await hashPassword(password);
   // The events as they will be appended (but for the id) meet their contracts before an id or the e-mail is taken.
   deps.store.validate?.(userDecider.decide(command(1, passwordHash), userDecider.initialState));
-  const userId = await deps.ids.next('user', metadata);
+  const userId = plannedId ?? (await deps.ids.next('user', metadata));
   const outcome = await writeWithClaims(
     deps.store, [{ claim: { streamId, scope: 'user.email', value: email, ownerId: userId }, expectedRevision: claimRevisionAfter(last) }],
     () => handleCommand(deps.store, userStream(userId), userDecider, command(userId, passwordHash), metadata), taken, metadata,

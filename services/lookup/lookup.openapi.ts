@@ -1,4 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { EXTERNAL_LOOKUP_TYPES } from '../migration/externalLookup';
 import { LOOKUP_TYPES } from './lookup.routes';
 
 /** POST /api/lookup in the `custom` category of the OpenAPI documents (services/api/openapi.ts). */
@@ -21,11 +22,22 @@ export function lookupPaths(): OpenAPIV3.PathsObject {
           content: {
             'application/json': {
               schema: {
-                type: 'object', required: ['type', 'name'], additionalProperties: false,
-                properties: {
-                  type: { type: 'string', enum: [...LOOKUP_TYPES] }, name: { type: 'string', minLength: 1, maxLength: 2000 },
-                  projectId: { type: 'integer', minimum: 1 }, createIfMissing: { type: 'boolean' },
-                },
+                oneOf: [
+                  {
+                    type: 'object', required: ['type', 'name'], additionalProperties: false,
+                    properties: {
+                      type: { type: 'string', enum: [...LOOKUP_TYPES] }, name: { type: 'string', minLength: 1, maxLength: 2000 },
+                      projectId: { type: 'integer', minimum: 1 }, createIfMissing: { type: 'boolean' },
+                    },
+                  },
+                  {
+                    type: 'object', required: ['type', 'externalId'], additionalProperties: false,
+                    description: 'A row an external-tool migration imported, by its id (`1001`) or key (`C1001`) in the source tool: answers {id, type, externalId, source: {tool, jobId, sourceId, key, createdBy, createdAt, mapped}}; 409 ambiguous-external-id when imports of several jobs have it.',
+                    properties: {
+                      type: { type: 'string', enum: Object.keys(EXTERNAL_LOOKUP_TYPES) }, externalId: { oneOf: [{ type: 'string', minLength: 1, maxLength: 200 }, { type: 'integer' }] },
+                    },
+                  },
+                ],
               },
             },
           },
@@ -34,7 +46,7 @@ export function lookupPaths(): OpenAPIV3.PathsObject {
           200: found('found'), 201: found('a tag created (createIfMissing)'),
           400: error('invalid-argument (details.path)'), 401: error('not authenticated'), 403: error('forbidden: may not create tags'),
           404: error('not-found: no row of that name (or the project is not visible: details.path projectId)'),
-          409: error('ambiguous-name: several rows of that name (details.ids)'),
+          409: error('ambiguous-name: several rows of that name (details.ids); ambiguous-external-id'),
         },
       },
     },

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { Knex } from 'knex';
 import { ENTITIES } from '../../contracts/entities';
 import { resolveProjectAccess } from '../access/projectAccess';
+import { lookupExternal } from '../migration/externalLookup';
 import { asyncHandler } from '../shared/http';
 import { createEntity } from '../entities/entity.handlers';
 import { policyFor } from '../model/policy';
@@ -28,6 +29,8 @@ export function lookupRoutes(deps: CommandDeps): Router {
   const router = Router();
   router.post('/api/lookup', asyncHandler(async (req, res) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
+    // By the id a row had in the tool it was migrated from (services/migration/externalLookup.ts).
+    if (body.externalId !== undefined) return void res.json({ data: await lookupExternal(deps.knex, req.auth!.user, body) });
     for (const key of Object.keys(body)) {
       if (!['type', 'name', 'projectId', 'createIfMissing'].includes(key)) throw badRequest('invalid-argument', `Unknown field "${key}"`, { path: key });
     }

@@ -51,6 +51,14 @@ export interface Config {
   /** Result import: cases per chunk event, and where long outputs and stack traces are cut. */
   imports: { chunkSize: number; maxOutputChars: number; finalizeTimeoutMs: number };
   /**
+   * The external-tool migration: the largest export accepted (EXTERNAL_IMPORT_MAX_BYTES), whether the
+   * uploaded file stays after the job ends (EXTERNAL_IMPORT_KEEP_FILES), rows per chunk, and the ZIP
+   * bomb limits (EXTERNAL_IMPORT_MAX_EXPANDED_BYTES, EXTERNAL_IMPORT_MAX_COMPRESSION_RATIO).
+   */
+  externalImports: { maxBytes: number; keepFiles: boolean; chunkSize: number; maxExpandedBytes: number; maxCompressionRatio: number };
+  /** The worker role: jobs run at once per worker, how often it looks for jobs, and how long its lease on a job lasts unrenewed. */
+  worker: { concurrency: number; pollMs: number; leaseTtlMs: number };
+  /**
    * How long a background loop (projector, relay, saga) may retry a run of transient failures (a
    * database, event store or broker away) before it stops and reports itself failed (RETRY_BUDGET_MS).
    */
@@ -239,6 +247,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     rateLimits: rateLimitConfig(env),
     preparedStatements: int(env, 'PG_PREPARED_STATEMENTS', DEFAULT_PREPARED_STATEMENTS, 0, 10_000),
     retryBudgetMs: int(env, 'RETRY_BUDGET_MS', DEFAULT_RETRY_BUDGET_MS, 1000, 7 * DAY_MS),
+    externalImports: {
+      maxBytes: int(env, 'EXTERNAL_IMPORT_MAX_BYTES', 1024 * 1024 * 1024, 1),
+      keepFiles: flag(env, 'EXTERNAL_IMPORT_KEEP_FILES', false),
+      chunkSize: int(env, 'EXTERNAL_IMPORT_CHUNK_SIZE', 200, 1, 5000),
+      maxExpandedBytes: int(env, 'EXTERNAL_IMPORT_MAX_EXPANDED_BYTES', 4 * 1024 ** 3, 1),
+      maxCompressionRatio: int(env, 'EXTERNAL_IMPORT_MAX_COMPRESSION_RATIO', 100, 2, 100_000),
+    },
+    worker: {
+      concurrency: int(env, 'WORKER_CONCURRENCY', 2, 1, 64),
+      pollMs: int(env, 'WORKER_POLL_MS', 2000, 50, 600_000),
+      leaseTtlMs: int(env, 'WORKER_LEASE_TTL_MS', 30_000, 1000, 3_600_000),
+    },
     imports: {
       chunkSize: int(env, 'IMPORT_CHUNK_SIZE', 500, 1, 5000),
       maxOutputChars: int(env, 'IMPORT_MAX_OUTPUT_CHARS', 64 * 1024, 0),

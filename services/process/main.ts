@@ -6,7 +6,7 @@
 import { loadConfig } from './config';
 import { createLogger, logFatal } from '../../infra/logger';
 import { openPlatform } from './platform';
-import { checkpointKeyOf, indexerReadiness, openKafka, projectorReadiness, relayReadiness, runApi, runIndexer, runProjector, runRelay } from './roles';
+import { checkpointKeyOf, indexerReadiness, openKafka, projectorReadiness, relayReadiness, runApi, runIndexer, runProjector, runRelay, runWorker } from './roles';
 import { connectSearch } from './searchSettings';
 import { onShutdown } from './shutdown';
 
@@ -21,9 +21,11 @@ async function main(): Promise<void> {
   const projector = runProjector(platform, logger, link, retry);
   const search = await connectSearch(config, platform, logger, { retry });
   const indexer = runIndexer(platform, logger, link, retry, search.connection, config.search);
-  const readiness = [...projectorReadiness(projector, platform), ...(relay ? [relayReadiness(relay)] : []), indexerReadiness(indexer)];
-  const api = await runApi(config, platform, logger, readiness, checkpointKeyOf(link), { connection: search.connection, settings: search.settings, link });
-  onShutdown(logger, [() => api.stop(), async () => relay?.stop(), () => indexer.stop(), () => projector.stop(), () => search.close(), () => platform.close()]);
+  // One worker runs here (docker-compose runs them as a service of their own).
+  const worker = await runWorker(config, platform, logger, checkpointKeyOf(link));
+  const readiness = [...projectorReadiness(projector, platform), ...(relay ? [relayReadiness(relay)] : []), indexerReadiness(indexer), worker.readiness];
+  const api = await runApi(config, platform, logger, readiness, checkpointKeyOf(link), { connection: search.connection, settings: search.settings, link }, () => worker.runner.wake());
+  onShutdown(logger, [() => api.stop(), () => worker.stop(), async () => relay?.stop(), () => indexer.stop(), () => projector.stop(), () => search.close(), () => platform.close()]);
 }
 
 main().catch((err) => {

@@ -31,6 +31,10 @@ import type { CommandDeps } from '../shared/commandBus';
 import { systemMetadata } from '../shared/context';
 import type { RetryPolicy } from '../shared/faults';
 import { IdAllocator } from '../shared/ids';
+import { PostgresJobLeases } from '../../infra/postgres/jobLeases';
+import { ExternalImportSaga } from '../migration/externalImport.saga';
+import { startJobRunner, type JobRunner } from './worker/jobRunner';
+import { externalImportKind } from './worker/kinds';
 
 /** Kafka set-up shared by the roles: the client, and the topic with its real partition count. */
 export async function openKafka(config: Readonly<Config>, logger: Logger) {
@@ -158,10 +162,48 @@ export function watcherReadiness(watcher: CheckpointWatcher): ReadinessCheck {
   return { name: 'checkpointWatcher', check: async () => ({ ok: watcher.status().state !== 'failed', details: watcher.status() }) };
 }
 
+/**
+ * The worker role: sagas that run long (the external-tool migration) taken up by any worker with an
+ * expiring, renewed lease (services/process/worker/jobRunner.ts), so a job runs once, and another
+ * worker takes it over when its worker dies.
+ */
+export async function runWorker(
+  config: Readonly<Config>, platform: Platform, logger: Logger, keyOf: CheckpointKeyOf = directCheckpointKey,
+): Promise<{ runner: JobRunner; readiness: ReadinessCheck; stop(): Promise<void> }> {
+  const log = logger.child({ role: 'worker' });
+  const watcher = new CheckpointWatcher(
+    platform.knex, platform.databaseUrl, ALL_PROJECTIONS.map((p) => p.name), keyOf, { retry: { budgetMs: config.retryBudgetMs }, logger: log.child({ role: 'checkpointWatcher' }) },
+  );
+  await watcher.start();
+  const deps: CommandDeps = { store: platform.store, ids: new IdAllocator(platform.store), knex: platform.knex, watcher, writeTimeoutMs: config.writeTimeoutMs, clock: () => new Date() };
+  const files = await openLocalFileStore({ dir: config.uploadDir, logger: log });
+  const e = config.externalImports;
+  const external = new ExternalImportSaga({
+    ...deps, files, logger: log.child({ saga: 'externalImport' }),
+    settings: { chunkSize: e.chunkSize, concurrency: 8, keepFiles: e.keepFiles, limits: { maxExpandedBytes: e.maxExpandedBytes, maxCompressionRatio: e.maxCompressionRatio } },
+  });
+  const runner = startJobRunner({
+    leases: new PostgresJobLeases(platform.pool), logger: log, ...config.worker,
+    kinds: [externalImportKind(external)],
+  });
+  log.info({ owner: runner.status().owner, concurrency: config.worker.concurrency }, 'worker running');
+  return {
+    runner,
+    readiness: { name: 'worker', check: async () => ({ ok: runner.status().state === 'running', details: runner.status() }) },
+    async stop() {
+      await runner.stop();
+      await files.close();
+      await watcher.stop();
+    },
+  };
+}
+
 /** The API role: HTTP, commands, read-your-writes through the projections' checkpoints. */
 export async function runApi(
   config: Readonly<Config>, platform: Platform, logger: Logger, readiness: ReadinessCheck[], keyOf: CheckpointKeyOf = directCheckpointKey,
   search: { connection: SearchConnection; settings: ConnectionSettingsStore; link: KafkaLink | null } | null = null,
+  /** Tells a worker in this process that a job has work (other workers find it when they poll). */
+  wakeWorkers: () => void = () => undefined,
 ): Promise<{ server: Server; stop(): Promise<void> }> {
   const watcher = new CheckpointWatcher(
     platform.knex, platform.databaseUrl, ALL_PROJECTIONS.map((p) => p.name), keyOf, { retry: { budgetMs: config.retryBudgetMs }, logger: logger.child({ role: 'checkpointWatcher' }) },
@@ -200,6 +242,7 @@ export async function runApi(
     modelMaxRows: config.modelMaxRows,
     trustProxy: config.trustProxy, allowedOrigins: config.allowedOrigins, readiness: [...readiness, watcherReadiness(watcher)],
     files, storedFiles, maxUploadBytes: config.maxUploadBytes, imports,
+    externalImports: { maxBytes: config.externalImports.maxBytes, wakeWorkers },
     ...(search && { search: {
       engine: () => search.connection.engine(),
       // On Kafka the indexer keeps a checkpoint per partition: a position waits for its stream's.

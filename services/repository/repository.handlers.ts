@@ -43,11 +43,11 @@ const optionalFolder = (deps: CommandDeps, id: number | null | undefined) =>
   id === undefined ? Promise.resolve(undefined) : id === null ? Promise.resolve(null) : folderFact(deps, id);
 
 export async function createFolder(
-  deps: CommandDeps, input: { name: string; projectId: number; parentId: number | null }, metadata: EventMetadata,
+  deps: CommandDeps, input: { name: string; projectId: number; parentId: number | null }, metadata: EventMetadata, plannedId?: number,
 ): Promise<number> {
   const [project, parent] = await Promise.all([projectFact(deps, input.projectId), optionalFolder(deps, input.parentId)]);
   checkPlacement(project, parent);
-  const folderId = await deps.ids.next('repositoryFolder', metadata);
+  const folderId = plannedId ?? (await deps.ids.next('repositoryFolder', metadata));
   const outcome = await handleCommand(deps.store, folderStream(folderId), repositoryFolderDecider, {
     type: 'CreateRepositoryFolder', folderId, name: input.name, project, parent: parent ?? null, now: deps.clock().toISOString(),
   }, metadata);

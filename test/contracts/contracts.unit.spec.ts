@@ -3,13 +3,15 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { ADOPTED_KEYS, CASE_KEYS, CASE_V2_KEYS, columns, FOLDER_KEYS, RESULT_KEYS, RESULT_V2_KEYS, RUN_CASE_KEYS, SHOWN_KEYS, SUITE_OUTPUT_KEYS } from '../support/columns';
 import type { EventMetadata } from '../../contracts/envelope';
-import { type DataOf, EVENT_TYPES, HAND_WRITTEN_EVENT_TYPES } from '../../contracts/events';
+import { type DataOf, EVENT_TYPES, type ExternalMappingKey, HAND_WRITTEN_EVENT_TYPES } from '../../contracts/events';
 import { EVENTS_SCHEMA_DIR, loadContracts } from '../../contracts/validator';
 import { ContractViolation } from '../../services/shared/errors';
 import { withContracts } from '../../services/shared/validatingEventStore';
 import { MemoryEventStore } from '../support/memoryEventStore';
 
 const AT = '2024-03-01T10:00:00.000Z';
+/** Every mapping list of the external import, empty. */
+const EMPTY_MAPPINGS = Object.fromEntries(['states', 'statuses', 'users', 'roles', 'templates', 'templateFields', 'milestoneTypes', 'groups', 'issueTrackers', 'configurations', 'tags'].map((k) => [k, []])) as Record<ExternalMappingKey, never[]>;
 const META: EventMetadata = { actor: { userId: 1, via: 'api' }, correlationId: 'req-1', causationId: null };
 
 type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'UniqueValueReleased' | 'DefaultsPlanned' | 'UserRegistered' | 'ApiTokenCreated' | 'ApiTokenRevoked' | 'LoginFailed'
@@ -18,7 +20,12 @@ type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'UniqueValueReleas
   | 'ImportRequested' | 'ImportFileStored' | 'ImportParsed' | 'ImportTestRunPlanned' | 'TestResultsImported' | 'ImportCompleted' | 'ImportFailed'
   | 'FileStored' | 'FileAttached' | 'FileDeleted'
   | 'SearchOperationPerformed' | 'SearchConnectionChanged' | 'SearchReindexRequested' | 'SearchReindexStarted' | 'SearchReindexProgressed'
-  | 'SearchReindexPaused' | 'SearchReindexResumed' | 'SearchReindexCancelled' | 'SearchReindexCompleted' | 'SearchReindexFailed';
+  | 'SearchReindexPaused' | 'SearchReindexResumed' | 'SearchReindexCancelled' | 'SearchReindexCompleted' | 'SearchReindexFailed'
+  | 'NotificationCreated' | 'NotificationRead'
+  | 'ExternalImportUploaded' | 'ExternalImportAnalysisStarted' | 'ExternalImportAnalysed' | 'ExternalImportConfigured' | 'ExternalImportQueued'
+  | 'ExternalImportStarted' | 'ExternalImportChunkPlanned' | 'ExternalImportChunkImported' | 'ExternalImportCompleted' | 'ExternalImportFailed'
+  | 'ExternalImportCancelRequested' | 'ExternalImportCancelled' | 'ExternalImportRollbackRequested' | 'ExternalImportRollbackProgressed'
+  | 'ExternalImportRolledBack' | 'ExternalImportClosed';
 
 const ARGON2_HASH = '$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA';
 /** UserRegistered as v1 wrote it, before roles: still valid at v1, not at v2 (roleId is required there, null for none). */
@@ -111,6 +118,35 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   SearchReindexCancelled: { jobId: 4, documents: 500, cancelledAt: AT },
   SearchReindexCompleted: { jobId: 4, documents: { repository_cases: 1200, failures: 30 }, switched: true, droppedVersions: [2], completedAt: AT },
   SearchReindexFailed: { jobId: 4, code: 'search-unavailable', error: 'the search engine does not answer', details: {}, failedAt: AT },
+  NotificationCreated: {
+    notificationId: 6, userId: 3, kind: 'external-import-completed', title: 'Import 5 completed', body: '120 cases imported',
+    link: '/api/admin/imports/external/jobs/5', subject: { type: 'externalImport', id: 5 }, createdAt: AT,
+  },
+  NotificationRead: { notificationId: 6, userId: 3, readAt: AT },
+  ExternalImportUploaded: { jobId: 5, fileName: 'export.zip', fileSize: 1024, sha256: 'a'.repeat(64), storedAs: 'b'.repeat(64), container: 'zip', uploadedAt: AT },
+  ExternalImportAnalysisStarted: { jobId: 5, startedAt: AT },
+  ExternalImportAnalysed: {
+    jobId: 5,
+    datasets: [{ name: 'tags', entries: ['tags.json'], disposition: 'import', skipReason: null, rowCount: 1, sampleRows: [{ id: 1, name: 'smoke' }], samplesTruncated: false, warnings: [], errors: [] }],
+    ignored: [], warnings: [], errors: [], totals: { datasets: 1, rows: 1, warnings: 0, errors: 0 },
+    sources: { ...EMPTY_MAPPINGS, tags: [{ sourceId: '1', name: 'smoke' }] }, suggestions: { ...EMPTY_MAPPINGS, tags: [{ sourceId: '1', action: 'create' }] }, analysedAt: AT,
+  },
+  ExternalImportConfigured: { jobId: 5, mappings: { ...EMPTY_MAPPINGS, tags: [{ sourceId: '1', action: 'map', targetId: 4 }] }, durationUnit: 'us', reset: false, configuredAt: AT },
+  ExternalImportQueued: { jobId: 5, queuedAt: AT },
+  ExternalImportStarted: { jobId: 5, plan: [{ dataset: 'tags', rows: 1 }], startedAt: AT },
+  ExternalImportChunkPlanned: {
+    jobId: 5, dataset: 'repository_cases', entity: 'repositoryCase', chunk: 0, lastRow: 2,
+    rows: { sourceId: ['1001', '1002'], id: [40, null], key: ['C1001', null], createdBy: ['11', null], createdAt: [AT, null], skipReason: [null, 'its project is not imported'], mapped: [false, false] },
+  },
+  ExternalImportChunkImported: { jobId: 5, dataset: 'repository_cases', chunk: 0, lastRow: 2, created: 1, skipped: 1, at: AT },
+  ExternalImportCompleted: { jobId: 5, counts: { repository_cases: { created: 1, mapped: 0, skipped: 1 } }, notificationId: 8, completedAt: AT },
+  ExternalImportFailed: { jobId: 5, phase: 'importing', code: 'external-import-row-refused', error: 'Row 1 was refused', details: {}, notificationId: null, failedAt: AT },
+  ExternalImportCancelRequested: { jobId: 5, requestedAt: AT },
+  ExternalImportCancelled: { jobId: 5, cancelledAt: AT },
+  ExternalImportRollbackRequested: { jobId: 5, requestedAt: AT },
+  ExternalImportRollbackProgressed: { jobId: 5, dataset: 'repository_cases', deleted: 1, at: AT },
+  ExternalImportRolledBack: { jobId: 5, deleted: { repository_cases: 1 }, rolledBackAt: AT },
+  ExternalImportClosed: { jobId: 5, fileDeleted: true, closedAt: AT },
 };
 
 type JsonSchema = { type?: string | string[]; enum?: unknown[]; format?: string; minimum?: number; items?: JsonSchema; properties?: Record<string, JsonSchema> };

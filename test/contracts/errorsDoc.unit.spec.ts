@@ -28,6 +28,8 @@ const MAKERS = new Map<string, Maker>([
   ['HttpError', { codeArg: 1, status: { arg: 0 } }],
   ['DomainError', { codeArg: 0, status: 'domain' }],
   ['ResultFileError', { codeArg: 0, status: 'domain' }],
+  // An external export refused (services/migration/exportReader.ts): the job fails with its code.
+  ['ExportFileError', { codeArg: 0, status: 400 }],
   // The read models' wait (projections/runtime/checkpointWatcher.ts): the error handler answers it with 503.
   ['ReadModelWaitFailed', { codeArg: 0, status: 503 }],
 ]);

@@ -15,7 +15,7 @@ describe('docker-compose.yml', () => {
 
   it('has the production topology: event store, broker, database, search engine and the roles', () => {
     expect(Object.keys(compose.services)).to.include.members([
-      'eventstore', 'kafka', 'postgres', 'opensearch', 'elasticsearch', 'api', 'relay', 'projector', 'indexer',
+      'eventstore', 'kafka', 'postgres', 'opensearch', 'elasticsearch', 'api', 'relay', 'projector', 'indexer', 'worker',
     ]);
   });
 

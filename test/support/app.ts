@@ -21,6 +21,10 @@ import { PostgresRateLimitStore } from '../../infra/rateLimit/postgres';
 import type { CommandDeps } from '../../services/shared/commandBus';
 import { IdAllocator } from '../../services/shared/ids';
 import { withContracts } from '../../services/shared/validatingEventStore';
+import { PostgresJobLeases } from '../../infra/postgres/jobLeases';
+import { DEFAULT_EXTERNAL_IMPORT_SETTINGS, ExternalImportSaga, type ExternalImportSettings } from '../../services/migration/externalImport.saga';
+import { externalImportKind } from '../../services/process/worker/kinds';
+import { startJobRunner } from '../../services/process/worker/jobRunner';
 import { createMigratedDatabase } from './database';
 
 /** A settable clock: tests move time instead of sleeping. */
@@ -63,6 +67,10 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
   logger?: pino.Logger;
   /** MODEL_MAX_ROWS (default: DEFAULT_MAX_ROWS). */
   modelMaxRows?: number;
+  /** EXTERNAL_IMPORT_MAX_BYTES (default 1 GiB). */
+  externalImportMaxBytes?: number;
+  /** A worker in this process running external import jobs, with these settings (default: none; jobs wait). */
+  worker?: Partial<ExternalImportSettings> & { pollMs?: number; leaseTtlMs?: number };
 } = {}): Promise<TestApp> {
   const db = await createMigratedDatabase('app');
   const pool = createPool(db.url);
@@ -80,11 +88,16 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
   const files = await openLocalFileStore({ dir: uploadDir, logger });
   const storedFiles = new StoredFiles({ ...deps, files, logger, settings: { quotaBytes: 0, importFileRetentionDays: 30, ...options.storedFiles } });
   const imports = new ImportSaga({ ...deps, files, storedFiles, logger, imports: { ...DEFAULT_IMPORT_SETTINGS, ...options.imports } });
+  const worker = options.worker && startJobRunner({
+    leases: new PostgresJobLeases(pool), logger, concurrency: 2, pollMs: options.worker.pollMs ?? 200, leaseTtlMs: options.worker.leaseTtlMs ?? 10_000,
+    kinds: [externalImportKind(new ExternalImportSaga({ ...deps, files, logger, settings: { ...DEFAULT_EXTERNAL_IMPORT_SETTINGS, ...options.worker } }))],
+  });
   const appDeps: AppDeps = {
     ...deps, logger, pool, sessionSecret: 's'.repeat(40), tokenSecret: TEST_TOKEN_SECRET,
     sessionIdleTimeoutMs: 30 * 60_000, sessionAbsoluteTimeoutMs: 12 * 3_600_000,
     ...(options.modelMaxRows !== undefined && { modelMaxRows: options.modelMaxRows }),
     trustProxy: options.trustProxy ?? false, allowedOrigins: options.allowedOrigins ?? [], readiness: [], files, storedFiles, imports, maxUploadBytes: options.maxUploadBytes ?? 50 * 1024 * 1024,
+    externalImports: { maxBytes: options.externalImportMaxBytes ?? 1024 ** 3, wakeWorkers: () => worker?.wake() },
     rateLimits: options.rateLimits === null ? null : { settings: { ...UNREACHED_RATE_LIMITS, ...options.rateLimits }, store: new PostgresRateLimitStore(pool) },
   };
   const app = buildApp(appDeps);
@@ -103,6 +116,7 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
       await new Promise((r) => server.close(r));
       server.closeAllConnections();
       await imports.stop();
+      await worker?.stop();
       await storedFiles.close();
       await watcher.stop();
       await projector.stop();

@@ -15,7 +15,9 @@ function baseEnv(): NodeJS.ProcessEnv {
 }
 
 export interface RunningServer {
+  /** The API's address ('' for a process without one, a worker). */
   url: string;
+  pid: number;
   /** Everything the process wrote to stdout and stderr so far. */
   output(): string;
   /** SIGTERM and wait for a clean exit (code 0 expected). */
@@ -35,8 +37,11 @@ export function runScript(script: string, args: string[], env: NodeJS.ProcessEnv
   });
 }
 
-/** Starts `services/process/main.ts` (every role in one process) and waits for its "API listening" log line. */
-export function startServer(env: NodeJS.ProcessEnv, script = 'services/process/main.ts'): Promise<RunningServer> {
+/**
+ * Starts `services/process/main.ts` (every role in one process), or another entry point, and waits
+ * for its "API listening" log line (or `ready`, the message of another line: a worker's).
+ */
+export function startServer(env: NodeJS.ProcessEnv, script = 'services/process/main.ts', ready = 'API listening'): Promise<RunningServer> {
   const child: ChildProcess = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(ROOT, script)], {
     cwd: ROOT,
     env: { ...baseEnv(), PORT: '0', LOG_LEVEL: 'info', ...env },
@@ -48,11 +53,12 @@ export function startServer(env: NodeJS.ProcessEnv, script = 'services/process/m
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       for (const line of chunk.toString().split('\n')) {
-        if (!line.includes('"API listening"')) continue;
+        if (!line.includes(`"${ready}"`)) continue;
         const { address } = JSON.parse(line);
         clearTimeout(timer);
         resolve({
-          url: `http://127.0.0.1:${address.port}`,
+          url: address ? `http://127.0.0.1:${address.port}` : '',
+          pid: child.pid!,
           output: () => output,
           async stop() {
             child.kill('SIGTERM');

@@ -1,0 +1,453 @@
+import type { Logger } from 'pino';
+import type { EventEnvelope, EventMetadata } from '../../contracts/envelope';
+import { ENTITIES, type EntityName } from '../../contracts/entities';
+import { streamOf } from '../../contracts/entityEvents';
+import type { ExternalImportEvent, ExternalMappingKey } from '../../contracts/events';
+import { deleteEntity } from '../entities/entity.handlers';
+import type { FileStore } from '../files/fileStore';
+import { deleteUser } from '../identity/identity.handlers';
+import { userStream } from '../identity/user.decider';
+import { notify, planNotificationId } from '../notifications/notify';
+import { deleteFolder } from '../repository/repository.handlers';
+import { folderStream } from '../repository/repositoryFolder.decider';
+import { type CommandDeps, readYourWrites } from '../shared/commandBus';
+import { ConcurrencyError, ContractViolation, DomainError, HttpError } from '../shared/errors';
+import { describeError, isTransient } from '../shared/faults';
+import { analyseExport } from './analysis';
+import { type ExportLimits, ExportFileError } from './exportReader';
+import {
+  type ExternalImportCommand, type ExternalImportState, externalImportDecider, externalImportStream, isRunnable,
+} from './externalImport.decider';
+import { type ChunkChildren, type DatasetStep, IMPORT_STEPS, type ImportContext, NOT_PLACED, type Writer } from './importers';
+import { MAPPING_DEFS, sourcesOf, suggestMappings } from './mappings';
+import { dropStaging, stageExport, stagedCounts, stagedRows } from './staging';
+
+/**
+ * The worker side of an external import job (externalImport.decider.ts): analyse an uploaded
+ * export (read it through, stage its rows, suggest mappings), then, once queued, write every
+ * dataset in order, a chunk at a time: plan the chunk's ids (one event), write each row through
+ * the domain's commands under its planned id (a row whose stream exists was written before a
+ * crash and is passed over), record the chunk (one event). Cancel stops between chunks; a
+ * rollback deletes what the job created, in reverse order. The file and the staging go when the
+ * job ends; the administrator who started it is notified.
+ *
+ * A job runs in one worker at a time (the worker's lease), and any worker can take it up where its
+ * stream says: the saga keeps nothing that the stream and the staging do not hold.
+ */
+
+export interface ExternalImportSettings {
+  /** Rows per chunk (one pair of events per chunk). */
+  chunkSize: number;
+  /** Rows of a chunk written at the same time. */
+  concurrency: number;
+  /** Keep the uploaded file after the job ends (EXTERNAL_IMPORT_KEEP_FILES). */
+  keepFiles: boolean;
+  limits: Partial<ExportLimits>;
+}
+
+export const DEFAULT_EXTERNAL_IMPORT_SETTINGS: ExternalImportSettings = { chunkSize: 200, concurrency: 8, keepFiles: false, limits: {} };
+
+export interface ExternalImportDeps extends CommandDeps {
+  files: FileStore;
+  logger: Logger;
+  settings: ExternalImportSettings;
+}
+
+/** Thrown out of a run when its signal aborts (the lease is lost or the worker stops). */
+class Stopped extends Error {}
+
+/** The streams a row of an entity lives on (folders and users have aggregates of their own). */
+function rowStream(entity: string, id: number): string {
+  if (entity === 'repositoryFolder') return folderStream(id);
+  if (entity === 'user') return userStream(id);
+  return streamOf(ENTITIES[entity as EntityName], id);
+}
+
+export class ExternalImportSaga {
+  constructor(private readonly deps: ExternalImportDeps) {}
+
+  /** Jobs with work for a worker, oldest first (the read model's view; the stream decides). */
+  async candidates(): Promise<number[]> {
+    const rows = await this.deps.knex('external_import_jobs')
+      .where((w) => w.whereIn('phase', ['uploaded', 'analysing', 'queued', 'importing', 'rollingBack'])
+        .orWhere((e) => e.whereIn('phase', ['completed', 'failed', 'cancelled', 'rolledBack']).andWhere('closed', false)))
+      .orderBy('job_id').limit(100).select('job_id');
+    return rows.map((r: { job_id: number }) => r.job_id);
+  }
+
+  /** Runs the job's next phases until it waits for the administrator or ends. */
+  async run(jobId: number, signal: AbortSignal): Promise<void> {
+    let job = await JobStream.load(this.deps, jobId);
+    if (job.state.phase === 'none') return;
+    for (let round = 0; round < 1000 && isRunnable(job.state); round++) {
+      if (signal.aborted) return;
+      try {
+        await this.step(job, signal);
+      } catch (err) {
+        if (err instanceof Stopped) return;
+        if (err instanceof ConcurrencyError) {
+          // The administrator wrote to the stream (cancel, rollback): read it again and go on from there.
+          job = await JobStream.load(this.deps, jobId);
+          continue;
+        }
+        if (isTransient(err)) throw err; // the database or the event store: the job stays as it is; the worker takes it up again
+        await this.failed(job, err);
+      }
+    }
+  }
+
+  private async step(job: JobStream, signal: AbortSignal): Promise<void> {
+    const s = job.state;
+    switch (s.phase) {
+      case 'uploaded':
+      case 'analysing':
+        if (s.cancelRequested) {
+          await job.apply({ type: 'Cancel', now: this.now() });
+          return;
+        }
+        return this.analyse(job);
+      case 'queued':
+        return this.start(job);
+      case 'importing':
+        if (s.cancelRequested && !s.openChunk) {
+          await job.apply({ type: 'Cancel', now: this.now() });
+          return;
+        }
+        return this.importAll(job, signal);
+      case 'rollingBack':
+        return this.rollBack(job, signal);
+      default:
+        return this.finish(job);
+    }
+  }
+
+  private now(): string {
+    return this.deps.clock().toISOString();
+  }
+
+  /** A path to read the uploaded export from. */
+  private async exportPath(job: JobStream): Promise<string> {
+    const path = job.state.file && !job.state.fileDeleted ? await this.deps.files.localPath(job.state.file.storedAs) : null;
+    if (!path) throw new DomainError('external-import-file-missing', 'The uploaded export is no longer stored; upload it again as a new job', { jobId: job.state.jobId });
+    return path;
+  }
+
+  private async analyse(job: JobStream): Promise<void> {
+    await job.apply({ type: 'StartAnalysis', now: this.now() });
+    const path = await this.exportPath(job);
+    const analysis = await analyseExport(path, { limits: this.deps.settings.limits });
+    await stageExport(this.deps.knex, job.state.jobId, path, this.deps.settings.limits);
+    const sources = await sourcesOf(this.deps.knex, job.state.jobId);
+    const suggestions = await suggestMappings(this.deps.knex, sources);
+    // Datasets the export holds that this domain has no place for are listed as skipped, with the reason; their problems only warn.
+    const datasets = analysis.datasets.map((d) => (d.disposition === 'import' && NOT_PLACED[d.name]
+      ? { ...d, disposition: 'skip' as const, skipReason: NOT_PLACED[d.name], warnings: [...d.warnings, ...d.errors], errors: [] }
+      : d));
+    const outcome = await job.apply({ type: 'RecordAnalysis', analysis: { ...analysis, datasets, sources, suggestions }, now: this.now() });
+    if (outcome) await readYourWrites(this.deps, outcome);
+    if (job.state.analysisErrors > 0) {
+      throw new DomainError('external-import-has-errors', `The export has ${job.state.analysisErrors} error(s) (listed on the job); nothing is imported`, {
+        errors: job.state.analysisErrors,
+      });
+    }
+  }
+
+  private async start(job: JobStream): Promise<void> {
+    let counts = await stagedCounts(this.deps.knex, job.state.jobId);
+    // Staged at analysis; a staging dropped since (or never written by an older worker) is made again from the file.
+    if (counts === null) counts = await stageExport(this.deps.knex, job.state.jobId, await this.exportPath(job), this.deps.settings.limits);
+    const plan = IMPORT_STEPS.filter((step) => (counts![step.dataset] ?? 0) > 0).map((step) => ({ dataset: step.dataset, rows: counts![step.dataset] }));
+    await job.apply({ type: 'Start', plan, now: this.now() });
+  }
+
+  private context(job: JobStream, pending: Map<string, Map<string, number>>): ImportContext {
+    const s = job.state;
+    const mappingOf = new Map<string, ExternalMappingKey>(Object.entries(MAPPING_DEFS).map(([key, def]) => [def.dataset, key as ExternalMappingKey]));
+    const entries = new Map<string, Map<string, { action: string; targetId?: number }>>();
+    return {
+      knex: this.deps.knex, jobId: s.jobId, mappings: s.mappings!, durationUnit: s.durationUnit,
+      snapshotRepos: job.snapshotRepos, cache: job.cache,
+      idOf(dataset, sourceId) {
+        if (sourceId === null || sourceId === undefined || sourceId === '') return null;
+        const key = String(sourceId);
+        const planned = s.ids.get(dataset)?.bySource.get(key) ?? pending.get(dataset)?.get(key);
+        if (planned !== undefined) return planned;
+        const mapping = mappingOf.get(dataset);
+        if (!mapping) return null;
+        if (!entries.has(dataset)) entries.set(dataset, new Map(s.mappings![mapping].map((e) => [e.sourceId, e])));
+        const entry = entries.get(dataset)!.get(key);
+        return entry?.action === 'map' ? entry.targetId! : null;
+      },
+      plannedHere: (dataset, sourceId) => s.ids.get(dataset)?.bySource.has(String(sourceId)) ?? false,
+    };
+  }
+
+  private writer(job: JobStream): Writer {
+    // Each row is waited for once, at the end of its chunk: a row's own write does not wait for the read models.
+    const deps: CommandDeps = { ...this.deps, watcher: { waitFor: async () => undefined } as unknown as CommandDeps['watcher'] };
+    return {
+      deps, metadata: job.metadata,
+      at: (createdAt) => {
+        const ms = typeof createdAt === 'string' ? Date.parse(createdAt) : NaN;
+        return Number.isFinite(ms) ? { ...deps, clock: () => new Date(ms) } : deps;
+      },
+    };
+  }
+
+  private async importAll(job: JobStream, signal: AbortSignal): Promise<void> {
+    await job.loadSnapshots(this.deps);
+    for (const step of IMPORT_STEPS) {
+      for (;;) {
+        if (signal.aborted) throw new Stopped();
+        if (job.state.cancelRequested && !job.state.openChunk) return; // step() cancels
+        const open = job.state.openChunk;
+        if (open && open.dataset !== step.dataset) break; // a later dataset's chunk is open: this one is done
+        if (open) {
+          await this.writeChunk(job, step);
+          continue;
+        }
+        const after = job.state.progress[step.dataset]?.lastRow ?? 0;
+        const rows = await stagedRows(this.deps.knex, job.state.jobId, step.dataset, after, this.deps.settings.chunkSize);
+        if (rows.length === 0) break;
+        await this.planChunk(job, step, rows);
+      }
+    }
+    const counts: Record<string, { created: number; mapped: number; skipped: number }> = {};
+    for (const { dataset } of job.state.plan) {
+      const p = job.state.progress[dataset];
+      const map = job.state.ids.get(dataset);
+      const created = map?.created.length ?? 0;
+      counts[dataset] = { created, mapped: (map?.bySource.size ?? 0) - created, skipped: p?.skipped ?? 0 };
+    }
+    const outcome = await job.apply({ type: 'Complete', counts, notificationId: await this.planNotification(job), now: this.now() });
+    if (outcome) await readYourWrites(this.deps, outcome);
+  }
+
+  private async planChunk(job: JobStream, step: DatasetStep, rows: Array<{ index: number; row: Record<string, unknown> }>): Promise<void> {
+    const pending = new Map<string, Map<string, number>>([[step.dataset, new Map()]]);
+    const ctx = this.context(job, pending);
+    const columns = { sourceId: [] as string[], id: [] as Array<number | null>, key: [] as Array<string | null>, createdBy: [] as Array<string | null>,
+      createdAt: [] as Array<string | null>, skipReason: [] as Array<string | null>, mapped: [] as boolean[] };
+    const decisions: Array<{ create: true } | { map: number } | { skip: string }> = [];
+    const seen = new Set<string>();
+    for (const { index, row } of rows) {
+      const sourceId = step.sourceIdOf ? step.sourceIdOf(row, index) : row.id === undefined || row.id === null ? `#${index}` : String(row.id);
+      const twice = seen.has(sourceId) || job.state.ids.get(step.dataset)?.bySource.has(sourceId);
+      let decision = twice ? { skip: `a second row with id ${sourceId}` } : await step.decide(row, ctx);
+      if (sourceId.startsWith('#') && !step.sourceIdOf) decision = { skip: 'the row has no id' };
+      seen.add(sourceId);
+      decisions.push(decision);
+      columns.sourceId.push(sourceId.slice(0, 200));
+      columns.key.push(typeof row.key === 'string' ? row.key.slice(0, 200) : null);
+      columns.createdBy.push(row.created_by === undefined || row.created_by === null ? null : String(row.created_by).slice(0, 200));
+      columns.createdAt.push(typeof row.created_at === 'string' ? row.created_at.slice(0, 100) : null);
+      columns.skipReason.push('skip' in decision ? decision.skip : null);
+      columns.mapped.push('map' in decision);
+      columns.id.push('map' in decision ? decision.map : null);
+      // A row later in the chunk may point at this one (a subfolder at its parent): known as soon as decided.
+      if ('create' in decision) pending.get(step.dataset)!.set(sourceId, -1);
+      else if ('map' in decision) pending.get(step.dataset)!.set(sourceId, decision.map);
+    }
+    const creating = decisions.filter((d) => 'create' in d).length;
+    const ids = creating > 0 ? await this.deps.ids.nextMany(step.entity === 'repositoryFolder' ? 'repositoryFolder' : step.entity, creating, job.metadata) : [];
+    let next = 0;
+    decisions.forEach((d, i) => {
+      if ('create' in d) columns.id[i] = ids[next++];
+    });
+    await job.apply({ type: 'PlanChunk', dataset: step.dataset, entity: entityOfRows(step, job), lastRow: rows[rows.length - 1].index, rows: columns });
+  }
+
+  /** Writes the open chunk's planned rows (those written before a crash are passed over) and records it. */
+  private async writeChunk(job: JobStream, step: DatasetStep): Promise<void> {
+    const open = job.state.openChunk!;
+    const rows = await openChunkRows(job, step, open.lastRow, open.rows.length);
+    const bySource = new Map(rows.map((r) => [sourceIdOfRow(step, r), r.row]));
+    const ctx = this.context(job, new Map());
+    const children: ChunkChildren = step.prepare ? await step.prepare(rows.map((r) => r.row), ctx) : {};
+    const writer = this.writer(job);
+    const todo = open.rows.filter(([, id], i) => id !== null && !open.mapped[i]) as Array<[string, number]>;
+    const writeOne = async ([sourceId, id]: [string, number]) => {
+      const row = bySource.get(sourceId);
+      if (!row) throw new DomainError('external-import-staging-changed', `Row ${sourceId} of ${step.dataset} is no longer staged`, { dataset: step.dataset, sourceId });
+      const [existing] = await this.deps.store.readStream(rowStream(open.entity, id), { maxCount: 1 });
+      if (existing) return; // written before the process stopped
+      try {
+        await step.write(row, id, ctx, writer, children);
+      } catch (err) {
+        if (isTransient(err) || err instanceof ConcurrencyError) throw err;
+        throw new RowRefused(step.dataset, sourceId, err);
+      }
+    };
+    if (step.sequential) {
+      for (const entry of todo) await writeOne(entry);
+    } else {
+      for (let i = 0; i < todo.length; i += this.deps.settings.concurrency) await Promise.all(todo.slice(i, i + this.deps.settings.concurrency).map(writeOne));
+    }
+    const skipped = open.rows.filter(([, id]) => id === null).length;
+    const outcome = await job.apply({ type: 'RecordChunk', created: todo.length, skipped, now: this.now() });
+    // The next chunk may point at this one's rows through the read model (a case's folder, a result's run case): wait until it has them.
+    if (outcome) await readYourWrites({ ...this.deps, writeTimeoutMs: Math.max(this.deps.writeTimeoutMs, 120_000) }, outcome);
+  }
+
+  private async rollBack(job: JobStream, signal: AbortSignal): Promise<void> {
+    const deps = this.writer(job).deps;
+    for (const step of [...IMPORT_STEPS].reverse()) {
+      const map = job.state.ids.get(step.dataset);
+      if (!map || map.created.length === 0 || (job.state.deleted[step.dataset] ?? -1) >= map.created.length) continue;
+      let deleted = 0;
+      for (const id of [...map.created].reverse()) {
+        if (signal.aborted) throw new Stopped();
+        const [existing] = await this.deps.store.readStream(rowStream(map.entity, id), { maxCount: 1 });
+        if (existing) {
+          try {
+            if (map.entity === 'repositoryFolder') await deleteFolder(deps, { folderId: id }, job.metadata);
+            else if (map.entity === 'user') await deleteUser(deps, { userId: id }, job.metadata);
+            else await deleteEntity(deps, map.entity as EntityName, id, job.metadata);
+          } catch (err) {
+            if (isTransient(err)) throw err;
+            // Deleted already (by a user, or by a rollback that stopped half-way), or refused: told, and the rollback goes on.
+            if (!(err instanceof DomainError)) throw err;
+            this.deps.logger.info({ jobId: job.state.jobId, entity: map.entity, id, code: err.code }, 'external import rollback passed over a row');
+          }
+        }
+        deleted++;
+      }
+      const outcome = await job.apply({ type: 'RecordRollback', dataset: step.dataset, deleted, now: this.now() });
+      if (outcome) await readYourWrites({ ...this.deps, writeTimeoutMs: Math.max(this.deps.writeTimeoutMs, 120_000) }, outcome);
+    }
+    await job.apply({ type: 'FinishRollback', now: this.now() });
+  }
+
+  /** An ended job: its creator told, its file and staging gone (the file kept with EXTERNAL_IMPORT_KEEP_FILES). */
+  private async finish(job: JobStream): Promise<void> {
+    const s = job.state;
+    if (s.phase === 'completed' || s.phase === 'failed') await this.notify(job);
+    await dropStaging(this.deps.knex, s.jobId);
+    // Kept with EXTERNAL_IMPORT_KEEP_FILES (a rolled-back job has no use for its file: it goes).
+    const deleteFile = !s.fileDeleted && (!this.deps.settings.keepFiles || s.phase === 'rolledBack');
+    if (deleteFile && s.file) await this.deps.files.remove(s.file.storedAs);
+    const outcome = await job.apply({ type: 'Close', fileDeleted: deleteFile, now: this.now() });
+    if (outcome) await readYourWrites(this.deps, outcome);
+  }
+
+  /** The id of the notification that will tell the creator how the job ended (none for a job without a creator). */
+  private planNotification(job: JobStream): Promise<number | null> {
+    return job.metadata.actor.userId === null ? Promise.resolve(null) : planNotificationId(this.deps, job.metadata);
+  }
+
+  /** Tells the creator, under the notification id the end planned: told once however often this runs. */
+  private async notify(job: JobStream): Promise<void> {
+    const s = job.state;
+    const creator = job.metadata.actor.userId;
+    if (creator === null || s.notificationId === null) return;
+    const completed = s.phase === 'completed';
+    const created = [...s.ids.values()].reduce((n, m) => n + m.created.length, 0);
+    const file = s.file?.fileName ?? 'The export';
+    await notify(this.deps, {
+      userId: creator, kind: completed ? 'external-import-completed' : 'external-import-failed',
+      title: completed ? `External import ${s.jobId} completed` : `External import ${s.jobId} failed`,
+      body: (completed ? `${file}: ${created} rows created.` : `${file}: ${s.failure?.error ?? 'see the job'}`).slice(0, 2000),
+      link: `/api/admin/imports/external/jobs/${s.jobId}`, subject: { type: 'externalImport', id: s.jobId }, notificationId: s.notificationId,
+    }, job.metadata);
+  }
+
+  private async failed(job: JobStream, err: unknown): Promise<void> {
+    const { code, message, details } = failureOf(err);
+    if (!(err instanceof DomainError || err instanceof ExportFileError || err instanceof RowRefused || err instanceof HttpError)) {
+      this.deps.logger.error({ err, jobId: job.state.jobId, correlationId: job.metadata.correlationId }, 'external import job failed');
+    }
+    if (job.state.phase === 'failed' || job.state.phase === 'none') return;
+    if (job.state.openChunk) {
+      // The chunk's rows written so far stay; the job fails with the chunk open (a rollback removes them).
+      this.deps.logger.warn({ jobId: job.state.jobId, dataset: job.state.openChunk.dataset, chunk: job.state.openChunk.chunk }, 'external import failed inside a chunk');
+    }
+    const outcome = await job.apply({ type: 'Fail', code, error: message.slice(0, 2000), details, notificationId: await this.planNotification(job), now: this.now() });
+    if (outcome) await readYourWrites(this.deps, outcome);
+  }
+}
+
+/** A row the domain refused (a rule, a unique name taken meanwhile): the job fails naming it. */
+class RowRefused extends Error {
+  constructor(readonly dataset: string, readonly sourceId: string, override readonly cause: unknown) {
+    super(`Row ${sourceId} of ${dataset} was refused: ${cause instanceof Error ? cause.message : String(cause)}`);
+  }
+}
+
+function failureOf(err: unknown): { code: string; message: string; details: Record<string, unknown> } {
+  const asFailure = (e: DomainError) => ({ code: e.code, message: e.message, details: e.details });
+  if (err instanceof RowRefused) {
+    const inner = err.cause;
+    const reason = inner instanceof DomainError || inner instanceof HttpError ? inner.code : inner instanceof ContractViolation ? 'contract-violation' : 'internal-error';
+    return asFailure(new DomainError('external-import-row-refused', err.message, { dataset: err.dataset, sourceId: err.sourceId, reason }));
+  }
+  if (err instanceof ExportFileError) return { code: err.code, message: err.message, details: err.details };
+  if (err instanceof DomainError || err instanceof HttpError) return { code: err.code, message: err.message, details: err.details };
+  return asFailure(new DomainError('external-import-internal-error', `The import failed on an unexpected error: ${describeError(err)} (logged with the correlation id)`));
+}
+
+const sourceIdOfRow = (step: DatasetStep, r: { index: number; row: Record<string, unknown> }) =>
+  step.sourceIdOf ? step.sourceIdOf(r.row, r.index) : r.row.id === undefined || r.row.id === null ? `#${r.index}` : String(r.row.id);
+
+/** The open chunk's staged rows: those after the dataset's last written row, up to `lastRow`. */
+async function openChunkRows(job: JobStream, step: DatasetStep, lastRow: number, count: number) {
+  const after = job.state.progress[step.dataset]?.lastRow ?? 0;
+  const rows = await stagedRows(job.knex, job.state.jobId, step.dataset, after, count);
+  return rows.filter((r) => r.index <= lastRow);
+}
+
+function entityOfRows(step: DatasetStep, job: JobStream): string {
+  // Fields become case or result fields (by their mapping); the provenance names the first kind.
+  if (step.dataset === 'fields') {
+    const kinds = new Set(job.state.mappings?.templateFields.map((e) => e.kind ?? 'caseField'));
+    return kinds.size === 1 ? [...kinds][0] : 'caseField';
+  }
+  return step.entity;
+}
+
+/** The job's stream, folded, with its revision: each command is decided and appended at that revision. */
+class JobStream {
+  /** Facts the importers look up once per job. */
+  readonly cache = new Map<string, unknown>();
+  snapshotRepos = new Set<string>();
+
+  private constructor(
+    private readonly deps: ExternalImportDeps,
+    public state: ExternalImportState,
+    private revision: bigint | null,
+    readonly metadata: EventMetadata,
+  ) {}
+
+  get knex() {
+    return this.deps.knex;
+  }
+
+  static async load(deps: ExternalImportDeps, jobId: number): Promise<JobStream> {
+    const events = await deps.store.readStream(externalImportStream(jobId));
+    let state = externalImportDecider.initialState;
+    for (const e of events) state = externalImportDecider.evolve(state, { type: e.type, data: e.data } as ExternalImportEvent);
+    const first: EventEnvelope | undefined = events[0];
+    const last: EventEnvelope | undefined = events[events.length - 1];
+    // The saga's writes carry the administrator who uploaded as actor, through the import, correlated by the job.
+    const metadata: EventMetadata = first
+      ? { actor: { ...first.metadata.actor, via: 'import' }, correlationId: externalImportStream(jobId), causationId: first.id }
+      : { actor: { userId: null, via: 'system' }, correlationId: externalImportStream(jobId), causationId: null };
+    return new JobStream(deps, state, last ? BigInt(last.revision) : null, metadata);
+  }
+
+  /** Repositories that are run snapshots: their folders and cases are skipped. */
+  async loadSnapshots(deps: ExternalImportDeps): Promise<void> {
+    const rows = await deps.knex('external_import_staging').where({ job_id: this.state.jobId, dataset: 'repositories' }).select('source_id', 'row');
+    const truthy = (v: unknown) => v === true || v === 1 || v === '1' || v === 'true';
+    this.snapshotRepos = new Set(rows.filter((r: { row: Record<string, unknown> }) => truthy(r.row.is_snapshot)).map((r: { source_id: string }) => r.source_id));
+  }
+
+  async apply(cmd: ExternalImportCommand): Promise<{ position: string; streamId: string } | null> {
+    const events = externalImportDecider.decide(cmd, this.state);
+    if (events.length === 0) return null;
+    const streamId = externalImportStream(this.state.jobId);
+    const result = await this.deps.store.append(streamId, events, { expectedRevision: this.revision ?? 'no-stream', metadata: this.metadata });
+    for (const e of events) this.state = externalImportDecider.evolve(this.state, e);
+    this.revision = result.nextRevision;
+    return { position: result.position, streamId };
+  }
+}

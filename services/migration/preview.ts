@@ -1,0 +1,84 @@
+import type { Knex } from 'knex';
+import type { ExternalDurationUnit, ExternalMappingKey, ExternalMappings } from '../../contracts/events';
+import { type Decision, IMPORT_STEPS, type ImportContext, NOT_PLACED } from './importers';
+import { MAPPING_DEFS } from './mappings';
+import { stagedCounts, stagedRows } from './staging';
+
+/**
+ * POST …/{jobId}/preview: a dry run of the import with the job's mappings. Every staged row is
+ * decided as the import would decide it (created, mapped to an existing entity, or skipped with
+ * the reason), in the same order, with rows that would be created standing in for their new ids;
+ * nothing is written. Per dataset: counts, the reasons rows are skipped, and the first rows with
+ * what they become.
+ */
+
+export interface DatasetPreview {
+  dataset: string;
+  entity: string;
+  rows: number;
+  create: number;
+  map: number;
+  skip: number;
+  skipReasons: Record<string, number>;
+  sample: Array<{ sourceId: string; action: 'create' | 'map' | 'skip'; targetId?: number; reason?: string }>;
+}
+
+const SAMPLE_ROWS = 5;
+const READ_ROWS = 5000;
+
+export async function previewImport(knex: Knex, jobId: number, mappings: ExternalMappings, durationUnit: ExternalDurationUnit): Promise<{ datasets: DatasetPreview[]; skipped: Array<{ dataset: string; rows: number; reason: string }> }> {
+  const counts = (await stagedCounts(knex, jobId)) ?? {};
+  /** Rows that would be created, by dataset: a stand-in id (negative), so rows pointing at them resolve as they will. */
+  const wouldCreate = new Map<string, Map<string, number>>();
+  let standIn = 0;
+  const mappingOf = new Map<string, ExternalMappingKey>(Object.entries(MAPPING_DEFS).map(([key, def]) => [def.dataset, key as ExternalMappingKey]));
+  const snapshotRows = await knex('external_import_staging').where({ job_id: jobId, dataset: 'repositories' }).select('source_id', 'row');
+  const truthy = (v: unknown) => v === true || v === 1 || v === '1' || v === 'true';
+  const ctx: ImportContext = {
+    knex, jobId, mappings, durationUnit, cache: new Map(),
+    snapshotRepos: new Set(snapshotRows.filter((r: { row: Record<string, unknown> }) => truthy(r.row.is_snapshot)).map((r: { source_id: string }) => r.source_id)),
+    idOf(dataset, sourceId) {
+      if (sourceId === null || sourceId === undefined || sourceId === '') return null;
+      const planned = wouldCreate.get(dataset)?.get(String(sourceId));
+      if (planned !== undefined) return planned;
+      const key = mappingOf.get(dataset);
+      const entry = key ? mappings[key].find((e) => e.sourceId === String(sourceId)) : undefined;
+      return entry?.action === 'map' ? entry.targetId! : null;
+    },
+    plannedHere: () => false,
+  };
+  const datasets: DatasetPreview[] = [];
+  for (const step of IMPORT_STEPS) {
+    const rows = counts[step.dataset] ?? 0;
+    if (rows === 0) continue;
+    const preview: DatasetPreview = { dataset: step.dataset, entity: step.entity, rows, create: 0, map: 0, skip: 0, skipReasons: {}, sample: [] };
+    const created = new Map<string, number>();
+    wouldCreate.set(step.dataset, created);
+    for (let after = 0; ;) {
+      const chunk = await stagedRows(knex, jobId, step.dataset, after, READ_ROWS);
+      if (chunk.length === 0) break;
+      after = chunk[chunk.length - 1].index;
+      for (const { index, row } of chunk) {
+        const sourceId = step.sourceIdOf ? step.sourceIdOf(row, index) : row.id === undefined || row.id === null ? `#${index}` : String(row.id);
+        let decision: Decision = created.has(sourceId) ? { skip: `a second row with id ${sourceId}` } : await step.decide(row, ctx);
+        if (sourceId.startsWith('#') && !step.sourceIdOf) decision = { skip: 'the row has no id' };
+        if ('create' in decision) {
+          preview.create++;
+          created.set(sourceId, --standIn);
+        } else if ('map' in decision) {
+          preview.map++;
+          created.set(sourceId, decision.map);
+        } else {
+          preview.skip++;
+          preview.skipReasons[decision.skip] = (preview.skipReasons[decision.skip] ?? 0) + 1;
+        }
+        if (preview.sample.length < SAMPLE_ROWS) {
+          preview.sample.push('create' in decision ? { sourceId, action: 'create' } : 'map' in decision ? { sourceId, action: 'map', targetId: decision.map } : { sourceId, action: 'skip', reason: decision.skip });
+        }
+      }
+    }
+    datasets.push(preview);
+  }
+  const skipped = Object.entries(counts).filter(([dataset]) => NOT_PLACED[dataset]).map(([dataset, rows]) => ({ dataset, rows, reason: NOT_PLACED[dataset] }));
+  return { datasets, skipped };
+}

@@ -1,0 +1,299 @@
+import { expect } from 'chai';
+import fs from 'node:fs';
+import path from 'node:path';
+import { seedDefaults } from '../../../services/entities/seed';
+import { registerUser } from '../../../services/identity/identity.handlers';
+import { systemMetadata } from '../../../services/shared/context';
+import { expectRefused, startTestApp, type TestApp } from '../../support/app';
+import { HttpClient } from '../../support/server';
+import { JOBS, uploadExport, waitForPhase } from '../../support/externalImport';
+import { waitUntil } from '../../support/wait';
+import { zipOf } from './zipWriter';
+
+const PASSWORD = 'migration-password-1';
+const FIXTURES = path.join(__dirname, 'fixtures');
+const complete = () => JSON.parse(fs.readFileSync(path.join(FIXTURES, 'export-complete.json'), 'utf8'));
+describe('External-tool migration: jobs through the API and a worker', function () {
+  this.timeout(240_000);
+  let app: TestApp;
+  let admin: HttpClient;
+  let user: HttpClient;
+  let aliceId: number;
+  let adminId: number;
+  const upload = (content: Buffer | string, name = 'export.json') => uploadExport(app.url, admin, content, name);
+  /** Uploads and waits for the analysis. */
+  const analysed = async (content: Buffer | string, name?: string) => {
+    const up = await upload(content, name);
+    expect(up.status, JSON.stringify(up.body)).to.equal(201);
+    return waitForPhase(admin, up.body.data.jobId, ['analysed', 'failed']);
+  };
+  /** Rows not deleted. */
+  const find = async (entity: string, args: { where?: Record<string, unknown> } & Record<string, unknown>) => {
+    const res = await admin.post(`/api/model/${entity}/findMany`, { ...args, where: { ...args.where, isDeleted: false } });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    return res.body.data as any[];
+  };
+
+  before(async () => {
+    app = await startTestApp({ worker: { chunkSize: 2 }, externalImportMaxBytes: 2 * 1024 * 1024 });
+    const meta = systemMetadata('test');
+    await seedDefaults(app.deps, meta);
+    adminId = await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: PASSWORD, access: 'ADMIN' }, meta);
+    await registerUser(app.deps, { email: 'user@example.com', name: 'User', password: PASSWORD, access: 'USER' }, meta);
+    aliceId = await registerUser(app.deps, { email: 'Alice@Example.com', name: 'Alice (here)', password: PASSWORD, access: 'USER' }, meta);
+    admin = new HttpClient(app.url);
+    user = new HttpClient(app.url);
+    expect((await admin.post('/api/auth/login', { email: 'admin@example.com', password: PASSWORD })).status).to.equal(200);
+    expect((await user.post('/api/auth/login', { email: 'user@example.com', password: PASSWORD })).status).to.equal(200);
+  });
+  after(() => app.stop());
+
+  describe('upload and analysis', () => {
+    it('analyses an export: per dataset its rows and samples, the datasets it cannot place skipped with the reason, sources and suggestions', async () => {
+      const job = await analysed(JSON.stringify(complete()), 'export-complete.json');
+      expect(job.phase, JSON.stringify(job.error)).to.equal('analysed');
+      expect(job.file).to.include({ name: 'export-complete.json', container: 'json', deleted: false });
+      expect(job.createdBy).to.include({ id: adminId, email: 'admin@example.com' });
+      const cases = job.datasets.find((d: any) => d.name === 'repository_cases');
+      expect(cases).to.include({ disposition: 'import', rowCount: 1, samplesTruncated: false });
+      expect(cases.sampleRows[0]).to.include({ key: 'C1001' });
+      const issues = job.datasets.find((d: any) => d.name === 'issues');
+      expect(issues).to.include({ disposition: 'skip', skipReason: 'this service has no issue entity yet' });
+      expect(job.sources.users.map((s: any) => s.name)).to.deep.equal(['alice@example.com', 'ci-bot@example.com']);
+      // Alice has an account here (the e-mail matched without regard to case); the CI bot does not.
+      expect(job.suggestions.users).to.deep.equal([{ sourceId: '11', action: 'map', targetId: aliceId }, { sourceId: '12', action: 'create' }]);
+      expect(job.suggestions.statuses.every((e: any) => e.action === 'map'), 'passed, failed, untested exist').to.equal(true);
+      expect(job.suggestions.tags).to.deep.equal([{ sourceId: '1', action: 'create' }, { sourceId: '2', action: 'create' }]);
+    });
+
+    it('lists jobs newest first, paged, without sample rows', async () => {
+      const newest = (await analysed(JSON.stringify(complete()))).jobId;
+      const page = await admin.get(`${JOBS}?take=1`);
+      expect(page.body.data[0].jobId).to.equal(newest);
+      expect(page.status).to.equal(200);
+      expect(page.body.data).to.have.length(1);
+      expect(page.body.data[0].datasets[0].sampleRows).to.equal(undefined);
+      expect(page.body.data[0]).not.to.have.property('sources');
+      expect(page.body.nextCursor).to.be.a('string');
+      const next = await admin.get(`${JOBS}?take=1&cursor=${page.body.nextCursor}`);
+      expect(next.body.data[0].jobId).to.be.lessThan(newest);
+      const analysedOnly = await admin.get(`${JOBS}?phase=analysed`);
+      expect(analysedOnly.body.data.every((j: any) => j.phase === 'analysed')).to.equal(true);
+    });
+
+    it('refuses what is not an export, and non-administrators, appending nothing', async () => {
+      expect((await expectRefused(app, () => upload('hello, world', 'notes.txt'), 400)).code).to.equal('export-not-recognised');
+      expect((await expectRefused(app, () => upload(Buffer.alloc(0), 'empty.json'), 400)).code).to.equal('empty-file');
+      expect((await expectRefused(app, () => uploadExport(app.url, admin, '{}', 'x.json', 'other'), 400)).code).to.equal('unexpected-field');
+      expect((await expectRefused(app, () => upload(Buffer.alloc(3 * 1024 * 1024, 0x7b), 'big.json'), 413)).code).to.equal('payload-too-large');
+      expect((await expectRefused(app, () => uploadExport(app.url, user, '{}'), 403)).code).to.equal('forbidden');
+      expect((await expectRefused(app, () => uploadExport(app.url, new HttpClient(app.url), '{}'), 401)).code).to.equal('unauthenticated');
+      expect((await expectRefused(app, () => user.get(JOBS), 403)).code).to.equal('forbidden');
+      expect((await expectRefused(app, () => admin.get(`${JOBS}/abc`), 400)).code).to.equal('invalid-argument');
+      expect((await expectRefused(app, () => admin.get(`${JOBS}/999999`), 404)).code).to.equal('external-import-not-found');
+      expect((await expectRefused(app, () => admin.get(`${JOBS}?take=0`), 400)).code).to.equal('invalid-argument');
+    });
+
+    it('fails the job on a hostile or broken file, with the reader\'s code, and deletes the file', async () => {
+      const cases: Array<[string, Buffer | string, string]> = [
+        ['zip slip', zipOf([{ name: '../evil.json', content: '{"users":{"data":[]}}' }]), 'export-unsafe-entry'],
+        ['truncated JSON', '{"users":{"data":[{"id":1,"email":"a@b.c"}', 'export-truncated'],
+        ['a ZIP without an export', zipOf([{ name: 'readme.txt', content: 'hello' }]), 'export-no-datasets'],
+        ['invalid JSON', '{"users":{"data":[{"id":1,}]}}', 'export-invalid-json'],
+      ];
+      for (const [what, content, code] of cases) {
+        const job = await analysed(content, what.includes('ZIP') || what === 'zip slip' ? 'export.zip' : 'export.json');
+        expect(job.phase, what).to.equal('failed');
+        expect(job.error.code, what).to.equal(code);
+        await waitUntil(async () => (await admin.get(`${JOBS}/${job.jobId}`)).body.data.file.deleted === true, `${what}: the file deleted`);
+        const [uploaded] = await app.deps.store.readStream(`externalImport-${job.jobId}`, { maxCount: 1 });
+        expect(await app.appDeps.files.localPath((uploaded.data as { storedAs: string }).storedAs), `${what}: gone from UPLOAD_DIR`).to.equal(null);
+      }
+    });
+
+    it('fails the job when rows cannot be placed (a parent dataset missing), listing the errors', async () => {
+      const job = await analysed(JSON.stringify({ runs: { data: [{ id: 1, project_id: 5, name: 'orphan' }] } }));
+      expect(job.phase).to.equal('failed');
+      expect(job.error.code).to.equal('external-import-has-errors');
+      const errors = [...job.errors, ...job.datasets.flatMap((d: any) => d.errors)];
+      expect(errors.map((e: any) => e.code), JSON.stringify(job.datasets)).to.have.length.greaterThan(0);
+    });
+  });
+
+  describe('configuration', () => {
+    let jobId: number;
+    before(async () => {
+      jobId = (await analysed(JSON.stringify(complete()))).jobId;
+    });
+    const put = (body: unknown) => admin.request('PUT', `${JOBS}/${jobId}/configuration`, body);
+
+    it('refuses a bad mapping naming the entry, saving nothing', async () => {
+      const tag = (await admin.post('/api/model/tag/create', { data: { name: 'regression' } })).body.data.id;
+      const refusals: Array<[unknown, string, string]> = [
+        [{ mappings: { colours: [] } }, 'invalid-argument', 'mappings.colours'],
+        [{ mappings: { tags: [{ sourceId: '99', action: 'create' }] } }, 'invalid-mapping', 'mappings.tags[0].sourceId'],
+        [{ mappings: { tags: [{ sourceId: '1', action: 'map', targetId: 987654 }] } }, 'invalid-mapping', 'mappings.tags[0].targetId'],
+        // A user id is not a tag: a target of the wrong kind does not exist among tags.
+        [{ mappings: { tags: [{ sourceId: '1', action: 'map', targetId: aliceId + 100000 }] } }, 'invalid-mapping', 'mappings.tags[0].targetId'],
+        [{ mappings: { tags: [{ sourceId: '1', action: 'map' }] } }, 'invalid-argument', 'mappings.tags[0].targetId'],
+        [{ mappings: { tags: [{ sourceId: '1', action: 'delete' }] } }, 'invalid-argument', 'mappings.tags[0].action'],
+        [{ mappings: { tags: [{ sourceId: '1', action: 'skip' }, { sourceId: '1', action: 'create' }] } }, 'invalid-mapping', 'mappings.tags[1].sourceId'],
+        [{ mappings: { states: [{ sourceId: '1', action: 'create', kind: 'caseField' }] } }, 'invalid-argument', 'mappings.states[0].kind'],
+        // "regression" exists now: creating it again is refused before the import runs.
+        [{ mappings: { tags: [{ sourceId: '2', action: 'create' }] } }, 'mapping-name-taken', 'mappings.tags[1].action'],
+        [{ durationUnit: 'minutes' }, 'invalid-argument', 'durationUnit'],
+        [{ reset: true, mappings: {} }, 'invalid-argument', 'mappings'],
+      ];
+      for (const [body, code, at] of refusals) {
+        const error = await expectRefused(app, () => put(body), 400);
+        expect(error.code, JSON.stringify(body)).to.equal(code);
+        expect(error.details.path, JSON.stringify(body)).to.equal(at);
+      }
+      const mapped = await put({ mappings: { tags: [{ sourceId: '2', action: 'map', targetId: tag }] } });
+      expect(mapped.status, JSON.stringify(mapped.body)).to.equal(200);
+      expect(mapped.body.data.phase).to.equal('configured');
+      expect(mapped.body.data.mappings.tags).to.deep.equal([{ sourceId: '1', action: 'create' }, { sourceId: '2', action: 'map', targetId: tag }]);
+      const reset = await put({ reset: true });
+      expect(reset.body.data.mappings).to.deep.equal(reset.body.data.suggestions);
+    });
+
+    it('previews without writing: per dataset what would be created, mapped and skipped', async () => {
+      const before = (await app.deps.store.headPosition()).toString();
+      const res = await admin.post(`${JOBS}/${jobId}/preview`);
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      expect((await app.deps.store.headPosition()).toString()).to.equal(before);
+      const of = (name: string) => res.body.data.datasets.find((d: any) => d.dataset === name);
+      expect(of('users')).to.include({ rows: 2, create: 1, map: 1, skip: 0 });
+      expect(of('repository_cases')).to.include({ rows: 1, create: 1 });
+      expect(of('repository_folders')).to.include({ rows: 1, create: 1 });
+      expect(res.body.data.skipped.map((s: any) => s.dataset)).to.include('issues');
+    });
+
+    it('cancels a job waiting for its mappings at once', async () => {
+      const other = (await analysed(JSON.stringify(complete()))).jobId;
+      const res = await admin.post(`${JOBS}/${other}/cancel`);
+      expect(res.status, JSON.stringify(res.body)).to.equal(202);
+      expect(res.body.data.phase).to.equal('cancelled');
+      expect((await expectRefused(app, () => admin.post(`${JOBS}/${other}/execute`), 409)).code).to.equal('external-import-cancelled');
+    });
+
+    it('refuses to execute before the mappings are saved, and a rollback before the import ended', async () => {
+      const other = (await analysed(JSON.stringify(complete()))).jobId;
+      expect((await expectRefused(app, () => admin.post(`${JOBS}/${other}/execute`), 409)).code).to.equal('external-import-not-configured');
+      expect((await expectRefused(app, () => admin.post(`${JOBS}/${other}/rollback`), 409)).code).to.equal('external-import-analysed');
+      expect((await expectRefused(app, () => admin.post(`${JOBS}/${other}/execute`, { now: true }), 400)).code).to.equal('invalid-argument');
+    });
+  });
+
+  describe('import and rollback', () => {
+    let jobId: number;
+    let job: any;
+    before(async () => {
+      const exported = complete();
+      // A status the service does not have (created), a tag skipped, and a case pointing at a project the export lacks (warned, skipped).
+      exported.statuses.data.push({ id: 9, name: 'Flaky', system_name: 'flaky', color: 'F1C40F', is_passed: 0, is_failed: 1, is_final: 1 });
+      exported.run_results.data.push({ id: 6001, run_id: 300, test_id: 5000, status_id: 9, comment: '<p>flaked <b>again</b></p>', elapsed: 1000, is_deleted: 0, created_at: '2023-03-09T09:20:00Z', created_by: 11 });
+      exported.run_results.data.push({ id: 6002, run_id: 300, test_id: 5000, status_id: 2, comment: 'deleted', elapsed: 1, is_deleted: 1, created_at: '2023-03-09T09:21:00Z', created_by: 11 });
+      exported.repository_cases.data.push({ id: 1002, project_id: 77, repo_id: 100, folder_id: 200, name: 'Lost case', key: 'C1002' });
+      exported.repository_cases.data.push({ id: 1003, project_id: 10, repo_id: 101, folder_id: 200, name: 'Snapshot copy', key: 'C1003' });
+      exported.repository_case_tags.data.push({ case_id: 1001, tag_id: 1 });
+      const up = await analysed(JSON.stringify(exported), 'webshop.json');
+      jobId = up.jobId;
+      const lost = up.datasets.find((d: any) => d.name === 'repository_cases');
+      expect(lost.warnings.length, JSON.stringify(lost)).to.be.greaterThan(0);
+      const put = await admin.request('PUT', `${JOBS}/${jobId}/configuration`, { mappings: { tags: [{ sourceId: '1', action: 'skip' }] } });
+      expect(put.status, JSON.stringify(put.body)).to.equal(200);
+      expect(put.body.data.mappings.statuses.find((e: any) => e.sourceId === '9')).to.deep.equal({ sourceId: '9', action: 'create' });
+      const exec = await admin.post(`${JOBS}/${jobId}/execute`);
+      expect(exec.status, JSON.stringify(exec.body)).to.equal(202);
+      expect(exec.body.data.phase).to.be.oneOf(['queued', 'importing', 'completed']);
+      job = await waitForPhase(admin, jobId, ['completed', 'failed']);
+      expect(job.phase, JSON.stringify(job.error)).to.equal('completed');
+    });
+
+    it('imports every dataset it can place, in order, with progress, counts and skipped rows listed with the reason', async () => {
+      expect(job.progress.percent).to.equal(100);
+      expect(job.counts.repository_cases).to.deep.equal({ created: 1, mapped: 0, skipped: 2 });
+      expect(job.counts.users).to.deep.equal({ created: 1, mapped: 1, skipped: 0 });
+      expect(job.counts.run_results).to.deep.equal({ created: 2, mapped: 0, skipped: 1 });
+      const cases = job.datasets.find((d: any) => d.name === 'repository_cases');
+      expect(cases.progress).to.include({ rows: 3, processed: 3, created: 1, skipped: 2, percent: 100 });
+      const rows = await app.deps.knex('external_import_rows').where({ job_id: jobId, dataset: 'repository_cases' }).orderBy('source_id').select('source_id', 'skip_reason');
+      expect(rows).to.deep.equal([
+        { source_id: '1001', skip_reason: null },
+        { source_id: '1002', skip_reason: 'its project is not imported' },
+        { source_id: '1003', skip_reason: 'a run snapshot of the repository (reference §2)' },
+      ]);
+    });
+
+    it('keeps creators, times, steps, tags, custom values and durations, rich text as plain text', async () => {
+      const [project] = await find('project', { where: { name: 'Web Shop' } });
+      expect(project.note).to.equal('Main shop');
+      expect(project.createdById).to.equal(aliceId);
+      const [kase] = await find('repositoryCase', { where: { className: 'C1001' }, include: { steps: true, tags: true, fieldValues: true, folder: true } });
+      expect(kase).to.include({ title: 'Pay with saved card', createdById: aliceId, projectId: project.id, estimate: 300 });
+      expect(new Date(kase.createdAt).toISOString()).to.equal('2023-02-03T09:00:00.000Z');
+      expect(kase.folder.name).to.equal('Checkout');
+      expect(kase.steps.map((s: any) => [s.step, s.expectedResult])).to.deep.equal([['Open checkout\n\nData: cart=3 items', 'Saved card is listed']]);
+      expect(kase.tags.map((t: any) => t.name), 'smoke was skipped').to.deep.equal(['regression']);
+      expect(kase.fieldValues.map((v: any) => v.value)).to.include.members(['User has a saved card']);
+      const [run] = await find('testRun', { where: { name: 'v2.0 regression' }, include: { tags: true } });
+      expect(run).to.include({ elapsedMs: 1_800_000, isCompleted: true, createdById: aliceId });
+      const results = await find('testRunResult', { where: { testRunId: run.id }, orderBy: { durationMs: 'desc' }, include: { status: true, stepResults: true } });
+      expect(results.map((r: any) => [r.durationMs, r.status.systemName, r.notes])).to.deep.equal([[95_000, 'passed', 'ok'], [1, 'flaky', 'flaked again']]);
+      expect(results[0].stepResults).to.have.length(1);
+      const [bot] = await find('user', { where: { email: 'ci-bot@example.com' } });
+      expect(bot).to.include({ isActive: false, name: 'CI' });
+      expect((await find('user', { where: { id: aliceId } }))[0].name, 'a mapped user is not changed').to.equal('Alice (here)');
+    });
+
+    it('records the administrator as actor through the import, correlated by the job', async () => {
+      const [kase] = await find('repositoryCase', { where: { className: 'C1001' } });
+      const [created] = await app.deps.store.readStream(`repositoryCase-${kase.id}`, { maxCount: 1 });
+      expect(created.metadata.actor).to.include({ userId: adminId, via: 'import' });
+      expect(created.metadata.correlationId).to.equal(`externalImport-${jobId}`);
+    });
+
+    it('resolves old ids: POST /api/lookup by source id or key, through the caller\'s permissions', async () => {
+      const [kase] = await find('repositoryCase', { where: { className: 'C1001' } });
+      for (const externalId of ['C1001', '1001', 1001]) {
+        const res = await admin.post('/api/lookup', { type: 'case', externalId });
+        expect(res.status, JSON.stringify(res.body)).to.equal(200);
+        expect(res.body.data).to.deep.include({ id: kase.id, type: 'case' });
+        expect(res.body.data.source).to.include({ tool: 'testmo', jobId, sourceId: '1001', key: 'C1001', createdBy: '11', createdAt: '2023-02-03T09:00:00Z' });
+      }
+      expect((await admin.post('/api/lookup', { type: 'testRun', externalId: '300' })).status).to.equal(200);
+      expect((await expectRefused(app, () => user.post('/api/lookup', { type: 'case', externalId: 'C1001' }), 404)).code, 'a project the user cannot see').to.equal('not-found');
+      expect((await expectRefused(app, () => admin.post('/api/lookup', { type: 'case', externalId: 'C1002' }), 404)).code, 'skipped').to.equal('not-found');
+      expect((await expectRefused(app, () => admin.post('/api/lookup', { type: 'tank', externalId: '1' }), 400)).details.path).to.equal('type');
+      expect((await expectRefused(app, () => admin.post('/api/lookup', { type: 'case', externalId: '' }), 400)).details.path).to.equal('externalId');
+      expect((await expectRefused(app, () => admin.post('/api/lookup', { type: 'case', externalId: '1', name: 'x' }), 400)).details.path).to.equal('name');
+    });
+
+    it('tells the administrator, deletes the file and the staged rows', async () => {
+      await waitUntil(async () => (await admin.get(`${JOBS}/${jobId}`)).body.data.file.deleted === true, 'the file deleted');
+      const notes = await admin.get('/api/notifications');
+      expect(notes.body.data.find((n: any) => n.kind === 'external-import-completed' && n.link === `${JOBS}/${jobId}`)).to.not.equal(undefined);
+      expect(await app.deps.knex('external_import_staging').where({ job_id: jobId }).count('* as n').first()).to.deep.equal({ n: '0' });
+    });
+
+    it('rolls back: every row it created deleted as a user would, mapped entities untouched; old ids no longer resolve', async () => {
+      const res = await admin.post(`${JOBS}/${jobId}/rollback`);
+      expect(res.status, JSON.stringify(res.body)).to.equal(202);
+      const done = await waitForPhase(admin, jobId, ['rolledBack', 'failed']);
+      expect(done.phase, JSON.stringify(done.error)).to.equal('rolledBack');
+      expect(done.deleted.repository_cases).to.equal(1);
+      expect(await find('repositoryCase', { where: { className: 'C1001' } })).to.deep.equal([]);
+      expect(await find('project', { where: { name: 'Web Shop' } })).to.deep.equal([]);
+      expect(await find('status', { where: { systemName: 'flaky' } })).to.deep.equal([]);
+      expect(await find('user', { where: { email: 'ci-bot@example.com' } })).to.deep.equal([]);
+      expect((await find('user', { where: { id: aliceId } }))).to.have.length(1);
+      expect((await find('tag', { where: { name: 'regression' } }))).to.have.length(1);
+      const caseId = (await app.deps.knex('external_import_rows').where({ job_id: jobId, source_id: '1001', dataset: 'repository_cases' }).first('entity_id')).entity_id;
+      const [deletion] = await app.deps.knex('audit_events').where({ stream_id: `repositoryCase-${caseId}` }).orderBy('position', 'desc').limit(1).select('type', 'actor_user_id');
+      expect(deletion).to.deep.equal({ type: 'RepositoryCaseDeleted', actor_user_id: adminId });
+      expect((await expectRefused(app, () => admin.post('/api/lookup', { type: 'case', externalId: 'C1001' }), 404)).code).to.equal('not-found');
+      expect((await expectRefused(app, () => admin.post(`${JOBS}/${jobId}/execute`), 409)).code).to.equal('external-import-rolled-back');
+    });
+  });
+});
