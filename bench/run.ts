@@ -19,17 +19,21 @@
  * 100,000); --search-iterations=N sets the measured calls per query and way, default 200. OpenSearch
  * is measured when one answers at SEARCH_URL (default http://127.0.0.1:9200), Elasticsearch when
  * ELASTICSEARCH_URL is set.
+ * migration: BENCH_MIGRATION_CASES / _RUNS / _RESULTS (or --migration-cases=N, --migration-runs=N,
+ * --migration-results=N) size the generated export (default 50,000 cases, 2,000 runs, 500,000
+ * results); --kill-at=N SIGKILLs the server at N percent of the import (default 30; 0: never).
  */
 import { APPEND_DEFAULTS, runAppend } from './append';
 import { runCliBench } from './cli';
 import { IMPORT_DEFAULTS, runImport } from './import';
 import { MEMORY_DEFAULTS, runMemory } from './memory';
+import { MIGRATION_DEFAULTS, runMigration } from './migration';
 import { QUERY_DEFAULTS, runQuery } from './query';
 import { REBUILD_DEFAULTS, runRebuild } from './rebuild';
 import { runSearch, SEARCH_DEFAULTS } from './search';
 import { runTransport, TRANSPORT_DEFAULTS } from './transport';
 
-const BENCHMARKS = ['append', 'rebuild', 'transport', 'query', 'import', 'cli', 'memory', 'search'] as const;
+const BENCHMARKS = ['append', 'rebuild', 'transport', 'query', 'import', 'cli', 'memory', 'search', 'migration'] as const;
 type Benchmark = (typeof BENCHMARKS)[number];
 
 function positiveInt(name: string, value: string | undefined, fallback: number): number {
@@ -46,7 +50,7 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
     const flag = /^--([a-z-]+)=(.*)$/.exec(arg);
     if (flag) flags.set(flag[1], flag[2]);
     else if ((BENCHMARKS as readonly string[]).includes(arg)) names.push(arg as Benchmark);
-    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N, --cases=N, --iterations=N, --import-cases=N, --memory-results=N, --max-rows=N, --search-cases=N, --search-iterations=N`);
+    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N, --cases=N, --iterations=N, --import-cases=N, --memory-results=N, --max-rows=N, --search-cases=N, --search-iterations=N, --migration-cases=N, --migration-runs=N, --migration-results=N, --kill-at=N`);
   }
   return {
     benchmarks: names.length > 0 ? names : [...BENCHMARKS],
@@ -78,6 +82,12 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
       results: positiveInt('--memory-results', flags.get('memory-results') ?? env.BENCH_MEMORY_RESULTS, MEMORY_DEFAULTS.results),
       maxRows: positiveInt('--max-rows', flags.get('max-rows'), MEMORY_DEFAULTS.maxRows),
     },
+    migration: {
+      cases: positiveInt('--migration-cases', flags.get('migration-cases') ?? env.BENCH_MIGRATION_CASES, MIGRATION_DEFAULTS.cases),
+      runs: positiveInt('--migration-runs', flags.get('migration-runs') ?? env.BENCH_MIGRATION_RUNS, MIGRATION_DEFAULTS.runs),
+      results: positiveInt('--migration-results', flags.get('migration-results') ?? env.BENCH_MIGRATION_RESULTS, MIGRATION_DEFAULTS.results),
+      killAt: flags.get('kill-at') === '0' ? 0 : positiveInt('--kill-at', flags.get('kill-at'), MIGRATION_DEFAULTS.killAt),
+    },
     search: {
       ...SEARCH_DEFAULTS,
       cases: positiveInt('--search-cases', flags.get('search-cases') ?? env.BENCH_SEARCH_CASES, SEARCH_DEFAULTS.cases),
@@ -97,6 +107,7 @@ async function main(): Promise<void> {
     else if (name === 'cli') passed[name] = await runCliBench();
     else if (name === 'memory') passed[name] = await runMemory(args.memory);
     else if (name === 'search') passed[name] = await runSearch(args.search);
+    else if (name === 'migration') passed[name] = await runMigration(args.migration);
     else passed[name] = await runTransport(args.transport);
   }
   const missed = Object.keys(passed).filter((n) => !passed[n]);

@@ -73,7 +73,11 @@ export const initialExternalImportState = (): ExternalImportState => ({
 export type ExternalImportCommand =
   | { type: 'Upload'; jobId: number; file: NonNullable<ExternalImportState['file']>; now: string }
   | { type: 'StartAnalysis'; now: string }
-  | { type: 'RecordAnalysis'; analysis: Omit<DataOf<'ExternalImportAnalysed'>, 'jobId' | 'analysedAt'>; now: string }
+  /** `failure`: the analysis found errors; the job fails with it in the same append (never seen analysed). */
+  | {
+    type: 'RecordAnalysis'; analysis: Omit<DataOf<'ExternalImportAnalysed'>, 'jobId' | 'analysedAt'>; now: string;
+    failure?: { code: string; error: string; details: Record<string, unknown>; notificationId: number | null };
+  }
   | { type: 'Configure'; mappings: ExternalMappings; durationUnit: ExternalDurationUnit; reset: boolean; now: string }
   | { type: 'Queue'; now: string }
   | { type: 'Start'; plan: Array<{ dataset: string; rows: number }>; now: string }
@@ -109,9 +113,12 @@ export function decide(cmd: ExternalImportCommand, s: ExternalImportState): Exte
       if (s.phase === 'analysing') return [];
       if (s.phase !== 'uploaded') throw refuse(s, 'only an uploaded export is analysed');
       return [{ type: 'ExternalImportAnalysisStarted', data: { jobId, startedAt: cmd.now } }];
-    case 'RecordAnalysis':
+    case 'RecordAnalysis': {
       if (s.phase !== 'analysing') throw refuse(s, 'it is not being analysed');
-      return [{ type: 'ExternalImportAnalysed', data: { jobId, ...cmd.analysis, analysedAt: cmd.now } }];
+      const analysed: ExternalImportEvent = { type: 'ExternalImportAnalysed', data: { jobId, ...cmd.analysis, analysedAt: cmd.now } };
+      if (!cmd.failure) return [analysed];
+      return [analysed, { type: 'ExternalImportFailed', data: { jobId, phase: 'analysing', ...cmd.failure, failedAt: cmd.now } }];
+    }
     case 'Configure':
       if (s.phase !== 'analysed' && s.phase !== 'configured') throw refuse(s, 'mappings are saved after the analysis and before the import is queued');
       if (s.analysisErrors > 0) throw new DomainError('external-import-has-errors', `The export has ${s.analysisErrors} error(s); it cannot be imported`, { jobId });
@@ -149,9 +156,10 @@ export function decide(cmd: ExternalImportCommand, s: ExternalImportState): Exte
       return [{ type: 'ExternalImportFailed', data: { jobId, phase, code: cmd.code, error: cmd.error, details: cmd.details, notificationId: cmd.notificationId, failedAt: cmd.now } }];
     }
     case 'RequestCancel': {
-      if (s.cancelRequested || s.phase === 'cancelled') return [];
       if (s.phase === 'none') throw new DomainError('external-import-not-found', 'No such external import job');
-      if (isEnded(s) || s.phase === 'rollingBack') throw refuse(s, 'only an unfinished job is cancelled');
+      if (s.phase === 'rollingBack' || s.phase === 'rolledBack') throw refuse(s, 'only an unfinished job is cancelled');
+      if (s.cancelRequested || s.phase === 'cancelled') return [];
+      if (isEnded(s)) throw refuse(s, 'only an unfinished job is cancelled');
       const requested: ExternalImportEvent = { type: 'ExternalImportCancelRequested', data: { jobId, requestedAt: cmd.now } };
       // Waiting for the administrator (or for a worker to start it): nothing runs, so it ends at once.
       if (s.phase === 'analysed' || s.phase === 'configured' || s.phase === 'queued') return [requested, { type: 'ExternalImportCancelled', data: { jobId, cancelledAt: cmd.now } }];

@@ -12,7 +12,7 @@ import { deleteFolder } from '../repository/repository.handlers';
 import { folderStream } from '../repository/repositoryFolder.decider';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { ConcurrencyError, ContractViolation, DomainError, HttpError } from '../shared/errors';
-import { describeError, isTransient } from '../shared/faults';
+import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient } from '../shared/faults';
 import { analyseExport } from './analysis';
 import { type ExportLimits, ExportFileError } from './exportReader';
 import {
@@ -43,9 +43,18 @@ export interface ExternalImportSettings {
   /** Keep the uploaded file after the job ends (EXTERNAL_IMPORT_KEEP_FILES). */
   keepFiles: boolean;
   limits: Partial<ExportLimits>;
+  /**
+   * How long a job may keep being interrupted by the database or the event store (RETRY_BUDGET_MS)
+   * before it fails with external-import-interrupted-too-long; until then the worker takes it up again with backoff.
+   */
+  retryBudgetMs?: number;
 }
 
-export const DEFAULT_EXTERNAL_IMPORT_SETTINGS: ExternalImportSettings = { chunkSize: 200, concurrency: 8, keepFiles: false, limits: {} };
+/**
+ * 32 rows at once: the PostgreSQL event store writes the appends waiting at the same moment in one
+ * transaction, so a chunk's rows share a few commits instead of each waiting for its own.
+ */
+export const DEFAULT_EXTERNAL_IMPORT_SETTINGS: ExternalImportSettings = { chunkSize: 200, concurrency: 32, keepFiles: false, limits: {} };
 
 export interface ExternalImportDeps extends CommandDeps {
   files: FileStore;
@@ -64,6 +73,9 @@ function rowStream(entity: string, id: number): string {
 }
 
 export class ExternalImportSaga {
+  /** Jobs interrupted by transient faults in this process: when the first interruption of the current run of them was. */
+  private readonly interrupted = new Map<number, number>();
+
   constructor(private readonly deps: ExternalImportDeps) {}
 
   /** Jobs with work for a worker, oldest first (the read model's view; the stream decides). */
@@ -90,10 +102,28 @@ export class ExternalImportSaga {
           job = await JobStream.load(this.deps, jobId);
           continue;
         }
-        if (isTransient(err)) throw err; // the database or the event store: the job stays as it is; the worker takes it up again
+        if (isTransient(err)) return this.interruptedBy(job, err);
         await this.failed(job, err);
       }
+      this.interrupted.delete(jobId);
     }
+  }
+
+  /**
+   * The database or the event store failed under the job: it stays as it is and the worker takes it
+   * up again (backoff), until the interruptions have lasted the retry budget; then it fails once.
+   * Counted per process: a worker that starts again starts the count again.
+   */
+  private async interruptedBy(job: JobStream, err: unknown): Promise<void> {
+    const jobId = job.state.jobId;
+    const since = this.interrupted.get(jobId) ?? Date.now();
+    this.interrupted.set(jobId, since);
+    if (Date.now() - since < (this.deps.settings.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS)) throw err;
+    this.deps.logger.error({ err, jobId }, 'external import interrupted for longer than its retry budget; failing it');
+    const fresh = await JobStream.load(this.deps, jobId);
+    await this.failed(fresh, new DomainError('external-import-interrupted-too-long',
+      `The import was interrupted by the database or event store for longer than its retry budget: ${describeError(err)}`, { lastError: describeError(err) }));
+    this.interrupted.delete(jobId);
   }
 
   private async step(job: JobStream, signal: AbortSignal): Promise<void> {
@@ -143,13 +173,13 @@ export class ExternalImportSaga {
     const datasets = analysis.datasets.map((d) => (d.disposition === 'import' && NOT_PLACED[d.name]
       ? { ...d, disposition: 'skip' as const, skipReason: NOT_PLACED[d.name], warnings: [...d.warnings, ...d.errors], errors: [] }
       : d));
-    const outcome = await job.apply({ type: 'RecordAnalysis', analysis: { ...analysis, datasets, sources, suggestions }, now: this.now() });
+    const errors = analysis.errors.length + datasets.reduce((n, d) => n + d.errors.length, 0);
+    const failed = errors === 0 ? null : new DomainError('external-import-has-errors', `The export has ${errors} error(s) (listed on the job); nothing is imported`, { errors });
+    const outcome = await job.apply({
+      type: 'RecordAnalysis', analysis: { ...analysis, datasets, sources, suggestions }, now: this.now(),
+      ...(failed && { failure: { code: failed.code, error: failed.message, details: failed.details, notificationId: await this.planNotification(job) } }),
+    });
     if (outcome) await readYourWrites(this.deps, outcome);
-    if (job.state.analysisErrors > 0) {
-      throw new DomainError('external-import-has-errors', `The export has ${job.state.analysisErrors} error(s) (listed on the job); nothing is imported`, {
-        errors: job.state.analysisErrors,
-      });
-    }
   }
 
   private async start(job: JobStream): Promise<void> {
@@ -203,13 +233,17 @@ export class ExternalImportSaga {
         const open = job.state.openChunk;
         if (open && open.dataset !== step.dataset) break; // a later dataset's chunk is open: this one is done
         if (open) {
+          const started = Date.now();
           await this.writeChunk(job, step);
+          this.deps.logger.debug({ jobId: job.state.jobId, dataset: step.dataset, chunk: open.chunk, rows: open.rows.length, ms: Date.now() - started }, 'external import chunk written');
           continue;
         }
         const after = job.state.progress[step.dataset]?.lastRow ?? 0;
+        const started = Date.now();
         const rows = await stagedRows(this.deps.knex, job.state.jobId, step.dataset, after, this.deps.settings.chunkSize);
         if (rows.length === 0) break;
         await this.planChunk(job, step, rows);
+        this.deps.logger.debug({ jobId: job.state.jobId, dataset: step.dataset, rows: rows.length, ms: Date.now() - started }, 'external import chunk planned');
       }
     }
     const counts: Record<string, { created: number; mapped: number; skipped: number }> = {};
@@ -255,10 +289,12 @@ export class ExternalImportSaga {
       if ('create' in d) columns.id[i] = ids[next++];
     });
     await job.apply({ type: 'PlanChunk', dataset: step.dataset, entity: entityOfRows(step, job), lastRow: rows[rows.length - 1].index, rows: columns });
+    [job.plannedHere, job.plannedDataset] = [job.state.openChunk!.chunk, step.dataset];
   }
 
   /** Writes the open chunk's planned rows (those written before a crash are passed over) and records it. */
   private async writeChunk(job: JobStream, step: DatasetStep): Promise<void> {
+    const started = Date.now();
     const open = job.state.openChunk!;
     const rows = await openChunkRows(job, step, open.lastRow, open.rows.length);
     const bySource = new Map(rows.map((r) => [sourceIdOfRow(step, r), r.row]));
@@ -266,11 +302,15 @@ export class ExternalImportSaga {
     const children: ChunkChildren = step.prepare ? await step.prepare(rows.map((r) => r.row), ctx) : {};
     const writer = this.writer(job);
     const todo = open.rows.filter(([, id], i) => id !== null && !open.mapped[i]) as Array<[string, number]>;
+    const plannedHere = job.plannedHere === open.chunk && job.plannedDataset === open.dataset;
     const writeOne = async ([sourceId, id]: [string, number]) => {
       const row = bySource.get(sourceId);
       if (!row) throw new DomainError('external-import-staging-changed', `Row ${sourceId} of ${step.dataset} is no longer staged`, { dataset: step.dataset, sourceId });
-      const [existing] = await this.deps.store.readStream(rowStream(open.entity, id), { maxCount: 1 });
-      if (existing) return; // written before the process stopped
+      // A chunk planned by an earlier run (a process that stopped) may have some rows written already.
+      if (!plannedHere) {
+        const [existing] = await this.deps.store.readStream(rowStream(open.entity, id), { maxCount: 1 });
+        if (existing) return;
+      }
       try {
         await step.write(row, id, ctx, writer, children);
       } catch (err) {
@@ -283,10 +323,12 @@ export class ExternalImportSaga {
     } else {
       for (let i = 0; i < todo.length; i += this.deps.settings.concurrency) await Promise.all(todo.slice(i, i + this.deps.settings.concurrency).map(writeOne));
     }
+    const written = Date.now();
     const skipped = open.rows.filter(([, id]) => id === null).length;
     const outcome = await job.apply({ type: 'RecordChunk', created: todo.length, skipped, now: this.now() });
     // The next chunk may point at this one's rows through the read model (a case's folder, a result's run case): wait until it has them.
     if (outcome) await readYourWrites({ ...this.deps, writeTimeoutMs: Math.max(this.deps.writeTimeoutMs, 120_000) }, outcome);
+    this.deps.logger.debug({ jobId: job.state.jobId, dataset: step.dataset, writeMs: written - started, waitMs: Date.now() - written }, 'external import chunk recorded');
   }
 
   private async rollBack(job: JobStream, signal: AbortSignal): Promise<void> {
@@ -409,6 +451,9 @@ class JobStream {
   /** Facts the importers look up once per job. */
   readonly cache = new Map<string, unknown>();
   snapshotRepos = new Set<string>();
+  /** The chunk this run planned (none of its rows can exist yet); a chunk planned by an earlier run is checked row by row. */
+  plannedHere: number | null = null;
+  plannedDataset: string | null = null;
 
   private constructor(
     private readonly deps: ExternalImportDeps,

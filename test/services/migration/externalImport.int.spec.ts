@@ -1,10 +1,13 @@
 import { expect } from 'chai';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Writable } from 'node:stream';
+import { generateExport } from '../../../scripts/generateExport';
 import { seedDefaults } from '../../../services/entities/seed';
 import { registerUser } from '../../../services/identity/identity.handlers';
 import { systemMetadata } from '../../../services/shared/context';
 import { expectRefused, startTestApp, type TestApp } from '../../support/app';
+import { cutConnections, restoreConnections, type TestDatabase } from '../../support/database';
 import { HttpClient } from '../../support/server';
 import { JOBS, uploadExport, waitForPhase } from '../../support/externalImport';
 import { waitUntil } from '../../support/wait';
@@ -295,5 +298,49 @@ describe('External-tool migration: jobs through the API and a worker', function 
       expect((await expectRefused(app, () => admin.post('/api/lookup', { type: 'case', externalId: 'C1001' }), 404)).code).to.equal('not-found');
       expect((await expectRefused(app, () => admin.post(`${JOBS}/${jobId}/execute`), 409)).code).to.equal('external-import-rolled-back');
     });
+  });
+});
+
+describe('External-tool migration: the database away in the middle of an import', function () {
+  this.timeout(300_000);
+  let app: TestApp;
+  let admin: HttpClient;
+
+  before(async () => {
+    app = await startTestApp({ worker: { chunkSize: 25, retryBudgetMs: 600_000 } });
+    const meta = systemMetadata('test');
+    await seedDefaults(app.deps, meta);
+    await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: PASSWORD, access: 'ADMIN' }, meta);
+    admin = new HttpClient(app.url);
+    expect((await admin.post('/api/auth/login', { email: 'admin@example.com', password: PASSWORD })).status).to.equal(200);
+  });
+  after(() => app.stop());
+
+  it('waits while the database refuses connections and goes on where it was: every row once', async () => {
+    const chunks: Buffer[] = [];
+    const sink = new Writable({ write: (chunk, _e, done) => void (chunks.push(chunk), done()) });
+    await generateExport({ cases: 150, runs: 4, results: 600, projects: 1, users: 4, seed: 3, format: 'json', matchEmails: [] }, sink);
+    const up = await uploadExport(app.url, admin, Buffer.concat(chunks));
+    expect(up.status, JSON.stringify(up.body)).to.equal(201);
+    const jobId = up.body.data.jobId;
+    expect((await waitForPhase(admin, jobId, ['analysed', 'failed'])).phase).to.equal('analysed');
+    expect((await admin.request('PUT', `${JOBS}/${jobId}/configuration`, {})).status).to.equal(200);
+    expect((await admin.post(`${JOBS}/${jobId}/execute`)).status).to.equal(202);
+    await waitUntil(async () => {
+      const job = (await admin.get(`${JOBS}/${jobId}`)).body.data;
+      return job.phase === 'importing' && job.progress.percent >= 20;
+    }, 'the import to be part-way');
+    const db = { name: new URL(app.databaseUrl).pathname.slice(1) } as TestDatabase;
+    expect(await cutConnections(db, null)).to.be.greaterThan(0);
+    await new Promise((r) => setTimeout(r, 3000));
+    await restoreConnections(db);
+    const job = await waitForPhase(admin, jobId, ['completed', 'failed'], 240_000);
+    expect(job.phase, JSON.stringify(job.error)).to.equal('completed');
+    for (const [dataset, type] of [['repository_cases', 'RepositoryCaseCreated'], ['run_tests', 'TestRunCaseCreated'], ['run_results', 'TestRunResultCreated']]) {
+      const events = await app.deps.knex('audit_events').where({ correlation_id: `externalImport-${jobId}`, type })
+        .select(app.deps.knex.raw('count(*)::int AS n'), app.deps.knex.raw('count(DISTINCT entity_id)::int AS ids')).first();
+      expect(events, dataset).to.deep.equal({ n: job.counts[dataset].created, ids: job.counts[dataset].created });
+    }
+    expect(job.counts.run_results.created).to.equal(600);
   });
 });

@@ -1,0 +1,199 @@
+/**
+ * The external-tool migration benchmark: a generated export (scripts/generateExport.ts, seeded:
+ * by default 50,000 cases with steps, 2,000 runs, 500,000 results) uploaded as a ZIP to the built
+ * server on the embedded default (`node dist/services/process/main.js`: API, projector and one
+ * worker in one process), analysed, configured with the suggested mappings and executed. Measured:
+ * - analysis (upload to `analysed`) and import (execute to `completed`) times, rows written per
+ *   second against a COPY of the same rows (the tables the import filled, copied into tables of the
+ *   same shape, `LIKE … INCLUDING ALL`, on the same server, in the same run);
+ * - peak RSS of the server process (VmHWM, of each process when it is killed and started again);
+ * - recovery: the server SIGKILLed once the import is `--kill-at` percent through, started again on
+ *   the same DATA_DIR, and the time from the kill to the job's progress moving again (and to the
+ *   new process listening).
+ * Goals: import rows/s ≥ 0.2 × COPY rows/s, peak RSS < 400 MB.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import pg from 'pg';
+import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
+import { generateExport } from '../scripts/generateExport';
+import { api, freePort, startServer, status } from './import';
+import { BenchSanityError, describeCode, describeMachine, round, seconds, writeResult } from './support';
+
+export interface MigrationBenchOptions {
+  cases: number;
+  runs: number;
+  results: number;
+  /** Percent of the import at which the server is SIGKILLed and started again (0: never). */
+  killAt: number;
+}
+export const MIGRATION_DEFAULTS: MigrationBenchOptions = { cases: 50_000, runs: 2_000, results: 500_000, killAt: 30 };
+
+const ROOT = path.join(__dirname, '..');
+const ADMIN = { email: 'bench@example.com', password: 'migration bench password' };
+const GOAL_RATIO = 0.2;
+const GOAL_RSS_BYTES = 400 * 1024 * 1024;
+const JOBS = '/api/admin/imports/external/jobs';
+/** The tables an import fills, as COPY's baseline. */
+const TABLES = [
+  'repository_folders', 'repository_cases', 'steps', 'case_field_values', 'repository_case_tags', 'milestones',
+  'test_runs', 'test_run_tags', 'test_run_cases', 'test_run_results', 'test_run_step_results', 'sessions', 'session_results',
+];
+
+/** COPY the rows the import wrote (each table's rows, as COPY's text) into LIKE-shaped tables; answers the seconds and rows. */
+async function copyRound(client: pg.Client, work: string): Promise<{ seconds: number; rows: number }> {
+  const files: Array<{ table: string; file: string }> = [];
+  let rows = 0;
+  for (const table of TABLES) {
+    const exists = (await client.query('SELECT to_regclass($1) AS t', [table])).rows[0].t;
+    if (!exists) continue;
+    const file = path.join(work, `${table}.copy`);
+    await pipeline(client.query(copyTo(`COPY ${table} TO STDOUT`)), fs.createWriteStream(file));
+    rows += (await client.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n;
+    files.push({ table, file });
+    await client.query(`DROP TABLE IF EXISTS bench_${table}; CREATE TABLE bench_${table} (LIKE ${table} INCLUDING ALL)`);
+  }
+  const started = process.hrtime.bigint();
+  for (const { table, file } of files) await pipeline(fs.createReadStream(file), client.query(copyFrom(`COPY bench_${table} FROM STDIN`)));
+  const took = seconds(started);
+  for (const { table, file } of files) {
+    await client.query(`DROP TABLE bench_${table}`);
+    fs.rmSync(file);
+  }
+  return { seconds: took, rows };
+}
+
+export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-bench-migration-'));
+  const exportFile = path.join(work, 'export.zip');
+  let server: Awaited<ReturnType<typeof startServer>> | null = null;
+  try {
+    console.log('migration: building the server (npm run build)...');
+    execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
+    const generated = await generateExport({ cases: o.cases, runs: o.runs, results: o.results, seed: 1, format: 'zip', matchEmails: [ADMIN.email] }, fs.createWriteStream(exportFile));
+    const fileBytes = fs.statSync(exportFile).size;
+    const exportRows = Object.values(generated.datasets).reduce((a, b) => a + b, 0);
+    console.log(`migration: export of ${o.cases} cases, ${o.runs} runs, ${o.results} results: ${exportRows} rows, ${(fileBytes / 1e6).toFixed(1)} MB zipped`);
+    const dataDir = path.join(work, 'data');
+    fs.mkdirSync(dataDir);
+    if (process.getuid?.() === 0) execFileSync('chown', ['-R', 'postgres:postgres', work]);
+    const pgPort = await freePort();
+    const env = {
+      DATA_DIR: dataDir, PORT: '0', EMBEDDED_POSTGRES_PORT: String(pgPort), ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password,
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', RATE_LIMIT_ENABLED: 'false', EXTERNAL_IMPORT_MAX_BYTES: String(fileBytes + 1024), WORKER_LEASE_TTL_MS: '10000',
+    };
+    server = await startServer(env);
+    let { url } = server;
+    const login = await api(url, null, 'POST', '/api/auth/login', ADMIN);
+    const token = (await api(url, null, 'POST', '/api/tokens', { name: 'bench' }, login.cookie)).body.token as string;
+    const secrets = JSON.parse(fs.readFileSync(path.join(dataDir, 'secrets.json'), 'utf8'));
+    const connection = { host: '127.0.0.1', port: pgPort, user: 'postgres', password: secrets.embeddedPostgresPassword, database: 'testament' };
+    const machine = await describeMachine(new pg.Pool({ ...connection, max: 1 }));
+    const job = async (jobId: number) => (await api(url, token, 'GET', `${JOBS}/${jobId}`)).body.data;
+
+    const peaks: number[] = [];
+    let pid = server.child.pid!;
+    const uploadStarted = process.hrtime.bigint();
+    const form = new FormData();
+    form.append('file', await fs.openAsBlob(exportFile), 'export.zip');
+    const up = await fetch(`${url}${JOBS}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, origin: url }, body: form });
+    if (up.status !== 201) throw new BenchSanityError(`upload answered ${up.status}: ${await up.text()}`);
+    const jobId = ((await up.json()) as { data: { jobId: number } }).data.jobId;
+    let current = await job(jobId);
+    while (current.phase === 'uploaded' || current.phase === 'analysing') {
+      await new Promise((r) => setTimeout(r, 500));
+      current = await job(jobId);
+    }
+    if (current.phase !== 'analysed') throw new BenchSanityError(`analysis ended ${current.phase}: ${JSON.stringify(current.error)}`);
+    const analysisSeconds = seconds(uploadStarted);
+    console.log(`migration: uploaded and analysed in ${analysisSeconds.toFixed(1)} s`);
+    await api(url, token, 'PUT', `${JOBS}/${jobId}/configuration`, {});
+
+    const started = process.hrtime.bigint();
+    await api(url, token, 'POST', `${JOBS}/${jobId}/execute`);
+    const marks: Array<{ percent: number; seconds: number }> = [];
+    let recovery: { killedAtPercent: number; killedAtSeconds: number; listeningAfterSeconds: number; progressAfterSeconds: number } | null = null;
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 1000));
+      current = await job(jobId);
+      const percent = current.progress.percent as number;
+      if (marks.length === 0 || marks[marks.length - 1].percent !== percent) marks.push({ percent, seconds: round(seconds(started), 1) });
+      if (current.phase === 'completed' || current.phase === 'failed') break;
+      if (recovery === null && o.killAt > 0 && percent >= o.killAt && current.phase === 'importing') {
+        // SIGKILL mid-import, start again on the same DATA_DIR: the worker of the new process takes the job over.
+        const before = current.progress.processed as number;
+        peaks.push(status(pid, 'VmHWM'));
+        const killed = process.hrtime.bigint();
+        const exited = new Promise((r) => server!.child.once('exit', r));
+        server.child.kill('SIGKILL');
+        await exited;
+        server = await startServer(env);
+        url = server.url;
+        pid = server.child.pid!;
+        const listeningAfter = seconds(killed);
+        let progressed = await job(jobId);
+        while (progressed.progress.processed <= before && progressed.phase === 'importing') {
+          await new Promise((r) => setTimeout(r, 200));
+          progressed = await job(jobId);
+        }
+        recovery = { killedAtPercent: percent, killedAtSeconds: round(seconds(started), 1), listeningAfterSeconds: round(listeningAfter, 2), progressAfterSeconds: round(seconds(killed), 2) };
+        console.log(`migration: SIGKILLed at ${percent}%, listening again after ${listeningAfter.toFixed(1)} s, progress again after ${recovery.progressAfterSeconds} s`);
+      }
+    }
+    const importSeconds = seconds(started);
+    if (current.phase !== 'completed') throw new BenchSanityError(`the import ended ${current.phase}: ${JSON.stringify(current.error)}`);
+    peaks.push(status(pid, 'VmHWM'));
+    const counts = current.counts as Record<string, { created: number; mapped: number; skipped: number }>;
+    const created = Object.values(counts).reduce((n, c) => n + c.created, 0);
+    if ((counts.run_results?.created ?? 0) !== o.results) throw new BenchSanityError(`${counts.run_results?.created} results created, not ${o.results}`);
+
+    const client = new pg.Client(connection);
+    await client.connect();
+    const events = (await client.query('SELECT count(*)::int AS n FROM es_events WHERE metadata->>\'correlationId\' = $1', [`externalImport-${jobId}`])).rows[0].n as number;
+    const copy = await copyRound(client, work);
+    await client.end();
+    console.log(`migration: COPY of the same ${copy.rows} rows ${copy.seconds.toFixed(2)} s`);
+
+    // The same rows both ways: every table row the import wrote (entities and their children: steps,
+    // field values, tag links, step results) against COPY of exactly those rows.
+    const importRate = copy.rows / importSeconds;
+    const copyRate = copy.rows / copy.seconds;
+    const ratio = importRate / copyRate;
+    const peakRss = Math.max(...peaks);
+    const passed = ratio >= GOAL_RATIO && peakRss < GOAL_RSS_BYTES;
+    const result = {
+      benchmark: 'migration',
+      date: new Date().toISOString(),
+      machine,
+      code: describeCode(['services', 'projections', 'bench', 'contracts', 'scripts']),
+      parameters: { ...o, fileBytes, exportRows, datasets: generated.datasets, server: 'node dist/services/process/main.js, embedded PostgreSQL, PostgreSQL event store, direct transport, one worker in-process' },
+      analysis: { seconds: round(analysisSeconds, 2) },
+      import: { seconds: round(importSeconds, 2), entitiesCreated: created, tableRows: copy.rows, rowsPerSecond: round(importRate), counts, events, progress: marks },
+      recovery,
+      copy: { seconds: round(copy.seconds, 2), rows: copy.rows, rowsPerSecond: round(copyRate) },
+      memory: { peakRssBytesPerProcess: peaks, peakRssMB: round(peakRss / 1048576, 1) },
+      goals: {
+        rateRatio: round(ratio, 4), rateGoal: GOAL_RATIO, rateMet: ratio >= GOAL_RATIO,
+        peakRssMB: round(peakRss / 1048576, 1), rssGoalMB: GOAL_RSS_BYTES / 1048576, rssMet: peakRss < GOAL_RSS_BYTES,
+      },
+      passed,
+    };
+    const written = writeResult('migration', result);
+    console.log(`  import ${importSeconds.toFixed(1)} s for ${created} entities, ${copy.rows} table rows = ${round(importRate)} rows/s; COPY ${round(copyRate)} rows/s`);
+    console.log(`  ratio ${ratio.toFixed(4)} (goal ≥ ${GOAL_RATIO}) ${ratio >= GOAL_RATIO ? 'ok' : 'MISSED'}; peak RSS ${(peakRss / 1048576).toFixed(0)} MB (goal < 400) ${peakRss < GOAL_RSS_BYTES ? 'ok' : 'MISSED'}`);
+    console.log(`  ${passed ? 'goal met' : 'goal missed'}; ${written}`);
+    return passed;
+  } finally {
+    if (server) {
+      const exited = new Promise((r) => server!.child.once('exit', r));
+      server.child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000))]);
+      server.child.kill('SIGKILL');
+      if (process.env.BENCH_SERVER_LOG) fs.writeFileSync(process.env.BENCH_SERVER_LOG, server.output());
+    }
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
