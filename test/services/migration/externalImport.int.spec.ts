@@ -38,7 +38,7 @@ describe('External-tool migration: jobs through the API and a worker', function 
   };
 
   before(async () => {
-    app = await startTestApp({ worker: { chunkSize: 2 }, externalImportMaxBytes: 2 * 1024 * 1024 });
+    app = await startTestApp({ worker: { chunkSize: 2, limits: { maxCompressionRatio: 50, ratioCheckFromBytes: 256 * 1024 } }, externalImportMaxBytes: 2 * 1024 * 1024 });
     const meta = systemMetadata('test');
     await seedDefaults(app.deps, meta);
     adminId = await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: PASSWORD, access: 'ADMIN' }, meta);
@@ -103,14 +103,42 @@ describe('External-tool migration: jobs through the API and a worker', function 
         ['truncated JSON', '{"users":{"data":[{"id":1,"email":"a@b.c"}', 'export-truncated'],
         ['a ZIP without an export', zipOf([{ name: 'readme.txt', content: 'hello' }]), 'export-no-datasets'],
         ['invalid JSON', '{"users":{"data":[{"id":1,}]}}', 'export-invalid-json'],
+        // 1 MiB of blanks in a few KiB: far past the ratio allowed here (50).
+        ['zip bomb', zipOf([{ name: 'users.json', content: Buffer.concat([Buffer.from('{"users":{"data":[]}}'), Buffer.alloc(1024 * 1024, 0x20)]) }]), 'export-compression-ratio'],
       ];
       for (const [what, content, code] of cases) {
-        const job = await analysed(content, what.includes('ZIP') || what === 'zip slip' ? 'export.zip' : 'export.json');
+        const job = await analysed(content, Buffer.isBuffer(content) ? 'export.zip' : 'export.json');
         expect(job.phase, what).to.equal('failed');
         expect(job.error.code, what).to.equal(code);
         await waitUntil(async () => (await admin.get(`${JOBS}/${job.jobId}`)).body.data.file.deleted === true, `${what}: the file deleted`);
         const [uploaded] = await app.deps.store.readStream(`externalImport-${job.jobId}`, { maxCount: 1 });
         expect(await app.appDeps.files.localPath((uploaded.data as { storedAs: string }).storedAs), `${what}: gone from UPLOAD_DIR`).to.equal(null);
+      }
+    });
+
+    it('reads TestPlanIt\'s own fixtures in every container shape, and a ZIP of one entry per dataset', async () => {
+      const zipped = zipOf(Object.entries(complete()).filter(([name]) => name !== 'meta').map(([name, dataset]) => ({ name: `export/${name}.json`, content: JSON.stringify(dataset) })));
+      for (const [name, content] of [
+        ['export-top-level.json', fs.readFileSync(path.join(FIXTURES, 'export-top-level.json'))],
+        ['export-with-container.json', fs.readFileSync(path.join(FIXTURES, 'export-with-container.json'))],
+        ['export-array.json', fs.readFileSync(path.join(FIXTURES, 'export-array.json'))],
+        ['export-template-fields.json', fs.readFileSync(path.join(FIXTURES, 'export-template-fields.json'))],
+        ['per-dataset.zip', zipped],
+      ] as const) {
+        const job = await analysed(content, name);
+        // The small top-level fixture has cases of a project it does not export: they cannot be placed.
+        if (name === 'export-top-level.json') {
+          expect(job.phase).to.equal('failed');
+          expect(job.error.code).to.equal('external-import-has-errors');
+          expect([...job.errors, ...job.datasets.flatMap((d: any) => d.errors)].map((e: any) => e.code)).to.deep.equal(['dataset-missing']);
+          continue;
+        }
+        expect(job.phase, `${name}: ${JSON.stringify(job.error)}`).to.equal('analysed');
+        if (name === 'per-dataset.zip') {
+          expect(job.datasets.find((d: any) => d.name === 'repository_cases')).to.include({ rowCount: 1, disposition: 'import' });
+          const preview = await admin.post(`${JOBS}/${job.jobId}/preview`);
+          expect(preview.body.data.datasets.find((d: any) => d.dataset === 'repository_cases')).to.include({ create: 1 });
+        }
       }
     });
 
