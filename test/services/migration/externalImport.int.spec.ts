@@ -329,13 +329,13 @@ describe('External-tool migration: jobs through the API and a worker', function 
   });
 });
 
-describe('External-tool migration: the database away in the middle of an import', function () {
+describe('External-tool migration: an outage, a cancel mid-import, kept files', function () {
   this.timeout(300_000);
   let app: TestApp;
   let admin: HttpClient;
 
   before(async () => {
-    app = await startTestApp({ worker: { chunkSize: 25, retryBudgetMs: 600_000 } });
+    app = await startTestApp({ worker: { chunkSize: 25, retryBudgetMs: 600_000, keepFiles: true } });
     const meta = systemMetadata('test');
     await seedDefaults(app.deps, meta);
     await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: PASSWORD, access: 'ADMIN' }, meta);
@@ -370,5 +370,39 @@ describe('External-tool migration: the database away in the middle of an import'
       expect(events, dataset).to.deep.equal({ n: job.counts[dataset].created, ids: job.counts[dataset].created });
     }
     expect(job.counts.run_results.created).to.equal(600);
+    // EXTERNAL_IMPORT_KEEP_FILES: the job is closed, its staging gone, the file kept.
+    await waitUntil(async () => Boolean(await app.deps.knex('external_import_jobs').where({ job_id: jobId, closed: true }).first('job_id')), 'the job closed');
+    const [uploaded] = await app.deps.store.readStream(`externalImport-${jobId}`, { maxCount: 1 });
+    expect(await app.appDeps.files.localPath((uploaded.data as { storedAs: string }).storedAs)).to.be.a('string');
+    expect((await admin.get(`${JOBS}/${jobId}`)).body.data.file.deleted).to.equal(false);
+  });
+
+  it('cancels a running import at its next chunk, lists what it wrote, and rolls that back (deleting the kept file)', async () => {
+    const chunks: Buffer[] = [];
+    const sink = new Writable({ write: (chunk, _e, done) => void (chunks.push(chunk), done()) });
+    await generateExport({ cases: 150, runs: 4, results: 600, projects: 1, users: 4, seed: 4, format: 'json', matchEmails: [] }, sink);
+    const jobId = (await uploadExport(app.url, admin, Buffer.concat(chunks))).body.data.jobId;
+    expect((await waitForPhase(admin, jobId, ['analysed', 'failed'])).phase).to.equal('analysed');
+    // Another import made these configuration rows already: map them (the suggestions do).
+    expect((await admin.request('PUT', `${JOBS}/${jobId}/configuration`, { reset: true })).status).to.equal(200);
+    expect((await admin.post(`${JOBS}/${jobId}/execute`)).status).to.equal(202);
+    await waitUntil(async () => (await admin.get(`${JOBS}/${jobId}`)).body.data.progress.percent >= 10, 'the import to be part-way');
+    const cancel = await admin.post(`${JOBS}/${jobId}/cancel`);
+    expect(cancel.status, JSON.stringify(cancel.body)).to.equal(202);
+    expect(cancel.body.data.cancelRequested).to.equal(true);
+    const cancelled = await waitForPhase(admin, jobId, ['cancelled', 'completed', 'failed']);
+    expect(cancelled.phase).to.equal('cancelled');
+    const written = cancelled.datasets.reduce((n: number, d: any) => n + (d.progress?.created ?? 0), 0);
+    expect(written, 'what it wrote is listed').to.be.greaterThan(0);
+    const results = cancelled.datasets.find((d: any) => d.name === 'run_results');
+    expect(results.progress.processed, 'it stopped before the end').to.be.lessThan(results.progress.rows);
+    const rolled = await admin.post(`${JOBS}/${jobId}/rollback`);
+    expect(rolled.status, JSON.stringify(rolled.body)).to.equal(202);
+    const back = await waitForPhase(admin, jobId, ['rolledBack', 'failed']);
+    expect(back.phase, JSON.stringify(back.error)).to.equal('rolledBack');
+    const created = await app.deps.knex('external_import_rows').where({ job_id: jobId, mapped: false }).whereNotNull('entity_id').where({ dataset: 'repository_cases' }).pluck('entity_id');
+    expect(created.length).to.be.greaterThan(0);
+    expect(await app.deps.knex('repository_cases').whereIn('id', created).where({ is_deleted: false }).count('* as n').first()).to.deep.equal({ n: '0' });
+    await waitUntil(async () => (await admin.get(`${JOBS}/${jobId}`)).body.data.file.deleted === true, 'a rolled-back job\'s kept file deleted');
   });
 });
