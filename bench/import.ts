@@ -257,13 +257,16 @@ export async function runImport(o: ImportBenchOptions): Promise<boolean> {
     console.log(`  ${passed ? 'goal met' : 'goal missed'}; ${written}`);
     return passed;
   } finally {
-    if (server) {
-      const exited = new Promise((r) => server!.child.once('exit', r));
-      server.child.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000))]);
-      server.child.kill('SIGKILL');
-      if (process.env.BENCH_SERVER_LOG) fs.writeFileSync(process.env.BENCH_SERVER_LOG, server.output());
-    }
+    if (server) await stopServer(server);
     fs.rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** SIGTERM (SIGKILL after 30 s); the output to BENCH_SERVER_LOG when set. */
+export async function stopServer(server: Awaited<ReturnType<typeof startServer>>): Promise<void> {
+  const exited = new Promise((r) => server.child.once('exit', r));
+  server.child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000))]);
+  server.child.kill('SIGKILL');
+  if (process.env.BENCH_SERVER_LOG) fs.writeFileSync(process.env.BENCH_SERVER_LOG, server.output());
 }

@@ -20,7 +20,7 @@ import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { generateExport } from '../scripts/generateExport';
-import { api, freePort, startServer, status } from './import';
+import { api, freePort, startServer, status, stopServer } from './import';
 import { BenchSanityError, describeCode, describeMachine, round, seconds, writeResult } from './support';
 
 export interface MigrationBenchOptions {
@@ -187,13 +187,7 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
     console.log(`  ${passed ? 'goal met' : 'goal missed'}; ${written}`);
     return passed;
   } finally {
-    if (server) {
-      const exited = new Promise((r) => server!.child.once('exit', r));
-      server.child.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000))]);
-      server.child.kill('SIGKILL');
-      if (process.env.BENCH_SERVER_LOG) fs.writeFileSync(process.env.BENCH_SERVER_LOG, server.output());
-    }
+    if (server) await stopServer(server);
     fs.rmSync(work, { recursive: true, force: true });
   }
 }

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type pg from 'pg';
+import { mulberry32 } from '../scripts/generateExport';
 
 export const RESULTS_DIR = path.join(__dirname, 'results');
 
@@ -76,17 +77,8 @@ export const seconds = (since: bigint): number => Number(process.hrtime.bigint()
 
 export const round = (n: number, digits = 0): number => Number(n.toFixed(digits));
 
-/** mulberry32: a small seeded generator, so two runs seed the same event log. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32 (scripts/generateExport.ts), so two runs seed the same event log. */
+export const seededRandom = (seed: number): (() => number) => mulberry32(seed);
 
 /** Thrown when a benchmark's own sanity checks fail: the numbers it measured cannot be trusted. */
 export class BenchSanityError extends Error {

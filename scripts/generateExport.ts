@@ -122,7 +122,8 @@ function validated(options: GenerateOptions): GenerateOptions {
 
 type Rng = () => number;
 
-function mulberry32(seed: number): Rng {
+/** mulberry32: a small seeded generator (the benchmarks' seeded logs use it too: bench/support.ts). */
+export function mulberry32(seed: number): Rng {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
