@@ -11,7 +11,7 @@ import { notify, planNotificationId } from '../notifications/notify';
 import { deleteFolder } from '../repository/repository.handlers';
 import { folderStream } from '../repository/repositoryFolder.decider';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
-import { ConcurrencyError, ContractViolation, DomainError, HttpError } from '../shared/errors';
+import { ConcurrencyError, ContractViolation, DomainError, HttpError, ReadModelWaitFailed } from '../shared/errors';
 import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient } from '../shared/faults';
 import { analyseExport } from './analysis';
 import { type ExportLimits, ExportFileError } from './exportReader';
@@ -102,7 +102,8 @@ export class ExternalImportSaga {
           job = await JobStream.load(this.deps, jobId);
           continue;
         }
-        if (isTransient(err)) return this.interruptedBy(job, err);
+        // The database or event store away, or the read models behind (a projector stopped): the job waits, as for an outage.
+        if (isTransient(err) || err instanceof ReadModelWaitFailed) return this.interruptedBy(job, err);
         await this.failed(job, err);
       }
       this.interrupted.delete(jobId);
