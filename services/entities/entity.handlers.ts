@@ -265,7 +265,21 @@ async function projectOfValues(deps: CommandDeps, entity: EntityDef, id: number,
 }
 
 /** What a row is like now, from its own stream (never the read model, which may lag). */
-export async function factOf(deps: Pick<CommandDeps, 'store' | 'knex'>, name: EntityName, id: number, depth = 0): Promise<Fact> {
+export async function factOf(deps: Pick<CommandDeps, 'store' | 'knex' | 'factMemo'>, name: EntityName, id: number, depth = 0): Promise<Fact> {
+  const memo = deps.factMemo;
+  if (!memo) return readFact(deps, name, id, depth);
+  const key = `${name}:${id}`;
+  let fact = memo.get(key) as Promise<Fact> | undefined;
+  if (!fact) {
+    fact = readFact(deps, name, id, depth);
+    memo.set(key, fact);
+    // A row that is missing or deleted is read again next time (it may be written in the same batch).
+    fact.then((f) => { if (!f.exists || f.isDeleted) memo.delete(key); }, () => memo.delete(key));
+  }
+  return fact;
+}
+
+async function readFact(deps: Pick<CommandDeps, 'store' | 'knex' | 'factMemo'>, name: EntityName, id: number, depth: number): Promise<Fact> {
   const entity = ENTITIES[name];
   if (name === 'repositoryFolder') {
     const { state } = await loadAggregate(deps.store, folderStream(id), await withImportedFolderOrigin(deps.knex, id, repositoryFolderDecider));

@@ -75,6 +75,12 @@ function rowStream(entity: string, id: number): string {
 export class ExternalImportSaga {
   /** Jobs interrupted by transient faults in this process: when the first interruption of the current run of them was. */
   private readonly interrupted = new Map<number, number>();
+  /**
+   * Jobs this process found with nothing left to do (waiting for the administrator, or ended and
+   * closed) that the read model may still list while it catches up: not offered again until the
+   * read model moves on. Forgotten as soon as the read model stops listing them.
+   */
+  private readonly idle = new Set<string>();
 
   constructor(private readonly deps: ExternalImportDeps) {}
 
@@ -83,14 +89,22 @@ export class ExternalImportSaga {
     const rows = await this.deps.knex('external_import_jobs')
       .where((w) => w.whereIn('phase', ['uploaded', 'analysing', 'queued', 'importing', 'rollingBack'])
         .orWhere((e) => e.whereIn('phase', ['completed', 'failed', 'cancelled', 'rolledBack']).andWhere('closed', false)))
-      .orderBy('job_id').limit(100).select('job_id');
-    return rows.map((r: { job_id: number }) => r.job_id);
+      .orderBy('job_id').limit(100).select('job_id', 'revision');
+    const listed = rows.map((r: { job_id: number; revision: string }) => `${r.job_id}@${r.revision}`);
+    for (const key of this.idle) if (!listed.includes(key)) this.idle.delete(key);
+    return rows.filter((r: { job_id: number; revision: string }) => !this.idle.has(`${r.job_id}@${r.revision}`)).map((r: { job_id: number }) => r.job_id);
   }
 
   /** Runs the job's next phases until it waits for the administrator or ends. */
   async run(jobId: number, signal: AbortSignal): Promise<void> {
     let job = await JobStream.load(this.deps, jobId);
     if (job.state.phase === 'none') return;
+    if (!isRunnable(job.state)) {
+      // The read model listed it as it was before its last event: not again at the revision it lists.
+      const row = await this.deps.knex('external_import_jobs').where({ job_id: jobId }).first('revision');
+      if (row) this.idle.add(`${jobId}@${String(row.revision)}`);
+      return;
+    }
     for (let round = 0; round < 1000 && isRunnable(job.state); round++) {
       if (signal.aborted) return;
       try {
@@ -215,7 +229,8 @@ export class ExternalImportSaga {
 
   private writer(job: JobStream): Writer {
     // Each row is waited for once, at the end of its chunk: a row's own write does not wait for the read models.
-    const deps: CommandDeps = { ...this.deps, watcher: { waitFor: async () => undefined } as unknown as CommandDeps['watcher'] };
+    // The rows a chunk points at (a run, its statuses, their project) are read once per chunk.
+    const deps: CommandDeps = { ...this.deps, watcher: { waitFor: async () => undefined } as unknown as CommandDeps['watcher'], factMemo: new Map() };
     return {
       deps, metadata: job.metadata,
       at: (createdAt) => {
@@ -333,7 +348,8 @@ export class ExternalImportSaga {
   }
 
   private async rollBack(job: JobStream, signal: AbortSignal): Promise<void> {
-    const deps = this.writer(job).deps;
+    // No fact memo: the rollback deletes the very rows a memo would remember.
+    const deps: CommandDeps = { ...this.writer(job).deps, factMemo: undefined };
     for (const step of [...IMPORT_STEPS].reverse()) {
       const map = job.state.ids.get(step.dataset);
       if (!map || map.created.length === 0 || (job.state.deleted[step.dataset] ?? -1) >= map.created.length) continue;

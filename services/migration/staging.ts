@@ -55,9 +55,36 @@ export async function stageExport(knex: Knex, jobId: number, file: string, limit
       if (batch.length >= BATCH_ROWS) await flush();
     }
     await flush();
+    for (const dataset of TREES) if (counts[dataset]) await parentsFirst(trx, jobId, dataset);
     await trx('external_import_staged').insert({ job_id: jobId, counts: JSON.stringify(counts), staged_at: new Date() });
     return counts;
   });
+}
+
+/** Datasets whose rows point at a parent row of the same dataset. */
+const TREES = ['repository_folders', 'milestones'];
+
+/**
+ * Numbers a tree dataset's rows parents first (by depth, then file order), so a row is read after
+ * the row it points at whatever order the export wrote them in. Rows in a cycle (or under one)
+ * have no depth: they come last, and the import skips them (their parent is never imported).
+ */
+async function parentsFirst(trx: Knex.Transaction, jobId: number, dataset: string): Promise<void> {
+  await trx.raw(`
+    WITH RECURSIVE rows AS MATERIALIZED (
+      SELECT row_index, source_id, parent_id FROM external_import_staging WHERE job_id = :jobId AND dataset = :dataset
+    ), tree AS (
+      SELECT r.row_index, r.source_id, 0 AS depth FROM rows r LEFT JOIN rows p ON p.source_id = r.parent_id
+        WHERE r.parent_id IS NULL OR p.row_index IS NULL
+      UNION ALL
+      SELECT c.row_index, c.source_id, t.depth + 1 FROM rows c JOIN tree t ON c.parent_id = t.source_id WHERE t.depth < 10000
+    ), numbered AS (
+      SELECT r.row_index, row_number() OVER (ORDER BY d.depth NULLS LAST, r.row_index) AS next
+      FROM rows r LEFT JOIN (SELECT row_index, min(depth) AS depth FROM tree GROUP BY row_index) d ON d.row_index = r.row_index
+    )
+    UPDATE external_import_staging s SET row_index = -n.next FROM numbered n
+      WHERE s.job_id = :jobId AND s.dataset = :dataset AND s.row_index = n.row_index`, { jobId, dataset });
+  await trx.raw('UPDATE external_import_staging SET row_index = -row_index WHERE job_id = ? AND dataset = ? AND row_index < 0', [jobId, dataset]);
 }
 
 /** The rows per dataset of the job's staging, or null when it has none (never staged, or dropped). */

@@ -25,6 +25,12 @@ export interface CommandDeps {
   clock: () => Date;
   /** Told the position of every write of this request (the API echoes it as X-Event-Position). */
   onWrite?: (position: string) => void;
+  /**
+   * Facts about referenced rows read during one batch of writes (a chunk of an import: thousands of
+   * results pointing at the same run and statuses), so each is read once; only rows that exist and
+   * are not deleted are kept. Absent: every write reads its own.
+   */
+  factMemo?: Map<string, Promise<unknown>>;
 }
 
 /** Waits until the read models have applied a write's last event (position null: nothing was written). */

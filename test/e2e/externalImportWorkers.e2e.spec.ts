@@ -117,7 +117,9 @@ describe('external-tool migration with two workers, one SIGKILLed mid-job', func
         }
         expect(job.counts.run_results.created, `job ${jobId}`).to.be.greaterThan(0);
       }
-      expect(await knex('job_leases').where('expires_at', '>', knex.fn.now()).count('* as n').first()).to.deep.equal({ n: '0' });
+      // Each job closes (its file and staging go) after it completes; then no lease is held.
+      await waitUntil(async () => (await knex('external_import_jobs').whereIn('job_id', jobIds).where({ closed: true }).count('* as n').first())!.n === String(JOB_COUNT), 'every job closed');
+      await waitUntil(async () => (await knex('job_leases').where('expires_at', '>', knex.fn.now()).count('* as n').first())!.n === '0', 'no lease held');
     } finally {
       await knex.destroy();
     }

@@ -326,6 +326,44 @@ describe('External-tool migration: jobs through the API and a worker', function 
       expect((await expectRefused(app, () => admin.post('/api/lookup', { type: 'case', externalId: 'C1001' }), 404)).code).to.equal('not-found');
       expect((await expectRefused(app, () => admin.post(`${JOBS}/${jobId}/execute`), 409)).code).to.equal('external-import-rolled-back');
     });
+
+    it('imports a tree written children first: parents come first; a cycle is skipped with its reason', async () => {
+      const exported = complete();
+      exported.projects.data[0].name = 'Tree Shop';
+      exported.repository_folders.data = [
+        { id: 203, project_id: 10, repo_id: 100, parent_id: 202, name: 'Grandchild' },
+        { id: 202, project_id: 10, repo_id: 100, parent_id: 201, name: 'Child' },
+        { id: 201, project_id: 10, repo_id: 100, parent_id: null, name: 'Root' },
+        { id: 204, project_id: 10, repo_id: 100, parent_id: 205, name: 'Loop A' },
+        { id: 205, project_id: 10, repo_id: 100, parent_id: 204, name: 'Loop B' },
+      ];
+      exported.repository_cases.data[0].folder_id = 203;
+      exported.repository_cases.data[0].key = 'T1001';
+      exported.milestones.data = [
+        { id: 41, project_id: 10, parent_id: 40, name: 'v2.0 sprint 1' },
+        { id: 40, project_id: 10, parent_id: null, name: 'v2.0' },
+      ];
+      delete exported.runs; delete exported.run_tests; delete exported.run_results; delete exported.run_result_steps; delete exported.run_tags;
+      delete exported.run_links; delete exported.run_issues; delete exported.run_result_issues;
+      const job = await analysed(JSON.stringify(exported));
+      expect(job.phase, JSON.stringify(job.error)).to.equal('analysed');
+      const mappings: Record<string, unknown> = {};
+      for (const key of ['states', 'statuses', 'users', 'tags', 'groups', 'roles', 'milestoneTypes', 'configurations', 'templates', 'templateFields', 'issueTrackers'])
+        mappings[key] = job.suggestions[key].map((e: any) => (e.action === 'create' ? { sourceId: e.sourceId, action: 'skip' } : e));
+      expect((await admin.request('PUT', `${JOBS}/${job.jobId}/configuration`, { mappings })).status).to.equal(200);
+      expect((await admin.post(`${JOBS}/${job.jobId}/execute`)).status).to.equal(202);
+      const done = await waitForPhase(admin, job.jobId, ['completed', 'failed']);
+      expect(done.phase, JSON.stringify(done.error)).to.equal('completed');
+      const [project] = await find('project', { where: { name: 'Tree Shop' } });
+      const folders = await find('repositoryFolder', { where: { projectId: project.id }, include: { parent: true } });
+      expect(folders.map((f: any) => [f.name, f.parent?.name ?? null])).to.have.deep.members([['Child', 'Root'], ['Grandchild', 'Child'], ['Root', null]]);
+      const [kase] = await find('repositoryCase', { where: { projectId: project.id }, include: { folder: true } });
+      expect(kase.folder.name).to.equal('Grandchild');
+      const milestones = await find('milestone', { where: { projectId: project.id }, include: { parent: true } });
+      expect(milestones.map((m: any) => [m.name, m.parent?.name ?? null])).to.have.deep.members([['v2.0', null], ['v2.0 sprint 1', 'v2.0']]);
+      const skipped = await app.deps.knex('external_import_rows').where({ job_id: job.jobId, dataset: 'repository_folders' }).whereNull('entity_id').orderBy('source_id').pluck('skip_reason');
+      expect(skipped).to.deep.equal(['its parent folder is not imported (missing, or a cycle)', 'its parent folder is not imported (missing, or a cycle)']);
+    });
   });
 });
 
