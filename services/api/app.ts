@@ -10,7 +10,7 @@ import { adminRoutes } from '../admin/admin.routes';
 import { auditRoutes } from '../audit/audit.routes';
 import { modelRoutes } from '../model/model.routes';
 import { fileRoutes, UPLOAD_PATH } from '../files/files.routes';
-import { importRoutes, IMPORT_PATHS } from '../imports/imports.routes';
+import { importRoutes, IMPORT_PATHS, type ImportWorkers } from '../imports/imports.routes';
 import { suiteOutputRoutes } from '../imports/suiteOutput.routes';
 import { lookupRoutes } from '../lookup/lookup.routes';
 import { EXTERNAL_IMPORT_PATH, externalImportRoutes } from '../migration/externalImport.routes';
@@ -18,7 +18,6 @@ import { notificationRoutes } from '../notifications/notifications.routes';
 import { searchRouter, type SearchDeps } from '../search/search.routes';
 import { searchAdminRouter } from '../searchAdmin/searchAdmin.routes';
 import type { SearchAdminExtras } from '../searchAdmin/searchAdmin.deps';
-import type { ImportSaga } from '../imports/importJob.saga';
 import type { FileStore } from '../files/fileStore';
 import type { StoredFiles } from '../files/storedFiles';
 import type { CommandDeps } from '../shared/commandBus';
@@ -44,8 +43,8 @@ export interface AppDeps extends CommandDeps, SessionSettings {
   maxUploadBytes: number;
   /** The external-tool migration's routes: the largest export, and how to tell the workers a job has work. */
   externalImports: { maxBytes: number; wakeWorkers(): void };
-  /** Runs result-import jobs (POST /api/junit/import, /api/test-results/import). */
-  imports: ImportSaga;
+  /** The workers that run result-import jobs (POST /api/junit/import, /api/test-results/import): woken on a request, asked who holds a job. */
+  imports: ImportWorkers;
   /** Request limits and the store their counters share with other replicas; null switches limiting off (logged). */
   rateLimits: { settings: RateLimitSettings; store: RateLimitStore } | null;
   /** Full-text search (GET/POST /api/search, GET /api/search/facets); absent: those routes are 404. */

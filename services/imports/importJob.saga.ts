@@ -1,4 +1,4 @@
-import { EventEmitter } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { EventEnvelope, EventMetadata } from '../../contracts/envelope';
@@ -11,7 +11,7 @@ import { caseKey, type IdentityParts, identityScope } from '../repository/caseId
 import type { FileStore } from '../files/fileStore';
 import type { StoredFiles } from '../files/storedFiles';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
-import { ConcurrencyError, ContractViolation, DomainError, HttpError } from '../shared/errors';
+import { ConcurrencyError, ContractViolation, DomainError } from '../shared/errors';
 import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient, type RetryBudget, retryBudget, RetryBudgetSpent } from '../shared/faults';
 import { parserFor } from './formats';
 import { type ImportFormat, type Outcome, type ParsedCase, ResultFileError, type SuiteOutput } from './formats/parsedResult';
@@ -21,10 +21,11 @@ import { type ChunkData, type ImportJobCommand, type ImportJobState, importJobDe
  * The saga that runs an import job: parse every file once (counting, warning, failing on bad
  * content before anything is written), plan the test run, then parse again and append the results
  * in chunks, each chunk one `TestResultsImported` on the job's stream at the expected revision, so
- * the chunk and the job's progress are one write. Killed at any point, the job resumes where its
- * stream says (`resumeUnfinished` at start-up): no chunk twice, none missing. Interrupted by the
- * database or the event store while the process lives, it resumes the same way by itself, with
- * backoff, until it completes or fails on its content.
+ * the chunk and the job's progress are one write. It runs in the worker role
+ * (services/process/worker: `resultImportKind`), where a job is taken with a lease: killed at any
+ * point, or its lease lost, the job is taken up again (by any worker) where its stream says, no
+ * chunk twice, none missing. Interrupted by the database or the event store, it goes on by itself
+ * with backoff, within the retry budget, and then fails.
  */
 
 export interface ImportSettings {
@@ -34,7 +35,7 @@ export interface ImportSettings {
   maxOutputChars: number;
   /** How long the final wait for the read model may take. */
   finalizeTimeoutMs: number;
-  /** How long a job interrupted by the database or event store is taken up again in this process before it fails (RETRY_BUDGET_MS). */
+  /** How long a job interrupted by the database or event store is taken up again by its worker (from its first interruption in that process) before it fails (RETRY_BUDGET_MS). */
   retryBudgetMs?: number;
 }
 
@@ -50,16 +51,14 @@ export interface ImportDeps extends CommandDeps {
   imports: ImportSettings;
 }
 
-/** What a job tells whoever listens (the SSE stream of the request that started it). */
-export type JobSignal =
-  | { kind: 'progress'; progress: number; status: string }
-  | { kind: 'warning'; warning: ImportWarning }
-  | { kind: 'complete'; testRunId: number }
-  | { kind: 'error'; code: string; error: string; details: Record<string, unknown> };
+/** The lease namespace of result-import jobs (the worker's job kind; the routes ask who holds a job). */
+export const RESULT_IMPORT_KIND = 'resultImport';
 
-/** How long start-up waits for the `imports` read model before resuming the jobs it lists. */
-const RESUME_WAIT_MS = 60_000;
-/** An interrupted job is taken up again after 1 s, doubling up to a minute. */
+/** How many unfinished jobs one look at the read model lists (oldest first: the rest come as these end). */
+const CANDIDATES = 100;
+/** How many ended jobs a saga remembers (not to offer them again while the read model lags). */
+const ENDED_KEPT = 10_000;
+/** An interrupted job is taken up again after 1 s, doubling up to a minute (within the retry budget). */
 const RESUME_FIRST_MS = 1000;
 const RESUME_MAX_MS = 60_000;
 
@@ -70,143 +69,118 @@ const OUTCOMES: readonly Outcome[] = ['passed', 'failed', 'error', 'skipped'];
 const sourceOf = (format: ImportFormat) => format.toUpperCase() as CaseSource;
 
 export class ImportSaga {
-  private readonly running = new Map<number, Promise<void>>();
-  /** Jobs interrupted in this process: their retry budget, and the timer that takes each up again. */
-  private readonly interruptions = new Map<number, { budget: RetryBudget; timer: NodeJS.Timeout | null }>();
-  private readonly signals = new EventEmitter();
-  private stopping = false;
+  /**
+   * Jobs interrupted (database, event store) in this process, and their retry budget from the first
+   * interruption. Per process: a job taken over by another worker starts a new budget there, so a
+   * job bounced between workers by a long outage may retry longer than the budget, but never for ever
+   * (each worker fails it once its own budget is spent).
+   */
+  private readonly interruptions = new Map<number, RetryBudget>();
+  /**
+   * Jobs this process saw end (completed or failed: for good) that the read model may still list
+   * as unfinished while it catches up (or while its projector is down): not offered again, or a
+   * worker would take them up, find them ended and take them again, round and round. Ended is for
+   * good, so the set only forgets the oldest, past ENDED_KEPT.
+   */
+  private readonly ended = new Set<number>();
 
-  constructor(private readonly deps: ImportDeps) {
-    this.signals.setMaxListeners(0);
-  }
+  constructor(private readonly deps: ImportDeps) {}
 
-  /** Listen to a job's signals; returns the unsubscribe function. */
-  listen(jobId: number, listener: (signal: JobSignal) => void): () => void {
-    this.signals.on(String(jobId), listener);
-    return () => this.signals.off(String(jobId), listener);
-  }
-
-  /** Runs (or resumes) a job; a job already running in this process is joined, not started twice. */
-  run(jobId: number): Promise<void> {
-    let running = this.running.get(jobId);
-    if (!running) {
-      running = this.execute(jobId)
-        .then(() => void this.interruptions.delete(jobId), (err) => {
-          // A transient fault leaves the job unfinished; everything else has failed it already (or another worker runs it).
-          if (isTransient(err)) this.resumeLater(jobId, err);
-          throw err;
-        })
-        .finally(() => this.running.delete(jobId));
-      this.running.set(jobId, running);
-    }
-    return running;
+  /** Jobs with work for a worker: queued or running in the `imports` read model, oldest first (the job's stream decides). */
+  async candidates(): Promise<number[]> {
+    const rows: { job_id: number }[] = await this.deps.knex('import_jobs').whereIn('state', ['queued', 'running'])
+      .orderBy('job_id').limit(CANDIDATES).select('job_id');
+    const ids = rows.map((r) => r.job_id);
+    // A job no longer listed ended (here or elsewhere): its interruptions are forgotten.
+    const listed = new Set(ids);
+    if (ids.length < CANDIDATES) for (const jobId of this.interruptions.keys()) if (!listed.has(jobId)) this.interruptions.delete(jobId);
+    return ids.filter((jobId) => !this.ended.has(jobId));
   }
 
   /**
-   * After an interruption (database, event store): the job is run again from its stream, with
-   * backoff, within the retry budget; once it is spent the job fails (or, if even that cannot be
-   * written, is left for the next start).
+   * Runs (or resumes) a job to its end, or until `signal` aborts (the lease lost, the worker
+   * stopping): then it stops at the next chunk, and whoever takes the job next resumes it from its
+   * stream. A job another worker ended since candidates() returns at once. Interrupted by the
+   * database or the event store, the job is run again from its stream here, after 1 s doubling up
+   * to a minute, until the retry budget (counted from its first interruption in this process) is
+   * spent: then it fails with `import-interrupted-too-long`.
    */
-  private resumeLater(jobId: number, err: unknown): void {
-    if (this.stopping) return;
-    const entry = this.interruptions.get(jobId)
-      ?? { budget: retryBudget({ firstMs: RESUME_FIRST_MS, maxMs: RESUME_MAX_MS, budgetMs: this.deps.imports.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS }), timer: null };
-    this.interruptions.set(jobId, entry);
-    const delay = entry.budget.next();
-    if (delay === null) {
-      const spent = new RetryBudgetSpent(err, entry.budget);
-      this.deps.logger.error({ err: spent, jobId }, 'import job interrupted for longer than its retry budget; failing it');
-      entry.timer = null;
-      void this.failForGood(jobId, spent).finally(() => this.interruptions.delete(jobId));
-      return;
-    }
-    this.deps.logger.warn({ jobId, attempt: entry.budget.failures, resumeInMs: delay }, 'import job interrupted; resuming it');
-    entry.timer = setTimeout(() => {
-      if (!this.stopping) void this.run(jobId).catch(() => undefined);
-    }, delay);
-  }
-
-  /** A job whose interruptions outlasted the budget: failed once, with its empty run removed; if even that fails, the next start tries again. */
-  private async failForGood(jobId: number, spent: RetryBudgetSpent): Promise<void> {
-    try {
-      const job = await JobStream.load(this.deps, jobId);
-      const tooLong = new DomainError('import-interrupted-too-long',
-        `The import was interrupted by the database or event store for longer than its retry budget: ${spent.message}`, { lastError: describeError(spent.lastError) });
-      await this.fail(job, tooLong.code, tooLong.message, tooLong.details);
-    } catch (err) {
-      this.deps.logger.error({ err, jobId }, 'the import job could not be failed either; it is taken up again at the next start');
-    }
-  }
-
-  /** Every job the read model lists as queued or running: resumed one after the other, in the background. */
-  async resumeUnfinished(): Promise<number[]> {
-    // The jobs come from the `imports` read model, so it should hold the whole log first. On the
-    // direct transport that is its checkpoint reaching the head; on Kafka the checkpoints are per
-    // partition and no single one reaches the head, so the wait is bounded: after it, the jobs
-    // the read model has are resumed (one requested in the last moments before a stop may wait
-    // for the next start), and that is logged.
-    try {
-      await this.deps.watcher.waitFor({ position: await this.deps.store.headPosition(), streamId: 'importJob-resume' }, RESUME_WAIT_MS);
-    } catch (err) {
-      this.deps.logger.warn({ err }, 'the imports read model did not reach the head of the log in time; resuming the unfinished jobs it lists');
-    }
-    const rows: { job_id: number }[] = await this.deps.knex('import_jobs').whereIn('state', ['queued', 'running']).orderBy('job_id').select('job_id');
-    const ids = rows.map((r) => r.job_id);
-    void (async () => {
-      for (const id of ids) {
-        if (this.stopping) return;
-        await this.run(id).catch((err) => this.deps.logger.error({ err, jobId: id }, 'import job could not resume'));
+  async run(jobId: number, signal: AbortSignal): Promise<void> {
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      try {
+        if (await this.execute(jobId, signal, attempt === 0)) this.endedHere(jobId);
+        this.interruptions.delete(jobId);
+        return;
+      } catch (err) {
+        if (err instanceof DomainError && err.code === 'import-job-taken') {
+          this.deps.logger.warn({ jobId }, 'import job appended to by another worker; leaving it to them');
+          return;
+        }
+        if (!isTransient(err)) throw err;
+        let budget = this.interruptions.get(jobId);
+        if (!budget) {
+          budget = retryBudget({ firstMs: RESUME_FIRST_MS, maxMs: RESUME_MAX_MS, budgetMs: this.deps.imports.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS });
+          this.interruptions.set(jobId, budget);
+        }
+        const delay = budget.next();
+        if (delay === null) {
+          const spent = new RetryBudgetSpent(err, budget);
+          this.deps.logger.error({ err: spent, jobId }, 'import job interrupted for longer than its retry budget; failing it');
+          // If even that cannot be written, the worker takes the job up again later, and it is failed then.
+          await this.failForGood(jobId, spent);
+          this.interruptions.delete(jobId);
+          this.endedHere(jobId);
+          return;
+        }
+        this.deps.logger.warn({ err, jobId, attempt: budget.failures, resumeInMs: delay }, 'import job interrupted; resuming it');
+        await sleep(delay, undefined, { signal }).catch(() => undefined);
       }
-    })();
-    return ids;
+    }
   }
 
-  /** Stops taking up jobs; jobs in flight stop at their next chunk and resume on the next start. */
-  async stop(): Promise<void> {
-    this.stopping = true;
-    for (const { timer } of this.interruptions.values()) if (timer) clearTimeout(timer);
-    await Promise.allSettled([...this.running.values()]);
+  private endedHere(jobId: number): void {
+    this.ended.add(jobId);
+    if (this.ended.size > ENDED_KEPT) this.ended.delete(this.ended.values().next().value!);
   }
 
-  private emit(jobId: number, signal: JobSignal): void {
-    this.signals.emit(String(jobId), signal);
+  /** A job whose interruptions outlasted the budget: failed once, with its empty run removed. */
+  private async failForGood(jobId: number, spent: RetryBudgetSpent): Promise<void> {
+    const job = await JobStream.load(this.deps, jobId);
+    const tooLong = new DomainError('import-interrupted-too-long',
+      `The import was interrupted by the database or event store for longer than its retry budget: ${spent.message}`, { lastError: describeError(spent.lastError) });
+    await this.fail(job, tooLong.code, tooLong.message, tooLong.details);
   }
 
-  private async execute(jobId: number): Promise<void> {
+  /** Runs the job from where its stream says; answers whether it ended (completed or failed), not stopped. */
+  private async execute(jobId: number, signal: AbortSignal, first: boolean): Promise<boolean> {
     const job = await JobStream.load(this.deps, jobId);
     if (job.state.status === 'none') throw new DomainError('import-job-not-found', `No import job ${jobId}`);
-    const say = (progress: number, status: string) => this.emit(jobId, { kind: 'progress', progress, status });
+    if (job.state.status === 'completed' || job.state.status === 'failed') return true; // ended (by another worker, or before a restart)
+    if (first && job.state.status !== 'requested') {
+      this.deps.logger.info({ jobId, status: job.state.status, processedCases: job.state.processedCases }, 'resuming an unfinished import job');
+    }
     try {
-      if (job.state.status === 'completed') return this.emit(jobId, { kind: 'complete', testRunId: job.state.testRunId! });
-      if (job.state.status === 'failed') return; // its error was told when it failed
-      await withProjectLock(this.deps.knex, job.state.options!.projectId, async () => {
-        if (job.state.status === 'requested') await this.parse(job, say);
+      await withProjectLock(this.deps.knex, job.state.options!.projectId, signal, async () => {
+        if (job.state.status === 'requested') await this.parse(job, signal);
         if (job.state.status === 'parsed') await this.planRun(job);
-        if (job.state.status === 'running') await this.appendChunks(job, say);
+        if (job.state.status === 'running') await this.appendChunks(job, signal);
       });
-      if (job.state.status !== 'running') return;
-      say(95, 'Finalizing import...');
+      if (job.state.status !== 'running') return false;
       const outcome = await job.apply({ type: 'Complete', counts: await this.countsOf(job.state), now: this.deps.clock().toISOString() });
       if (outcome) await readYourWrites({ ...this.deps, writeTimeoutMs: this.deps.imports.finalizeTimeoutMs }, outcome);
-      say(100, 'Import completed successfully');
-      this.emit(jobId, { kind: 'complete', testRunId: job.state.testRunId! });
+      return true;
     } catch (err) {
-      if (err instanceof Stopped) return;
+      if (err instanceof Stopped) return false;
       if (err instanceof DomainError && err.code === 'import-job-taken') throw err; // another worker runs it
-      if (isTransient(err)) {
-        // Infrastructure (database, event store): the job stays unfinished; run() takes it up again.
-        this.deps.logger.error({ err, jobId, correlationId: job.metadata.correlationId }, 'import job interrupted');
-        const interrupted = new HttpError(503, 'import-interrupted',
-          'The import was interrupted; it goes on by itself once the database answers again (GET /api/imports/{jobId} shows it)', { jobId });
-        this.emit(jobId, { kind: 'error', code: interrupted.code, error: interrupted.message, details: interrupted.details });
-        throw err;
-      }
+      // Infrastructure (database, event store): the job stays unfinished; run() takes it up again.
+      if (isTransient(err)) throw err;
       // Anything else fails the same way every time: the job fails once, saying what.
       const { code, message, details } = failureOf(err);
       if (!(err instanceof ResultFileError || err instanceof DomainError)) {
         this.deps.logger.error({ err, jobId, correlationId: job.metadata.correlationId }, 'import job failed');
       }
       await this.fail(job, code, message, details);
+      return true;
     }
   }
 
@@ -225,15 +199,13 @@ export class ImportSaga {
         if (!(err instanceof DomainError)) throw err; // deleted already
       });
     }
-    this.emit(jobId, { kind: 'error', code, error: message, details: { ...details, jobId } });
   }
 
-  /** First pass: every file read through, counted and checked; warnings told and kept. Writes nothing but ImportParsed. */
-  private async parse(job: JobStream, say: (p: number, s: string) => void): Promise<void> {
+  /** First pass: every file read through, counted and checked; warnings kept. Writes nothing but ImportParsed. */
+  private async parse(job: JobStream, signal: AbortSignal): Promise<void> {
     const { options } = job.state;
     const format = options!.format === 'auto' ? null : options!.format;
     if (!format) throw new DomainError('import-format-unknown', 'The job has no detected format');
-    say(10, `Parsing ${format.toUpperCase()} results...`);
     const warnings: ImportWarning[] = [];
     let warningCount = 0;
     let cases = 0;
@@ -241,11 +213,11 @@ export class ImportSaga {
     const onWarning = (warning: ImportWarning) => {
       warningCount++;
       if (warnings.length < KEPT_WARNINGS) warnings.push(warning);
-      this.emit(job.state.jobId, { kind: 'warning', warning });
     };
     const at = { file: '' };
     let previousPath: readonly string[] = [];
     for await (const parsed of this.cases(job, format, at, onWarning)) {
+      if (signal.aborted) throw new Stopped();
       cases++;
       // Cases come suite by suite: a path is joined once, not once per case.
       if (!samePath(parsed.suitePath, previousPath)) suites.add(parsed.suitePath.join('\u0000'));
@@ -255,7 +227,6 @@ export class ImportSaga {
     if (cases === 0) throw new ResultFileError('no-tests', 'The files hold no test cases', {});
     await this.statusesFor(); // a missing status fails the job before anything is written
     await job.apply({ type: 'RecordParsed', format, cases, suites: suites.size, warnings, warningCount, now: this.deps.clock().toISOString() });
-    say(20, `Parsed ${cases} test case(s) in ${suites.size} suite(s)${warningCount ? ` with ${warningCount} warning(s)` : ''}`);
   }
 
   /** The run the job writes to: the one given (still there, same project), or a new one with a planned id. */
@@ -304,8 +275,7 @@ export class ImportSaga {
   }
 
   /** Second pass: the cases (and suite outputs) after those already appended, in chunks. */
-  private async appendChunks(job: JobStream, say: (p: number, s: string) => void): Promise<void> {
-    say(25, 'Creating test run...');
+  private async appendChunks(job: JobStream, signal: AbortSignal): Promise<void> {
     await this.ensureRun(job);
     // What earlier chunks (of this process or one that died) wrote must be in the read model before it is looked up.
     await job.caughtUp();
@@ -326,7 +296,11 @@ export class ImportSaga {
     // The next chunk is built while the previous one is appended; appends stay one at a time, in order.
     let appending: Promise<void> | null = null;
     const flush = async () => {
-      if (this.stopping) throw new Stopped();
+      if (signal.aborted) {
+        // Stopped at a chunk's edge, the one being appended in or out: the next worker resumes from the stream.
+        await appending?.catch(() => undefined);
+        throw new Stopped();
+      }
       const chunks = await builder.build(pending, outputs, processed, index);
       // Only what a refused chunk's error names is kept while it is appended: the parsed cases go (an import makes garbage enough).
       const named = { files: pendingFiles, names: pending.map((parsed) => parsed.name) };
@@ -342,7 +316,6 @@ export class ImportSaga {
             throw err instanceof ContractViolation ? new ChunkRefused(err, chunk, data.results.resultId.length > 0 ? named : { files: [], names: [] }) : err;
           });
         }
-        say(25 + Math.floor((70 * job.state.processedCases) / total), `Imported ${job.state.processedCases} of ${total} test cases...`);
       })();
       appending.catch(() => undefined); // awaited at the next flush or at the end
     };
@@ -504,13 +477,17 @@ class JobStream {
 
 /**
  * One job at a time per project, across processes (a PostgreSQL advisory lock on a connection of
- * its own): two imports must not both create the same new case.
+ * its own): two imports must not both create the same new case. A job waiting for the lock tries
+ * again every LOCK_RETRY_MS, so that a worker stopping (or losing the job's lease) stops waiting.
  */
-async function withProjectLock<T>(knex: Knex, projectId: number, work: () => Promise<T>): Promise<T> {
+async function withProjectLock<T>(knex: Knex, projectId: number, signal: AbortSignal, work: () => Promise<T>): Promise<T> {
   const LOCK_SPACE = 0x7e57; // "test": the advisory lock namespace of result imports
   const connection = await knex.client.acquireConnection();
   try {
-    await connection.query('SELECT pg_advisory_lock($1, $2)', [LOCK_SPACE, projectId]);
+    while (!(await connection.query('SELECT pg_try_advisory_lock($1, $2) AS locked', [LOCK_SPACE, projectId])).rows[0].locked) {
+      await sleep(LOCK_RETRY_MS, undefined, { signal }).catch(() => undefined);
+      if (signal.aborted) throw new Stopped();
+    }
     try {
       return await work();
     } finally {
@@ -520,6 +497,9 @@ async function withProjectLock<T>(knex: Knex, projectId: number, work: () => Pro
     await knex.client.releaseConnection(connection);
   }
 }
+
+/** How often a job waiting for its project's lock tries again. */
+const LOCK_RETRY_MS = 200;
 
 /** One event holds at most this many rows of a kind (the contract's `maxItems`): a deeper suite tree is split across folder-only chunks. */
 export const MAX_ROWS_PER_EVENT = 5000;

@@ -39,7 +39,9 @@ export function importPaths(): OpenAPIV3.PathsObject {
   const stream: OpenAPIV3.ResponseObject = {
     description: 'A Server-Sent Events stream (`data: <json>` per event): `{progress: 0..100 (rising), status}`, `{warning: {file, message, case?}}` for a file or case that '
       + 'could not be used, then `{complete: true, testRunId, jobId}` once the read model holds the whole run, or `{error, code, details}` when the job failed '
-      + '(nothing applied when it fails before its first chunk). The job goes on if the client leaves. Headers: X-Import-Job-Id, Location (/api/imports/{jobId}). '
+      + '(nothing applied when it fails before its first chunk). A worker runs the job (services/process/worker), not the process that answers: the stream follows the job '
+      + 'in the read model; while no worker has taken it, a status says it waits for one; if its progress cannot be read (the database away) the stream ends with '
+      + '`{error, code: "import-interrupted"}` and the job goes on. The job goes on if the client leaves. Headers: X-Import-Job-Id, Location (/api/imports/{jobId}). '
       + 'A repeated CI upload (same project, ciJobId, attempt and files) stores and appends nothing: its stream follows the first job, and `complete` names that job and run with `duplicateOf` (header X-Import-Duplicate-Of).',
     headers: {
       'X-Import-Job-Id': { schema: { type: 'integer' }, description: 'the job, for GET /api/imports/{jobId}' },

@@ -14,16 +14,19 @@ import { metadataFor } from '../shared/context';
 import { textProblem } from '../shared/text';
 import { type CiContext, type CiField, ciValueProblem } from '../shared/ciContext';
 import { badRequest, ConcurrencyError, HttpError, notFound } from '../shared/errors';
+import { isTransient } from '../shared/faults';
+import type { JobLeases } from '../shared/jobLeases';
 import { detectFormat } from './formats/detect';
 import { IMPORT_FORMATS, type ImportFormat } from './formats/parsedResult';
 import { type ImportOptions, importJobDecider, importJobStream, type StoredFile } from './importJob.decider';
-import type { ImportSaga, JobSignal } from './importJob.saga';
+import { RESULT_IMPORT_KIND } from './importJob.saga';
 
 /**
  * POST /api/junit/import and POST /api/test-results/import: result files in, a Server-Sent Events
  * stream of the job's progress out. Everything that can be checked before the job starts is
  * checked first and answered as an ordinary JSON error (nothing staged is kept, nothing appended);
- * then the files are stored, the job is requested on its stream, and the saga runs it.
+ * then the files are stored, the job is requested on its stream, a worker runs it (the saga, in
+ * the worker role) and the answer follows it in the `imports` read model.
  * GET /api/imports/:jobId shows a job.
  */
 
@@ -40,8 +43,16 @@ export interface ImportRoutesDeps extends CommandDeps {
   /** The job's files are stored files of the job (storedFiles.ts): counted in the uploader's quota, kept with the run, deleted if it fails. */
   storedFiles: StoredFiles;
   maxUploadBytes: number;
-  imports: ImportSaga;
+  imports: ImportWorkers;
   logger: Logger;
+}
+
+/** The workers that run the jobs (services/process/worker), as the API sees them. */
+export interface ImportWorkers {
+  /** Tells a worker in this process that a job was requested (workers elsewhere find it when they poll). */
+  wakeWorkers(): void;
+  /** Who holds a job's lease: a stream says whether a worker has the job or it waits for one. */
+  leases: Pick<JobLeases, 'holder'>;
 }
 
 const ID_FIELDS = ['projectId', 'stateId', 'parentFolderId', 'testRunId', 'configId', 'milestoneId', 'templateId'] as const;
@@ -53,9 +64,13 @@ const FIELDS: Record<'junit' | 'test-results', readonly string[]> = {
 };
 /** A claimed upload whose job never got requested (its request died in between) may be taken over after this long. */
 const UPLOAD_CLAIM_GRACE_MS = 60_000;
-/** How often an answer that follows another job's progress reads it, and how long it waits for the job to appear. */
-const FOLLOW_POLL_MS = 250;
+/** How often an answer reads the progress of the job it follows, and how long it waits for an earlier upload's job to appear. */
+const FOLLOW_POLL_MS = 200;
 const FOLLOW_APPEAR_MS = 60_000;
+/** A job queued this long without a worker holding it is said to wait for one. */
+const WAITING_NOTICE_MS = 3000;
+/** A stream that had nothing to say for this long sends an SSE comment, so that proxies keep it open while a job waits. */
+const KEEP_ALIVE_MS = 15_000;
 
 export function importRoutes(deps: ImportRoutesDeps): Router {
   const router = Router();
@@ -160,47 +175,10 @@ async function startImport(deps: ImportRoutesDeps, endpoint: 'junit' | 'test-res
     throw error;
   }
 
-  res.status(200);
-  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-  res.setHeader('Cache-Control', 'no-cache, no-transform');
-  res.setHeader('X-Accel-Buffering', 'no');
-  res.setHeader('X-Import-Job-Id', String(jobId));
-  res.setHeader('Location', `/api/imports/${jobId}`);
-  res.flushHeaders();
-  let progress = 0;
-  let open = true;
-  const send = (payload: unknown) => open && res.write(`data: ${JSON.stringify(payload)}\n\n`);
-  const finish = () => {
-    if (!open) return;
-    open = false;
-    stop();
-    res.end();
-  };
-  const onSignal = (signal: JobSignal) => {
-    switch (signal.kind) {
-      case 'progress':
-        if (signal.progress < progress) return; // rising only
-        progress = signal.progress;
-        return void send({ progress: signal.progress, status: signal.status });
-      case 'warning':
-        return void send({ warning: signal.warning });
-      case 'complete':
-        send({ complete: true, testRunId: signal.testRunId, jobId });
-        return finish();
-      case 'error':
-        send({ error: signal.error, code: signal.code, details: signal.details });
-        return finish();
-    }
-  };
-  const stop = deps.imports.listen(jobId, onSignal);
-  // The client may leave: the job goes on (GET /api/imports/:jobId shows it).
-  res.once('close', () => {
-    open = false;
-    stop();
-  });
-  onSignal({ kind: 'progress', progress: 5, status: `Import job ${jobId} started with ${stored.length} ${format.toUpperCase()} file(s)` });
-  await deps.imports.run(jobId).catch((err) => deps.logger.error({ err, jobId, correlationId: req.correlationId }, 'import job stopped'));
-  finish();
+  // A worker in this process starts at once; the others find the job when they poll.
+  deps.imports.wakeWorkers();
+  openStream(res, jobId, null);
+  await followJob(deps, res, jobId, null, `Import job ${jobId} started with ${stored.length} ${format.toUpperCase()} file(s)`);
 }
 
 type ImportFields = Omit<ImportOptions, 'endpoint' | 'format' | keyof CiContext | 'newAttempt'> & CiContext & {
@@ -338,41 +316,128 @@ async function claimUpload(deps: ImportRoutesDeps, claim: UploadClaim, jobId: nu
 async function answerDuplicate(deps: ImportRoutesDeps, req: Request, res: Response, uploaded: UploadedFile[], jobId: number, f: ImportFields): Promise<void> {
   await Promise.all(uploaded.map((file) => deps.files.discard(file.staged)));
   deps.logger.info({ duplicateOf: jobId, ciJobId: f.ciJobId, attempt: f.attempt, correlationId: req.correlationId }, 'repeated CI upload answered with the earlier job');
+  openStream(res, jobId, jobId);
+  await followJob(deps, res, jobId, jobId,
+    `These files were sent for CI job ${f.ciJobId} (attempt ${f.attempt ?? 1}) before: import job ${jobId} has them; nothing is added twice (newAttempt=true imports them again)`);
+}
+
+// ------------------------------------------------------------------------------ the progress stream
+
+function openStream(res: Response, jobId: number, duplicateOf: number | null): void {
   res.status(200);
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
   res.setHeader('Cache-Control', 'no-cache, no-transform');
   res.setHeader('X-Accel-Buffering', 'no');
   res.setHeader('X-Import-Job-Id', String(jobId));
-  res.setHeader('X-Import-Duplicate-Of', String(jobId));
+  if (duplicateOf !== null) res.setHeader('X-Import-Duplicate-Of', String(duplicateOf));
   res.setHeader('Location', `/api/imports/${jobId}`);
   res.flushHeaders();
+}
+
+/** What the stream has told of a job so far. */
+interface Told { progress: number; status: string; warnings: number; parsed: boolean }
+
+/**
+ * The progress a job shows, from its row in the `imports` read model (as jobAnswer gives it),
+ * whether a worker holds it and how long the stream has seen it listed: null for nothing to say.
+ * Pure; the percentages are those the stream has always used (parse 10-20, chunks 25-95, done 100).
+ */
+export function progressOf(
+  view: { state: string; finalizing: boolean; format: unknown; totalCases: unknown; processedCases: unknown; warningCount: unknown },
+  jobId: number, held: boolean, listedForMs: number,
+): { progress: number; status: string } | null {
+  const total = Number(view.totalCases ?? 0);
+  const processed = Number(view.processedCases ?? 0);
+  if (view.state === 'completed') return { progress: 100, status: 'Import completed successfully' };
+  if (view.state === 'queued') {
+    if (held) return { progress: 10, status: `Parsing ${String(view.format).toUpperCase()} results...` };
+    return listedForMs >= WAITING_NOTICE_MS
+      ? { progress: 5, status: `Import job ${jobId} is waiting for a worker to take it (it goes on if you leave: GET /api/imports/${jobId})` } : null;
+  }
+  if (view.state !== 'running') return null;
+  if (view.finalizing || (total > 0 && processed >= total)) return { progress: 95, status: 'Finalizing import...' };
+  if (processed > 0) return { progress: 25 + Math.floor((70 * processed) / total), status: `Imported ${processed} of ${total} test cases...` };
+  return null;
+}
+
+/**
+ * The answer's stream: the job followed in the `imports` read model (a worker runs it, here or in
+ * another process) until it is readable: progress (rising only), each warning the read model keeps
+ * (once), then `complete` (once every read model has the job: jobAnswer) or `error`. A job no
+ * worker takes stays queued, and the stream says it waits. If the read model cannot be read (the
+ * database away), the stream ends with `import-interrupted`: the job goes on by itself. The
+ * client may leave at any time; the job goes on (GET /api/imports/:jobId shows it).
+ * `duplicateOf`: the answer of a repeated upload, following the job that has its files.
+ */
+async function followJob(deps: ImportRoutesDeps, res: Response, jobId: number, duplicateOf: number | null, started: string): Promise<void> {
   let open = true;
   res.once('close', () => (open = false));
-  const send = (payload: unknown) => open && res.write(`data: ${JSON.stringify(payload)}\n\n`);
-  send({ progress: 5, status: `These files were sent for CI job ${f.ciJobId} (attempt ${f.attempt ?? 1}) before: import job ${jobId} has them; nothing is added twice (newAttempt=true imports them again)`, duplicateOf: jobId });
-  let progress = 5;
+  let sentAt = Date.now();
+  const write = (text: string) => {
+    sentAt = Date.now();
+    return open && res.write(text);
+  };
+  const send = (payload: unknown) => write(`data: ${JSON.stringify(payload)}\n\n`);
+  const dup = duplicateOf === null ? {} : { duplicateOf };
+  const told: Told = { progress: 5, status: started, warnings: 0, parsed: false };
+  const say = (progress: number, status: string) => {
+    if (progress < told.progress || (progress === told.progress && status === told.status)) return; // rising only, each once
+    Object.assign(told, { progress, status });
+    send({ progress, status });
+  };
+  send({ progress: told.progress, status: started, ...dup });
   const since = Date.now();
+  let listedAt: number | null = null;
   while (open) {
-    const row = await deps.knex('import_jobs').where({ job_id: jobId }).first();
-    if (row) {
-      const { view } = await jobAnswer(deps, row);
-      if (view.state === 'completed') {
-        send({ progress: 100, status: `Import job ${jobId} completed` });
-        send({ complete: true, testRunId: view.testRunId, jobId, duplicateOf: jobId });
-        break;
+    let row: Record<string, unknown> | undefined;
+    let view: Awaited<ReturnType<typeof jobAnswer>>['view'] | null = null;
+    let held = false;
+    try {
+      row = await deps.knex('import_jobs').where({ job_id: jobId }).first();
+      if (row) view = (await jobAnswer(deps, row)).view;
+      if (view?.state === 'queued') held = (await deps.imports.leases.holder(RESULT_IMPORT_KIND, jobId)) !== null;
+    } catch (err) {
+      if (!isTransient(err)) throw err;
+      deps.logger.warn({ err, jobId }, 'an import stream cannot read its job; it ends, the job goes on');
+      const interrupted = new HttpError(503, 'import-interrupted',
+        'The import was interrupted; it goes on by itself once the database answers again (GET /api/imports/{jobId} shows it)', { jobId, ...dup });
+      send({ error: interrupted.message, code: interrupted.code, details: interrupted.details });
+      break;
+    }
+    if (view) {
+      // The job is listed now: a worker in this process looks at once (the first wake may have come before the listing).
+      if (listedAt === null) {
+        listedAt = Date.now();
+        if (duplicateOf === null) deps.imports.wakeWorkers();
+      }
+      const warnings = (view.warnings ?? []) as unknown[];
+      for (; told.warnings < warnings.length; told.warnings++) send({ warning: warnings[told.warnings] });
+      if (!told.parsed && view.totalCases !== null && view.totalCases !== undefined && view.state !== 'failed') {
+        told.parsed = true;
+        const count = Number(view.warningCount ?? 0);
+        say(20, `Parsed ${String(view.totalCases)} test case(s)${count ? ` with ${count} warning(s)` : ''}`);
       }
       if (view.state === 'failed') {
         const error = (view.error ?? {}) as { error?: string; code?: string; details?: Record<string, unknown> };
-        send({ error: error.error, code: error.code, details: { ...error.details, jobId, duplicateOf: jobId } });
+        send({ error: error.error, code: error.code, details: { ...error.details, jobId, ...dup } });
         break;
       }
-      const total = view.totalCases as number | null;
-      const now = total ? 25 + Math.floor((70 * (view.processedCases as number)) / total) : progress;
-      if (now > progress) send({ progress: (progress = now), status: `Import job ${jobId}: ${String(view.processedCases)} of ${total} test cases` });
-    } else if (Date.now() - since > FOLLOW_APPEAR_MS) {
-      send({ error: `Import job ${jobId} did not start`, code: 'import-job-not-found', details: { jobId, duplicateOf: jobId } });
+      if (view.state === 'completed' && told.parsed && told.progress < 95) {
+        const total = Number(view.totalCases);
+        say(95, `Imported ${total} of ${total} test cases...`);
+      }
+      const next = progressOf(view, jobId, held, Date.now() - listedAt);
+      if (next) say(next.progress, next.status);
+      if (view.state === 'completed') {
+        send({ complete: true, testRunId: view.testRunId, jobId, ...dup });
+        break;
+      }
+    } else if (duplicateOf !== null && Date.now() - since > FOLLOW_APPEAR_MS) {
+      // A claim whose job was never requested (its request died before it).
+      send({ error: `Import job ${jobId} did not start`, code: 'import-job-not-found', details: { jobId, duplicateOf } });
       break;
     }
+    if (Date.now() - sentAt >= KEEP_ALIVE_MS) write(': the job goes on\n\n');
     await new Promise((r) => setTimeout(r, FOLLOW_POLL_MS));
   }
   res.end();

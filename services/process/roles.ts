@@ -32,9 +32,9 @@ import { systemMetadata } from '../shared/context';
 import type { RetryPolicy } from '../shared/faults';
 import { IdAllocator } from '../shared/ids';
 import { PostgresJobLeases } from '../../infra/postgres/jobLeases';
-import { ExternalImportSaga } from '../migration/externalImport.saga';
+import { DEFAULT_EXTERNAL_IMPORT_SETTINGS, ExternalImportSaga } from '../migration/externalImport.saga';
 import { startJobRunner, type JobRunner } from './worker/jobRunner';
-import { externalImportKind } from './worker/kinds';
+import { externalImportKind, resultImportKind } from './worker/kinds';
 
 /** Kafka set-up shared by the roles: the client, and the topic with its real partition count. */
 export async function openKafka(config: Readonly<Config>, logger: Logger) {
@@ -163,7 +163,7 @@ export function watcherReadiness(watcher: CheckpointWatcher): ReadinessCheck {
 }
 
 /**
- * The worker role: sagas that run long (the external-tool migration) taken up by any worker with an
+ * The worker role: sagas that run long (result imports, the external-tool migration) taken up by any worker with an
  * expiring, renewed lease (services/process/worker/jobRunner.ts), so a job runs once, and another
  * worker takes it over when its worker dies.
  */
@@ -177,14 +177,20 @@ export async function runWorker(
   await watcher.start();
   const deps: CommandDeps = { store: platform.store, ids: new IdAllocator(platform.store), knex: platform.knex, watcher, writeTimeoutMs: config.writeTimeoutMs, clock: () => new Date() };
   const files = await openLocalFileStore({ dir: config.uploadDir, logger: log });
+  // The result imports' files are stored files (a failed job's are deleted); their sweep runs in the API role.
+  const storedFiles = new StoredFiles({
+    ...deps, files, logger: log.child({ role: 'files' }),
+    settings: { quotaBytes: config.userStorageQuotaBytes, importFileRetentionDays: config.importFileRetentionDays },
+  });
+  const imports = new ImportSaga({ ...deps, files, storedFiles, logger: log.child({ saga: 'resultImport' }), imports: { ...config.imports, retryBudgetMs: config.retryBudgetMs } });
   const e = config.externalImports;
   const external = new ExternalImportSaga({
     ...deps, files, logger: log.child({ saga: 'externalImport' }),
-    settings: { chunkSize: e.chunkSize, concurrency: 8, keepFiles: e.keepFiles, limits: { maxExpandedBytes: e.maxExpandedBytes, maxCompressionRatio: e.maxCompressionRatio } },
+    settings: { ...DEFAULT_EXTERNAL_IMPORT_SETTINGS, retryBudgetMs: config.retryBudgetMs, chunkSize: e.chunkSize, keepFiles: e.keepFiles, limits: { maxExpandedBytes: e.maxExpandedBytes, maxCompressionRatio: e.maxCompressionRatio } },
   });
   const runner = startJobRunner({
     leases: new PostgresJobLeases(platform.pool), logger: log, ...config.worker,
-    kinds: [externalImportKind(external)],
+    kinds: [resultImportKind(imports), externalImportKind(external)],
   });
   log.info({ owner: runner.status().owner, concurrency: config.worker.concurrency }, 'worker running');
   return {
@@ -192,6 +198,7 @@ export async function runWorker(
     readiness: { name: 'worker', check: async () => ({ ok: runner.status().state === 'running', details: runner.status() }) },
     async stop() {
       await runner.stop();
+      await storedFiles.close();
       await files.close();
       await watcher.stop();
     },
@@ -224,7 +231,6 @@ export async function runApi(
     ...deps, files, logger: logger.child({ role: 'files' }),
     settings: { quotaBytes: config.userStorageQuotaBytes, importFileRetentionDays: config.importFileRetentionDays },
   });
-  const imports = new ImportSaga({ ...deps, files, storedFiles, logger: logger.child({ role: 'imports' }), imports: { ...config.imports, retryBudgetMs: config.retryBudgetMs } });
   // The search API's counters, shown by the search administration (per process).
   const searchMetrics = new SearchMetrics();
   // Reindex jobs (search administration): run here, one at a time across processes.
@@ -241,7 +247,9 @@ export async function runApi(
     sessionIdleTimeoutMs: config.sessionIdleTimeoutMs, sessionAbsoluteTimeoutMs: config.sessionAbsoluteTimeoutMs,
     modelMaxRows: config.modelMaxRows,
     trustProxy: config.trustProxy, allowedOrigins: config.allowedOrigins, readiness: [...readiness, watcherReadiness(watcher)],
-    files, storedFiles, maxUploadBytes: config.maxUploadBytes, imports,
+    files, storedFiles, maxUploadBytes: config.maxUploadBytes,
+    // Result imports run in the worker role: the routes wake it and ask who holds a job.
+    imports: { wakeWorkers, leases: new PostgresJobLeases(platform.pool) },
     externalImports: { maxBytes: config.externalImports.maxBytes, wakeWorkers },
     ...(search && { search: {
       engine: () => search.connection.engine(),
@@ -263,14 +271,9 @@ export async function runApi(
   });
   const address = server.address();
   logger.info({ address }, 'API listening');
-  // Import jobs a stopped process left unfinished go on from where their streams say. In the
-  // background: the projections may still be catching up, and a stop must not wait for that.
   // Reindex jobs a stopped process left running, and those due, are taken up (then every few seconds).
+  // (Import jobs a stopped process left unfinished are the workers' business: runWorker.)
   reindex?.start();
-  imports.resumeUnfinished().then(
-    (resumed) => resumed.length > 0 && logger.info({ jobs: resumed }, 'resuming unfinished import jobs'),
-    (err) => logger.error({ err }, 'cannot resume unfinished import jobs'),
-  );
   // Unique values claimed by a writer that stopped before writing their row: released in the background.
   const claims = startClaimReconciler({ store: platform.store, knex: platform.knex, logger: logger.child({ role: 'claimReconciler' }) }, { retry: { budgetMs: config.retryBudgetMs } });
   // Files whose owner no longer keeps them (failed imports, expired import evidence, deleted attachments): a bounded round every few minutes.
@@ -285,7 +288,6 @@ export async function runApi(
         setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs).unref();
       });
       await claims.stop();
-      await imports.stop();
       await reindex?.stop();
       await storedFiles.close();
       await files.close();

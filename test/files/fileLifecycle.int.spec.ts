@@ -14,6 +14,7 @@ import type { AccessLevel } from '../../contracts/events';
 import { expectCompleted, postImport } from '../imports/importClient';
 import { expectRefused, startTestApp, type TestApp } from '../support/app';
 import { HttpClient } from '../support/server';
+import { waitUntil } from '../support/wait';
 
 const PASSWORD = 'file-lifecycle-password-1';
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -149,6 +150,8 @@ describe('files: the files of result imports', function () {
     const answer = await importFiles({ name: 'Broken' }, [{ name: 'ok.xml', content: JUNIT('Fine') }, { name: 'broken.xml', content: '<testsuite name="x"><testcase' }]);
     expect(answer.events.at(-1).code).to.equal('malformed-file');
     const jobId = Number(answer.headers.get('x-import-job-id'));
+    // The worker deletes them right after it records the failure, which the stream may tell first.
+    await waitUntil(async () => (await jobFiles(jobId)).every((f) => f.delete_reason !== null), 'the failed job\'s files to be deleted', 10_000);
     const files = await jobFiles(jobId);
     expect(files.map((f) => f.delete_reason)).to.deep.equal(['import-failed', 'import-failed']);
     for (const f of files) {

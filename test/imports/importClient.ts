@@ -31,7 +31,8 @@ export async function postImport(
   if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
     return { status: res.status, body: text ? JSON.parse(text) : null, events: [], headers: res.headers };
   }
-  const events = text.split('\n\n').filter((block) => block.trim() !== '').map((block) => {
+  // Blocks of comments only (`: ...`, sent to keep a quiet stream open) carry no event.
+  const events = text.split('\n\n').filter((block) => block.trim() !== '' && !block.startsWith(':')).map((block) => {
     expect(block.startsWith('data: '), block).to.equal(true);
     return JSON.parse(block.slice('data: '.length));
   });

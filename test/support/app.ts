@@ -23,7 +23,7 @@ import { IdAllocator } from '../../services/shared/ids';
 import { withContracts } from '../../services/shared/validatingEventStore';
 import { PostgresJobLeases } from '../../infra/postgres/jobLeases';
 import { DEFAULT_EXTERNAL_IMPORT_SETTINGS, ExternalImportSaga, type ExternalImportSettings } from '../../services/migration/externalImport.saga';
-import { externalImportKind } from '../../services/process/worker/kinds';
+import { externalImportKind, resultImportKind } from '../../services/process/worker/kinds';
 import { startJobRunner } from '../../services/process/worker/jobRunner';
 import { createMigratedDatabase } from './database';
 
@@ -44,6 +44,8 @@ export interface TestApp {
   uploadDir: string;
   /** Stored files: `sweep()` runs a round of the clean-up (not in the background here). */
   storedFiles: StoredFiles;
+  /** The result-import saga the app's worker runs (candidates(): the jobs it would take up). */
+  imports: ImportSaga;
   /** The app's throw-away database, and what the app was built with (a second app over the same database: another replica). */
   databaseUrl: string;
   appDeps: AppDeps;
@@ -55,7 +57,7 @@ export const TEST_TOKEN_SECRET = 'x'.repeat(40);
 /** Rate limiting runs in every test app, with limits no suite reaches unless it sets its own. */
 export const UNREACHED_RATE_LIMITS: RateLimitSettings = { windowMs: 60_000, max: 1e9, anonymousMax: 1e9, loginMax: 1e9, loginWindowMs: 15 * 60_000 };
 
-/** The API, projector and stores in this process on a throw-away database, with a test clock. */
+/** The API, projector, a worker (result imports) and stores in this process on a throw-away database, with a test clock. */
 export async function startTestApp(options: { maxUploadBytes?: number; trustProxy?: boolean; allowedOrigins?: string[];
   /** Limits to set (the others stay unreached), or null for none at all. */
   rateLimits?: Partial<RateLimitSettings> | null;
@@ -69,16 +71,22 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
   modelMaxRows?: number;
   /** EXTERNAL_IMPORT_MAX_BYTES (default 1 GiB). */
   externalImportMaxBytes?: number;
-  /** A worker in this process running external import jobs, with these settings (default: none; jobs wait). */
+  /**
+   * A worker runs in this process for result imports always (polling every 100 ms, woken by each
+   * request); given this, it runs external import jobs too, with these settings (default: they wait).
+   */
   worker?: Partial<ExternalImportSettings> & { pollMs?: number; leaseTtlMs?: number };
+  /** false: no worker here runs result imports (they stay queued until a test starts one over `imports`). */
+  resultImportWorker?: boolean;
 } = {}): Promise<TestApp> {
   const db = await createMigratedDatabase('app');
   const pool = createPool(db.url);
-  const knex = createKnex(db.url);
+  const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  // Pool warnings (a test that cuts the database) go to the app's log, not the console.
+  const knex = createKnex(db.url, 10, logger);
   await migrateReadModel(knex);
   await setupPostgresEventStore(pool);
   const store = withContracts(new PostgresEventStore(pool, db.url), loadContracts());
-  const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const projector = startProjector({ store, knex, projections: ALL_PROJECTIONS, logger });
   const watcher = new CheckpointWatcher(knex, db.url, ALL_PROJECTIONS.map((p) => p.name));
   await watcher.start();
@@ -88,16 +96,21 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
   const files = await openLocalFileStore({ dir: uploadDir, logger });
   const storedFiles = new StoredFiles({ ...deps, files, logger, settings: { quotaBytes: 0, importFileRetentionDays: 30, ...options.storedFiles } });
   const imports = new ImportSaga({ ...deps, files, storedFiles, logger, imports: { ...DEFAULT_IMPORT_SETTINGS, ...options.imports } });
-  const worker = options.worker && startJobRunner({
-    leases: new PostgresJobLeases(pool), logger, concurrency: 2, pollMs: options.worker.pollMs ?? 200, leaseTtlMs: options.worker.leaseTtlMs ?? 10_000,
-    kinds: [externalImportKind(new ExternalImportSaga({ ...deps, files, logger, settings: { ...DEFAULT_EXTERNAL_IMPORT_SETTINGS, ...options.worker } }))],
+  const leases = new PostgresJobLeases(pool);
+  const worker = startJobRunner({
+    leases, logger, concurrency: 4, pollMs: options.worker?.pollMs ?? 100, leaseTtlMs: options.worker?.leaseTtlMs ?? 10_000,
+    kinds: [
+      ...(options.resultImportWorker === false ? [] : [resultImportKind(imports)]),
+      ...(options.worker ? [externalImportKind(new ExternalImportSaga({ ...deps, files, logger, settings: { ...DEFAULT_EXTERNAL_IMPORT_SETTINGS, ...options.worker } }))] : []),
+    ],
   });
   const appDeps: AppDeps = {
     ...deps, logger, pool, sessionSecret: 's'.repeat(40), tokenSecret: TEST_TOKEN_SECRET,
     sessionIdleTimeoutMs: 30 * 60_000, sessionAbsoluteTimeoutMs: 12 * 3_600_000,
     ...(options.modelMaxRows !== undefined && { modelMaxRows: options.modelMaxRows }),
-    trustProxy: options.trustProxy ?? false, allowedOrigins: options.allowedOrigins ?? [], readiness: [], files, storedFiles, imports, maxUploadBytes: options.maxUploadBytes ?? 50 * 1024 * 1024,
-    externalImports: { maxBytes: options.externalImportMaxBytes ?? 1024 ** 3, wakeWorkers: () => worker?.wake() },
+    trustProxy: options.trustProxy ?? false, allowedOrigins: options.allowedOrigins ?? [], readiness: [], files, storedFiles, maxUploadBytes: options.maxUploadBytes ?? 50 * 1024 * 1024,
+    imports: { wakeWorkers: () => worker.wake(), leases },
+    externalImports: { maxBytes: options.externalImportMaxBytes ?? 1024 ** 3, wakeWorkers: () => worker.wake() },
     rateLimits: options.rateLimits === null ? null : { settings: { ...UNREACHED_RATE_LIMITS, ...options.rateLimits }, store: new PostgresRateLimitStore(pool) },
   };
   const app = buildApp(appDeps);
@@ -110,13 +123,13 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
     clock,
     uploadDir,
     storedFiles,
+    imports,
     databaseUrl: db.url,
     appDeps,
     async stop() {
       await new Promise((r) => server.close(r));
       server.closeAllConnections();
-      await imports.stop();
-      await worker?.stop();
+      await worker.stop();
       await storedFiles.close();
       await watcher.stop();
       await projector.stop();

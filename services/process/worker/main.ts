@@ -1,6 +1,6 @@
 /**
- * The worker role alone (docker-compose `worker`): runs the jobs of the sagas that run long (the
- * external-tool migration), each taken with a lease so that, with several workers, a job runs once
+ * The worker role alone (docker-compose `worker`): runs the jobs of the sagas that run long (result
+ * imports, the external-tool migration), each taken with a lease so that, with several workers, a job runs once
  * and survives its worker.
  */
 import { loadConfig } from '../config';
