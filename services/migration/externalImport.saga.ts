@@ -18,7 +18,7 @@ import { type ExportLimits, ExportFileError } from './exportReader';
 import {
   type ExternalImportCommand, type ExternalImportState, externalImportDecider, externalImportStream, isRunnable,
 } from './externalImport.decider';
-import { type ChunkChildren, type DatasetStep, IMPORT_STEPS, type ImportContext, NOT_PLACED, type Writer } from './importers';
+import { type ChunkChildren, type DatasetStep, entryOf, fieldKindOf, IMPORT_STEPS, type ImportContext, NOT_PLACED, type Writer } from './importers';
 import { MAPPING_DEFS, sourcesOf, suggestMappings } from './mappings';
 import { dropStaging, stageExport, stagedCounts, stagedRows } from './staging';
 
@@ -208,7 +208,6 @@ export class ExternalImportSaga {
   private context(job: JobStream, pending: Map<string, Map<string, number>>): ImportContext {
     const s = job.state;
     const mappingOf = new Map<string, ExternalMappingKey>(Object.entries(MAPPING_DEFS).map(([key, def]) => [def.dataset, key as ExternalMappingKey]));
-    const entries = new Map<string, Map<string, { action: string; targetId?: number }>>();
     return {
       knex: this.deps.knex, jobId: s.jobId, mappings: s.mappings!, durationUnit: s.durationUnit,
       snapshotRepos: job.snapshotRepos, cache: job.cache,
@@ -218,9 +217,7 @@ export class ExternalImportSaga {
         const planned = s.ids.get(dataset)?.bySource.get(key) ?? pending.get(dataset)?.get(key);
         if (planned !== undefined) return planned;
         const mapping = mappingOf.get(dataset);
-        if (!mapping) return null;
-        if (!entries.has(dataset)) entries.set(dataset, new Map(s.mappings![mapping].map((e) => [e.sourceId, e])));
-        const entry = entries.get(dataset)!.get(key);
+        const entry = mapping ? entryOf(s.mappings!, mapping, key) : undefined;
         return entry?.action === 'map' ? entry.targetId! : null;
       },
       plannedHere: (dataset, sourceId) => s.ids.get(dataset)?.bySource.has(String(sourceId)) ?? false,
@@ -324,7 +321,7 @@ export class ExternalImportSaga {
       if (!row) throw new DomainError('external-import-staging-changed', `Row ${sourceId} of ${step.dataset} is no longer staged`, { dataset: step.dataset, sourceId });
       // A chunk planned by an earlier run (a process that stopped) may have some rows written already.
       if (!plannedHere) {
-        const [existing] = await this.deps.store.readStream(rowStream(open.entity, id), { maxCount: 1 });
+        const [existing] = await this.deps.store.readStream(rowStream(entityOfRow(job, step.dataset, open.entity, sourceId), id), { maxCount: 1 });
         if (existing) return;
       }
       try {
@@ -354,19 +351,22 @@ export class ExternalImportSaga {
       const map = job.state.ids.get(step.dataset);
       if (!map || map.created.length === 0 || (job.state.deleted[step.dataset] ?? -1) >= map.created.length) continue;
       let deleted = 0;
-      for (const id of [...map.created].reverse()) {
+      const created = new Set(map.created);
+      const rows = [...map.bySource].filter(([, id]) => created.has(id)).reverse();
+      for (const [sourceId, id] of rows) {
         if (signal.aborted) throw new Stopped();
-        const [existing] = await this.deps.store.readStream(rowStream(map.entity, id), { maxCount: 1 });
+        const entity = entityOfRow(job, step.dataset, map.entity, sourceId);
+        const [existing] = await this.deps.store.readStream(rowStream(entity, id), { maxCount: 1 });
         if (existing) {
           try {
-            if (map.entity === 'repositoryFolder') await deleteFolder(deps, { folderId: id }, job.metadata);
-            else if (map.entity === 'user') await deleteUser(deps, { userId: id }, job.metadata);
-            else await deleteEntity(deps, map.entity as EntityName, id, job.metadata);
+            if (entity === 'repositoryFolder') await deleteFolder(deps, { folderId: id }, job.metadata);
+            else if (entity === 'user') await deleteUser(deps, { userId: id }, job.metadata);
+            else await deleteEntity(deps, entity as EntityName, id, job.metadata);
           } catch (err) {
             if (isTransient(err)) throw err;
             // Deleted already (by a user, or by a rollback that stopped half-way), or refused: told, and the rollback goes on.
             if (!(err instanceof DomainError)) throw err;
-            this.deps.logger.info({ jobId: job.state.jobId, entity: map.entity, id, code: err.code }, 'external import rollback passed over a row');
+            this.deps.logger.info({ jobId: job.state.jobId, entity, id, code: err.code }, 'external import rollback passed over a row');
           }
         }
         deleted++;
@@ -455,12 +455,17 @@ async function openChunkRows(job: JobStream, step: DatasetStep, lastRow: number,
 }
 
 function entityOfRows(step: DatasetStep, job: JobStream): string {
-  // Fields become case or result fields (by their mapping); the provenance names the first kind.
+  // Fields become case or result fields (by their mapping); the chunk names the first kind, each row's is entityOfRow's.
   if (step.dataset === 'fields') {
     const kinds = new Set(job.state.mappings?.templateFields.map((e) => e.kind ?? 'caseField'));
     return kinds.size === 1 ? [...kinds][0] : 'caseField';
   }
   return step.entity;
+}
+
+/** The entity one row became: its dataset's, except the export's fields (case or result fields, by their mapping). */
+function entityOfRow(job: JobStream, dataset: string, entity: string, sourceId: string): string {
+  return dataset === 'fields' && job.state.mappings ? fieldKindOf(job.state.mappings, sourceId) : entity;
 }
 
 /** The job's stream, folded, with its revision: each command is decided and appended at that revision. */

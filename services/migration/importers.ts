@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { EventMetadata } from '../../contracts/envelope';
 import { FIELD_TYPES, INTEGRATION_PROVIDERS, type EntityName } from '../../contracts/entities';
-import type { ExternalDurationUnit, ExternalMappingKey, ExternalMappings } from '../../contracts/events';
+import type { ExternalDurationUnit, ExternalMappingEntry, ExternalMappingKey, ExternalMappings } from '../../contracts/events';
 import { createEntity, type EntityWrite } from '../entities/entity.handlers';
 import { registerUser } from '../identity/identity.handlers';
 import { createFolder } from '../repository/repository.handlers';
@@ -118,10 +118,24 @@ const colorOf = (v: unknown) => {
   return s && /^[0-9a-f]{6}$/i.test(s) ? `#${s.toUpperCase()}` : null;
 };
 
+/** A source row's mapping entry (looked up in a map built once per mapping list, not searched per row). */
+export function entryOf(mappings: ExternalMappings, key: ExternalMappingKey, sourceId: unknown): ExternalMappingEntry | undefined {
+  let byList = ENTRIES.get(mappings);
+  if (!byList) ENTRIES.set(mappings, (byList = new Map()));
+  let bySource = byList.get(key);
+  if (!bySource) byList.set(key, (bySource = new Map(mappings[key].map((e) => [e.sourceId, e]))));
+  return bySource.get(String(sourceId));
+}
+const ENTRIES = new WeakMap<ExternalMappings, Map<ExternalMappingKey, Map<string, ExternalMappingEntry>>>();
+
+/** The entity a row of the export's `fields` becomes: a case or a result field, by its mapping. */
+export const fieldKindOf = (mappings: ExternalMappings, sourceId: unknown): 'caseField' | 'resultField' =>
+  entryOf(mappings, 'templateFields', sourceId)?.kind ?? 'caseField';
+
 /** The decision of a configuration row: its mapping entry's (a row the mapping does not name is created). */
 function byMapping(key: ExternalMappingKey) {
   return (row: Row, ctx: ImportContext): Decision => {
-    const entry = ctx.mappings[key].find((e) => e.sourceId === String(row.id));
+    const entry = entryOf(ctx.mappings, key, row.id);
     if (!entry || entry.action === 'create') return { create: true };
     if (entry.action === 'map') return { map: entry.targetId! };
     return { skip: 'skipped in the mappings' };
@@ -205,7 +219,7 @@ const configurationSteps: DatasetStep[] = [
   {
     dataset: 'fields', entity: 'caseField', mapping: 'templateFields', decide: byMapping('templateFields'),
     write: (row, id, ctx, w) => {
-      const entry = ctx.mappings.templateFields.find((e) => e.sourceId === String(row.id));
+      const entry = entryOf(ctx.mappings, 'templateFields', row.id);
       const name = str(row.name) ?? str(row.system_name) ?? `field_${String(row.id)}`;
       return createEntity(w.at(row.created_at), entry?.kind ?? 'caseField', {
         data: {
@@ -219,13 +233,13 @@ const configurationSteps: DatasetStep[] = [
   {
     dataset: 'field_values', entity: 'fieldOption',
     decide: (row, ctx) => {
-      const entry = ctx.mappings.templateFields.find((e) => e.sourceId === String(row.field_id));
+      const entry = entryOf(ctx.mappings, 'templateFields', row.field_id);
       if (!entry || entry.action === 'skip') return { skip: 'its field is skipped' };
       if (entry.action === 'map') return { skip: 'its field is mapped to an existing field, whose options stay its own' };
       return ctx.idOf('fields', row.field_id) === null ? { skip: 'its field was not imported' } : { create: true };
     },
     write: (row, id, ctx, w) => {
-      const entry = ctx.mappings.templateFields.find((e) => e.sourceId === String(row.field_id));
+      const entry = entryOf(ctx.mappings, 'templateFields', row.field_id);
       const field = ctx.idOf('fields', row.field_id)!;
       return create('fieldOption')(w, row, {
         data: { name: nameOf(row, `Option ${String(row.id)}`), order: num(row.order) ?? num(row.display_order) ?? 0 },
@@ -241,7 +255,7 @@ const configurationSteps: DatasetStep[] = [
       const resultFields: number[] = [];
       for (const tf of children.fields.get(String(row.id)) ?? []) {
         const field = ctx.idOf('fields', tf.field_id);
-        const entry = ctx.mappings.templateFields.find((e) => e.sourceId === String(tf.field_id));
+        const entry = entryOf(ctx.mappings, 'templateFields', tf.field_id);
         if (field === null || !entry) continue;
         (entry.kind === 'resultField' ? resultFields : caseFields).push(field);
       }
@@ -336,7 +350,7 @@ async function fieldValuesOf(ctx: ImportContext, row: Row, joins: Row[], kind: '
     const bySystemName = new Map<string, { sourceId: string; id: number }>();
     const staged = await ctx.knex('external_import_staging').where({ job_id: ctx.jobId, dataset: 'fields' }).select('source_id', 'row');
     for (const r of staged as Array<{ source_id: string; row: Row }>) {
-      const entry = ctx.mappings.templateFields.find((e) => e.sourceId === r.source_id);
+      const entry = entryOf(ctx.mappings, 'templateFields', r.source_id);
       const id = ctx.idOf('fields', r.source_id);
       if (!entry || id === null || (entry.kind ?? 'caseField') !== kind) continue;
       const name = str(r.row.name) ?? str(r.row.system_name);
@@ -357,8 +371,7 @@ async function fieldValuesOf(ctx: ImportContext, row: Row, joins: Row[], kind: '
     const list = values.get(field);
     values.set(field, Array.isArray(list) ? [...list, option] : [option]);
   }
-  const relation = kind === 'caseField' ? 'field' : 'field';
-  return [...values].map(([field, value]) => ({ data: { value }, connect: { [relation]: field } }));
+  return [...values].map(([field, value]) => ({ data: { value }, connect: { field } }));
 }
 
 const repositorySteps: DatasetStep[] = [

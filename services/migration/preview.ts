@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { ExternalDurationUnit, ExternalMappingKey, ExternalMappings } from '../../contracts/events';
-import { type Decision, IMPORT_STEPS, type ImportContext, NOT_PLACED } from './importers';
+import { type Decision, entryOf, IMPORT_STEPS, type ImportContext, NOT_PLACED } from './importers';
 import { MAPPING_DEFS } from './mappings';
 import { stagedCounts, stagedRows } from './staging';
 
@@ -42,7 +42,7 @@ export async function previewImport(knex: Knex, jobId: number, mappings: Externa
       const planned = wouldCreate.get(dataset)?.get(String(sourceId));
       if (planned !== undefined) return planned;
       const key = mappingOf.get(dataset);
-      const entry = key ? mappings[key].find((e) => e.sourceId === String(sourceId)) : undefined;
+      const entry = key ? entryOf(mappings, key, sourceId) : undefined;
       return entry?.action === 'map' ? entry.targetId! : null;
     },
     plannedHere: () => false,

@@ -273,6 +273,7 @@ describe('External-tool migration: jobs through the API and a worker', function 
       const results = await find('testRunResult', { where: { testRunId: run.id }, orderBy: { durationMs: 'desc' }, include: { status: true, stepResults: true } });
       expect(results.map((r: any) => [r.durationMs, r.status.systemName, r.notes])).to.deep.equal([[95_000, 'passed', 'ok'], [1, 'flaky', 'flaked again']]);
       expect(results[0].stepResults).to.have.length(1);
+      expect(await find('resultField', { where: { systemName: 'browser_version' } })).to.have.length(1);
       const [bot] = await find('user', { where: { email: 'ci-bot@example.com' } });
       expect(bot).to.include({ isActive: false, name: 'CI' });
       expect((await find('user', { where: { id: aliceId } }))[0].name, 'a mapped user is not changed').to.equal('Alice (here)');
@@ -317,6 +318,9 @@ describe('External-tool migration: jobs through the API and a worker', function 
       expect(await find('repositoryCase', { where: { className: 'C1001' } })).to.deep.equal([]);
       expect(await find('project', { where: { name: 'Web Shop' } })).to.deep.equal([]);
       expect(await find('status', { where: { systemName: 'flaky' } })).to.deep.equal([]);
+      // Fields became case and result fields by their mappings: each is deleted as what it became.
+      expect(await find('resultField', { where: { systemName: 'browser_version' } })).to.deep.equal([]);
+      expect(await find('caseField', { where: { systemName: 'severity' } })).to.deep.equal([]);
       expect(await find('user', { where: { email: 'ci-bot@example.com' } })).to.deep.equal([]);
       expect((await find('user', { where: { id: aliceId } }))).to.have.length(1);
       expect((await find('tag', { where: { name: 'regression' } }))).to.have.length(1);
