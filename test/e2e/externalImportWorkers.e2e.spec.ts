@@ -1,11 +1,11 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { generateExport } from '../../scripts/generateExport';
 import { createKnex } from '../../infra/postgres/database';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { HttpClient, startServer, type RunningServer } from '../support/server';
+import { HttpClient } from '../support/server';
+import { WorkerCluster } from '../support/workerCluster';
 import { waitUntil } from '../support/wait';
 import { JOBS, uploadExport, waitForPhase } from '../support/externalImport';
 
@@ -30,15 +30,9 @@ const CREATED_EVENT: Record<string, string> = {
 describe('external-tool migration with two workers, one SIGKILLed mid-job', function () {
   this.timeout(600_000);
   let db: TestDatabase;
-  const dirs: string[] = [];
-  let api: RunningServer | null = null;
-  let worker: RunningServer | null = null;
+  const cluster = new WorkerCluster();
   let env: NodeJS.ProcessEnv;
-  const tmp = (name: string) => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `testament-${name}-`));
-    dirs.push(dir);
-    return dir;
-  };
+  const tmp = (name: string) => cluster.tmp(name);
 
   before(async () => {
     db = await createTestDatabase('migration_workers');
@@ -49,19 +43,12 @@ describe('external-tool migration with two workers, one SIGKILLed mid-job', func
     };
   });
   after(async function () {
-    if (this.currentTest?.state === 'failed') {
-      if (api) console.log(api.output().slice(-5000));
-      if (worker) console.log(worker.output().slice(-5000));
-    }
-    await worker?.stop();
-    await api?.stop();
+    await cluster.stop(this.currentTest?.state === 'failed');
     await db?.drop();
-    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('runs every job once to completion, though a worker dies in the middle of one', async () => {
-    api = await startServer({ ...env, DATA_DIR: tmp('api') });
-    worker = await startServer({ ...env, DATA_DIR: tmp('worker') }, 'services/process/worker/main.ts', 'worker running');
+    const { api, worker } = await cluster.start(env);
     const admin = new HttpClient(api.url);
     expect((await admin.post('/api/auth/login', ADMIN)).status).to.equal(200);
 
@@ -90,7 +77,7 @@ describe('external-tool migration with two workers, one SIGKILLed mid-job', func
     try {
       let victim: number | null = null;
       await waitUntil(async () => {
-        const held = await knex('job_leases').where('owner', 'like', `%:${worker!.pid}:%`).andWhere('expires_at', '>', knex.fn.now()).select('job_id');
+        const held = await knex('job_leases').where('owner', 'like', `%:${worker.pid}:%`).andWhere('expires_at', '>', knex.fn.now()).select('job_id');
         for (const { job_id: jobId } of held) {
           const job = (await admin.get(`${JOBS}/${jobId}`)).body.data;
           if (job.phase === 'importing' && job.progress.percent >= 5 && job.progress.percent < 80) victim = jobId;
@@ -98,9 +85,8 @@ describe('external-tool migration with two workers, one SIGKILLed mid-job', func
         return victim !== null;
       }, 'the second worker to be part-way through a job', 240_000);
       const before = (await admin.get(`${JOBS}/${victim}`)).body.data.progress.processed as number;
-      await worker.kill();
+      await cluster.killWorker();
       const killedAt = Date.now();
-      worker = null;
       await waitUntil(async () => (await admin.get(`${JOBS}/${victim}`)).body.data.progress.processed > before, 'the killed job to go on in the other worker', 120_000);
       console.log(`      SIGKILL → progress again after ${Date.now() - killedAt} ms (lease TTL 3000 ms)`);
 

@@ -1,10 +1,7 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { expect } from 'chai';
 import { createKnex } from '../../infra/postgres/database';
 import { createMigratedDatabase, type TestDatabase } from '../support/database';
-import { startServer, type RunningServer } from '../support/server';
+import { WorkerCluster } from '../support/workerCluster';
 import { waitUntil } from '../support/wait';
 import { bigReport, expectEveryResultOnce, jobWhenEnded, tokenAndProject } from './bigImport';
 
@@ -38,27 +35,15 @@ async function startImport(url: string, token: string, project: number, name: st
 describe('result imports run by two workers, one SIGKILLed mid-job', function () {
   this.timeout(300_000);
   let db: TestDatabase;
-  const dirs: string[] = [];
-  let api: RunningServer | null = null;
-  let worker: RunningServer | null = null;
-  const tmp = (name: string) => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `testament-${name}-`));
-    dirs.push(dir);
-    return dir;
-  };
+  const cluster = new WorkerCluster();
+  const tmp = (name: string) => cluster.tmp(name);
 
   before(async () => {
     db = await createMigratedDatabase('import_workers');
   });
   after(async function () {
-    if (this.currentTest?.state === 'failed') {
-      if (api) console.log(api.output().slice(-5000));
-      if (worker) console.log(worker.output().slice(-5000));
-    }
-    await worker?.stop();
-    await api?.stop();
+    await cluster.stop(this.currentTest?.state === 'failed');
     await db?.drop();
-    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('every job completes once, though the worker running one dies in the middle of it', async () => {
@@ -67,21 +52,20 @@ describe('result imports run by two workers, one SIGKILLed mid-job', function ()
       SESSION_SECRET: 's'.repeat(40), TOKEN_SECRET: 't'.repeat(40), IMPORT_CHUNK_SIZE: String(CHUNK),
       WORKER_LEASE_TTL_MS: '3000', WORKER_POLL_MS: '300', WORKER_CONCURRENCY: '2',
     };
-    api = await startServer({ ...env, DATA_DIR: tmp('api') });
-    worker = await startServer({ ...env, DATA_DIR: tmp('worker') }, 'services/process/worker/main.ts', 'worker running');
+    const { api, worker } = await cluster.start(env);
     const { token, client } = await tokenAndProject(api.url, ADMIN, 'Workers 0');
     const projects: number[] = [];
     for (let i = 0; i < JOB_COUNT; i++) {
       projects.push((await client.post('/api/model/project/create', { data: { name: `Workers ${i + 1}` } })).body.data.id as number);
     }
     // One project each: the jobs run side by side (one per project at a time), two in each worker.
-    const imports = await Promise.all(projects.map((project, i) => startImport(api!.url, token, project, `Import ${i + 1}`)));
+    const imports = await Promise.all(projects.map((project, i) => startImport(api.url, token, project, `Import ${i + 1}`)));
 
     const knex = createKnex(db.url);
     let victim: number | null = null;
     try {
       await waitUntil(async () => {
-        const held = await knex('job_leases').where({ kind: 'resultImport' }).andWhere('owner', 'like', `%:${worker!.pid}:%`)
+        const held = await knex('job_leases').where({ kind: 'resultImport' }).andWhere('owner', 'like', `%:${worker.pid}:%`)
           .andWhere('expires_at', '>', knex.fn.now()).select('job_id');
         for (const { job_id: jobId } of held) {
           const job = (await client.get(`/api/imports/${jobId}`)).body.data;
@@ -90,10 +74,9 @@ describe('result imports run by two workers, one SIGKILLed mid-job', function ()
         return victim !== null;
       }, 'the worker process to be part-way through an import', 120_000);
       const before = (await client.get(`/api/imports/${victim}`)).body.data.processedCases as number;
-      await worker.kill();
+      await cluster.killWorker();
       const killedAt = Date.now();
       const pid = worker.pid;
-      worker = null;
       // The dead worker's lease expires, and the API's worker takes the job.
       await waitUntil(async () => {
         const lease = await knex('job_leases').where({ kind: 'resultImport', job_id: victim }).andWhere('expires_at', '>', knex.fn.now()).first('owner');
