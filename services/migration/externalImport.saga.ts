@@ -220,7 +220,6 @@ export class ExternalImportSaga {
         const entry = mapping ? entryOf(s.mappings!, mapping, key) : undefined;
         return entry?.action === 'map' ? entry.targetId! : null;
       },
-      plannedHere: (dataset, sourceId) => s.ids.get(dataset)?.bySource.has(String(sourceId)) ?? false,
     };
   }
 

@@ -9,7 +9,7 @@ import { createFolder } from '../repository/repository.handlers';
 import type { CommandDeps } from '../shared/commandBus';
 import { MAPPING_DEFS } from './mappings';
 import { plainTextOf } from './richText';
-import { stagedChildren } from './staging';
+import { parentsWithChildren, stagedChildren } from './staging';
 
 /**
  * How each dataset of an export becomes rows of this domain: the order (a row's references are
@@ -33,8 +33,6 @@ export interface ImportContext {
   durationUnit: ExternalDurationUnit;
   /** The id a source row of a dataset has in this domain (created, mapped, or planned in this chunk), or null. */
   idOf(dataset: string, sourceId: unknown): number | null;
-  /** The row was planned by this job already (a chunk planned before a crash is decided again only in a preview, never in the import). */
-  plannedHere(dataset: string, sourceId: unknown): boolean;
   /** Repositories that are run snapshots (reference §2): their folders and cases are skipped. */
   snapshotRepos: Set<string>;
   /** Facts looked up once per job: defaults and the existing rows imports match. */
@@ -444,20 +442,22 @@ const runSteps: DatasetStep[] = [
   },
   {
     dataset: 'run_tests', entity: 'testRunCase',
-    prepare: async (rows, ctx) => ({ results: await stagedChildren(ctx.knex, ctx.jobId, 'run_results', rows.filter((r) => !bool(r.is_selected ?? true)).map((r) => String(r.id))) }),
     decide: async (row, ctx) => {
       const run = ctx.idOf('runs', row.run_id);
       const repositoryCase = ctx.idOf('repository_cases', row.case_id);
       if (run === null) return { skip: 'its run is not imported' };
+      // Unselected tests are dropped unless they have results (reference §4.4).
+      if (row.is_selected !== undefined && row.is_selected !== null && !bool(row.is_selected)
+        && (await parentsWithChildren(ctx.knex, ctx.jobId, 'run_results', [String(row.id)])).size === 0) {
+        return { skip: 'not selected in its run, and without results' };
+      }
       if (repositoryCase === null) return { skip: 'its case is not imported' };
       // The same case twice in a run: the first is the run's, later ones are skipped (a run holds a case once).
-      const seen = await cached(ctx, 'runCases', async () => new Set<string>());
-      if (seen.has(`${run}:${repositoryCase}`)) return { skip: 'the run has this case already' };
-      // Rows of earlier chunks (of this process or one that stopped) are in the read model by now.
-      if (run > 0 && await ctx.knex('test_run_cases').where({ test_run_id: run, repository_case_id: repositoryCase, is_deleted: false }).first('id')) {
-        if (!ctx.plannedHere('run_tests', row.id)) return { skip: 'the run has this case already' };
-      }
-      seen.add(`${run}:${repositoryCase}`);
+      // A run's cases written by earlier chunks (of this process or one that stopped) are read once from the read model, which has them by now.
+      const seen = await cached(ctx, `runCases:${run}`, async () => new Set<number>(run > 0
+        ? await ctx.knex('test_run_cases').where({ test_run_id: run, is_deleted: false }).pluck('repository_case_id') : []));
+      if (seen.has(repositoryCase)) return { skip: 'the run has this case already' };
+      seen.add(repositoryCase);
       return { create: true };
     },
     write: (row, id, ctx, w) => create('testRunCase')(w, row, {

@@ -95,13 +95,14 @@ export async function suggestMappings(knex: Knex, sources: Record<ExternalMappin
   for (const key of MAPPING_KEYS) {
     const def = MAPPING_DEFS[key];
     const byKind = new Map<EntityName, Map<string, number>>();
+    const statusNames = key === 'statuses' ? await existingByName(knex, 'status', 'name') : null;
     for (const source of sources[key]) {
       const kind = key === 'templateFields' ? ((source.hint?.kind as 'caseField' | 'resultField' | undefined) ?? 'caseField') : undefined;
       const entity = targetEntity(key, { kind });
       if (!byKind.has(entity)) byKind.set(entity, await existingByName(knex, entity, def.matchColumn));
       // Statuses match by system name, then by name.
       const match = byKind.get(entity)!.get(((key === 'statuses' ? (source.hint?.systemName as string) || source.name : source.name) ?? '').toLowerCase())
-        ?? (key === 'statuses' ? (await existingByName(knex, 'status', 'name')).get(source.name.toLowerCase()) : undefined);
+        ?? statusNames?.get(source.name.toLowerCase());
       const entry: ExternalMappingEntry = match !== undefined ? { sourceId: source.sourceId, action: 'map', targetId: match } : { sourceId: source.sourceId, action: 'create' };
       if (kind) entry.kind = kind;
       mappings[key].push(entry);

@@ -45,7 +45,6 @@ export async function previewImport(knex: Knex, jobId: number, mappings: Externa
       const entry = key ? entryOf(mappings, key, sourceId) : undefined;
       return entry?.action === 'map' ? entry.targetId! : null;
     },
-    plannedHere: () => false,
   };
   const datasets: DatasetPreview[] = [];
   for (const step of IMPORT_STEPS) {

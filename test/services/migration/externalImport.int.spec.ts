@@ -228,6 +228,9 @@ describe('External-tool migration: jobs through the API and a worker', function 
       exported.repository_cases.data.push({ id: 1002, project_id: 77, repo_id: 100, folder_id: 200, name: 'Lost case', key: 'C1002' });
       exported.repository_cases.data.push({ id: 1003, project_id: 10, repo_id: 101, folder_id: 200, name: 'Snapshot copy', key: 'C1003' });
       exported.repository_case_tags.data.push({ case_id: 1001, tag_id: 1 });
+      // A test not selected in its run and without results is dropped; the same case twice in a run once.
+      exported.run_tests.data.push({ id: 5001, run_id: 300, case_id: 1001, name: 'unselected', status_id: 3, is_selected: 0 });
+      exported.run_tests.data.push({ id: 5002, run_id: 300, case_id: 1001, name: 'twice', status_id: 3, is_selected: 1 });
       const up = await analysed(JSON.stringify(exported), 'webshop.json');
       jobId = up.jobId;
       const lost = up.datasets.find((d: any) => d.name === 'repository_cases');
@@ -247,6 +250,12 @@ describe('External-tool migration: jobs through the API and a worker', function 
       expect(job.counts.repository_cases).to.deep.equal({ created: 1, mapped: 0, skipped: 2 });
       expect(job.counts.users).to.deep.equal({ created: 1, mapped: 1, skipped: 0 });
       expect(job.counts.run_results).to.deep.equal({ created: 2, mapped: 0, skipped: 1 });
+      const tests = await app.deps.knex('external_import_rows').where({ job_id: jobId, dataset: 'run_tests' }).orderBy('source_id').select('source_id', 'skip_reason');
+      expect(tests).to.deep.equal([
+        { source_id: '5000', skip_reason: null },
+        { source_id: '5001', skip_reason: 'not selected in its run, and without results' },
+        { source_id: '5002', skip_reason: 'the run has this case already' },
+      ]);
       const cases = job.datasets.find((d: any) => d.name === 'repository_cases');
       expect(cases.progress).to.include({ rows: 3, processed: 3, created: 1, skipped: 2, percent: 100 });
       const rows = await app.deps.knex('external_import_rows').where({ job_id: jobId, dataset: 'repository_cases' }).orderBy('source_id').select('source_id', 'skip_reason');
