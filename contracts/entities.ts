@@ -107,6 +107,8 @@ const actor = (column: string): FieldDef => ({ column, type: 'int', nullable: tr
 const id: FieldDef = { column: 'id', type: 'int', nullable: false, writable: false };
 const createdAt: FieldDef = { column: 'created_at', type: 'datetime', nullable: false, writable: false };
 const updatedAt: FieldDef = { column: 'updated_at', type: 'datetime', nullable: false, writable: false };
+/** The external-tool migration job that wrote the row in bulk (services/migration); null for rows written one by one. */
+const externalImportJob: FieldDef = { column: 'external_import_job_id', type: 'int', nullable: true, writable: false };
 const isDeleted: FieldDef = { column: 'is_deleted', type: 'boolean', nullable: false, writable: false, default: false };
 
 /** The trailing fields of most entities: soft delete and the two timestamps. */
@@ -291,6 +293,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       stateId: reference('state_id'),
       createdById: actor('created_by_id'),
       importJobId: { column: 'import_job_id', type: 'int', nullable: true, writable: false },
+      externalImportJobId: externalImportJob,
       ...softDeleteAndTimes,
     },
     relations: {
@@ -429,6 +432,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       milestoneId: reference('milestone_id'),
       stateId: reference('state_id'),
       createdById: actor('created_by_id'),
+      externalImportJobId: externalImportJob,
       ...softDeleteAndTimes,
     },
     relations: {
@@ -464,6 +468,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       statusId: reference('status_id'),
       assignedToId: reference('assigned_to_id'),
       importJobId: { column: 'import_job_id', type: 'int', nullable: true, writable: false },
+      externalImportJobId: externalImportJob,
       ...softDeleteAndTimes,
     },
     relations: {
@@ -503,6 +508,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       importJobId: { column: 'import_job_id', type: 'int', nullable: true, writable: false },
       // The result file says a later attempt of the same test replaces this one (docs/imports.md): its run case's status leaves it out.
       retried: { column: 'retried', type: 'boolean', nullable: false, writable: false, default: false },
+      externalImportJobId: externalImportJob,
       ...softDeleteAndTimes,
     },
     relations: {
@@ -574,6 +580,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       stateId: reference('state_id'),
       assignedToId: reference('assigned_to_id'),
       createdById: actor('created_by_id'),
+      externalImportJobId: externalImportJob,
       ...softDeleteAndTimes,
     },
     relations: {
@@ -603,6 +610,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       sessionId: reference('session_id', false),
       statusId: reference('status_id', false),
       createdById: actor('created_by_id'),
+      externalImportJobId: externalImportJob,
       ...softDeleteAndTimes,
     },
     relations: {

@@ -13,7 +13,7 @@
  * - Deleted: `{ <idKey>, deletedAt }`: a soft delete where the entity has `softDeleteField`,
  *   otherwise the row goes.
  */
-import { ENTITIES, type EntityDef, type EntityName, type RelationDef, writtenAs } from './entities';
+import { ENTITIES, type EntityDef, type EntityName, isEntityName, type RelationDef, writtenAs } from './entities';
 
 /** Entities whose events are written by the generic aggregate (folders and users have their own). */
 export const GENERIC_ENTITIES: readonly EntityName[] = (Object.keys(ENTITIES) as EntityName[])
@@ -90,4 +90,18 @@ for (const name of GENERIC_ENTITIES) {
   const entity = ENTITIES[name];
   const types = eventTypesOf(entity);
   for (const kind of ['created', 'updated', 'deleted'] as const) EVENT_INDEX.set(types[kind], { entity, kind });
+}
+
+/**
+ * The rows of an external import's bulk chunk (ExternalImportRowsWritten), each as the data of its
+ * entity's Created event; null when the chunk names no catalogue entity.
+ */
+export function rowsWrittenOf(data: { entity: string; fields: string[]; rows: unknown[][] }): { entity: EntityDef; rows: Record<string, unknown>[] } | null {
+  if (!isEntityName(data.entity) || !GENERIC_ENTITIES.includes(data.entity) || !Array.isArray(data.rows) || !Array.isArray(data.fields)) return null;
+  const rows = data.rows.map((values) => {
+    const row: Record<string, unknown> = {};
+    data.fields.forEach((field, i) => { row[field] = values[i]; });
+    return row;
+  });
+  return { entity: ENTITIES[data.entity], rows };
 }

@@ -234,6 +234,17 @@ export type ExternalImportChunkPlanned = DomainEvent<'ExternalImportChunkPlanned
 export type ExternalImportChunkImported = DomainEvent<'ExternalImportChunkImported', {
   jobId: number; dataset: string; chunk: number; lastRow: number; created: number; skipped: number; at: Iso;
 }>;
+/**
+ * The rows of a planned chunk written in bulk (the large datasets: cases, runs, run tests,
+ * results, sessions and their results), appended with the chunk's plan and its record in one
+ * append. As a table: `fields` names the columns, each of `rows` is one row's values in that
+ * order, and together they are exactly the data of the entity's own Created event (decided and
+ * checked against that event's contract as a user's create is). The rows have no stream of their
+ * own until they first change (services/entities/importedRows.ts).
+ */
+export type ExternalImportRowsWritten = DomainEvent<'ExternalImportRowsWritten', {
+  jobId: number; dataset: string; chunk: number; entity: string; fields: string[]; rows: unknown[][];
+}>;
 export type ExternalImportCompleted = DomainEvent<'ExternalImportCompleted', {
   jobId: number; counts: Record<string, { created: number; mapped: number; skipped: number }>; notificationId: number | null; completedAt: Iso;
 }>;
@@ -247,7 +258,7 @@ export type ExternalImportRollbackProgressed = DomainEvent<'ExternalImportRollba
 export type ExternalImportRolledBack = DomainEvent<'ExternalImportRolledBack', { jobId: number; deleted: Record<string, number>; rolledBackAt: Iso }>;
 export type ExternalImportClosed = DomainEvent<'ExternalImportClosed', { jobId: number; fileDeleted: boolean; closedAt: Iso }>;
 export type ExternalImportEvent = ExternalImportUploaded | ExternalImportAnalysisStarted | ExternalImportAnalysed | ExternalImportConfigured
-  | ExternalImportQueued | ExternalImportStarted | ExternalImportChunkPlanned | ExternalImportChunkImported | ExternalImportCompleted
+  | ExternalImportQueued | ExternalImportStarted | ExternalImportChunkPlanned | ExternalImportRowsWritten | ExternalImportChunkImported | ExternalImportCompleted
   | ExternalImportFailed | ExternalImportCancelRequested | ExternalImportCancelled | ExternalImportRollbackRequested
   | ExternalImportRollbackProgressed | ExternalImportRolledBack | ExternalImportClosed;
 
@@ -289,7 +300,7 @@ export const HAND_WRITTEN_EVENT_TYPES: readonly EventType[] = [
   'SearchReindexCancelled', 'SearchReindexCompleted', 'SearchReindexFailed',
   'NotificationCreated', 'NotificationRead',
   'ExternalImportUploaded', 'ExternalImportAnalysisStarted', 'ExternalImportAnalysed', 'ExternalImportConfigured', 'ExternalImportQueued',
-  'ExternalImportStarted', 'ExternalImportChunkPlanned', 'ExternalImportChunkImported', 'ExternalImportCompleted', 'ExternalImportFailed',
+  'ExternalImportStarted', 'ExternalImportChunkPlanned', 'ExternalImportRowsWritten', 'ExternalImportChunkImported', 'ExternalImportCompleted', 'ExternalImportFailed',
   'ExternalImportCancelRequested', 'ExternalImportCancelled', 'ExternalImportRollbackRequested', 'ExternalImportRollbackProgressed',
   'ExternalImportRolledBack', 'ExternalImportClosed',
 ];

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { ENTITIES, type EntityName, isEntityName } from '../contracts/entities';
 import { type EventEnvelope, streamCategory } from '../contracts/envelope';
+import { idKeyOf, rowsWrittenOf } from '../contracts/entityEvents';
 import type { Projection } from './runtime/projection';
 
 /**
@@ -128,6 +129,22 @@ function valueOf(data: Record<string, unknown>, field: string): number | undefin
   return positiveInt(data[field]) ?? (isObject(data.changes) ? positiveInt(data.changes[field]) : undefined);
 }
 
+/** The rows of an external import's bulk chunk, with the project each names or the parent that has it. */
+interface BulkRow { entity: string; id: number; projectId: number | null; parentKey: { entity: string; id: number } | null }
+function bulkRowsOf(event: EventEnvelope): BulkRow[] {
+  if (event.type !== 'ExternalImportRowsWritten' || !isObject(event.data)) return [];
+  const written = rowsWrittenOf(event.data as { entity: string; fields: string[]; rows: unknown[][] });
+  const hop = written ? HOPS.get(written.entity.name) : undefined;
+  if (!written || !hop || hop.kind === 'self') return [];
+  return written.rows.flatMap((row): BulkRow[] => {
+    const id = positiveInt(row[idKeyOf(written.entity)]);
+    if (id === undefined) return [];
+    const target = positiveInt(row[hop.scalar]);
+    if (hop.kind === 'project') return [{ entity: written.entity.name, id, projectId: target ?? null, parentKey: null }];
+    return [{ entity: written.entity.name, id, projectId: null, parentKey: target === undefined ? null : { entity: hop.target, id: target } }];
+  });
+}
+
 interface AuditRow {
   position: string; event_id: string; stream_id: string; type: string; entity: string; entity_id: string; project_id: number | null;
   actor_user_id: number | null; token_id: number | null; session_ref: string | null; via: string; ip: string | null;
@@ -157,7 +174,13 @@ export const auditProjection: Projection = {
       const parentId = s.hop.kind === 'parent' ? valueOf(data, s.hop.scalar) : undefined;
       if (s.hop.kind === 'parent' && parentId !== undefined) keys.push({ entity: s.hop.target, id: parentId });
     });
+    const bulk = events.flatMap(bulkRowsOf);
+    for (const { parentKey } of bulk) if (parentKey) keys.push(parentKey);
     await map.load(keys);
+    // Rows an external import wrote in bulk have no stream of their own yet: their projects are known from the chunk.
+    for (const { entity, id, projectId, parentKey } of bulk) {
+      map.set(entity, id, { projectId: projectId ?? (parentKey ? map.resolve(parentKey.entity, parentKey.id) : null), parent: parentKey ?? null });
+    }
 
     const rows: AuditRow[] = [];
     const pending: { position: string; entity: string; entity_id: number }[] = [];

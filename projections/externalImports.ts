@@ -22,7 +22,7 @@ const json = (value: unknown) => JSON.stringify(value);
 export const externalImportsProjection: Projection = {
   name: 'externalImports',
   // A result import's chunk columns are the read model's business: read at their top level only.
-  shallow: ['TestResultsImported'],
+  shallow: ['TestResultsImported', 'ExternalImportRowsWritten'],
   tables: ['external_import_jobs', 'external_import_rows'],
 
   async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {

@@ -3,7 +3,7 @@ import type { EventEnvelope } from '../contracts/envelope';
 import type { DataOf } from '../contracts/events';
 import { copyRows } from '../infra/postgres/copy';
 import { ENTITIES, type EntityDef } from '../contracts/entities';
-import { entityEventOf, eventFields, idKeyOf, isForeignKey, linkField, linkRelations, ownedRelations } from '../contracts/entityEvents';
+import { entityEventOf, eventFields, eventTypesOf, idKeyOf, isForeignKey, linkField, linkRelations, ownedRelations, rowsWrittenOf } from '../contracts/entityEvents';
 import { catalogueTables, columnType } from './migrations/catalogueTables';
 import type { Projection } from './runtime/projection';
 import { type ColumnTypes, RowBatch, type VersionedRow } from './runtime/rowBatch';
@@ -154,8 +154,21 @@ export const readModelProjection: Projection = {
       if (!batch) batches.set(entity.name, (batch = new RowBatch(entity.table, columnTypesOf(entity))));
       return batch;
     };
-    const relevant: { event: EventEnvelope; entity: EntityDef; id: number; kind: 'created' | 'updated' | 'deleted' }[] = [];
+    const relevant: { event: EventEnvelope; entity: EntityDef; id: number; kind: 'created' | 'updated' | 'deleted'; bulkJob?: number }[] = [];
     for (const event of events) {
+      if (event.type === 'ExternalImportRowsWritten') {
+        // Each row as its entity's Created event, at revision -1: the row has no stream of its own yet.
+        const d = event.data as DataOf<'ExternalImportRowsWritten'>;
+        const written = rowsWrittenOf(d);
+        if (!written) continue;
+        const created = eventTypesOf(written.entity).created;
+        for (const data of written.rows) {
+          const id = data[idKeyOf(written.entity)] as number;
+          batchOf(written.entity).want(id);
+          relevant.push({ event: { ...event, type: created, data, revision: '-1' }, entity: written.entity, id, kind: 'created', bulkJob: d.jobId });
+        }
+        continue;
+      }
       const folderKind = event.type.startsWith('RepositoryFolder') ? event.type.slice('RepositoryFolder'.length).toLowerCase() : null;
       const target = folderKind ? { entity: FOLDERS, kind: folderKind as 'created' | 'updated' | 'deleted' } : entityEventOf(event.type);
       if (!target) continue;
@@ -171,7 +184,7 @@ export const readModelProjection: Projection = {
     for (const batch of batches.values()) await batch.load(trx);
 
     const replaced = new Replacements();
-    for (const { event, entity, id, kind } of relevant) {
+    for (const { event, entity, id, kind, bulkJob } of relevant) {
       const rows = batchOf(entity);
       const data = event.data as Values;
       const replaceLists = (values: Values) => {
@@ -192,7 +205,8 @@ export const readModelProjection: Projection = {
               ...createdDefaults(entity),
               ...toColumns(entity, values),
               ...(entity.softDeleteField && { [entity.fields[entity.softDeleteField].column]: false }),
-              ...(entity.fields.currentVersion && { current_version: Number(event.revision) + 1 }),
+              ...(entity.fields.currentVersion && { current_version: bulkJob === undefined ? Number(event.revision) + 1 : 1 }),
+              ...(bulkJob !== undefined && { external_import_job_id: bulkJob }),
               created_at: data.createdAt,
               ...(entity.fields.updatedAt && { updated_at: data.createdAt }),
             };

@@ -17,6 +17,7 @@ import * as m016 from './016_search_indexing_rate';
 import * as m019 from './019_external_imports';
 import * as m017 from './017_notifications';
 import * as m018 from './018_job_leases';
+import * as m020 from './020_external_import_bulk';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -38,6 +39,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '019_external_imports': m019,
   '017_notifications': m017,
   '018_job_leases': m018,
+  '020_external_import_bulk': m020,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

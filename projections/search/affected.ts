@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { EventEnvelope } from '../../contracts/envelope';
-import { entityEventOf, idKeyOf } from '../../contracts/entityEvents';
+import { entityEventOf, idKeyOf, rowsWrittenOf } from '../../contracts/entityEvents';
 import type { EntityName } from '../../contracts/entities';
 import { FAILURE_STATUS, TABLE_OF, type IndexedType } from './documents';
 
@@ -134,6 +134,13 @@ export function affectedBy(events: readonly EventEnvelope[]): Affected {
       case 'TestResultsImported':
         chunks.push({ jobId: data.jobId as number, importedAt: data.importedAt as string });
         continue;
+      case 'ExternalImportRowsWritten': {
+        // An external import's bulk chunk: each row is new, as if created on its own.
+        const written = rowsWrittenOf(data as { entity: string; fields: string[]; rows: unknown[][] });
+        const own = written && OWN_DOCUMENT[written.entity.name];
+        if (own) for (const row of written.rows) touch(own, row[idKeyOf(written.entity)]);
+        continue;
+      }
     }
     const target = entityEventOf(event.type);
     if (!target) continue;

@@ -47,6 +47,28 @@ export function deciderOf(entity: EntityDef) {
 /** Creates a row; `plannedId` is for seeding and imports, whose ids are reserved ahead (see seed.ts, services/migration). */
 export async function createEntity(deps: CommandDeps, name: EntityName, write: EntityWrite, metadata: EventMetadata, plannedId?: number): Promise<number> {
   const entity = ENTITIES[name];
+  const values = createdValues(entity, write, metadata);
+  const facts = await factsFor(deps, entity, values, Object.keys(write.connect), write);
+  const decider = deciderOf(entity);
+  // Decide once against an empty stream, and check the events against their contracts, before anything
+  // is claimed or reserved: a refused create appends nothing.
+  deps.store.validate?.(decider.decide({ type: 'Create', id: 1, values, facts, now: deps.clock().toISOString() }, decider.initialState));
+  const free = await refuseTakenValues(deps, entity, plannedId ?? null, {}, values);
+  const id = plannedId ?? (await deps.ids.next(name, metadata));
+  await allocateChildIds(deps, entity, values, metadata);
+  // The row's values are claimed, then the row appended; a failed append releases the claims again.
+  const outcome = await writeWithClaims(deps.store, claimsOf(free, id), () => handleCommand(deps.store, streamOf(entity, id), decider, {
+    type: 'Create', id, values, facts, now: deps.clock().toISOString(),
+  }, metadata), (claim) => claimLost(entity, claim.scope), metadata);
+  await readYourWrites(deps, outcome);
+  return id;
+}
+
+/**
+ * The values a create writes: the write's data, its creator (or the actor), the catalogue's
+ * defaults, its references, links and new children (with stand-in ids until allocated).
+ */
+export function createdValues(entity: EntityDef, write: EntityWrite, metadata: EventMetadata): Record<string, unknown> {
   const values: Record<string, unknown> = {};
   for (const field of eventFields(entity)) {
     const def = entity.fields[field];
@@ -63,21 +85,7 @@ export async function createEntity(deps: CommandDeps, name: EntityName, write: E
   for (const field of eventFields(entity)) {
     if (!(field in values)) throw new DomainError('invalid-argument', `${field} is required`, { path: `data.${field}` });
   }
-
-  const facts = await factsFor(deps, entity, values, Object.keys(write.connect), write);
-  const decider = deciderOf(entity);
-  // Decide once against an empty stream, and check the events against their contracts, before anything
-  // is claimed or reserved: a refused create appends nothing.
-  deps.store.validate?.(decider.decide({ type: 'Create', id: 1, values, facts, now: deps.clock().toISOString() }, decider.initialState));
-  const free = await refuseTakenValues(deps, entity, plannedId ?? null, {}, values);
-  const id = plannedId ?? (await deps.ids.next(name, metadata));
-  await allocateChildIds(deps, entity, values, metadata);
-  // The row's values are claimed, then the row appended; a failed append releases the claims again.
-  const outcome = await writeWithClaims(deps.store, claimsOf(free, id), () => handleCommand(deps.store, streamOf(entity, id), decider, {
-    type: 'Create', id, values, facts, now: deps.clock().toISOString(),
-  }, metadata), (claim) => claimLost(entity, claim.scope), metadata);
-  await readYourWrites(deps, outcome);
-  return id;
+  return values;
 }
 
 export async function updateEntity(deps: CommandDeps, name: EntityName, id: number, write: EntityWrite, metadata: EventMetadata): Promise<void> {
@@ -207,6 +215,18 @@ function newChildren(child: EntityDef, relation: RelationDef, current: Record<st
   return [...kept, ...created];
 }
 
+/** allocateChildIds for many rows of one entity at once: one reservation per child entity. */
+export async function allocateChildIdsOfMany(deps: CommandDeps, entity: EntityDef, valuesOfRows: Record<string, unknown>[], metadata: EventMetadata): Promise<void> {
+  for (const [relation, def] of ownedRelations(entity)) {
+    const rows = valuesOfRows.flatMap((values) => (values[relation] as Record<string, unknown>[] | undefined) ?? []).filter((row) => unallocated.has(row));
+    const ids = await deps.ids.nextMany(def.target, rows.length, metadata);
+    rows.forEach((row, i) => {
+      unallocated.delete(row);
+      row.id = ids[i];
+    });
+  }
+}
+
 /** Gives the children written anew their ids, in place, once the write is decided. */
 async function allocateChildIds(deps: CommandDeps, entity: EntityDef, values: Record<string, unknown>, metadata: EventMetadata): Promise<void> {
   for (const [relation, def] of ownedRelations(entity)) {
@@ -221,7 +241,7 @@ async function allocateChildIds(deps: CommandDeps, entity: EntityDef, values: Re
 // ---------------------------------------------------------------------------------------------
 // facts
 
-async function factsFor(deps: CommandDeps, entity: EntityDef, values: Record<string, unknown>, relations: string[], write: EntityWrite): Promise<Facts> {
+export async function factsFor(deps: CommandDeps, entity: EntityDef, values: Record<string, unknown>, relations: string[], write: EntityWrite): Promise<Facts> {
   const facts: Facts = {};
   const lookups: Promise<void>[] = [];
   for (const relation of new Set(relations)) {

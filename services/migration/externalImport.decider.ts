@@ -83,6 +83,8 @@ export type ExternalImportCommand =
   | { type: 'Start'; plan: Array<{ dataset: string; rows: number }>; now: string }
   | { type: 'PlanChunk'; dataset: string; entity: string; lastRow: number; rows: DataOf<'ExternalImportChunkPlanned'>['rows'] }
   | { type: 'RecordChunk'; created: number; skipped: number; now: string }
+  /** A chunk planned and written at once: its rows' Created data in the job's own stream (a bulk dataset). */
+  | { type: 'ImportChunk'; plan: Omit<Extract<ExternalImportCommand, { type: 'PlanChunk' }>, 'type'>; written: { fields: string[]; rows: unknown[][] }; now: string }
   | { type: 'Complete'; counts: DataOf<'ExternalImportCompleted'>['counts']; notificationId: number | null; now: string }
   | { type: 'Fail'; code: string; error: string; details: Record<string, unknown>; notificationId: number | null; now: string }
   | { type: 'RequestCancel'; now: string }
@@ -138,6 +140,20 @@ export function decide(cmd: ExternalImportCommand, s: ExternalImportState): Exte
       const at = s.progress[cmd.dataset];
       if (cmd.lastRow <= (at?.lastRow ?? 0)) throw new DomainError('external-import-chunk-repeated', `Rows up to ${cmd.lastRow} of ${cmd.dataset} are planned already`, { jobId });
       return [{ type: 'ExternalImportChunkPlanned', data: { jobId, dataset: cmd.dataset, entity: cmd.entity, chunk: at?.chunks ?? 0, lastRow: cmd.lastRow, rows: cmd.rows } }];
+    }
+    case 'ImportChunk': {
+      const [planned] = decide({ type: 'PlanChunk', ...cmd.plan }, s);
+      const d = planned.data as DataOf<'ExternalImportChunkPlanned'>;
+      const created = d.rows.id.filter((id, i) => id !== null && !d.rows.mapped[i]).length;
+      if (created !== cmd.written.rows.length) {
+        throw new DomainError('external-import-chunk-mismatch', `Chunk ${d.chunk} of ${d.dataset} plans ${created} new rows but writes ${cmd.written.rows.length}`, { jobId });
+      }
+      const skipped = d.rows.id.filter((id) => id === null).length;
+      return [
+        planned,
+        ...(created > 0 ? [{ type: 'ExternalImportRowsWritten' as const, data: { jobId, dataset: d.dataset, chunk: d.chunk, entity: d.entity, ...cmd.written } }] : []),
+        { type: 'ExternalImportChunkImported', data: { jobId, dataset: d.dataset, chunk: d.chunk, lastRow: d.lastRow, created, skipped, at: cmd.now } },
+      ];
     }
     case 'RecordChunk': {
       const open = s.openChunk;
@@ -226,6 +242,8 @@ export function evolve(s: ExternalImportState, e: ExternalImportEvent): External
       });
       return { ...s, openChunk: { dataset: d.dataset, entity: d.entity, chunk: d.chunk, lastRow: d.lastRow, rows, mapped: d.rows.mapped } };
     }
+    case 'ExternalImportRowsWritten':
+      return s;
     case 'ExternalImportChunkImported': {
       const d = e.data;
       const at = s.progress[d.dataset] ?? { lastRow: 0, chunks: 0, created: 0, skipped: 0 };

@@ -2,8 +2,10 @@ import type { Logger } from 'pino';
 import type { EventEnvelope, EventMetadata } from '../../contracts/envelope';
 import { ENTITIES, type EntityName } from '../../contracts/entities';
 import { streamOf } from '../../contracts/entityEvents';
-import type { ExternalImportEvent, ExternalMappingKey } from '../../contracts/events';
+import type { DataOf, ExternalImportEvent, ExternalMappingKey } from '../../contracts/events';
+import { type BulkRow, CreateRefused, decideCreates } from '../entities/bulkCreate';
 import { deleteEntity } from '../entities/entity.handlers';
+import { importedRow } from '../entities/importedRows';
 import type { FileStore } from '../files/fileStore';
 import { deleteUser } from '../identity/identity.handlers';
 import { userStream } from '../identity/user.decider';
@@ -38,6 +40,8 @@ import { dropStaging, stageExport, stagedCounts, stagedRows } from './staging';
 export interface ExternalImportSettings {
   /** Rows per chunk (one pair of events per chunk). */
   chunkSize: number;
+  /** Rows per chunk of a bulk dataset (cases, runs, run tests, results, sessions and their results: one append per chunk). */
+  bulkChunkSize: number;
   /** Rows of a chunk written at the same time. */
   concurrency: number;
   /** Keep the uploaded file after the job ends (EXTERNAL_IMPORT_KEEP_FILES). */
@@ -54,7 +58,7 @@ export interface ExternalImportSettings {
  * 32 rows at once: the PostgreSQL event store writes the appends waiting at the same moment in one
  * transaction, so a chunk's rows share a few commits instead of each waiting for its own.
  */
-export const DEFAULT_EXTERNAL_IMPORT_SETTINGS: ExternalImportSettings = { chunkSize: 200, concurrency: 32, keepFiles: false, limits: {} };
+export const DEFAULT_EXTERNAL_IMPORT_SETTINGS: ExternalImportSettings = { chunkSize: 200, bulkChunkSize: 1000, concurrency: 32, keepFiles: false, limits: {} };
 
 export interface ExternalImportDeps extends CommandDeps {
   files: FileStore;
@@ -236,8 +240,16 @@ export class ExternalImportSaga {
     };
   }
 
+  /** Waits until the read models hold every event of the job's stream so far (a bulk chunk's rows are not waited for one by one). */
+  private async caughtUp(job: JobStream): Promise<void> {
+    if (job.lastPosition === null) return;
+    await readYourWrites({ ...this.deps, writeTimeoutMs: Math.max(this.deps.writeTimeoutMs, 120_000) }, { position: job.lastPosition, streamId: externalImportStream(job.state.jobId) });
+  }
+
   private async importAll(job: JobStream, signal: AbortSignal): Promise<void> {
     await job.loadSnapshots(this.deps);
+    // A job taken up again: what an earlier run appended is in the read models before anything is decided from them.
+    await this.caughtUp(job);
     for (const step of IMPORT_STEPS) {
       for (;;) {
         if (signal.aborted) throw new Stopped();
@@ -252,11 +264,18 @@ export class ExternalImportSaga {
         }
         const after = job.state.progress[step.dataset]?.lastRow ?? 0;
         const started = Date.now();
-        const rows = await stagedRows(this.deps.knex, job.state.jobId, step.dataset, after, this.deps.settings.chunkSize);
+        const rows = await stagedRows(this.deps.knex, job.state.jobId, step.dataset, after, step.bulk ? this.deps.settings.bulkChunkSize : this.deps.settings.chunkSize);
         if (rows.length === 0) break;
+        if (step.bulk) {
+          const times = await this.importBulkChunk(job, step, rows);
+          this.deps.logger.debug({ jobId: job.state.jobId, dataset: step.dataset, rows: rows.length, ms: Date.now() - started, ...times }, 'external import bulk chunk written');
+          continue;
+        }
         await this.planChunk(job, step, rows);
         this.deps.logger.debug({ jobId: job.state.jobId, dataset: step.dataset, rows: rows.length, ms: Date.now() - started }, 'external import chunk planned');
       }
+      // The next datasets refer to this one's rows through the read model (a run test's case, a result's run test): it has them first.
+      await this.caughtUp(job);
     }
     const counts: Record<string, { created: number; mapped: number; skipped: number }> = {};
     for (const { dataset } of job.state.plan) {
@@ -269,7 +288,14 @@ export class ExternalImportSaga {
     if (outcome) await readYourWrites(this.deps, outcome);
   }
 
-  private async planChunk(job: JobStream, step: DatasetStep, rows: Array<{ index: number; row: Record<string, unknown> }>): Promise<void> {
+  private async planChunk(job: JobStream, step: DatasetStep, rows: StagedRow[]): Promise<void> {
+    const columns = await this.planRows(job, step, rows);
+    await job.apply({ type: 'PlanChunk', dataset: step.dataset, entity: entityOfRows(step, job), lastRow: rows[rows.length - 1].index, rows: columns });
+    [job.plannedHere, job.plannedDataset] = [job.state.openChunk!.chunk, step.dataset];
+  }
+
+  /** Decides what each row of a chunk becomes and gives the rows created their ids (reserved now, recorded by the caller's event). */
+  private async planRows(job: JobStream, step: DatasetStep, rows: StagedRow[]): Promise<PlannedRows> {
     const pending = new Map<string, Map<string, number>>([[step.dataset, new Map()]]);
     const ctx = this.context(job, pending);
     const columns = { sourceId: [] as string[], id: [] as Array<number | null>, key: [] as Array<string | null>, createdBy: [] as Array<string | null>,
@@ -300,8 +326,53 @@ export class ExternalImportSaga {
     decisions.forEach((d, i) => {
       if ('create' in d) columns.id[i] = ids[next++];
     });
-    await job.apply({ type: 'PlanChunk', dataset: step.dataset, entity: entityOfRows(step, job), lastRow: rows[rows.length - 1].index, rows: columns });
-    [job.plannedHere, job.plannedDataset] = [job.state.openChunk!.chunk, step.dataset];
+    return columns;
+  }
+
+  /**
+   * A chunk of a bulk dataset (cases, runs, run tests, results, sessions and their results):
+   * planned, built, decided as each row's own create would be (services/entities/bulkCreate.ts),
+   * and appended as one: the plan, the rows' Created data and the record in one append. A process
+   * that stops before it appends leaves nothing of the chunk (its reserved ids stay unused); after
+   * it, the whole chunk.
+   */
+  private async importBulkChunk(job: JobStream, step: DatasetStep, rows: StagedRow[]): Promise<Record<string, number>> {
+    const t0 = Date.now();
+    const columns = await this.planRows(job, step, rows);
+    const t1 = Date.now();
+    const planned = new Map<string, Map<string, number>>([[step.dataset, new Map(columns.sourceId.map((sourceId, i) => [sourceId, columns.id[i] ?? -1]))]]);
+    const ctx = this.context(job, planned);
+    const children: ChunkChildren = step.prepare ? await step.prepare(rows.map((r) => r.row), ctx) : {};
+    const writer = this.writer(job);
+    const t2 = Date.now();
+    const creates: Array<{ sourceId: string; row: BulkRow }> = [];
+    for (const [i, { row }] of rows.entries()) {
+      const id = columns.id[i];
+      if (id === null || columns.mapped[i]) continue;
+      const sourceId = columns.sourceId[i];
+      try {
+        creates.push({ sourceId, row: { id, write: await step.build!(row, ctx, children), at: timeOf(row.created_at) ?? this.now() } });
+      } catch (err) {
+        if (isTransient(err)) throw err;
+        throw new RowRefused(step.dataset, sourceId, err);
+      }
+    }
+    const t3 = Date.now();
+    let data: Record<string, unknown>[];
+    try {
+      data = await decideCreates(writer.deps, step.entity, creates.map((c) => c.row), job.metadata);
+    } catch (err) {
+      if (!(err instanceof CreateRefused)) throw err;
+      if (isTransient(err.cause)) throw err.cause;
+      throw new RowRefused(step.dataset, creates[err.index].sourceId, err.cause);
+    }
+    const t4 = Date.now();
+    const fields = [...new Set(data.flatMap((d) => Object.keys(d)))];
+    await job.apply({
+      type: 'ImportChunk', plan: { dataset: step.dataset, entity: step.entity, lastRow: rows[rows.length - 1].index, rows: columns },
+      written: { fields, rows: data.map((d) => fields.map((f) => d[f] ?? null)) }, now: this.now(),
+    });
+    return { planMs: t1 - t0, prepareMs: t2 - t1, buildMs: t3 - t2, decideMs: t4 - t3, appendMs: Date.now() - t4 };
   }
 
   /** Writes the open chunk's planned rows (those written before a crash are passed over) and records it. */
@@ -313,6 +384,7 @@ export class ExternalImportSaga {
     const ctx = this.context(job, new Map());
     const children: ChunkChildren = step.prepare ? await step.prepare(rows.map((r) => r.row), ctx) : {};
     const writer = this.writer(job);
+    const write = step.write!;
     const todo = open.rows.filter(([, id], i) => id !== null && !open.mapped[i]) as Array<[string, number]>;
     const plannedHere = job.plannedHere === open.chunk && job.plannedDataset === open.dataset;
     const writeOne = async ([sourceId, id]: [string, number]) => {
@@ -324,7 +396,7 @@ export class ExternalImportSaga {
         if (existing) return;
       }
       try {
-        await step.write(row, id, ctx, writer, children);
+        await write(row, id, ctx, writer, children);
       } catch (err) {
         if (isTransient(err) || err instanceof ConcurrencyError) throw err;
         throw new RowRefused(step.dataset, sourceId, err);
@@ -356,7 +428,8 @@ export class ExternalImportSaga {
         if (signal.aborted) throw new Stopped();
         const entity = entityOfRow(job, step.dataset, map.entity, sourceId);
         const [existing] = await this.deps.store.readStream(rowStream(entity, id), { maxCount: 1 });
-        if (existing) {
+        // A row written in bulk has no stream until it first changes: the read model has it.
+        if (existing || (step.bulk && (await importedRow(this.deps.knex, ENTITIES[entity as EntityName], id)))) {
           try {
             if (entity === 'repositoryFolder') await deleteFolder(deps, { folderId: id }, job.metadata);
             else if (entity === 'user') await deleteUser(deps, { userId: id }, job.metadata);
@@ -424,6 +497,15 @@ export class ExternalImportSaga {
   }
 }
 
+type StagedRow = { index: number; row: Record<string, unknown> };
+type PlannedRows = DataOf<'ExternalImportChunkPlanned'>['rows'];
+
+/** A source row's creation time as ISO, when it has a valid one. */
+function timeOf(value: unknown): string | null {
+  const ms = typeof value === 'string' ? Date.parse(value) : NaN;
+  return Number.isFinite(ms) ? new Date(ms).toISOString() : null;
+}
+
 /** A row the domain refused (a rule, a unique name taken meanwhile): the job fails naming it. */
 class RowRefused extends Error {
   constructor(readonly dataset: string, readonly sourceId: string, override readonly cause: unknown) {
@@ -481,6 +563,8 @@ class JobStream {
     public state: ExternalImportState,
     private revision: bigint | null,
     readonly metadata: EventMetadata,
+    /** The position of the stream's last event (null: none yet). */
+    public lastPosition: string | null,
   ) {}
 
   get knex() {
@@ -497,7 +581,7 @@ class JobStream {
     const metadata: EventMetadata = first
       ? { actor: { ...first.metadata.actor, via: 'import' }, correlationId: externalImportStream(jobId), causationId: first.id }
       : { actor: { userId: null, via: 'system' }, correlationId: externalImportStream(jobId), causationId: null };
-    return new JobStream(deps, state, last ? BigInt(last.revision) : null, metadata);
+    return new JobStream(deps, state, last ? BigInt(last.revision) : null, metadata, last ? last.position : null);
   }
 
   /** Repositories that are run snapshots: their folders and cases are skipped. */
@@ -514,6 +598,7 @@ class JobStream {
     const result = await this.deps.store.append(streamId, events, { expectedRevision: this.revision ?? 'no-stream', metadata: this.metadata });
     for (const e of events) this.state = externalImportDecider.evolve(this.state, e);
     this.revision = result.nextRevision;
+    this.lastPosition = result.position;
     return { position: result.position, streamId };
   }
 }

@@ -49,8 +49,16 @@ export interface DatasetStep {
   /** The source id of a row (most rows have `id`; join rows are named by their columns). */
   sourceIdOf?(row: Row, index: number): string;
   decide(row: Row, ctx: ImportContext): Promise<Decision> | Decision;
-  /** Creates the row under `id`. `rows` are the chunk's rows, for reading their children at once (see `prepare`). */
-  write(row: Row, id: number, ctx: ImportContext, writer: Writer, chunk: ChunkChildren): Promise<unknown>;
+  /** Creates the row under `id`, through the domain's command. `chunk`: the children of the chunk's rows (see `prepare`). */
+  write?(row: Row, id: number, ctx: ImportContext, writer: Writer, chunk: ChunkChildren): Promise<unknown>;
+  /**
+   * What a bulk dataset's row is created with (its source creation time is the row's
+   * `created_at`): a chunk of such rows is decided at once and written as one event
+   * (ExternalImportRowsWritten) instead of one command per row.
+   */
+  build?(row: Row, ctx: ImportContext, chunk: ChunkChildren): Promise<EntityWrite> | EntityWrite;
+  /** Written in bulk (`build`); the others one by one (`write`). */
+  bulk?: true;
   /** Reads the children of the chunk's rows that the writes need (steps of cases, step results of results...). */
   prepare?(rows: Row[], ctx: ImportContext): Promise<ChunkChildren>;
 }
@@ -388,7 +396,8 @@ const repositorySteps: DatasetStep[] = [
         values: await stagedChildren(ctx.knex, ctx.jobId, 'repository_case_values', ids),
       };
     },
-    write: async (row, id, ctx, w, children) => {
+    bulk: true,
+    build: async (row, ctx, children) => {
       const key = String(row.id);
       const steps = (children.steps.get(key) ?? [])
         .sort((a, b) => (num(a.display_order) ?? 0) - (num(b.display_order) ?? 0))
@@ -403,7 +412,7 @@ const repositorySteps: DatasetStep[] = [
       const tags = (children.tags.get(key) ?? []).map((t) => ctx.idOf('tags', t.tag_id)).filter((t): t is number => t !== null);
       const fieldValues = await fieldValuesOf(ctx, row, children.values.get(key) ?? [], 'caseField');
       const folder = ctx.idOf('repository_folders', row.folder_id);
-      await create('repositoryCase')(w, row, {
+      return {
         data: {
           title: nameOf(row, `Case ${key}`), description: plainTextOf(row.note ?? row.description ?? row.docs), className: str(row.key),
           estimate: toSeconds(row.estimate, ctx.durationUnit), automated: bool(row.automated), order: num(row.display_order) ?? 0,
@@ -414,7 +423,7 @@ const repositorySteps: DatasetStep[] = [
         links: { tags: { set: [...new Set(tags)] } },
         children: { steps: { create: steps }, fieldValues: { create: fieldValues } },
         ...creatorOf(row, ctx),
-      }, id);
+      };
     },
   },
 ];
@@ -424,9 +433,10 @@ const runSteps: DatasetStep[] = [
     dataset: 'runs', entity: 'testRun',
     decide: (row, ctx) => (ctx.idOf('projects', row.project_id) === null ? { skip: 'its project is not imported' } : { create: true }),
     prepare: async (rows, ctx) => ({ tags: await stagedChildren(ctx.knex, ctx.jobId, 'run_tags', rows.map((r) => String(r.id))) }),
-    write: async (row, id, ctx, w, children) => {
+    bulk: true,
+    build: async (row, ctx, children) => {
       const tags = (children.tags.get(String(row.id)) ?? []).map((t) => ctx.idOf('tags', t.tag_id)).filter((t): t is number => t !== null);
-      await create('testRun')(w, row, {
+      return {
         data: {
           name: nameOf(row, `Run ${String(row.id)}`), note: plainTextOf(row.note ?? row.docs), testRunType: 'REGULAR',
           isCompleted: bool(row.is_closed) || bool(row.is_completed), completedAt: time(row.closed_at ?? row.completed_at), elapsedMs: toMs(row.elapsed, ctx.durationUnit),
@@ -437,7 +447,7 @@ const runSteps: DatasetStep[] = [
         }),
         links: { tags: { set: [...new Set(tags)] } },
         ...creatorOf(row, ctx),
-      }, id);
+      };
     },
   },
   {
@@ -460,13 +470,14 @@ const runSteps: DatasetStep[] = [
       seen.add(repositoryCase);
       return { create: true };
     },
-    write: (row, id, ctx, w) => create('testRunCase')(w, row, {
+    bulk: true,
+    build: (row, ctx) => ({
       data: { order: num(row.display_order) ?? num(row.order) ?? 0 },
       connect: connectOf({
         testRun: ctx.idOf('runs', row.run_id), repositoryCase: ctx.idOf('repository_cases', row.case_id),
         status: ctx.idOf('statuses', row.status_id), assignedTo: ctx.idOf('users', row.assignee_id),
       }),
-    }, id),
+    }),
   },
   {
     dataset: 'run_results', entity: 'testRunResult',
@@ -489,7 +500,8 @@ const runSteps: DatasetStep[] = [
       }
       return { steps: await stagedChildren(ctx.knex, ctx.jobId, 'run_result_steps', rows.map((r) => String(r.id))), caseSteps };
     },
-    write: async (row, id, ctx, w, children) => {
+    bulk: true,
+    build: async (row, ctx, children) => {
       const ofCase = children.caseSteps.get(String(ctx.idOf('run_tests', row.test_id))) ?? [];
       // Matched by position: the n-th step result (by display order) is the case's n-th step; one beyond the case's steps is not kept.
       const stepResults = (children.steps.get(String(row.id)) ?? [])
@@ -501,23 +513,24 @@ const runSteps: DatasetStep[] = [
           connect: connectOf({ step: step!, status: ctx.idOf('statuses', s.status_id) }),
         }));
       const fieldValues = await fieldValuesOf(ctx, row, [], 'resultField');
-      await create('testRunResult')(w, row, {
+      return {
         data: { durationMs: toMs(row.elapsed, ctx.durationUnit), executedAt: time(row.created_at), notes: plainTextOf(row.comment), attempt: 1 },
         connect: connectOf({
           testRun: ctx.idOf('runs', row.run_id), testRunCase: ctx.idOf('run_tests', row.test_id), status: ctx.idOf('statuses', row.status_id),
           executedBy: ctx.idOf('users', row.created_by),
         }),
         children: { stepResults: { create: stepResults }, fieldValues: { create: fieldValues } },
-      }, id);
+      };
     },
   },
   {
     dataset: 'sessions', entity: 'session',
     decide: (row, ctx) => (ctx.idOf('projects', row.project_id) === null ? { skip: 'its project is not imported' } : { create: true }),
     prepare: async (rows, ctx) => ({ tags: await stagedChildren(ctx.knex, ctx.jobId, 'session_tags', rows.map((r) => String(r.id))) }),
-    write: async (row, id, ctx, w, children) => {
+    bulk: true,
+    build: async (row, ctx, children) => {
       const tags = (children.tags.get(String(row.id)) ?? []).map((t) => ctx.idOf('tags', t.tag_id)).filter((t): t is number => t !== null);
-      await create('session')(w, row, {
+      return {
         data: {
           name: nameOf(row, `Session ${String(row.id)}`), note: plainTextOf(row.note ?? row.docs), mission: plainTextOf(row.custom_mission ?? row.mission),
           estimate: toSeconds(row.estimate, ctx.durationUnit), elapsedMs: toMs(row.elapsed, ctx.durationUnit),
@@ -529,7 +542,7 @@ const runSteps: DatasetStep[] = [
         }),
         links: { tags: { set: [...new Set(tags)] } },
         ...creatorOf(row, ctx),
-      }, id);
+      };
     },
   },
   {
@@ -539,11 +552,12 @@ const runSteps: DatasetStep[] = [
       if (ctx.idOf('statuses', row.status_id) === null) return { skip: 'its status is not imported' };
       return { create: true };
     },
-    write: (row, id, ctx, w) => create('sessionResult')(w, row, {
+    bulk: true,
+    build: (row, ctx) => ({
       data: { resultData: plainTextOf(row.comment), durationMs: toMs(row.elapsed, ctx.durationUnit) },
       connect: connectOf({ session: ctx.idOf('sessions', row.session_id), status: ctx.idOf('statuses', row.status_id) }),
       ...creatorOf(row, ctx),
-    }, id),
+    }),
   },
 ];
 

@@ -1,4 +1,4 @@
-import { convert } from 'html-to-text';
+import { compile } from 'html-to-text';
 
 /**
  * The export's rich text (notes, docs, missions, step texts, custom text fields) is HTML. This
@@ -25,13 +25,16 @@ const OPTIONS = {
   ],
 };
 
+/** Compiled once: `convert` would build the same formatter again for every value. */
+const toText = compile(OPTIONS);
+
 const LOOKS_LIKE_MARKUP = /<[a-z!/][^>]*>|&(#\d+|#x[0-9a-f]+|[a-z]+);/i;
 
 /** Plain text of an HTML fragment (null and empty stay null); `max` cuts it to the field's length. */
 export function plainTextOf(value: unknown, max = 1_000_000): string | null {
   if (value === null || value === undefined) return null;
   const source = typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value);
-  const text = LOOKS_LIKE_MARKUP.test(source) ? convert(source, OPTIONS).trim() : source.trim();
+  const text = LOOKS_LIKE_MARKUP.test(source) ? toText(source).trim() : source.trim();
   if (text === '') return null;
   return text.length > max ? text.slice(0, max) : text;
 }

@@ -186,7 +186,7 @@ export async function runWorker(
   const e = config.externalImports;
   const external = new ExternalImportSaga({
     ...deps, files, logger: log.child({ saga: 'externalImport' }),
-    settings: { ...DEFAULT_EXTERNAL_IMPORT_SETTINGS, retryBudgetMs: config.retryBudgetMs, chunkSize: e.chunkSize, keepFiles: e.keepFiles, limits: { maxExpandedBytes: e.maxExpandedBytes, maxCompressionRatio: e.maxCompressionRatio } },
+    settings: { ...DEFAULT_EXTERNAL_IMPORT_SETTINGS, retryBudgetMs: config.retryBudgetMs, chunkSize: e.chunkSize, bulkChunkSize: e.bulkChunkSize, keepFiles: e.keepFiles, limits: { maxExpandedBytes: e.maxExpandedBytes, maxCompressionRatio: e.maxCompressionRatio } },
   });
   const runner = startJobRunner({
     leases: new PostgresJobLeases(platform.pool), logger: log, ...config.worker,

@@ -21,7 +21,7 @@ import type { SearchAdminDeps } from './searchAdmin.deps';
 export const LAG_COUNT_LIMIT = 10_000;
 const LAG_PAGE = 1000;
 /** Read shallow when counting: a lag is counted by position and stream, never by data. */
-const BULKY_EVENTS: EventType[] = ['TestResultsImported'];
+const BULKY_EVENTS: EventType[] = ['TestResultsImported', 'ExternalImportRowsWritten'];
 
 export interface IndexProgress {
   /**

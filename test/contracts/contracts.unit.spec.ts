@@ -23,7 +23,7 @@ type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'UniqueValueReleas
   | 'SearchReindexPaused' | 'SearchReindexResumed' | 'SearchReindexCancelled' | 'SearchReindexCompleted' | 'SearchReindexFailed'
   | 'NotificationCreated' | 'NotificationRead'
   | 'ExternalImportUploaded' | 'ExternalImportAnalysisStarted' | 'ExternalImportAnalysed' | 'ExternalImportConfigured' | 'ExternalImportQueued'
-  | 'ExternalImportStarted' | 'ExternalImportChunkPlanned' | 'ExternalImportChunkImported' | 'ExternalImportCompleted' | 'ExternalImportFailed'
+  | 'ExternalImportStarted' | 'ExternalImportChunkPlanned' | 'ExternalImportRowsWritten' | 'ExternalImportChunkImported' | 'ExternalImportCompleted' | 'ExternalImportFailed'
   | 'ExternalImportCancelRequested' | 'ExternalImportCancelled' | 'ExternalImportRollbackRequested' | 'ExternalImportRollbackProgressed'
   | 'ExternalImportRolledBack' | 'ExternalImportClosed';
 
@@ -137,6 +137,10 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   ExternalImportChunkPlanned: {
     jobId: 5, dataset: 'repository_cases', entity: 'repositoryCase', chunk: 0, lastRow: 2,
     rows: { sourceId: ['1001', '1002'], id: [40, null], key: ['C1001', null], createdBy: ['11', null], createdAt: [AT, null], skipReason: [null, 'its project is not imported'], mapped: [false, false] },
+  },
+  ExternalImportRowsWritten: {
+    jobId: 5, dataset: 'repository_cases', chunk: 0, entity: 'repositoryCase', fields: ['repositoryCaseId', 'title', 'steps', 'createdAt'],
+    rows: [[101, 'Log in', [{ id: 7, step: 'Open the page', expectedResult: null, order: 0 }], AT]],
   },
   ExternalImportChunkImported: { jobId: 5, dataset: 'repository_cases', chunk: 0, lastRow: 2, created: 1, skipped: 1, at: AT },
   ExternalImportCompleted: { jobId: 5, counts: { repository_cases: { created: 1, mapped: 0, skipped: 1 } }, notificationId: 8, completedAt: AT },

@@ -14,9 +14,12 @@ const JOB_COUNT = 4;
 /** Per job: enough rows that a worker is killed in the middle of one. */
 const SIZES = { cases: 240, runs: 8, results: 1200, projects: 2, users: 6 };
 /** The events each dataset's created rows have. */
-const CREATED_EVENT: Record<string, string> = {
-  repository_folders: 'RepositoryFolderCreated', repository_cases: 'RepositoryCaseCreated', runs: 'TestRunCreated',
-  run_tests: 'TestRunCaseCreated', run_results: 'TestRunResultCreated', milestones: 'MilestoneCreated', sessions: 'SessionCreated',
+/** Datasets written row by row: one Created event per row. */
+const CREATED_EVENT: Record<string, string> = { repository_folders: 'RepositoryFolderCreated', milestones: 'MilestoneCreated' };
+/** Datasets written in bulk: each row once in the job's ExternalImportRowsWritten events, under its id key, and once in its table. */
+const WRITTEN_IN_BULK: Record<string, [table: string, idKey: string]> = {
+  repository_cases: ['repository_cases', 'caseId'], runs: ['test_runs', 'testRunId'], run_tests: ['test_run_cases', 'testRunCaseId'],
+  run_results: ['test_run_results', 'testRunResultId'], sessions: ['sessions', 'sessionId'],
 };
 
 /**
@@ -100,6 +103,15 @@ describe('external-tool migration with two workers, one SIGKILLed mid-job', func
           expect(events, `job ${jobId} ${dataset}: one ${type} per created row`).to.deep.equal({ n: created, ids: created });
           const planned = await knex('external_import_rows').where({ job_id: jobId, dataset, mapped: false }).whereNotNull('entity_id').count('* as n').first();
           expect(Number(planned!.n), `job ${jobId} ${dataset}: created = planned`).to.equal(created);
+        }
+        const chunks = (await knex('es_events').where({ stream_id: `externalImport-${jobId}`, type: 'ExternalImportRowsWritten' }).select('data'))
+          .map((r: { data: { dataset: string; fields: string[]; rows: unknown[][] } }) => r.data);
+        for (const [dataset, [table, idKey]] of Object.entries(WRITTEN_IN_BULK)) {
+          const created = job.counts[dataset]?.created ?? 0;
+          const ids = chunks.filter((c) => c.dataset === dataset).flatMap((c) => c.rows.map((row) => row[c.fields.indexOf(idKey)]));
+          expect({ n: ids.length, ids: new Set(ids).size }, `job ${jobId} ${dataset}: each created row in one chunk`).to.deep.equal({ n: created, ids: created });
+          const rows = await knex(table).where({ external_import_job_id: jobId }).count('* as n').first();
+          expect(Number(rows!.n), `job ${jobId} ${dataset}: each created row in ${table}`).to.equal(created);
         }
         expect(job.counts.run_results.created, `job ${jobId}`).to.be.greaterThan(0);
       }

@@ -2,15 +2,24 @@ import { expect } from 'chai';
 import { ALL_PROJECTIONS } from '../../projections';
 
 /**
- * An import chunk (TestResultsImported) carries up to a few hundred results with their messages and
- * stack traces. Every projection follows the whole log with its own subscription in `npm start`: one
- * that reads chunks whole without needing them holds megabytes per import in memory for nothing.
+ * An import chunk (TestResultsImported, ExternalImportRowsWritten) carries hundreds of rows. Every
+ * projection follows the whole log with its own subscription in `npm start`: one that reads chunks
+ * whole without needing them holds megabytes per import in memory for nothing. A result import's
+ * chunks are applied by the read model alone; an external import's by the read model and the audit
+ * trail (which learns the rows' projects from them).
  */
-describe('projections: import chunks are read whole only by the projection that applies their rows', () => {
+const READ_WHOLE: Record<string, readonly string[]> = {
+  TestResultsImported: ['readModel'],
+  ExternalImportRowsWritten: ['readModel', 'audit'],
+};
+
+describe('projections: import chunks are read whole only by the projections that apply their rows', () => {
   for (const projection of ALL_PROJECTIONS) {
-    const needsChunks = projection.name === 'readModel';
-    it(`${projection.name} ${needsChunks ? 'reads' : 'does not read'} TestResultsImported whole`, () => {
-      expect(projection.shallow ?? [], projection.name).to.satisfy((shallow: readonly string[]) => shallow.includes('TestResultsImported') !== needsChunks);
-    });
+    for (const [type, readers] of Object.entries(READ_WHOLE)) {
+      const needsChunks = readers.includes(projection.name);
+      it(`${projection.name} ${needsChunks ? 'reads' : 'does not read'} ${type} whole`, () => {
+        expect(projection.shallow ?? [], projection.name).to.satisfy((shallow: readonly string[]) => shallow.includes(type) !== needsChunks);
+      });
+    }
   }
 });

@@ -289,10 +289,19 @@ describe('External-tool migration: jobs through the API and a worker', function 
     });
 
     it('records the administrator as actor through the import, correlated by the job', async () => {
+      // A project is written through its own command; a case in bulk, in a chunk event of the job's stream.
+      const [project] = await find('project', { where: { name: 'Web Shop' } });
+      const [projectCreated] = await app.deps.store.readStream(`project-${project.id}`, { maxCount: 1 });
+      expect(projectCreated.metadata.actor).to.include({ userId: adminId, via: 'import' });
+      expect(projectCreated.metadata.correlationId).to.equal(`externalImport-${jobId}`);
       const [kase] = await find('repositoryCase', { where: { className: 'C1001' } });
-      const [created] = await app.deps.store.readStream(`repositoryCase-${kase.id}`, { maxCount: 1 });
-      expect(created.metadata.actor).to.include({ userId: adminId, via: 'import' });
-      expect(created.metadata.correlationId).to.equal(`externalImport-${jobId}`);
+      expect(kase.externalImportJobId).to.equal(jobId);
+      const chunk = (await app.deps.store.readStream(`externalImport-${jobId}`))
+        .find((e) => e.type === 'ExternalImportRowsWritten' && (e.data as any).entity === 'repositoryCase'
+          && (e.data as any).rows.some((r: unknown[]) => r[(e.data as any).fields.indexOf('caseId')] === kase.id));
+      expect(chunk, 'the chunk that wrote the case').to.not.equal(undefined);
+      expect(chunk!.metadata.actor).to.include({ userId: adminId, via: 'import' });
+      expect(chunk!.metadata.correlationId).to.equal(`externalImport-${jobId}`);
     });
 
     it('resolves old ids: POST /api/lookup by source id or key, through the caller\'s permissions', async () => {
@@ -309,6 +318,36 @@ describe('External-tool migration: jobs through the API and a worker', function 
       expect((await expectRefused(app, () => admin.post('/api/lookup', { type: 'tank', externalId: '1' }), 400)).details.path).to.equal('type');
       expect((await expectRefused(app, () => admin.post('/api/lookup', { type: 'case', externalId: '' }), 400)).details.path).to.equal('externalId');
       expect((await expectRefused(app, () => admin.post('/api/lookup', { type: 'case', externalId: '1', name: 'x' }), 400)).details.path).to.equal('name');
+    });
+
+    it('a row written in bulk changes like any other: its imported steps, tags and values are its own, its history goes on', async () => {
+      const include = { steps: { orderBy: { order: 'asc' } }, tags: true, fieldValues: true };
+      const [before] = await find('repositoryCase', { where: { className: 'C1001' }, include });
+      expect(before.steps.length, 'the fixture case has steps').to.be.greaterThan(0);
+      expect(before.currentVersion).to.equal(1);
+      // Without the imported steps in its state the domain would not know the step it is asked to delete.
+      const res = await admin.post('/api/model/repositoryCase/update', {
+        where: { id: before.id }, data: { title: 'Log in (edited)', steps: { delete: [{ id: before.steps[0].id }] } }, include,
+      });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      const after = res.body.data;
+      expect(after.steps.map((st: any) => st.id)).to.deep.equal(before.steps.slice(1).map((st: any) => st.id));
+      expect(after.tags.map((t: any) => t.id)).to.deep.equal(before.tags.map((t: any) => t.id));
+      expect(after.fieldValues.map((v: any) => [v.fieldId, v.value])).to.deep.equal(before.fieldValues.map((v: any) => [v.fieldId, v.value]));
+      expect(after).to.include({ title: 'Log in (edited)', currentVersion: 2, externalImportJobId: jobId });
+      const versions = await admin.post('/api/model/repositoryCaseVersion/findMany', { where: { repositoryCaseId: before.id }, orderBy: { version: 'asc' } });
+      expect(versions.body.data.map((v: any) => [v.version, v.title])).to.deep.equal([[1, before.title], [2, 'Log in (edited)']]);
+      // The edit is on the case's own stream, and the audit trail files it under the case's project (known from the chunk).
+      const [edited] = await app.deps.store.readStream(`repositoryCase-${before.id}`);
+      expect(edited.type).to.equal('RepositoryCaseUpdated');
+      await waitUntil(async () => Boolean(await app.deps.knex('audit_events').where({ event_id: edited.id }).first('project_id')), 'the audit row');
+      expect((await app.deps.knex('audit_events').where({ event_id: edited.id }).first('project_id')).project_id).to.equal(before.projectId);
+      // A result written in bulk is deleted as a user deletes one.
+      const [result] = await find('testRunResult', { where: { notes: 'ok' } });
+      expect(result.externalImportJobId).to.equal(jobId);
+      const deleted = await admin.post('/api/model/testRunResult/delete', { where: { id: result.id } });
+      expect(deleted.status, JSON.stringify(deleted.body)).to.equal(200);
+      expect(await find('testRunResult', { where: { id: result.id } })).to.deep.equal([]);
     });
 
     it('tells the administrator, deletes the file and the staged rows', async () => {
@@ -415,10 +454,15 @@ describe('External-tool migration: an outage, a cancel mid-import, kept files', 
     await restoreConnections(db);
     const job = await waitForPhase(admin, jobId, ['completed', 'failed'], 240_000);
     expect(job.phase, JSON.stringify(job.error)).to.equal('completed');
-    for (const [dataset, type] of [['repository_cases', 'RepositoryCaseCreated'], ['run_tests', 'TestRunCaseCreated'], ['run_results', 'TestRunResultCreated']]) {
-      const events = await app.deps.knex('audit_events').where({ correlation_id: `externalImport-${jobId}`, type })
-        .select(app.deps.knex.raw('count(*)::int AS n'), app.deps.knex.raw('count(DISTINCT entity_id)::int AS ids')).first();
-      expect(events, dataset).to.deep.equal({ n: job.counts[dataset].created, ids: job.counts[dataset].created });
+    // Each row written once: once in the job's chunk events, once in the read model.
+    const written = (await app.deps.store.readStream(`externalImport-${jobId}`)).filter((e) => e.type === 'ExternalImportRowsWritten');
+    for (const [dataset, table, idKey] of [['repository_cases', 'repository_cases', 'caseId'], ['run_tests', 'test_run_cases', 'testRunCaseId'], ['run_results', 'test_run_results', 'testRunResultId']]) {
+      const ids = written.filter((e) => (e.data as any).dataset === dataset)
+        .flatMap((e) => (e.data as any).rows.map((r: unknown[]) => r[(e.data as any).fields.indexOf(idKey)]));
+      expect({ n: ids.length, ids: new Set(ids).size }, dataset).to.deep.equal({ n: job.counts[dataset].created, ids: job.counts[dataset].created });
+      const rows = await app.deps.knex(table).where({ external_import_job_id: jobId })
+        .select(app.deps.knex.raw('count(*)::int AS n'), app.deps.knex.raw('count(DISTINCT id)::int AS ids')).first();
+      expect(rows, table).to.deep.equal({ n: job.counts[dataset].created, ids: job.counts[dataset].created });
     }
     expect(job.counts.run_results.created).to.equal(600);
     // EXTERNAL_IMPORT_KEEP_FILES: the job is closed, its staging gone, the file kept.
