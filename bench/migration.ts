@@ -124,21 +124,27 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
       if (current.phase === 'completed' || current.phase === 'failed') break;
       if (recovery === null && o.killAt > 0 && percent >= o.killAt && current.phase === 'importing') {
         // SIGKILL mid-import, start again on the same DATA_DIR: the worker of the new process takes the job over.
-        const before = current.progress.processed as number;
         peaks.push(status(pid, 'VmHWM'));
         const killed = process.hrtime.bigint();
+        // Progress is the job's own stream moving on (the read model may still be applying what the killed process appended).
+        const revisionOf = async () => {
+          const client = new pg.Client(connection);
+          await client.connect();
+          try {
+            return Number((await client.query('SELECT coalesce(max(revision), -1)::bigint AS r FROM es_events WHERE stream_id = $1', [`externalImport-${jobId}`])).rows[0].r);
+          } finally {
+            await client.end();
+          }
+        };
         const exited = new Promise((r) => server!.child.once('exit', r));
         server.child.kill('SIGKILL');
         await exited;
+        const revisionAtKill = await revisionOf();
         server = await startServer(env);
         url = server.url;
         pid = server.child.pid!;
         const listeningAfter = seconds(killed);
-        let progressed = await job(jobId);
-        while (progressed.progress.processed <= before && progressed.phase === 'importing') {
-          await new Promise((r) => setTimeout(r, 200));
-          progressed = await job(jobId);
-        }
+        while ((await revisionOf()) <= revisionAtKill) await new Promise((r) => setTimeout(r, 200));
         recovery = { killedAtPercent: percent, killedAtSeconds: round(seconds(started), 1), listeningAfterSeconds: round(listeningAfter, 2), progressAfterSeconds: round(seconds(killed), 2) };
         console.log(`migration: SIGKILLed at ${percent}%, listening again after ${listeningAfter.toFixed(1)} s, progress again after ${recovery.progressAfterSeconds} s`);
       }

@@ -64,6 +64,11 @@ class Replacements {
   readonly links = new Map<string, Map<number, number[]>>();
   /** One per applied case event, with the case row as it was right after it. */
   readonly versions: { values: Values; row: VersionedRow }[] = [];
+  /**
+   * Owners (`<entity>:<id>`) created in this batch by an import's bulk chunk: they have no children or links yet
+   * (the same id is never in a table twice: ids are reserved), so none are deleted before theirs go in.
+   */
+  readonly fresh = new Set<string>();
 
   child(table: string, parentId: number, rows: Values[]): void {
     if (!this.children.has(table)) this.children.set(table, new Map());
@@ -81,7 +86,8 @@ class Replacements {
         const child = ENTITIES[relation.target];
         const byParent = this.children.get(child.table);
         if (!byParent) continue;
-        await trx.raw(`DELETE FROM "${child.table}" WHERE "${relation.foreignKey}" = ANY(?::integer[])`, [[...byParent.keys()]]);
+        const replacing = [...byParent.keys()].filter((id) => !this.fresh.has(`${entity.name}:${id}`));
+        if (replacing.length > 0) await trx.raw(`DELETE FROM "${child.table}" WHERE "${relation.foreignKey}" = ANY(?::integer[])`, [replacing]);
         const rows = [...byParent.entries()].flatMap(([parentId, items]) =>
           items.map((item) => ({ ...toColumns(child, item), id: item.id, [relation.foreignKey]: parentId })));
         await insertRecords(trx, child.table, columnTypesWithoutRevision(child), rows);
@@ -90,7 +96,8 @@ class Replacements {
         const { table, sourceKey, targetKey } = relation.through!;
         const byOwner = this.links.get(table);
         if (!byOwner) continue;
-        await trx.raw(`DELETE FROM "${table}" WHERE "${sourceKey}" = ANY(?::integer[])`, [[...byOwner.keys()]]);
+        const replacing = [...byOwner.keys()].filter((id) => !this.fresh.has(`${entity.name}:${id}`));
+        if (replacing.length > 0) await trx.raw(`DELETE FROM "${table}" WHERE "${sourceKey}" = ANY(?::integer[])`, [replacing]);
         const rows = [...byOwner.entries()].flatMap(([ownerId, ids]) => ids.map((id) => ({ [sourceKey]: ownerId, [targetKey]: id })));
         await insertRecords(trx, table, { [sourceKey]: 'integer', [targetKey]: 'integer' }, rows);
       }
@@ -154,6 +161,7 @@ export const readModelProjection: Projection = {
       if (!batch) batches.set(entity.name, (batch = new RowBatch(entity.table, columnTypesOf(entity))));
       return batch;
     };
+    const replaced = new Replacements();
     const relevant: { event: EventEnvelope; entity: EntityDef; id: number; kind: 'created' | 'updated' | 'deleted'; bulkJob?: number }[] = [];
     for (const event of events) {
       if (event.type === 'ExternalImportRowsWritten') {
@@ -162,9 +170,11 @@ export const readModelProjection: Projection = {
         const written = rowsWrittenOf(d);
         if (!written) continue;
         const created = eventTypesOf(written.entity).created;
+        // New rows (their ids were reserved for the chunk): nothing to load first, no old children to replace.
         for (const data of written.rows) {
           const id = data[idKeyOf(written.entity)] as number;
-          batchOf(written.entity).want(id);
+          batchOf(written.entity);
+          replaced.fresh.add(`${written.entity.name}:${id}`);
           relevant.push({ event: { ...event, type: created, data, revision: '-1' }, entity: written.entity, id, kind: 'created', bulkJob: d.jobId });
         }
         continue;
@@ -183,7 +193,6 @@ export const readModelProjection: Projection = {
     }
     for (const batch of batches.values()) await batch.load(trx);
 
-    const replaced = new Replacements();
     for (const { event, entity, id, kind, bulkJob } of relevant) {
       const rows = batchOf(entity);
       const data = event.data as Values;

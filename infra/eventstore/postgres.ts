@@ -38,6 +38,11 @@ interface EventRow {
 
 const COLUMNS = 'position, id, stream_id, revision, type, schema_version, data, metadata, recorded_at';
 
+/** COLUMNS with the data of the types in parameter $n (text[]) read shallow: top-level keys and scalars kept, nested objects and arrays emptied. */
+const shallowColumns = (n: number) => COLUMNS.replace('data', `CASE WHEN type = ANY($${n}::text[])
+  THEN (SELECT jsonb_object_agg(key, CASE WHEN jsonb_typeof(value) IN ('object', 'array') THEN '{}'::jsonb ELSE value END) FROM jsonb_each(data))
+  ELSE data END AS data`);
+
 function toEnvelope(r: EventRow): EventEnvelope {
   return {
     id: r.id, type: r.type, schemaVersion: r.schema_version, streamId: r.stream_id, revision: r.revision,
@@ -137,10 +142,12 @@ export class PostgresEventStore implements EventStore {
     const backwards = options.direction === 'backwards';
     const limit = options.maxCount ?? null;
     const from = options.fromRevision ?? null;
+    const shallow = options.shallow?.length ? [...options.shallow] : null;
+    const columns = shallow === null ? COLUMNS : shallowColumns(4);
     const sql = backwards
-      ? `SELECT ${COLUMNS} FROM es_events WHERE stream_id = $1 AND ($2::bigint IS NULL OR revision <= $2) ORDER BY revision DESC LIMIT $3`
-      : `SELECT ${COLUMNS} FROM es_events WHERE stream_id = $1 AND ($2::bigint IS NULL OR revision >= $2) ORDER BY revision ASC LIMIT $3`;
-    const { rows } = await this.pool.query<EventRow>(sql, [streamId, from === null ? null : from.toString(), limit]);
+      ? `SELECT ${columns} FROM es_events WHERE stream_id = $1 AND ($2::bigint IS NULL OR revision <= $2) ORDER BY revision DESC LIMIT $3`
+      : `SELECT ${columns} FROM es_events WHERE stream_id = $1 AND ($2::bigint IS NULL OR revision >= $2) ORDER BY revision ASC LIMIT $3`;
+    const { rows } = await this.pool.query<EventRow>(sql, [streamId, from === null ? null : from.toString(), limit, ...(shallow === null ? [] : [shallow])]);
     return rows.map(toEnvelope);
   }
 
@@ -149,10 +156,7 @@ export class PostgresEventStore implements EventStore {
     const after = options.after ?? '0';
     const limit = options.maxCount ?? PAGE;
     const shallow = options.shallow?.length ? [...options.shallow] : null;
-    // Shallow types: top-level keys and scalars kept, nested objects and arrays emptied.
-    const columns = shallow === null ? COLUMNS : COLUMNS.replace('data', `CASE WHEN type = ANY($${options.maxBytes === undefined ? 3 : 4}::text[])
-      THEN (SELECT jsonb_object_agg(key, CASE WHEN jsonb_typeof(value) IN ('object', 'array') THEN '{}'::jsonb ELSE value END) FROM jsonb_each(data))
-      ELSE data END AS data`);
+    const columns = shallow === null ? COLUMNS : shallowColumns(options.maxBytes === undefined ? 3 : 4);
     const extra = shallow === null ? [] : [shallow];
     const { rows } = options.maxBytes === undefined
       ? await this.pool.query<EventRow>(`SELECT ${columns} FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2`, [after, limit, ...extra])

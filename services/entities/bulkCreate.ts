@@ -3,6 +3,7 @@ import type { EventMetadata } from '../../contracts/envelope';
 import { ENTITIES, type EntityDef, type EntityName, writtenAs } from '../../contracts/entities';
 import { eventFields } from '../../contracts/entityEvents';
 import type { CommandDeps } from '../shared/commandBus';
+import type { IdAllocator } from '../shared/ids';
 import { type Fact, projectIdOf } from './entity.decider';
 import { allocateChildIdsOfMany, createdValues, deciderOf, type EntityWrite, factsFor } from './entity.handlers';
 
@@ -32,8 +33,13 @@ export class CreateRefused extends Error {
   }
 }
 
-/** The Created event data of each row, in order (children with their ids). Throws CreateRefused for the first row refused. */
-export async function decideCreates(deps: CommandDeps, name: EntityName, rows: readonly BulkRow[], metadata: EventMetadata): Promise<Record<string, unknown>[]> {
+/**
+ * The Created event data of each row, in order (children with their ids, from `ids`: the deps'
+ * allocator unless given). Throws CreateRefused for the first row refused.
+ */
+export async function decideCreates(
+  deps: CommandDeps, name: EntityName, rows: readonly BulkRow[], metadata: EventMetadata, ids: Pick<IdAllocator, 'nextMany'> = deps.ids,
+): Promise<Record<string, unknown>[]> {
   const entity = ENTITIES[name];
   const memo = new Map<string, Promise<unknown>>();
   await loadFacts(deps.knex, referencesOf(entity, rows.map((r) => r.write)), memo);
@@ -54,7 +60,7 @@ export async function decideCreates(deps: CommandDeps, name: EntityName, rows: r
     }
   }
   // The children's lists are the values' own (the event data holds the same objects): ids given in place.
-  await allocateChildIdsOfMany(deps, entity, valuesOfRows, metadata);
+  await allocateChildIdsOfMany(ids, entity, valuesOfRows, metadata);
   return data;
 }
 

@@ -6,6 +6,7 @@ import { activeClaim, claimRevisionAfter, lastEventOf, writeWithClaims } from '.
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { handleCommand, loadAggregate } from '../shared/decider';
 import { DomainError } from '../shared/errors';
+import type { IdAllocator } from '../shared/ids';
 import { keyInScope } from '../repository/caseIdentity';
 import { folderStream, repositoryFolderDecider } from '../repository/repositoryFolder.decider';
 import { userDecider, userStream } from '../identity/user.decider';
@@ -216,13 +217,13 @@ function newChildren(child: EntityDef, relation: RelationDef, current: Record<st
 }
 
 /** allocateChildIds for many rows of one entity at once: one reservation per child entity. */
-export async function allocateChildIdsOfMany(deps: CommandDeps, entity: EntityDef, valuesOfRows: Record<string, unknown>[], metadata: EventMetadata): Promise<void> {
+export async function allocateChildIdsOfMany(ids: Pick<IdAllocator, 'nextMany'>, entity: EntityDef, valuesOfRows: Record<string, unknown>[], metadata: EventMetadata): Promise<void> {
   for (const [relation, def] of ownedRelations(entity)) {
     const rows = valuesOfRows.flatMap((values) => (values[relation] as Record<string, unknown>[] | undefined) ?? []).filter((row) => unallocated.has(row));
-    const ids = await deps.ids.nextMany(def.target, rows.length, metadata);
+    const childIds = await ids.nextMany(def.target, rows.length, metadata);
     rows.forEach((row, i) => {
       unallocated.delete(row);
-      row.id = ids[i];
+      row.id = childIds[i];
     });
   }
 }

@@ -4,7 +4,7 @@ import { ENTITIES, type EntityName } from '../../contracts/entities';
 import { streamOf } from '../../contracts/entityEvents';
 import type { DataOf, ExternalImportEvent, ExternalMappingKey } from '../../contracts/events';
 import { type BulkRow, CreateRefused, decideCreates } from '../entities/bulkCreate';
-import { deleteEntity } from '../entities/entity.handlers';
+import { createEntity, deleteEntity } from '../entities/entity.handlers';
 import { importedRow } from '../entities/importedRows';
 import type { FileStore } from '../files/fileStore';
 import { deleteUser } from '../identity/identity.handlers';
@@ -23,6 +23,7 @@ import {
 import { type ChunkChildren, type DatasetStep, entryOf, fieldKindOf, IMPORT_STEPS, type ImportContext, NOT_PLACED, type Writer } from './importers';
 import { MAPPING_DEFS, sourcesOf, suggestMappings } from './mappings';
 import { dropStaging, stageExport, stagedCounts, stagedRows } from './staging';
+import { type IdAllocator, IdPool } from '../shared/ids';
 
 /**
  * The worker side of an external import job (externalImport.decider.ts): analyse an uploaded
@@ -58,7 +59,7 @@ export interface ExternalImportSettings {
  * 32 rows at once: the PostgreSQL event store writes the appends waiting at the same moment in one
  * transaction, so a chunk's rows share a few commits instead of each waiting for its own.
  */
-export const DEFAULT_EXTERNAL_IMPORT_SETTINGS: ExternalImportSettings = { chunkSize: 200, bulkChunkSize: 1000, concurrency: 32, keepFiles: false, limits: {} };
+export const DEFAULT_EXTERNAL_IMPORT_SETTINGS: ExternalImportSettings = { chunkSize: 200, bulkChunkSize: 2000, concurrency: 32, keepFiles: false, limits: {} };
 
 export interface ExternalImportDeps extends CommandDeps {
   files: FileStore;
@@ -295,7 +296,7 @@ export class ExternalImportSaga {
   }
 
   /** Decides what each row of a chunk becomes and gives the rows created their ids (reserved now, recorded by the caller's event). */
-  private async planRows(job: JobStream, step: DatasetStep, rows: StagedRow[]): Promise<PlannedRows> {
+  private async planRows(job: JobStream, step: DatasetStep, rows: StagedRow[], ids: Pick<IdAllocator, 'nextMany'> = this.deps.ids): Promise<PlannedRows> {
     const pending = new Map<string, Map<string, number>>([[step.dataset, new Map()]]);
     const ctx = this.context(job, pending);
     const columns = { sourceId: [] as string[], id: [] as Array<number | null>, key: [] as Array<string | null>, createdBy: [] as Array<string | null>,
@@ -321,10 +322,10 @@ export class ExternalImportSaga {
       else if ('map' in decision) pending.get(step.dataset)!.set(sourceId, decision.map);
     }
     const creating = decisions.filter((d) => 'create' in d).length;
-    const ids = creating > 0 ? await this.deps.ids.nextMany(step.entity === 'repositoryFolder' ? 'repositoryFolder' : step.entity, creating, job.metadata) : [];
+    const planned = creating > 0 ? await ids.nextMany(step.entity === 'repositoryFolder' ? 'repositoryFolder' : step.entity, creating, job.metadata) : [];
     let next = 0;
     decisions.forEach((d, i) => {
-      if ('create' in d) columns.id[i] = ids[next++];
+      if ('create' in d) columns.id[i] = planned[next++];
     });
     return columns;
   }
@@ -338,7 +339,9 @@ export class ExternalImportSaga {
    */
   private async importBulkChunk(job: JobStream, step: DatasetStep, rows: StagedRow[]): Promise<Record<string, number>> {
     const t0 = Date.now();
-    const columns = await this.planRows(job, step, rows);
+    // Ids of the rows and of their children reserved ten chunks ahead: a chunk costs one append, its own.
+    job.idPool ??= new IdPool(this.deps.ids, 10 * this.deps.settings.bulkChunkSize);
+    const columns = await this.planRows(job, step, rows, job.idPool);
     const t1 = Date.now();
     const planned = new Map<string, Map<string, number>>([[step.dataset, new Map(columns.sourceId.map((sourceId, i) => [sourceId, columns.id[i] ?? -1]))]]);
     const ctx = this.context(job, planned);
@@ -360,7 +363,7 @@ export class ExternalImportSaga {
     const t3 = Date.now();
     let data: Record<string, unknown>[];
     try {
-      data = await decideCreates(writer.deps, step.entity, creates.map((c) => c.row), job.metadata);
+      data = await decideCreates(writer.deps, step.entity, creates.map((c) => c.row), job.metadata, job.idPool);
     } catch (err) {
       if (!(err instanceof CreateRefused)) throw err;
       if (isTransient(err.cause)) throw err.cause;
@@ -384,7 +387,9 @@ export class ExternalImportSaga {
     const ctx = this.context(job, new Map());
     const children: ChunkChildren = step.prepare ? await step.prepare(rows.map((r) => r.row), ctx) : {};
     const writer = this.writer(job);
-    const write = step.write!;
+    // A bulk dataset's chunk planned by an older worker (one row at a time) is finished that way.
+    const write = step.write ?? (async (row: Record<string, unknown>, id: number, c: ImportContext, w: Writer, ch: ChunkChildren) =>
+      createEntity(w.at(row.created_at), step.entity, await step.build!(row, c, ch), w.metadata, id));
     const todo = open.rows.filter(([, id], i) => id !== null && !open.mapped[i]) as Array<[string, number]>;
     const plannedHere = job.plannedHere === open.chunk && job.plannedDataset === open.dataset;
     const writeOne = async ([sourceId, id]: [string, number]) => {
@@ -554,6 +559,8 @@ class JobStream {
   /** Facts the importers look up once per job. */
   readonly cache = new Map<string, unknown>();
   snapshotRepos = new Set<string>();
+  /** Ids reserved ahead for bulk chunks (made at the first one). */
+  idPool: IdPool | null = null;
   /** The chunk this run planned (none of its rows can exist yet); a chunk planned by an earlier run is checked row by row. */
   plannedHere: number | null = null;
   plannedDataset: string | null = null;
@@ -572,7 +579,8 @@ class JobStream {
   }
 
   static async load(deps: ExternalImportDeps, jobId: number): Promise<JobStream> {
-    const events = await deps.store.readStream(externalImportStream(jobId));
+    // The chunks' rows are the read model's business: the job folds their plans and records only.
+    const events = await deps.store.readStream(externalImportStream(jobId), { shallow: ['ExternalImportRowsWritten'] });
     let state = externalImportDecider.initialState;
     for (const e of events) state = externalImportDecider.evolve(state, { type: e.type, data: e.data } as ExternalImportEvent);
     const first: EventEnvelope | undefined = events[0];

@@ -463,9 +463,19 @@ const runSteps: DatasetStep[] = [
       }
       if (repositoryCase === null) return { skip: 'its case is not imported' };
       // The same case twice in a run: the first is the run's, later ones are skipped (a run holds a case once).
-      // A run's cases written by earlier chunks (of this process or one that stopped) are read once from the read model, which has them by now.
-      const seen = await cached(ctx, `runCases:${run}`, async () => new Set<number>(run > 0
-        ? await ctx.knex('test_run_cases').where({ test_run_id: run, is_deleted: false }).pluck('repository_case_id') : []));
+      // Runs are this job's own: their cases written by earlier chunks (of this process or one that stopped) are
+      // read once per job from the read model, which has them by now.
+      const byRun = await cached(ctx, 'runCasesOfJob', async () => {
+        const rows = await ctx.knex('test_run_cases').where({ external_import_job_id: ctx.jobId, is_deleted: false }).select('test_run_id', 'repository_case_id');
+        const map = new Map<number, Set<number>>();
+        for (const r of rows as Array<{ test_run_id: number; repository_case_id: number }>) {
+          if (!map.has(r.test_run_id)) map.set(r.test_run_id, new Set());
+          map.get(r.test_run_id)!.add(r.repository_case_id);
+        }
+        return map;
+      });
+      if (!byRun.has(run)) byRun.set(run, new Set());
+      const seen = byRun.get(run)!;
       if (seen.has(repositoryCase)) return { skip: 'the run has this case already' };
       seen.add(repositoryCase);
       return { create: true };

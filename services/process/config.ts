@@ -251,7 +251,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       maxBytes: int(env, 'EXTERNAL_IMPORT_MAX_BYTES', 1024 * 1024 * 1024, 1),
       keepFiles: flag(env, 'EXTERNAL_IMPORT_KEEP_FILES', false),
       chunkSize: int(env, 'EXTERNAL_IMPORT_CHUNK_SIZE', 200, 1, 5000),
-      bulkChunkSize: int(env, 'EXTERNAL_IMPORT_BULK_CHUNK_SIZE', 1000, 1, 5000),
+      bulkChunkSize: int(env, 'EXTERNAL_IMPORT_BULK_CHUNK_SIZE', 2000, 1, 5000),
       maxExpandedBytes: int(env, 'EXTERNAL_IMPORT_MAX_EXPANDED_BYTES', 4 * 1024 ** 3, 1),
       maxCompressionRatio: int(env, 'EXTERNAL_IMPORT_MAX_COMPRESSION_RATIO', 100, 2, 100_000),
     },

@@ -18,6 +18,8 @@ export interface ReadStreamOptions {
   /** Inclusive start; defaults to the start (forwards) or the end (backwards). */
   fromRevision?: bigint;
   maxCount?: number;
+  /** Event types read shallow, as ReadAllOptions.shallow (a job folding its stream without its chunks' rows). */
+  shallow?: readonly string[];
 }
 
 export interface ReadAllOptions {

@@ -63,3 +63,30 @@ export class IdAllocator {
     }
   }
 }
+
+/**
+ * Ids for a job that takes many per step (an import's chunks): `nextMany` is served from
+ * reservations of at least `ahead` ids per category, so a chunk costs no append of its own. What a
+ * job does not use of its last reservation is skipped, like a block's remainder.
+ */
+export class IdPool {
+  private readonly pools = new Map<string, { next: number; to: number }>();
+
+  constructor(
+    private readonly ids: Pick<IdAllocator, 'nextMany'>,
+    private readonly ahead: number,
+  ) {}
+
+  async nextMany(category: string, count: number, metadata: EventMetadata): Promise<number[]> {
+    if (count <= 0) return [];
+    let pool = this.pools.get(category);
+    if (!pool || pool.to - pool.next + 1 < count) {
+      const block = await this.ids.nextMany(category, Math.max(count, this.ahead), metadata);
+      pool = { next: block[0], to: block[block.length - 1] };
+      this.pools.set(category, pool);
+    }
+    const first = pool.next;
+    pool.next += count;
+    return Array.from({ length: count }, (_, i) => first + i);
+  }
+}

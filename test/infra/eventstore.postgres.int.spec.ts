@@ -75,6 +75,12 @@ describe('PostgreSQL event store', () => {
     expect(whole[0].data).to.deep.equal(bulky);
     const seen = await take(store.subscribeToAll({ after: start, shallow: ['Bulky'] }), 2);
     expect(seen[0].data).to.deep.equal({ jobId: 9, chunk: 0, note: null, results: {}, tags: {} });
+    // A stream read shallow too, both ways, with its other options.
+    const stream = await store.readStream(`shallow-${start}`, { shallow: ['Bulky'] });
+    expect(stream.map((e) => e.data)).to.deep.equal([{ jobId: 9, chunk: 0, note: null, results: {}, tags: {} }, { n: 1, list: [1] }]);
+    const [last] = await store.readStream(`shallow-${start}`, { shallow: ['Thing'], direction: 'backwards', maxCount: 1 });
+    expect(last.data).to.deep.equal({ n: 1, list: {} });
+    expect((await store.readStream(`shallow-${start}`))[0].data).to.deep.equal(bulky);
     await store.close();
     await pool.end();
   });

@@ -379,6 +379,32 @@ describe('External-tool migration: jobs through the API and a worker', function 
       expect((await expectRefused(app, () => admin.post(`${JOBS}/${jobId}/execute`), 409)).code).to.equal('external-import-rolled-back');
     });
 
+    it('fails on a row the domain refuses (a case in another project\'s folder), naming it; nothing of its chunk is written', async () => {
+      const exported = complete();
+      exported.projects.data[0].name = 'Refusing Shop';
+      exported.projects.data.push({ id: 11, name: 'Other Shop', created_at: '2023-02-01T09:00:00Z', created_by: 11 });
+      exported.repository_folders.data.push({ id: 210, project_id: 11, repo_id: 100, parent_id: null, name: 'Elsewhere' });
+      exported.repository_cases.data.push({ ...exported.repository_cases.data[0], id: 1010, key: 'C1010', name: 'Misplaced', folder_id: 210 });
+      delete exported.runs; delete exported.run_tests; delete exported.run_results; delete exported.run_result_steps; delete exported.run_tags;
+      delete exported.run_links; delete exported.run_issues; delete exported.run_result_issues;
+      const job = await analysed(JSON.stringify(exported));
+      expect(job.phase, JSON.stringify(job.error)).to.equal('analysed');
+      const mappings: Record<string, unknown> = {};
+      for (const key of ['states', 'statuses', 'users', 'tags', 'groups', 'roles', 'milestoneTypes', 'configurations', 'templates', 'templateFields', 'issueTrackers'])
+        mappings[key] = job.suggestions[key].map((e: any) => (e.action === 'create' ? { sourceId: e.sourceId, action: 'skip' } : e));
+      expect((await admin.request('PUT', `${JOBS}/${job.jobId}/configuration`, { mappings })).status).to.equal(200);
+      expect((await admin.post(`${JOBS}/${job.jobId}/execute`)).status).to.equal(202);
+      const done = await waitForPhase(admin, job.jobId, ['completed', 'failed']);
+      expect(done.phase).to.equal('failed');
+      expect(done.error).to.deep.include({ code: 'external-import-row-refused' });
+      expect(done.error.details).to.deep.equal({ dataset: 'repository_cases', sourceId: '1010', reason: 'repository-folder-in-other-project' });
+      // The chunk is one append: the other case of it is not written either, and nothing is half there.
+      expect(await app.deps.knex('repository_cases').where({ external_import_job_id: job.jobId }).count('* as n').first()).to.deep.equal({ n: '0' });
+      expect((await app.deps.store.readStream(`externalImport-${job.jobId}`)).filter((e) => e.type === 'ExternalImportRowsWritten')).to.deep.equal([]);
+      const [project] = await find('project', { where: { name: 'Refusing Shop' } });
+      expect(project, 'what earlier datasets wrote stays (until a rollback)').to.not.equal(undefined);
+    });
+
     it('imports a tree written children first: parents come first; a cycle is skipped with its reason', async () => {
       const exported = complete();
       exported.projects.data[0].name = 'Tree Shop';
