@@ -98,7 +98,7 @@ async function loadFacts(knex: Knex, wanted: Map<EntityName, Set<number>>, memo:
     const entity = ENTITIES[name];
     const ids = [...idSet].filter((id) => !memo.has(`${name}:${id}`));
     if (ids.length === 0) continue;
-    const rows = (await knex(entity.table).whereIn('id', ids).select('*')) as Record<string, unknown>[];
+    const rows = (await knex(entity.table).whereRaw('id = ANY(?::integer[])', [ids]).select('*')) as Record<string, unknown>[];
     const hop = entity.projectPath?.[0];
     const parent = hop && !entity.fields.projectId && depth < 4 ? entity.relations[hop] : undefined;
     const parents = parent

@@ -501,7 +501,7 @@ const runSteps: DatasetStep[] = [
       // A step result belongs to a step of the result's case: the case's steps here, in their order.
       const runCases = [...new Set(rows.map((r) => ctx.idOf('run_tests', r.test_id)).filter((id): id is number => id !== null && id > 0))];
       const steps = await ctx.knex('test_run_cases as c').join('steps as s', 's.repository_case_id', 'c.repository_case_id')
-        .whereIn('c.id', runCases).orderBy(['c.id', 's.sort_order', 's.id']).select('c.id as run_case', 's.id as step');
+        .whereRaw('c.id = ANY(?::integer[])', [runCases]).orderBy(['c.id', 's.sort_order', 's.id']).select('c.id as run_case', 's.id as step');
       const caseSteps = new Map<string, Row[]>();
       for (const r of steps as Array<{ run_case: number; step: number }>) {
         const list = caseSteps.get(String(r.run_case)) ?? [];

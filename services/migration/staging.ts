@@ -110,7 +110,7 @@ export async function allStagedRows(knex: Knex, jobId: number, dataset: string):
 export async function stagedChildren(knex: Knex, jobId: number, dataset: string, parentIds: string[]): Promise<Map<string, Record<string, unknown>[]>> {
   const byParent = new Map<string, Record<string, unknown>[]>();
   if (parentIds.length === 0) return byParent;
-  const rows = await knex('external_import_staging').where({ job_id: jobId, dataset }).whereIn('parent_id', parentIds)
+  const rows = await knex('external_import_staging').where({ job_id: jobId, dataset }).whereRaw('parent_id = ANY(?::text[])', [parentIds])
     .orderBy('row_index').select('parent_id', 'row');
   for (const r of rows as Array<{ parent_id: string; row: Record<string, unknown> }>) {
     const list = byParent.get(r.parent_id);
@@ -123,7 +123,7 @@ export async function stagedChildren(knex: Knex, jobId: number, dataset: string,
 /** The parents among `parentIds` that have at least one row in a child dataset. */
 export async function parentsWithChildren(knex: Knex, jobId: number, dataset: string, parentIds: string[]): Promise<Set<string>> {
   if (parentIds.length === 0) return new Set();
-  const rows = await knex('external_import_staging').where({ job_id: jobId, dataset }).whereIn('parent_id', parentIds).distinct('parent_id');
+  const rows = await knex('external_import_staging').where({ job_id: jobId, dataset }).whereRaw('parent_id = ANY(?::text[])', [parentIds]).distinct('parent_id');
   return new Set(rows.map((r: { parent_id: string }) => r.parent_id));
 }
 
