@@ -216,6 +216,23 @@ describe('External-tool migration: jobs through the API and a worker', function 
     });
   });
 
+  /**
+   * Imports an export without its runs, the configuration it would create skipped (what exists is
+   * mapped, so jobs of several tests add only their own projects, folders and cases): the job as
+   * analysed, and as it ended.
+   */
+  async function importWithoutRuns(exported: any): Promise<{ job: any; done: any }> {
+    for (const dataset of ['runs', 'run_tests', 'run_results', 'run_result_steps', 'run_tags', 'run_links', 'run_issues', 'run_result_issues']) delete exported[dataset];
+    const job = await analysed(JSON.stringify(exported));
+    expect(job.phase, JSON.stringify(job.error)).to.equal('analysed');
+    const mappings: Record<string, unknown> = {};
+    for (const key of ['states', 'statuses', 'users', 'tags', 'groups', 'roles', 'milestoneTypes', 'configurations', 'templates', 'templateFields', 'issueTrackers'])
+      mappings[key] = job.suggestions[key].map((e: any) => (e.action === 'create' ? { sourceId: e.sourceId, action: 'skip' } : e));
+    expect((await admin.request('PUT', `${JOBS}/${job.jobId}/configuration`, { mappings })).status).to.equal(200);
+    expect((await admin.post(`${JOBS}/${job.jobId}/execute`)).status).to.equal(202);
+    return { job, done: await waitForPhase(admin, job.jobId, ['completed', 'failed']) };
+  }
+
   describe('import and rollback', () => {
     let jobId: number;
     let job: any;
@@ -385,16 +402,7 @@ describe('External-tool migration: jobs through the API and a worker', function 
       exported.projects.data.push({ id: 11, name: 'Other Shop', created_at: '2023-02-01T09:00:00Z', created_by: 11 });
       exported.repository_folders.data.push({ id: 210, project_id: 11, repo_id: 100, parent_id: null, name: 'Elsewhere' });
       exported.repository_cases.data.push({ ...exported.repository_cases.data[0], id: 1010, key: 'C1010', name: 'Misplaced', folder_id: 210 });
-      delete exported.runs; delete exported.run_tests; delete exported.run_results; delete exported.run_result_steps; delete exported.run_tags;
-      delete exported.run_links; delete exported.run_issues; delete exported.run_result_issues;
-      const job = await analysed(JSON.stringify(exported));
-      expect(job.phase, JSON.stringify(job.error)).to.equal('analysed');
-      const mappings: Record<string, unknown> = {};
-      for (const key of ['states', 'statuses', 'users', 'tags', 'groups', 'roles', 'milestoneTypes', 'configurations', 'templates', 'templateFields', 'issueTrackers'])
-        mappings[key] = job.suggestions[key].map((e: any) => (e.action === 'create' ? { sourceId: e.sourceId, action: 'skip' } : e));
-      expect((await admin.request('PUT', `${JOBS}/${job.jobId}/configuration`, { mappings })).status).to.equal(200);
-      expect((await admin.post(`${JOBS}/${job.jobId}/execute`)).status).to.equal(202);
-      const done = await waitForPhase(admin, job.jobId, ['completed', 'failed']);
+      const { job, done } = await importWithoutRuns(exported);
       expect(done.phase).to.equal('failed');
       expect(done.error).to.deep.include({ code: 'external-import-row-refused' });
       expect(done.error.details).to.deep.equal({ dataset: 'repository_cases', sourceId: '1010', reason: 'repository-folder-in-other-project' });
@@ -421,16 +429,7 @@ describe('External-tool migration: jobs through the API and a worker', function 
         { id: 41, project_id: 10, parent_id: 40, name: 'v2.0 sprint 1' },
         { id: 40, project_id: 10, parent_id: null, name: 'v2.0' },
       ];
-      delete exported.runs; delete exported.run_tests; delete exported.run_results; delete exported.run_result_steps; delete exported.run_tags;
-      delete exported.run_links; delete exported.run_issues; delete exported.run_result_issues;
-      const job = await analysed(JSON.stringify(exported));
-      expect(job.phase, JSON.stringify(job.error)).to.equal('analysed');
-      const mappings: Record<string, unknown> = {};
-      for (const key of ['states', 'statuses', 'users', 'tags', 'groups', 'roles', 'milestoneTypes', 'configurations', 'templates', 'templateFields', 'issueTrackers'])
-        mappings[key] = job.suggestions[key].map((e: any) => (e.action === 'create' ? { sourceId: e.sourceId, action: 'skip' } : e));
-      expect((await admin.request('PUT', `${JOBS}/${job.jobId}/configuration`, { mappings })).status).to.equal(200);
-      expect((await admin.post(`${JOBS}/${job.jobId}/execute`)).status).to.equal(202);
-      const done = await waitForPhase(admin, job.jobId, ['completed', 'failed']);
+      const { job, done } = await importWithoutRuns(exported);
       expect(done.phase, JSON.stringify(done.error)).to.equal('completed');
       const [project] = await find('project', { where: { name: 'Tree Shop' } });
       const folders = await find('repositoryFolder', { where: { projectId: project.id }, include: { parent: true } });
