@@ -14,6 +14,12 @@ CREATE TABLE IF NOT EXISTS es_events (
   UNIQUE (stream_id, revision)
 );
 
+-- A large event's data read shallow (top-level scalars kept, nested objects and arrays emptied),
+-- computed once when it is appended: the readers that skip an import chunk's rows then read this
+-- small value instead of decompressing the whole chunk each. Derived from `data`, never evidence;
+-- null for small events and for events appended before it existed (read shallow from `data`).
+ALTER TABLE es_events ADD COLUMN IF NOT EXISTS shallow jsonb;
+
 CREATE TABLE IF NOT EXISTS es_streams (
   stream_id text   PRIMARY KEY,
   revision  bigint NOT NULL
@@ -56,9 +62,12 @@ BEGIN
     FOR v_event IN SELECT * FROM jsonb_array_elements(v_req->'events') LOOP
       v_head := v_head + 1;
       v_revision := v_revision + 1;
-      INSERT INTO es_events (position, id, stream_id, revision, type, schema_version, data, metadata, recorded_at)
+      INSERT INTO es_events (position, id, stream_id, revision, type, schema_version, data, metadata, recorded_at, shallow)
       VALUES (v_head, (v_event->>'id')::uuid, v_req->>'streamId', v_revision, v_event->>'type',
-              (v_event->>'schemaVersion')::integer, v_event->'data', v_event->'metadata', v_now);
+              (v_event->>'schemaVersion')::integer, v_event->'data', v_event->'metadata', v_now,
+              CASE WHEN pg_column_size(v_event->'data') > 8192 AND jsonb_typeof(v_event->'data') = 'object' THEN
+                (SELECT jsonb_object_agg(key, CASE WHEN jsonb_typeof(value) IN ('object', 'array') THEN '{}'::jsonb ELSE value END)
+                 FROM jsonb_each(v_event->'data')) END);
     END LOOP;
     INSERT INTO es_streams (stream_id, revision) VALUES (v_req->>'streamId', v_revision)
       ON CONFLICT (stream_id) DO UPDATE SET revision = EXCLUDED.revision;

@@ -38,9 +38,13 @@ interface EventRow {
 
 const COLUMNS = 'position, id, stream_id, revision, type, schema_version, data, metadata, recorded_at';
 
-/** COLUMNS with the data of the types in parameter $n (text[]) read shallow: top-level keys and scalars kept, nested objects and arrays emptied. */
+/**
+ * COLUMNS with the data of the types in parameter $n (text[]) read shallow: top-level keys and
+ * scalars kept, nested objects and arrays emptied. A large event's shallow form was stored when it
+ * was appended (es_events.shallow); an older or small one's is made from its data.
+ */
 const shallowColumns = (n: number) => COLUMNS.replace('data', `CASE WHEN type = ANY($${n}::text[])
-  THEN (SELECT jsonb_object_agg(key, CASE WHEN jsonb_typeof(value) IN ('object', 'array') THEN '{}'::jsonb ELSE value END) FROM jsonb_each(data))
+  THEN COALESCE(shallow, (SELECT jsonb_object_agg(key, CASE WHEN jsonb_typeof(value) IN ('object', 'array') THEN '{}'::jsonb ELSE value END) FROM jsonb_each(data)))
   ELSE data END AS data`);
 
 function toEnvelope(r: EventRow): EventEnvelope {

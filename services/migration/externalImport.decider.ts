@@ -39,6 +39,39 @@ export interface PlannedChunk {
   rows: Array<[string, number | null]>;
 }
 
+/**
+ * Source id → new id of every row a job planned: a job of a million rows keeps them all, so ids
+ * written as plain decimal numbers (most exports' ids) are kept as numbers, not strings, which
+ * halves what the map holds. Answers and iterates the ids as the strings they came as.
+ */
+export class SourceIds {
+  private readonly map = new Map<string | number, number>();
+
+  private static keyOf(sourceId: string): string | number {
+    return /^(0|[1-9][0-9]{0,14})$/.test(sourceId) ? Number(sourceId) : sourceId;
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+
+  get(sourceId: string): number | undefined {
+    return this.map.get(SourceIds.keyOf(sourceId));
+  }
+
+  has(sourceId: string): boolean {
+    return this.map.has(SourceIds.keyOf(sourceId));
+  }
+
+  set(sourceId: string, id: number): void {
+    this.map.set(SourceIds.keyOf(sourceId), id);
+  }
+
+  *[Symbol.iterator](): IterableIterator<[string, number]> {
+    for (const [key, id] of this.map) yield [String(key), id];
+  }
+}
+
 export interface ExternalImportState {
   phase: ExternalImportPhase;
   jobId: number;
@@ -53,7 +86,7 @@ export interface ExternalImportState {
   plan: Array<{ dataset: string; rows: number }>;
   progress: Record<string, DatasetProgress>;
   /** Per dataset, the entity its rows became, source id → id of every row planned so far, and the ids it creates (not those mapped). */
-  ids: Map<string, { entity: string; bySource: Map<string, number>; created: number[] }>;
+  ids: Map<string, { entity: string; bySource: SourceIds; created: number[] }>;
   /** The chunk planned and not yet recorded as written (at most one: chunks are written one after the other). */
   openChunk: { dataset: string; entity: string; chunk: number; lastRow: number; rows: Array<[string, number | null]>; mapped: boolean[] } | null;
   cancelRequested: boolean;
@@ -233,7 +266,7 @@ export function evolve(s: ExternalImportState, e: ExternalImportEvent): External
     case 'ExternalImportChunkPlanned': {
       const d = e.data;
       let map = s.ids.get(d.dataset);
-      if (!map) s.ids.set(d.dataset, (map = { entity: d.entity, bySource: new Map(), created: [] }));
+      if (!map) s.ids.set(d.dataset, (map = { entity: d.entity, bySource: new SourceIds(), created: [] }));
       const rows: Array<[string, number | null]> = d.rows.sourceId.map((sourceId, i) => [sourceId, d.rows.id[i]]);
       rows.forEach(([sourceId, id], i) => {
         if (id === null) return;

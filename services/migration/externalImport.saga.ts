@@ -530,6 +530,9 @@ function failureOf(err: unknown): { code: string; message: string; details: Reco
   return asFailure(new DomainError('external-import-internal-error', `The import failed on an unexpected error: ${describeError(err)} (logged with the correlation id)`));
 }
 
+/** Events of a job's stream folded per read when the job is loaded. */
+const FOLD_PAGE = 200;
+
 const sourceIdOfRow = (step: DatasetStep, r: { index: number; row: Record<string, unknown> }) =>
   step.sourceIdOf ? step.sourceIdOf(r.row, r.index) : r.row.id === undefined || r.row.id === null ? `#${r.index}` : String(r.row.id);
 
@@ -580,11 +583,18 @@ class JobStream {
 
   static async load(deps: ExternalImportDeps, jobId: number): Promise<JobStream> {
     // The chunks' rows are the read model's business: the job folds their plans and records only.
-    const events = await deps.store.readStream(externalImportStream(jobId), { shallow: ['ExternalImportRowsWritten'] });
+    // Folded a page at a time: a long job's plans (every row's source id) are not all held at once.
     let state = externalImportDecider.initialState;
-    for (const e of events) state = externalImportDecider.evolve(state, { type: e.type, data: e.data } as ExternalImportEvent);
-    const first: EventEnvelope | undefined = events[0];
-    const last: EventEnvelope | undefined = events[events.length - 1];
+    let first: EventEnvelope | undefined;
+    let last: EventEnvelope | undefined;
+    for (;;) {
+      const from = last ? BigInt(last.revision) + 1n : undefined;
+      const page = await deps.store.readStream(externalImportStream(jobId), { shallow: ['ExternalImportRowsWritten'], maxCount: FOLD_PAGE, ...(from !== undefined && { fromRevision: from }) });
+      for (const e of page) state = externalImportDecider.evolve(state, { type: e.type, data: e.data } as ExternalImportEvent);
+      first ??= page[0];
+      last = page[page.length - 1] ?? last;
+      if (page.length < FOLD_PAGE) break;
+    }
     // The saga's writes carry the administrator who uploaded as actor, through the import, correlated by the job.
     const metadata: EventMetadata = first
       ? { actor: { ...first.metadata.actor, via: 'import' }, correlationId: externalImportStream(jobId), causationId: first.id }

@@ -28,6 +28,8 @@ export interface Config {
   adminPassword: string | null;
   adminName: string;
   logLevel: string;
+  /** HEAP_GROWTH_PERCENT (services/process/heap.ts); 0: V8's own policy. */
+  heapGrowthPercent: number;
   /** How long a write waits for the read model before answering 503 read-model-lagging. */
   writeTimeoutMs: number;
   /** No request for this long ends a session (SESSION_IDLE_TIMEOUT_MS; formerly SESSION_MAX_AGE_MS). */
@@ -233,6 +235,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     adminPassword,
     adminName: optional(env, 'ADMIN_NAME') ?? 'Administrator',
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
+    heapGrowthPercent: int(env, 'HEAP_GROWTH_PERCENT', 50, 0, 1000),
     writeTimeoutMs: int(env, 'WRITE_TIMEOUT_MS', 10_000, 1),
     sessionIdleTimeoutMs: sessionIdleTimeout(env),
     sessionAbsoluteTimeoutMs: int(env, 'SESSION_ABSOLUTE_TIMEOUT_MS', 12 * 60 * 60 * 1000, 1000),

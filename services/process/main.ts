@@ -4,6 +4,7 @@
  * KAFKA_BROKERS / SEARCH_URL when set (with Kafka, the relay runs here too and projections consume from the topic).
  */
 import { loadConfig } from './config';
+import { applyHeapGrowth } from './heap';
 import { createLogger, logFatal } from '../../infra/logger';
 import { openPlatform } from './platform';
 import { checkpointKeyOf, indexerReadiness, openKafka, projectorReadiness, relayReadiness, runApi, runIndexer, runProjector, runRelay, runWorker } from './roles';
@@ -12,6 +13,7 @@ import { onShutdown } from './shutdown';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
+  applyHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel);
   process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
   const platform = await openPlatform(config, logger, { poolSize: 20 });

@@ -84,4 +84,26 @@ describe('PostgreSQL event store', () => {
     await store.close();
     await pool.end();
   });
+
+  it('stores a large event\'s shallow form when appending it, and reads an event appended without one shallow from its data', async () => {
+    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    await setupPostgresEventStore(pool);
+    const store = new PostgresEventStore(pool, db.url);
+    const start = await store.headPosition();
+    const rows = Array.from({ length: 2000 }, (_, i) => [i, `row ${i}`]);
+    const large = { jobId: 3, entity: 'testRunResult', fields: ['id', 'title'], rows };
+    const small = { jobId: 4, entity: 'testRunResult', fields: ['id'], rows: [[1]] };
+    await store.append(`shallow-large-${start}`, [{ type: 'Bulky', data: large }, { type: 'Bulky', data: small }], { expectedRevision: 'any', metadata: meta });
+    const stored = (await pool.query('SELECT shallow FROM es_events WHERE position > $1 ORDER BY position', [start])).rows.map((r) => r.shallow);
+    expect(stored).to.deep.equal([{ jobId: 3, entity: 'testRunResult', fields: {}, rows: {} }, null]);
+    const read = async () => (await store.readAll({ after: start, shallow: ['Bulky'] })).map((e) => e.data);
+    const expected = [{ jobId: 3, entity: 'testRunResult', fields: {}, rows: {} }, { jobId: 4, entity: 'testRunResult', fields: {}, rows: {} }];
+    expect(await read()).to.deep.equal(expected);
+    // An event appended before the column existed: the same answer, made from its data.
+    await pool.query('UPDATE es_events SET shallow = NULL WHERE position > $1', [start]);
+    expect(await read()).to.deep.equal(expected);
+    expect((await store.readAll({ after: start }))[0].data).to.deep.equal(large);
+    await store.close();
+    await pool.end();
+  });
 });

@@ -1,5 +1,6 @@
 /** The API role alone (docker-compose `api`): projections run in the `projector` role, the search indexer in `indexer`. */
 import { loadConfig } from '../config';
+import { applyHeapGrowth } from '../heap';
 import { createLogger, logFatal } from '../../../infra/logger';
 import { openPlatform } from '../platform';
 import { checkpointKeyOf, openKafka, projectorReadiness, runApi } from '../roles';
@@ -8,6 +9,7 @@ import { onShutdown } from '../shutdown';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
+  applyHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel).child({ role: 'api' });
   const platform = await openPlatform(config, logger, { poolSize: 20 });
   const link = await openKafka(config, logger);

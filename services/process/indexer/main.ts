@@ -3,6 +3,7 @@
  * event store directly, or its own Kafka consumer group when KAFKA_BROKERS is set.
  */
 import { loadConfig } from '../config';
+import { applyHeapGrowth } from '../heap';
 import { createLogger, logFatal } from '../../../infra/logger';
 import { openPlatform } from '../platform';
 import { openKafka, runIndexer } from '../roles';
@@ -11,6 +12,7 @@ import { onShutdown } from '../shutdown';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
+  applyHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel).child({ role: 'indexer' });
   const platform = await openPlatform(config, logger);
   const retry = { budgetMs: config.retryBudgetMs };

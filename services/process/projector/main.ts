@@ -1,5 +1,6 @@
 /** The projector role alone (docker-compose `projector`): keeps the read models up to date, from Kafka when KAFKA_BROKERS is set. */
 import { loadConfig } from '../config';
+import { applyHeapGrowth } from '../heap';
 import { createLogger, logFatal } from '../../../infra/logger';
 import { openPlatform } from '../platform';
 import { openKafka, runProjector } from '../roles';
@@ -7,6 +8,7 @@ import { onShutdown } from '../shutdown';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
+  applyHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel).child({ role: 'projector' });
   const platform = await openPlatform(config, logger);
   // Once every projection has failed for good this process has nothing left to do: it exits

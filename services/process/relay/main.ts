@@ -1,5 +1,6 @@
 /** The relay role alone (docker-compose `relay`): publishes the event store's log to Kafka. Needs KAFKA_BROKERS. */
 import { loadConfig } from '../config';
+import { applyHeapGrowth } from '../heap';
 import { createLogger, logFatal } from '../../../infra/logger';
 import { openPlatform } from '../platform';
 import { openKafka, runRelay } from '../roles';
@@ -7,6 +8,7 @@ import { onShutdown } from '../shutdown';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
+  applyHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel).child({ role: 'relay' });
   if (!config.kafka) throw new Error('the relay needs KAFKA_BROKERS');
   const platform = await openPlatform(config, logger);

@@ -4,6 +4,7 @@
  * and survives its worker.
  */
 import { loadConfig } from '../config';
+import { applyHeapGrowth } from '../heap';
 import { createLogger, logFatal } from '../../../infra/logger';
 import { openPlatform } from '../platform';
 import { checkpointKeyOf, openKafka, runWorker } from '../roles';
@@ -11,6 +12,7 @@ import { onShutdown } from '../shutdown';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
+  applyHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel).child({ role: 'worker' });
   process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
   const platform = await openPlatform(config, logger);
