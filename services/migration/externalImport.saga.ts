@@ -14,6 +14,7 @@ import { deleteFolder } from '../repository/repository.handlers';
 import { folderStream } from '../repository/repositoryFolder.decider';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { ConcurrencyError, ContractViolation, DomainError, HttpError, ReadModelWaitFailed } from '../shared/errors';
+import type { EventStore } from '../shared/eventStore';
 import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient } from '../shared/faults';
 import { analyseExport } from './analysis';
 import { type ExportLimits, ExportFileError } from './exportReader';
@@ -530,8 +531,24 @@ function failureOf(err: unknown): { code: string; message: string; details: Reco
   return asFailure(new DomainError('external-import-internal-error', `The import failed on an unexpected error: ${describeError(err)} (logged with the correlation id)`));
 }
 
-/** Events of a job's stream folded per read when the job is loaded. */
-const FOLD_PAGE = 200;
+/**
+ * A job's state from its stream, with the stream's first and last events. Folded a page at a time
+ * (`page` events per read): a long job's plans (every row's source id) are not all held at once.
+ * The chunks' rows are the read model's business: the job folds their plans and records only.
+ */
+export async function foldJobStream(store: EventStore, jobId: number, page = 200): Promise<{ state: ExternalImportState; first?: EventEnvelope; last?: EventEnvelope }> {
+  let state = externalImportDecider.initialState;
+  let first: EventEnvelope | undefined;
+  let last: EventEnvelope | undefined;
+  for (;;) {
+    const from = last ? BigInt(last.revision) + 1n : undefined;
+    const events = await store.readStream(externalImportStream(jobId), { shallow: ['ExternalImportRowsWritten'], maxCount: page, ...(from !== undefined && { fromRevision: from }) });
+    for (const e of events) state = externalImportDecider.evolve(state, { type: e.type, data: e.data } as ExternalImportEvent);
+    first ??= events[0];
+    last = events[events.length - 1] ?? last;
+    if (events.length < page) return { state, first, last };
+  }
+}
 
 const sourceIdOfRow = (step: DatasetStep, r: { index: number; row: Record<string, unknown> }) =>
   step.sourceIdOf ? step.sourceIdOf(r.row, r.index) : r.row.id === undefined || r.row.id === null ? `#${r.index}` : String(r.row.id);
@@ -582,19 +599,7 @@ class JobStream {
   }
 
   static async load(deps: ExternalImportDeps, jobId: number): Promise<JobStream> {
-    // The chunks' rows are the read model's business: the job folds their plans and records only.
-    // Folded a page at a time: a long job's plans (every row's source id) are not all held at once.
-    let state = externalImportDecider.initialState;
-    let first: EventEnvelope | undefined;
-    let last: EventEnvelope | undefined;
-    for (;;) {
-      const from = last ? BigInt(last.revision) + 1n : undefined;
-      const page = await deps.store.readStream(externalImportStream(jobId), { shallow: ['ExternalImportRowsWritten'], maxCount: FOLD_PAGE, ...(from !== undefined && { fromRevision: from }) });
-      for (const e of page) state = externalImportDecider.evolve(state, { type: e.type, data: e.data } as ExternalImportEvent);
-      first ??= page[0];
-      last = page[page.length - 1] ?? last;
-      if (page.length < FOLD_PAGE) break;
-    }
+    const { state, first, last } = await foldJobStream(deps.store, jobId);
     // The saga's writes carry the administrator who uploaded as actor, through the import, correlated by the job.
     const metadata: EventMetadata = first
       ? { actor: { ...first.metadata.actor, via: 'import' }, correlationId: externalImportStream(jobId), causationId: first.id }
