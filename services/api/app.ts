@@ -24,6 +24,7 @@ import type { CommandDeps } from '../shared/commandBus';
 import { accessLog, correlationId, errorHandler, jsonBodiesOnlyExcept, notFoundRoute, wellFormedText } from '../shared/http';
 import { docsRoutes } from './docs.routes';
 import { docsPageRoutes } from './docsPage.routes';
+import { webRoutes } from '../web/web.routes';
 import { healthRoutes, type ReadinessCheck } from './health.routes';
 import type { RateLimitSettings, RateLimitStore } from '../shared/rateLimitStore';
 import { rateLimiters } from './rateLimit';
@@ -69,6 +70,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(accessLog(deps.logger));
   app.use(healthRoutes(deps.readiness));
   app.use(docsPageRoutes());
+  app.use(webRoutes());
   app.use('/api', express.json({ limit: '1mb' }), jsonBodiesOnlyExcept([UPLOAD_PATH, ...IMPORT_PATHS, EXTERNAL_IMPORT_PATH]), wellFormedText);
 
   app.use('/api', sessionMiddleware(deps));

@@ -19,6 +19,8 @@ const LAYERS: ReadonlyArray<{ layer: string; under: string; may: readonly string
   { layer: 'wiring', under: 'services/process/', may: ['contracts', 'kernel', 'contexts', 'api', 'projections', 'adapters'] },
   { layer: 'api', under: 'services/api/', may: ['contracts', 'kernel', 'contexts'] },
   { layer: 'cli', under: 'services/cli/', may: ['contracts', 'kernel'] },
+  // The pages' browser code talks to the server through the public API only.
+  { layer: 'browser', under: 'services/web/client/', may: ['browser'] },
   { layer: 'contexts', under: 'services/', may: ['contracts', 'kernel', 'contexts'] },
   { layer: 'projections', under: 'projections/', may: ['contracts', 'kernel', 'projections', 'adapters'] },
   { layer: 'adapters', under: 'infra/', may: ['contracts', 'kernel', 'contexts', 'adapters'] },

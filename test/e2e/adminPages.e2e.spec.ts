@@ -1,0 +1,219 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { seedDefaults } from '../../services/entities/seed';
+import { registerUser } from '../../services/identity/identity.handlers';
+import { systemMetadata } from '../../services/shared/context';
+import { CONTENT_SECURITY_POLICY } from '../../services/web/web.routes';
+import { startTestApp, type TestApp } from '../support/app';
+import { waitForPhase } from '../support/externalImport';
+import { HttpClient } from '../support/server';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const PASSWORD = 'pages-password-1';
+/** Screenshots of every page, for review (TEST_OUTPUT_DIR, else .test-output/ in the repository). */
+const SHOTS = path.join(process.env.TEST_OUTPUT_DIR ?? path.join(__dirname, '..', '..', '.test-output'), 'pages');
+const HOSTILE = '<img src=x onerror=alert(1)>';
+const AXE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+/** The export of the wizard test: the migration's fixture with a status that does not exist here and a project with a hostile name. */
+function wizardExport(): string {
+  const data = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'services', 'migration', 'fixtures', 'export-complete.json'), 'utf8'));
+  data.statuses.data.push({ id: 7, name: 'Blocked upstream', system_name: 'blocked_upstream', color: '999999', is_passed: 0, is_failed: 0, is_final: 0, is_untested: 0 });
+  data.projects.data[0].name = HOSTILE;
+  return JSON.stringify(data);
+}
+
+/** The administrator's pages in a real headless Chromium: sign-in, the start page, the migration wizard end to end. */
+describe('administrator pages in headless Chromium', function () {
+  this.timeout(240_000);
+  let app: TestApp;
+  let browser: Browser;
+  let admin: HttpClient;
+  let bobId: number;
+
+  before(async function () {
+    if (!fs.existsSync(CHROMIUM)) {
+      if (process.env.REQUIRE_SERVICES === '1') throw new Error(`REQUIRE_SERVICES=1 but no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+      console.log(`  SKIPPED the administrator pages in Chromium: no browser at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+      this.skip();
+    }
+    fs.mkdirSync(SHOTS, { recursive: true });
+    app = await startTestApp({ worker: { chunkSize: 50 } });
+    const meta = systemMetadata('test');
+    await seedDefaults(app.deps, meta);
+    await registerUser(app.deps, { email: 'admin@example.com', name: 'Ada Admin', password: PASSWORD, access: 'ADMIN' }, meta);
+    await registerUser(app.deps, { email: 'user@example.com', name: 'Uma User', password: PASSWORD, access: 'USER' }, meta);
+    bobId = await registerUser(app.deps, { email: 'bob@example.com', name: 'Bob Builder', password: PASSWORD, access: 'USER' }, meta);
+    admin = new HttpClient(app.url);
+    expect((await admin.post('/api/auth/login', { email: 'admin@example.com', password: PASSWORD })).status).to.equal(200);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+    });
+    console.log(`      screenshots in ${SHOTS}`);
+  });
+  after(async () => {
+    await browser?.close();
+    await app?.stop();
+  });
+
+  /** A fresh browser profile whose pages may only talk to our server; anything else, a failed script or a dialog is recorded. */
+  async function session(): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('request', (r) => {
+      if (!r.url().startsWith(app.url)) problems.push(`foreign request ${r.url()}`);
+    });
+    page.on('pageerror', (e) => problems.push(`page error ${e.message}`));
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push(`console ${m.text()}`);
+    });
+    page.on('dialog', (d) => {
+      problems.push(`dialog ${d.type()}: ${d.message()}`);
+      void d.dismiss();
+    });
+    return { context, page, problems };
+  }
+
+  async function signIn(page: Page, email: string, next = ''): Promise<void> {
+    await page.goto(`${app.url}/login${next}`);
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL((u) => !u.pathname.startsWith('/login'));
+  }
+
+  /** axe-core in the page: no serious or critical violation. */
+  async function accessible(page: Page, name: string): Promise<void> {
+    await page.evaluate(AXE);
+    const violations = await page.evaluate(async () => {
+      const result = await (globalThis as unknown as { axe: { run(o: unknown): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } })
+        .axe.run({ resultTypes: ['violations'] });
+      return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) }));
+    });
+    expect(violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'), `${name}: ${JSON.stringify(violations)}`).to.deep.equal([]);
+    await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  }
+
+  it('serves the pages with a Content-Security-Policy that allows no inline script, and the start page says what this is', async () => {
+    const res = await fetch(`${app.url}/`);
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('content-security-policy')).to.equal(CONTENT_SECURITY_POLICY);
+    expect(CONTENT_SECURITY_POLICY).to.include("script-src 'self'").and.not.include('unsafe-inline');
+    const html = await res.text();
+    expect(html).not.to.match(/<script>|<script [^>]*>[^<]/);
+    const { context, page, problems } = await session();
+    await page.goto(`${app.url}/`);
+    await page.getByRole('heading', { name: 'Testament', level: 1 }).waitFor();
+    expect(await page.getByText(/Version \d+\.\d+\.\d+/).count()).to.equal(1);
+    for (const link of ['Sign in', 'Imports from another tool', 'API documentation']) expect(await page.getByRole('link', { name: link }).count(), link).to.be.greaterThan(0);
+    await accessible(page, 'start');
+    expect(problems).to.deep.equal([]);
+    await context.close();
+  });
+
+  it('sign-in with a wrong password says so, keeps the e-mail and focuses the password', async () => {
+    const { context, page, problems } = await session();
+    await page.goto(`${app.url}/login`);
+    await page.getByLabel('E-mail').fill('admin@example.com');
+    await page.getByLabel('Password').fill('not the password');
+    await page.keyboard.press('Enter');
+    await page.getByRole('alert').getByText('The e-mail or the password is wrong.').waitFor();
+    expect(await page.getByLabel('E-mail').inputValue()).to.equal('admin@example.com');
+    expect(await page.evaluate(() => (globalThis as any).document.activeElement?.id)).to.equal('password');
+    expect(page.url()).to.match(/\/login$/);
+    await accessible(page, 'login-refused');
+    expect(problems.filter((p) => !p.includes('401'))).to.deep.equal([]);
+    await context.close();
+  });
+
+  it('a visitor not signed in is sent to sign in first, then back; a non-admin sees "administrators only"', async () => {
+    const { context, page, problems } = await session();
+    await page.goto(`${app.url}/admin/imports`);
+    await page.waitForURL(/\/login\?next=%2Fadmin%2Fimports$/);
+    await signIn(page, 'user@example.com', '?next=%2Fadmin%2Fimports');
+    expect(new URL(page.url()).pathname).to.equal('/admin/imports');
+    await page.getByRole('heading', { name: 'Administrators only' }).waitFor();
+    expect(await page.getByRole('link', { name: 'Imports', exact: true }).count(), 'no admin navigation').to.equal(0);
+    await accessible(page, 'admin-only');
+    expect(problems).to.deep.equal([]);
+    // The API refuses them whatever a page shows (the browser logs the refusals it is asked for here).
+    expect((await page.evaluate(async () => (await fetch('/api/admin/imports/external/jobs')).status))).to.equal(403);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(/\/login$/);
+    expect((await page.evaluate(async () => (await fetch('/api/auth/me')).status))).to.equal(401);
+    await context.close();
+  });
+
+  it('the wizard: upload, analysis, mappings (a user mapped, a status created, a tag skipped), execute, completed, rollback', async () => {
+    const { context, page, problems } = await session();
+    await signIn(page, 'admin@example.com', '?next=%2Fadmin%2Fimports');
+    await page.getByRole('heading', { name: 'Imports from another tool' }).waitFor();
+    await accessible(page, 'imports');
+
+    // Step 1: upload (the file chooser is the labelled input).
+    const file = path.join(SHOTS, 'wizard-export.json');
+    fs.writeFileSync(file, wizardExport());
+    await page.getByLabel('Export file').setInputFiles(file);
+    await page.getByRole('button', { name: 'Upload and analyse' }).click();
+    await page.waitForURL(/\/admin\/imports\/\d+$/);
+    const jobId = Number(new URL(page.url()).pathname.split('/').pop());
+
+    // Step 2: the analysis, the hostile project name shown as text.
+    await page.getByRole('heading', { name: 'Step 2: analysis' }).waitFor({ timeout: 60_000 });
+    await page.getByText('projects: sample rows').click();
+    await page.getByText(HOSTILE, { exact: true }).first().waitFor();
+    expect(await page.locator('main img').count(), 'no element made from a value').to.equal(0);
+
+    // Step 3: the CI bot mapped to Bob's account, the new status created, the tag "regression" skipped.
+    const row = (name: string) => page.locator('tr', { has: page.getByRole('rowheader', { name: new RegExp(`^${name.replace(/[.]/g, '\\.')}`) }) });
+    await row('ci-bot@example.com').getByRole('combobox', { name: /^Action for/ }).selectOption('map');
+    await row('ci-bot@example.com').getByRole('combobox', { name: /^Existing user for/ }).selectOption(String(bobId));
+    expect(await row('Blocked upstream').getByRole('combobox', { name: /^Action for/ }).inputValue()).to.equal('create');
+    await row('regression').getByRole('combobox', { name: /^Action for/ }).selectOption('skip');
+    await accessible(page, 'wizard-analysed');
+    await page.getByRole('button', { name: 'Save mappings' }).click();
+    await page.locator('[data-phase="configured"]').waitFor();
+    const saved = (await admin.get(`/api/admin/imports/external/jobs/${jobId}`)).body.data.mappings;
+    expect(saved.users).to.deep.include({ sourceId: '12', action: 'map', targetId: bobId });
+    expect(saved.tags).to.deep.include({ sourceId: '2', action: 'skip' });
+    expect(saved.statuses.find((e: any) => e.sourceId === '7')).to.include({ action: 'create' });
+
+    // Step 4: preview, then execute.
+    await page.getByRole('button', { name: 'Preview' }).click();
+    await page.getByRole('table', { name: 'What executing would do' }).waitFor();
+    await page.getByRole('button', { name: 'Execute the import' }).click();
+
+    // Step 5: progress, then the result.
+    await page.locator('[data-phase="completed"]').waitFor({ timeout: 120_000 });
+    await page.getByRole('heading', { name: 'Result' }).waitFor();
+    expect(await page.getByRole('progressbar', { name: 'Whole import' }).getAttribute('value')).to.equal('100');
+    await accessible(page, 'wizard-completed');
+
+    // What the import made, through the model API.
+    const projects = (await admin.post('/api/model/project/findMany', { where: { name: HOSTILE } })).body.data;
+    expect(projects).to.have.length(1);
+    const statuses = (await admin.post('/api/model/status/findMany', { where: { systemName: 'blocked_upstream' } })).body.data;
+    expect(statuses).to.have.length(1);
+    expect((await admin.post('/api/model/tag/findMany', { where: { name: 'regression' } })).body.data).to.have.length(0);
+    expect((await admin.post('/api/model/tag/findMany', { where: { name: 'smoke' } })).body.data).to.have.length(1);
+
+    // Rollback, confirmed in the browser's dialog.
+    page.removeAllListeners('dialog');
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Roll back' }).click();
+    await page.locator('[data-phase="rolledBack"]').waitFor({ timeout: 120_000 });
+    await waitForPhase(admin, jobId, ['rolledBack']);
+    expect((await admin.post('/api/model/project/findMany', { where: { name: HOSTILE, isDeleted: false } })).body.data).to.have.length(0);
+    await page.screenshot({ path: path.join(SHOTS, 'wizard-rolled-back.png'), fullPage: true });
+
+    // The job list to come back to.
+    await page.getByRole('link', { name: 'All import jobs' }).click();
+    await page.getByRole('link', { name: `Job ${jobId}` }).waitFor();
+    expect(problems).to.deep.equal([]);
+    await context.close();
+  });
+});
