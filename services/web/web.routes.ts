@@ -9,7 +9,7 @@ import { webAssets } from './bundle';
  * address and calls the public API only, with the session cookie. Who may do what is the API's
  * business: a page adds nothing to security.
  */
-export const PAGE_PATHS = ['/', '/login', '/admin', '/admin/imports', '/admin/imports/:jobId'];
+export const PAGE_PATHS = ['/', '/login', '/admin', '/admin/imports', '/admin/imports/:jobId', '/admin/search'];
 
 /** No inline script or style, nothing from another origin, no framing. */
 export const CONTENT_SECURITY_POLICY = [

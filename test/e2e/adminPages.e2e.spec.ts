@@ -193,6 +193,16 @@ describe('administrator pages in headless Chromium', function () {
     expect(await page.getByRole('progressbar', { name: 'Whole import' }).getAttribute('value')).to.equal('100');
     await accessible(page, 'wizard-completed');
 
+    // The notifications indicator says the import ended, and leads to its page (read once followed).
+    await page.reload();
+    const bell = page.getByRole('button', { name: 'Notifications 1 unread' });
+    await bell.waitFor();
+    await bell.click();
+    await page.getByRole('link', { name: `External import ${jobId} completed` }).click();
+    await page.locator('[data-phase="completed"]').waitFor();
+    expect(new URL(page.url()).pathname).to.equal(`/admin/imports/${jobId}`);
+    await page.getByRole('button', { name: 'Notifications', exact: true }).waitFor();
+
     // What the import made, through the model API.
     const projects = (await admin.post('/api/model/project/findMany', { where: { name: HOSTILE } })).body.data;
     expect(projects).to.have.length(1);

@@ -4,6 +4,7 @@ import { type Child, h, replace, when } from './dom';
 const NAV: Array<{ href: string; label: string; admin: boolean }> = [
   { href: '/', label: 'Start', admin: false },
   { href: '/admin/imports', label: 'Imports', admin: true },
+  { href: '/admin/search', label: 'Search', admin: true },
   { href: '/docs/api', label: 'API documentation', admin: false },
 ];
 
@@ -37,7 +38,15 @@ function signOutButton(): HTMLElement {
   }, 'Sign out');
 }
 
-interface Notification { id: number; kind: string; title: string; body: string | null; link: string | null; createdAt: string; readAt: string | null }
+interface Notification {
+  id: number; kind: string; title: string; body: string | null; link: string | null; subject: { type: string; id: number } | null; createdAt: string; readAt: string | null;
+}
+
+/** Where a notification leads on these pages: its subject's page when there is one, else its link when it is a path of this site. */
+function hrefOf(n: Notification): string {
+  if (n.subject?.type === 'externalImport') return `/admin/imports/${n.subject.id}`;
+  return n.link && n.link.startsWith('/') && !n.link.startsWith('//') && !n.link.startsWith('/api/') ? n.link : '#';
+}
 
 /** The notifications indicator: unread count on a button that opens the latest ones; read when followed. */
 function notifications(_user: User): HTMLElement {
@@ -57,9 +66,12 @@ function notifications(_user: User): HTMLElement {
   };
   const draw = () => replace(panel, latest.length === 0 ? h('p', null, 'No notifications.') : h('ul', null, latest.map((n) => h('li', { class: n.readAt ? 'read' : 'unread' },
     h('a', {
-      href: n.link && n.link.startsWith('/') && !n.link.startsWith('//') ? n.link : '#',
-      onclick: async () => {
+      href: hrefOf(n),
+      onclick: async (e: Event) => {
+        // Marked read before leaving: a request cut by the navigation might not arrive.
+        e.preventDefault();
         if (!n.readAt) await post(`/api/notifications/${n.id}/read`).catch(() => undefined);
+        location.assign(hrefOf(n));
       },
     }, n.title),
     n.body ? h('p', null, n.body) : null,

@@ -12,6 +12,7 @@ export function startPage(user: User | null): HTMLElement {
     h('ul', { class: 'links' },
       user ? h('li', null, `Signed in as ${user.name} (${user.email}).`) : h('li', null, h('a', { href: loginHref('/') }, 'Sign in')),
       h('li', null, h('a', { href: '/admin/imports' }, 'Imports from another tool'), ' (administrators)'),
+      h('li', null, h('a', { href: '/admin/search' }, 'Search administration'), ' (administrators)'),
       h('li', null, h('a', { href: '/docs/api' }, 'API documentation'), ': the data API, result imports, tokens')));
 }
 
