@@ -115,6 +115,29 @@ describe('administrator pages in headless Chromium', function () {
     await context.close();
   });
 
+  it('is usable with the keyboard: the skip link first, the notifications opened and closed with Enter and Escape', async () => {
+    const { context, page, problems } = await session();
+    await signIn(page, 'admin@example.com');
+    await page.getByRole('heading', { name: 'Testament', level: 1 }).waitFor();
+    const focused = () => page.evaluate(() => {
+      const el = (globalThis as any).document.activeElement;
+      return { text: el?.textContent?.trim(), outline: el ? (globalThis as any).getComputedStyle(el).outlineStyle : null };
+    });
+    await page.keyboard.press('Tab');
+    expect(await focused()).to.deep.equal({ text: 'Skip to content', outline: 'solid' });
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate(() => (globalThis as any).document.activeElement?.id)).to.equal('main');
+    await page.getByRole('button', { name: /^Notifications/ }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByText('No notifications.').waitFor();
+    expect(await page.getByRole('button', { name: /^Notifications/ }).getAttribute('aria-expanded')).to.equal('true');
+    await page.keyboard.press('Escape');
+    expect(await page.getByText('No notifications.').isVisible()).to.equal(false);
+    expect((await focused()).text).to.match(/^Notifications/);
+    expect(problems).to.deep.equal([]);
+    await context.close();
+  });
+
   it('sign-in with a wrong password says so, keeps the e-mail and focuses the password', async () => {
     const { context, page, problems } = await session();
     await page.goto(`${app.url}/login`);
