@@ -10,7 +10,7 @@ COPY infra ./infra
 COPY projections ./projections
 COPY scripts ./scripts
 COPY services ./services
-# `npm run build` also copies the files read at run time (event schemas, SQL) into dist/.
+# `npm run build` also copies the files read at run time (event schemas, SQL) into dist/ and bundles the pages (dist/web).
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
