@@ -236,8 +236,8 @@ export class ExternalImportSaga {
     return {
       deps, metadata: job.metadata,
       at: (createdAt) => {
-        const ms = typeof createdAt === 'string' ? Date.parse(createdAt) : NaN;
-        return Number.isFinite(ms) ? { ...deps, clock: () => new Date(ms) } : deps;
+        const at = timeOf(createdAt);
+        return at === null ? deps : { ...deps, clock: () => new Date(at) };
       },
     };
   }
@@ -507,6 +507,7 @@ type StagedRow = { index: number; row: Record<string, unknown> };
 type PlannedRows = DataOf<'ExternalImportChunkPlanned'>['rows'];
 
 /** A source row's creation time as ISO, when it has a valid one. */
+/** A source row's time (created_at) as ISO, or null when it is not a time. */
 function timeOf(value: unknown): string | null {
   const ms = typeof value === 'string' ? Date.parse(value) : NaN;
   return Number.isFinite(ms) ? new Date(ms).toISOString() : null;

@@ -86,6 +86,9 @@ for (const engine of ['postgres', 'opensearch'] as const) {
       await page.locator('#conn-status').getByText(/^answering/).waitFor({ timeout: 30_000 });
       expect(await page.locator('#conn-engine-in-use').textContent()).to.match(engine === 'postgres' ? /^postgres/ : /^opensearch/);
       expect(await page.locator('#health-status').textContent()).to.match(/^(green|yellow|red)$/);
+      // Node statistics: PostgreSQL knows no heap; OpenSearch does.
+      const heap = await page.getByRole('table', { name: 'Node statistics' }).locator('tbody tr td').first().textContent();
+      expect(heap).to.match(engine === 'postgres' ? /^—$/ : /^[\d.]+ [KMGT]?B of [\d.]+ [KMGT]?B$/);
       // No secret reaches the page: the password fields are empty whatever is saved.
       expect(await page.getByLabel('Password', { exact: true }).inputValue()).to.equal('');
       // The indices of the live version, with their documents.

@@ -36,6 +36,7 @@ export function replace(parent: Node, ...children: Child[]): void {
 export const count = (n: number): string => n.toLocaleString('en');
 
 export function bytes(n: number): string {
+  if (typeof n !== 'number' || !Number.isFinite(n)) return '—';
   if (n < 1024) return `${n} B`;
   const units = ['KB', 'MB', 'GB', 'TB'];
   let v = n;

@@ -146,7 +146,7 @@ async function connectionView(body: HTMLElement): Promise<void> {
 async function healthView(body: HTMLElement): Promise<void> {
   const [health, nodes] = await Promise.all([
     get<{ engine: string; status: 'green' | 'yellow' | 'red'; reasons: string[]; clusterName: string | null; nodes: number | null; shards: Record<string, number> | null }>(`${API}/health`),
-    get<{ nodes: Array<{ name?: string; id?: string; heap: { used: number; max: number } | null; disk: { total: number; free: number } | null; documents: number | null; indexingTotal: number | null; searchTotal: number | null }> }>(`${API}/nodes`),
+    get<{ nodes: Array<{ name: string; id: string; heap: { usedBytes: number; maxBytes: number } | null; disk: { totalBytes: number; freeBytes: number } | null; documents: number | null; indexingTotal: number | null; searchTotal: number | null }> }>(`${API}/nodes`),
   ]);
   const n = (v: number | null | undefined) => (v === null || v === undefined ? '—' : count(v));
   replace(body,
@@ -156,9 +156,9 @@ async function healthView(body: HTMLElement): Promise<void> {
     h('table', null, h('caption', null, 'Node statistics'),
       h('thead', null, h('tr', null, ['Node', 'Heap', 'Disk free', 'Documents', 'Indexed', 'Searches'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', null, nodes.nodes.map((node, i) => h('tr', null,
-        h('th', { scope: 'row' }, node.name ?? node.id ?? `node ${i + 1}`),
-        h('td', null, node.heap ? `${bytes(node.heap.used)} of ${bytes(node.heap.max)}` : '—'),
-        h('td', null, node.disk ? `${bytes(node.disk.free)} of ${bytes(node.disk.total)}` : '—'),
+        h('th', { scope: 'row' }, node.name || node.id || `node ${i + 1}`),
+        h('td', null, node.heap ? `${bytes(node.heap.usedBytes)} of ${bytes(node.heap.maxBytes)}` : '—'),
+        h('td', null, node.disk ? `${bytes(node.disk.freeBytes)} of ${bytes(node.disk.totalBytes)}` : '—'),
         h('td', { class: 'num' }, n(node.documents)), h('td', { class: 'num' }, n(node.indexingTotal)), h('td', { class: 'num' }, n(node.searchTotal)))))));
 }
 
