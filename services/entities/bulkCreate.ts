@@ -5,7 +5,7 @@ import { eventFields } from '../../contracts/entityEvents';
 import type { CommandDeps } from '../shared/commandBus';
 import type { IdAllocator } from '../shared/ids';
 import { type Fact, projectIdOf } from './entity.decider';
-import { allocateChildIdsOfMany, createdValues, deciderOf, type EntityWrite, factsFor } from './entity.handlers';
+import { allocateChildIdsOfMany, createdValues, deciderOf, type EntityWrite, factsFor, referencesOfWrite } from './entity.handlers';
 
 /**
  * Many rows of one entity decided at once, for an import that writes them as one event (the
@@ -42,14 +42,24 @@ export async function decideCreates(
 ): Promise<Record<string, unknown>[]> {
   const entity = ENTITIES[name];
   const memo = new Map<string, Promise<unknown>>();
-  await loadFacts(deps.knex, referencesOf(entity, rows.map((r) => r.write)), memo);
+  const created: Array<Record<string, unknown> | Error> = rows.map((row) => {
+    try {
+      return createdValues(entity, row.write, metadata);
+    } catch (err) {
+      return err as Error;
+    }
+  });
+  const firstBad = created.findIndex((v) => v instanceof Error);
+  const valid = firstBad === -1 ? rows.length : firstBad;
+  await loadFacts(deps.knex, referencesOf(entity, created.slice(0, valid) as Record<string, unknown>[], rows.slice(0, valid).map((r) => r.write)), memo);
   const withFacts: CommandDeps = { ...deps, factMemo: memo };
   const decider = deciderOf(entity);
   const valuesOfRows: Record<string, unknown>[] = [];
   const data: Record<string, unknown>[] = [];
   for (const [index, row] of rows.entries()) {
     try {
-      const values = createdValues(entity, row.write, metadata);
+      const values = created[index];
+      if (values instanceof Error) throw values;
       const facts = await factsFor(withFacts, entity, values, Object.keys(row.write.connect), row.write);
       const events = decider.decide({ type: 'Create', id: row.id, values, facts, now: row.at }, decider.initialState);
       deps.store.validate?.(events);
@@ -64,26 +74,15 @@ export async function decideCreates(
   return data;
 }
 
-/** The rows a set of writes refers to, by entity (what factsFor looks up for each). */
-function referencesOf(entity: EntityDef, writes: readonly EntityWrite[]): Map<EntityName, Set<number>> {
+/** The rows a set of created rows refers to, by entity (what factsFor looks up for each). */
+function referencesOf(entity: EntityDef, values: readonly Record<string, unknown>[], writes: readonly EntityWrite[]): Map<EntityName, Set<number>> {
   const wanted = new Map<EntityName, Set<number>>();
-  const want = (name: EntityName, id: number | null | undefined) => {
-    if (id === null || id === undefined) return;
-    if (!wanted.has(name)) wanted.set(name, new Set());
-    wanted.get(name)!.add(id);
-  };
-  for (const write of writes) {
-    for (const [relation, id] of Object.entries(write.connect)) want(entity.relations[relation].target, id);
-    for (const [relation, links] of Object.entries(write.links ?? {})) {
-      for (const id of [...(links.set ?? []), ...(links.connect ?? [])]) want(entity.relations[relation].target, id);
+  writes.forEach((write, i) => {
+    for (const { target, ids } of referencesOfWrite(entity, values[i], Object.keys(write.connect), write)) {
+      if (!wanted.has(target)) wanted.set(target, new Set());
+      for (const id of ids) wanted.get(target)!.add(id);
     }
-    for (const [relation, children] of Object.entries(write.children ?? {})) {
-      const child = ENTITIES[entity.relations[relation].target];
-      for (const input of children.create ?? []) {
-        for (const [childRelation, id] of Object.entries(input.connect)) want(child.relations[childRelation].target, id);
-      }
-    }
-  }
+  });
   return wanted;
 }
 

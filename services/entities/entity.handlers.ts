@@ -242,30 +242,39 @@ async function allocateChildIds(deps: CommandDeps, entity: EntityDef, values: Re
 // ---------------------------------------------------------------------------------------------
 // facts
 
-export async function factsFor(deps: CommandDeps, entity: EntityDef, values: Record<string, unknown>, relations: string[], write: EntityWrite): Promise<Facts> {
-  const facts: Facts = {};
-  const lookups: Promise<void>[] = [];
+/**
+ * The rows a write points at, keyed as the decider's facts are: each of `relations` set (its id in
+ * `values`), each row linked (a list per relation), each relation of a child created
+ * (`<relation>[<i>].<childRelation>`). Ids that are null are left out.
+ */
+export function referencesOfWrite(entity: EntityDef, values: Record<string, unknown>, relations: Iterable<string>, write: EntityWrite):
+  Array<{ key: string; target: EntityName; ids: number[]; list: boolean }> {
+  const found: Array<{ key: string; target: EntityName; ids: number[]; list: boolean }> = [];
   for (const relation of new Set(relations)) {
     const def = entity.relations[relation];
     const targetId = values[def.scalar!] as number | null | undefined;
-    if (targetId == null) continue;
-    lookups.push(factOf(deps, def.target, targetId).then((f) => { facts[relation] = f; }));
+    if (targetId != null) found.push({ key: relation, target: def.target, ids: [targetId], list: false });
   }
   for (const [relation, links] of Object.entries(write.links ?? {})) {
-    const def = entity.relations[relation];
-    const added = [...(links.set ?? []), ...(links.connect ?? [])];
-    lookups.push(Promise.all(added.map((id) => factOf(deps, def.target, id))).then((f) => { facts[relation] = f; }));
+    found.push({ key: relation, target: entity.relations[relation].target, ids: [...(links.set ?? []), ...(links.connect ?? [])], list: true });
   }
   for (const [relation, children] of Object.entries(write.children ?? {})) {
     const child = ENTITIES[entity.relations[relation].target];
     for (const [i, input] of (children.create ?? []).entries()) {
       for (const [childRelation, targetId] of Object.entries(input.connect)) {
-        if (targetId === null) continue;
-        lookups.push(factOf(deps, child.relations[childRelation].target, targetId).then((f) => { facts[`${relation}[${i}].${childRelation}`] = f; }));
+        if (targetId !== null) found.push({ key: `${relation}[${i}].${childRelation}`, target: child.relations[childRelation].target, ids: [targetId], list: false });
       }
     }
   }
-  await Promise.all(lookups);
+  return found;
+}
+
+export async function factsFor(deps: CommandDeps, entity: EntityDef, values: Record<string, unknown>, relations: string[], write: EntityWrite): Promise<Facts> {
+  const facts: Facts = {};
+  await Promise.all(referencesOfWrite(entity, values, relations, write).map(async ({ key, target, ids, list }) => {
+    const found = await Promise.all(ids.map((id) => factOf(deps, target, id)));
+    facts[key] = list ? found : found[0];
+  }));
   return facts;
 }
 

@@ -49,25 +49,17 @@ export function webRoutes(): Router {
   const router = Router();
   // Bundled while the server starts, not on the first visitor's request.
   void webAssets().catch(() => undefined);
-  router.get(PAGE_PATHS, (_req, res) => {
-    secure(res);
-    res.setHeader('Cache-Control', 'no-cache');
-    res.type('html').send(SHELL);
-  });
-  router.get('/web/app.js', asyncHandler(async (_req, res) => {
-    secure(res);
-    res.setHeader('Cache-Control', 'no-cache');
-    res.type('application/javascript').send((await webAssets()).script);
-  }));
-  router.get(['/web/icon.svg', '/favicon.ico'], (_req, res) => {
-    secure(res);
-    res.setHeader('Cache-Control', 'public, max-age=86400');
-    res.type('image/svg+xml').send(ICON);
-  });
-  router.get('/web/style.css', asyncHandler(async (_req, res) => {
-    secure(res);
-    res.setHeader('Cache-Control', 'no-cache');
-    res.type('text/css').send((await webAssets()).style);
-  }));
+  /** Answers `body()` as `type`, with the security headers; revalidated each time unless `cache` says otherwise. */
+  const serve = (paths: string | string[], type: string, body: () => Promise<string> | string, cache = 'no-cache') =>
+    router.get(paths, asyncHandler(async (_req, res) => {
+      const content = await body();
+      secure(res);
+      res.setHeader('Cache-Control', cache);
+      res.type(type).send(content);
+    }));
+  serve(PAGE_PATHS, 'html', () => SHELL);
+  serve('/web/app.js', 'application/javascript', async () => (await webAssets()).script);
+  serve('/web/style.css', 'text/css', async () => (await webAssets()).style);
+  serve(['/web/icon.svg', '/favicon.ico'], 'image/svg+xml', () => ICON, 'public, max-age=86400');
   return router;
 }

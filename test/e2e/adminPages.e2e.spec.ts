@@ -1,21 +1,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { seedDefaults } from '../../services/entities/seed';
 import { registerUser } from '../../services/identity/identity.handlers';
 import { systemMetadata } from '../../services/shared/context';
 import { CONTENT_SECURITY_POLICY } from '../../services/web/web.routes';
 import { startTestApp, type TestApp } from '../support/app';
+import { axeViolations, launchChromium, SCREENSHOTS as SHOTS, serious } from '../support/browser';
 import { waitForPhase } from '../support/externalImport';
 import { HttpClient } from '../support/server';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const PASSWORD = 'pages-password-1';
-/** Screenshots of every page, for review (TEST_OUTPUT_DIR, else .test-output/ in the repository). */
-const SHOTS = path.join(process.env.TEST_OUTPUT_DIR ?? path.join(__dirname, '..', '..', '.test-output'), 'pages');
 const HOSTILE = '<img src=x onerror=alert(1)>';
-const AXE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 /** The export of the wizard test: the migration's fixture with a status that does not exist here and a project with a hostile name. */
 function wizardExport(): string {
@@ -34,12 +31,7 @@ describe('administrator pages in headless Chromium', function () {
   let bobId: number;
 
   before(async function () {
-    if (!fs.existsSync(CHROMIUM)) {
-      if (process.env.REQUIRE_SERVICES === '1') throw new Error(`REQUIRE_SERVICES=1 but no Chromium at ${CHROMIUM} (apt-get install chromium)`);
-      console.log(`  SKIPPED the administrator pages in Chromium: no browser at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
-      this.skip();
-    }
-    fs.mkdirSync(SHOTS, { recursive: true });
+    browser = await launchChromium(this, 'the administrator pages in Chromium');
     app = await startTestApp({ worker: { chunkSize: 50 } });
     const meta = systemMetadata('test');
     await seedDefaults(app.deps, meta);
@@ -48,10 +40,6 @@ describe('administrator pages in headless Chromium', function () {
     bobId = await registerUser(app.deps, { email: 'bob@example.com', name: 'Bob Builder', password: PASSWORD, access: 'USER' }, meta);
     admin = new HttpClient(app.url);
     expect((await admin.post('/api/auth/login', { email: 'admin@example.com', password: PASSWORD })).status).to.equal(200);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-    });
     console.log(`      screenshots in ${SHOTS}`);
   });
   after(async () => {
@@ -88,13 +76,8 @@ describe('administrator pages in headless Chromium', function () {
 
   /** axe-core in the page: no serious or critical violation. */
   async function accessible(page: Page, name: string): Promise<void> {
-    await page.evaluate(AXE);
-    const violations = await page.evaluate(async () => {
-      const result = await (globalThis as unknown as { axe: { run(o: unknown): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } })
-        .axe.run({ resultTypes: ['violations'] });
-      return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) }));
-    });
-    expect(violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'), `${name}: ${JSON.stringify(violations)}`).to.deep.equal([]);
+    const violations = await axeViolations(page);
+    expect(serious(violations), `${name}: ${JSON.stringify(violations)}`).to.deep.equal([]);
     await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
   }
 

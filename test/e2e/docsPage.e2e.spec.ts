@@ -1,11 +1,9 @@
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { startTestApp, type TestApp } from '../support/app';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+import { launchChromium } from '../support/browser';
 
 /** /docs/api in a real headless Chromium: the page loads from our server alone and switches categories. */
 describe('interactive API documentation (/docs/api) in headless Chromium', function () {
@@ -14,16 +12,8 @@ describe('interactive API documentation (/docs/api) in headless Chromium', funct
   let browser: Browser;
 
   before(async function () {
-    if (!fs.existsSync(CHROMIUM)) {
-      if (process.env.REQUIRE_SERVICES === '1') throw new Error(`REQUIRE_SERVICES=1 but no Chromium at ${CHROMIUM} (apt-get install chromium)`);
-      console.log(`  SKIPPED /docs/api in Chromium: no browser at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
-      this.skip();
-    }
+    browser = await launchChromium(this, '/docs/api in Chromium');
     app = await startTestApp();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-    });
   });
   after(async () => {
     await browser?.close();

@@ -2,17 +2,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { axeViolations, launchChromium, SCREENSHOTS as SHOTS, serious } from '../support/browser';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { dropIndices, requireOpenSearch, SEARCH_TEST_URL, uniqueIndexPrefix } from '../support/search';
 import { HttpClient, startServer, type RunningServer } from '../support/server';
 import { waitUntil } from '../support/wait';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN = { email: 'search-page-admin@example.com', password: 'search page password' };
 const USER = { email: 'search-page-user@example.com', password: 'search page user password' };
-const SHOTS = path.join(process.env.TEST_OUTPUT_DIR ?? path.join(__dirname, '..', '..', '.test-output'), 'pages');
-const AXE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 /**
  * /admin/search in headless Chromium against a started server (every role in one process), on
@@ -30,13 +28,8 @@ for (const engine of ['postgres', 'opensearch'] as const) {
     let admin: HttpClient;
 
     before(async function () {
-      if (!fs.existsSync(CHROMIUM)) {
-        if (process.env.REQUIRE_SERVICES === '1') throw new Error(`REQUIRE_SERVICES=1 but no Chromium at ${CHROMIUM} (apt-get install chromium)`);
-        console.log(`  SKIPPED the search page in Chromium: no browser at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
-        this.skip();
-      }
       if (engine === 'opensearch') await requireOpenSearch(this, 'the search page on OpenSearch');
-      fs.mkdirSync(SHOTS, { recursive: true });
+      browser = await launchChromium(this, 'the search page in Chromium');
       db = await createTestDatabase(`search_page_${engine}`);
       dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-search-page-'));
       server = await startServer({
@@ -49,10 +42,6 @@ for (const engine of ['postgres', 'opensearch'] as const) {
       for (const name of ['Alpha shop', 'Beta shop']) expect((await admin.post('/api/model/project/create', { data: { name } })).status).to.equal(201);
       const user = await admin.post('/api/model/user/create', { data: { email: USER.email, name: 'Sam User', password: USER.password, access: 'USER' } });
       expect(user.status, JSON.stringify(user.body)).to.equal(201);
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-      });
     });
     after(async function () {
       if (this.currentTest?.state === 'failed' && server) console.log(server.output().slice(-4000));
@@ -122,10 +111,8 @@ for (const engine of ['postgres', 'opensearch'] as const) {
 
       // The monitoring's chart is an image with its numbers said in words.
       await page.getByRole('img', { name: /Documents indexed per second/ }).waitFor();
-      await page.evaluate(AXE);
-      const violations = await page.evaluate(async () => (await (globalThis as any).axe.run({ resultTypes: ['violations'] })).violations
-        .map((v: any) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')) })));
-      expect(violations.filter((v: any) => v.impact === 'serious' || v.impact === 'critical'), JSON.stringify(violations)).to.deep.equal([]);
+      const violations = await axeViolations(page);
+      expect(serious(violations), JSON.stringify(violations)).to.deep.equal([]);
       await page.screenshot({ path: path.join(SHOTS, `search-${engine}.png`), fullPage: true });
       expect(problems).to.deep.equal([]);
       await close();
