@@ -498,17 +498,20 @@ const runSteps: DatasetStep[] = [
       return { create: true };
     },
     prepare: async (rows, ctx) => {
-      // A step result belongs to a step of the result's case: the case's steps here, in their order.
-      const runCases = [...new Set(rows.map((r) => ctx.idOf('run_tests', r.test_id)).filter((id): id is number => id !== null && id > 0))];
-      const steps = await ctx.knex('test_run_cases as c').join('steps as s', 's.repository_case_id', 'c.repository_case_id')
+      // A step result belongs to a step of the result's case: the case's steps here, in their order
+      // (read for the results that have step results only: most have none).
+      const steps = await stagedChildren(ctx.knex, ctx.jobId, 'run_result_steps', rows.map((r) => String(r.id)));
+      const runCases = [...new Set(rows.filter((r) => steps.has(String(r.id))).map((r) => ctx.idOf('run_tests', r.test_id))
+        .filter((id): id is number => id !== null && id > 0))];
+      const ofCases = runCases.length === 0 ? [] : await ctx.knex('test_run_cases as c').join('steps as s', 's.repository_case_id', 'c.repository_case_id')
         .whereRaw('c.id = ANY(?::integer[])', [runCases]).orderBy(['c.id', 's.sort_order', 's.id']).select('c.id as run_case', 's.id as step');
       const caseSteps = new Map<string, Row[]>();
-      for (const r of steps as Array<{ run_case: number; step: number }>) {
+      for (const r of ofCases as Array<{ run_case: number; step: number }>) {
         const list = caseSteps.get(String(r.run_case)) ?? [];
         list.push({ step: r.step });
         caseSteps.set(String(r.run_case), list);
       }
-      return { steps: await stagedChildren(ctx.knex, ctx.jobId, 'run_result_steps', rows.map((r) => String(r.id))), caseSteps };
+      return { steps, caseSteps };
     },
     bulk: true,
     build: async (row, ctx, children) => {
