@@ -29,8 +29,10 @@ export interface MigrationBenchOptions {
   results: number;
   /** Percent of the import at which the server is SIGKILLed and started again (0: never). */
   killAt: number;
+  /** Also roll the import back and time it (row by row, as a user deletes: slow at the default size). */
+  rollback: boolean;
 }
-export const MIGRATION_DEFAULTS: MigrationBenchOptions = { cases: 50_000, runs: 2_000, results: 500_000, killAt: 30 };
+export const MIGRATION_DEFAULTS: MigrationBenchOptions = { cases: 50_000, runs: 2_000, results: 500_000, killAt: 30, rollback: false };
 
 const ROOT = path.join(__dirname, '..');
 const ADMIN = { email: 'bench@example.com', password: 'migration bench password' };
@@ -163,6 +165,24 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
     await client.end();
     console.log(`migration: COPY of the same ${copy.rows} rows ${copy.seconds.toFixed(2)} s`);
 
+    // The rollback, when asked: every entity the job created deleted as a user would, with compensating events.
+    let rollback: { seconds: number; entitiesDeleted: number; entitiesPerSecond: number } | null = null;
+    if (o.rollback) {
+      const rollbackStarted = process.hrtime.bigint();
+      await api(url, token, 'POST', `${JOBS}/${jobId}/rollback`);
+      do {
+        await new Promise((r) => setTimeout(r, 1000));
+        current = await job(jobId);
+      } while (current.phase !== 'rolledBack' && current.phase !== 'failed');
+      if (current.phase !== 'rolledBack') throw new BenchSanityError(`the rollback ended ${current.phase}: ${JSON.stringify(current.error)}`);
+      const rollbackSeconds = seconds(rollbackStarted);
+      const entitiesDeleted = Object.values((current.deleted ?? {}) as Record<string, number>).reduce((n, c) => n + c, 0);
+      if (entitiesDeleted !== created) throw new BenchSanityError(`the rollback deleted ${entitiesDeleted} entities, the import created ${created}`);
+      rollback = { seconds: round(rollbackSeconds, 2), entitiesDeleted, entitiesPerSecond: round(entitiesDeleted / rollbackSeconds) };
+      console.log(`migration: rolled back ${entitiesDeleted} entities in ${rollbackSeconds.toFixed(1)} s (${rollback.entitiesPerSecond}/s)`);
+      peaks.push(status(pid, 'VmHWM'));
+    }
+
     // The same rows both ways: every table row the import wrote (entities and their children: steps,
     // field values, tag links, step results) against COPY of exactly those rows.
     const importRate = copy.rows / importSeconds;
@@ -179,6 +199,7 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
       analysis: { seconds: round(analysisSeconds, 2) },
       import: { seconds: round(importSeconds, 2), entitiesCreated: created, tableRows: copy.rows, rowsPerSecond: round(importRate), counts, events, progress: marks },
       recovery,
+      rollback,
       copy: { seconds: round(copy.seconds, 2), rows: copy.rows, rowsPerSecond: round(copyRate) },
       memory: { peakRssBytesPerProcess: peaks, peakRssMB: round(peakRss / 1048576, 1) },
       goals: {

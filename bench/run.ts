@@ -21,7 +21,9 @@
  * ELASTICSEARCH_URL is set.
  * migration: BENCH_MIGRATION_CASES / _RUNS / _RESULTS (or --migration-cases=N, --migration-runs=N,
  * --migration-results=N) size the generated export (default 50,000 cases, 2,000 runs, 500,000
- * results); --kill-at=N SIGKILLs the server at N percent of the import (default 30; 0: never).
+ * results); --kill-at=N SIGKILLs the server at N percent of the import (default 30; 0: never);
+ * --migration-rollback=1 also rolls the import back and measures that (default 0: it deletes row
+ * by row, far slower than the import: use a small size).
  */
 import { APPEND_DEFAULTS, runAppend } from './append';
 import { runCliBench } from './cli';
@@ -50,7 +52,7 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
     const flag = /^--([a-z-]+)=(.*)$/.exec(arg);
     if (flag) flags.set(flag[1], flag[2]);
     else if ((BENCHMARKS as readonly string[]).includes(arg)) names.push(arg as Benchmark);
-    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N, --cases=N, --iterations=N, --import-cases=N, --memory-results=N, --max-rows=N, --search-cases=N, --search-iterations=N, --migration-cases=N, --migration-runs=N, --migration-results=N, --kill-at=N`);
+    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N, --cases=N, --iterations=N, --import-cases=N, --memory-results=N, --max-rows=N, --search-cases=N, --search-iterations=N, --migration-cases=N, --migration-runs=N, --migration-results=N, --kill-at=N, --migration-rollback=0|1`);
   }
   return {
     benchmarks: names.length > 0 ? names : [...BENCHMARKS],
@@ -87,6 +89,7 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
       runs: positiveInt('--migration-runs', flags.get('migration-runs') ?? env.BENCH_MIGRATION_RUNS, MIGRATION_DEFAULTS.runs),
       results: positiveInt('--migration-results', flags.get('migration-results') ?? env.BENCH_MIGRATION_RESULTS, MIGRATION_DEFAULTS.results),
       killAt: flags.get('kill-at') === '0' ? 0 : positiveInt('--kill-at', flags.get('kill-at'), MIGRATION_DEFAULTS.killAt),
+      rollback: (flags.get('migration-rollback') ?? env.BENCH_MIGRATION_ROLLBACK ?? '0') === '1',
     },
     search: {
       ...SEARCH_DEFAULTS,

@@ -421,33 +421,50 @@ export class ExternalImportSaga {
     this.deps.logger.debug({ jobId: job.state.jobId, dataset: step.dataset, writeMs: written - started, waitMs: Date.now() - written }, 'external import chunk recorded');
   }
 
+  /**
+   * Deletes every row the job created, datasets in the reverse of their import order, each row as
+   * a user deletes it (rows of a dataset whose rows refer to each other, folders and milestones,
+   * one at a time; the others `concurrency` at a time). The rows done are recorded every
+   * `bulkChunkSize`: a rollback taken up again goes on from there.
+   */
   private async rollBack(job: JobStream, signal: AbortSignal): Promise<void> {
     // No fact memo: the rollback deletes the very rows a memo would remember.
     const deps: CommandDeps = { ...this.writer(job).deps, factMemo: undefined };
     for (const step of [...IMPORT_STEPS].reverse()) {
       const map = job.state.ids.get(step.dataset);
-      if (!map || map.created.length === 0 || (job.state.deleted[step.dataset] ?? -1) >= map.created.length) continue;
-      let deleted = 0;
+      const done = job.state.deleted[step.dataset] ?? 0;
+      if (!map || map.created.length === 0 || done >= map.created.length) continue;
       const created = new Set(map.created);
-      const rows = [...map.bySource].filter(([, id]) => created.has(id)).reverse();
-      for (const [sourceId, id] of rows) {
-        if (signal.aborted) throw new Stopped();
+      // The same order every time (the order the job planned them, last first): `done` rows of it are deleted.
+      const rows = [...map.bySource].filter(([, id]) => created.has(id)).reverse().slice(done);
+      const deleteOne = async ([sourceId, id]: [string, number]) => {
         const entity = entityOfRow(job, step.dataset, map.entity, sourceId);
         const [existing] = await this.deps.store.readStream(rowStream(entity, id), { maxCount: 1 });
         // A row written in bulk has no stream until it first changes: the read model has it.
-        if (existing || (step.bulk && (await importedRow(this.deps.knex, ENTITIES[entity as EntityName], id)))) {
-          try {
-            if (entity === 'repositoryFolder') await deleteFolder(deps, { folderId: id }, job.metadata);
-            else if (entity === 'user') await deleteUser(deps, { userId: id }, job.metadata);
-            else await deleteEntity(deps, entity as EntityName, id, job.metadata);
-          } catch (err) {
-            if (isTransient(err)) throw err;
-            // Deleted already (by a user, or by a rollback that stopped half-way), or refused: told, and the rollback goes on.
-            if (!(err instanceof DomainError)) throw err;
-            this.deps.logger.info({ jobId: job.state.jobId, entity, id, code: err.code }, 'external import rollback passed over a row');
-          }
+        if (!existing && !(step.bulk && (await importedRow(this.deps.knex, ENTITIES[entity as EntityName], id)))) return;
+        try {
+          if (entity === 'repositoryFolder') await deleteFolder(deps, { folderId: id }, job.metadata);
+          else if (entity === 'user') await deleteUser(deps, { userId: id }, job.metadata);
+          else await deleteEntity(deps, entity as EntityName, id, job.metadata);
+        } catch (err) {
+          if (isTransient(err)) throw err;
+          // Deleted already (by a user, or by a rollback that stopped half-way), or refused: told, and the rollback goes on.
+          if (!(err instanceof DomainError)) throw err;
+          this.deps.logger.info({ jobId: job.state.jobId, entity, id, code: err.code }, 'external import rollback passed over a row');
         }
-        deleted++;
+      };
+      const width = step.sequential ? 1 : this.deps.settings.concurrency;
+      let deleted = done;
+      let recorded = done;
+      for (let i = 0; i < rows.length; i += width) {
+        if (signal.aborted) throw new Stopped();
+        const group = rows.slice(i, i + width);
+        await Promise.all(group.map(deleteOne));
+        deleted += group.length;
+        if (deleted - recorded >= this.deps.settings.bulkChunkSize && deleted < done + rows.length) {
+          await job.apply({ type: 'RecordRollback', dataset: step.dataset, deleted, now: this.now() });
+          recorded = deleted;
+        }
       }
       const outcome = await job.apply({ type: 'RecordRollback', dataset: step.dataset, deleted, now: this.now() });
       if (outcome) await readYourWrites({ ...this.deps, writeTimeoutMs: Math.max(this.deps.writeTimeoutMs, 120_000) }, outcome);

@@ -526,3 +526,60 @@ describe('External-tool migration: an outage, a cancel mid-import, kept files', 
     await waitUntil(async () => (await admin.get(`${JOBS}/${jobId}`)).body.data.file.deleted === true, 'a rolled-back job\'s kept file deleted');
   });
 });
+
+describe('External-tool migration: a large rollback, recorded as it goes', function () {
+  this.timeout(300_000);
+  let app: TestApp;
+  let admin: HttpClient;
+
+  before(async () => {
+    // Bulk chunks of 50 rows: the rollback records every 50 rows it deletes.
+    app = await startTestApp({ worker: { chunkSize: 25, bulkChunkSize: 50, retryBudgetMs: 600_000 } });
+    const meta = systemMetadata('test');
+    await seedDefaults(app.deps, meta);
+    await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: PASSWORD, access: 'ADMIN' }, meta);
+    admin = new HttpClient(app.url);
+    expect((await admin.post('/api/auth/login', { email: 'admin@example.com', password: PASSWORD })).status).to.equal(200);
+  });
+  after(() => app.stop());
+
+  it('deletes rows many at a time, records its progress, and after an outage goes on from what it recorded: every row deleted', async () => {
+    const chunks: Buffer[] = [];
+    const sink = new Writable({ write: (chunk, _e, done) => void (chunks.push(chunk), done()) });
+    await generateExport({ cases: 150, runs: 4, results: 600, projects: 1, users: 4, seed: 5, format: 'json', matchEmails: [] }, sink);
+    const jobId = (await uploadExport(app.url, admin, Buffer.concat(chunks))).body.data.jobId;
+    expect((await waitForPhase(admin, jobId, ['analysed', 'failed'])).phase).to.equal('analysed');
+    expect((await admin.request('PUT', `${JOBS}/${jobId}/configuration`, {})).status).to.equal(200);
+    expect((await admin.post(`${JOBS}/${jobId}/execute`)).status).to.equal(202);
+    const imported = await waitForPhase(admin, jobId, ['completed', 'failed'], 240_000);
+    expect(imported.phase, JSON.stringify(imported.error)).to.equal('completed');
+    expect(imported.counts.run_results.created).to.equal(600);
+
+    expect((await admin.post(`${JOBS}/${jobId}/rollback`)).status).to.equal(202);
+    // Part-way through the results, the database goes away for a while.
+    await waitUntil(async () => ((await admin.get(`${JOBS}/${jobId}`)).body.data.deleted?.run_results ?? 0) >= 100, 'the rollback to record some results', 120_000);
+    const db = { name: new URL(app.databaseUrl).pathname.slice(1) } as TestDatabase;
+    await cutConnections(db, null);
+    await new Promise((r) => setTimeout(r, 2000));
+    await restoreConnections(db);
+    const back = await waitForPhase(admin, jobId, ['rolledBack', 'failed'], 240_000);
+    expect(back.phase, JSON.stringify(back.error)).to.equal('rolledBack');
+    for (const dataset of ['repository_cases', 'run_tests', 'run_results', 'runs']) expect(back.deleted[dataset], dataset).to.equal(imported.counts[dataset].created);
+
+    // Recorded as it went: the results' count grows 50 by 50 to the end, never back.
+    const progressed = (await app.deps.store.readStream(`externalImport-${jobId}`))
+      .filter((e) => e.type === 'ExternalImportRollbackProgressed' && (e.data as { dataset: string }).dataset === 'run_results')
+      .map((e) => (e.data as { deleted: number }).deleted);
+    expect(progressed.length).to.be.greaterThan(5);
+    expect(progressed[progressed.length - 1]).to.equal(600);
+    progressed.forEach((n, i) => expect(n, `progress ${i}`).to.be.greaterThan(i === 0 ? 0 : progressed[i - 1]));
+    // Every row the job created is deleted.
+    for (const table of ['repository_cases', 'test_runs', 'test_run_cases', 'test_run_results']) {
+      const ids = await app.deps.knex('external_import_rows').where({ job_id: jobId, mapped: false }).whereNotNull('entity_id')
+        .whereIn('dataset', { repository_cases: ['repository_cases'], test_runs: ['runs'], test_run_cases: ['run_tests'], test_run_results: ['run_results'] }[table]!).pluck('entity_id');
+      expect(ids.length, table).to.be.greaterThan(0);
+      const alive = await app.deps.knex(table).whereIn('id', ids).where({ is_deleted: false }).count('* as n').first();
+      expect(alive, table).to.deep.equal({ n: '0' });
+    }
+  });
+});
