@@ -180,6 +180,8 @@ describe('administrator pages in headless Chromium', function () {
     await row('ci-bot@example.com').getByRole('combobox', { name: /^Existing user for/ }).selectOption(String(bobId));
     expect(await row('Blocked upstream').getByRole('combobox', { name: /^Action for/ }).inputValue()).to.equal('create');
     await row('regression').getByRole('combobox', { name: /^Action for/ }).selectOption('skip');
+    // A template field that becomes a result field is picked among the result fields.
+    expect(await row('browser_version').getByRole('combobox', { name: /^Existing resultField for/ }).count()).to.equal(1);
     await accessible(page, 'wizard-analysed');
     await page.getByRole('button', { name: 'Save mappings' }).click();
     await page.locator('[data-phase="configured"]').waitFor();

@@ -226,7 +226,8 @@ function mappingTable(key: string, sources: Source[], current: Mappings): HTMLEl
     if (!entry) list.push((entry = { sourceId, action: 'create' }));
     return entry;
   };
-  const options = loadTargets(target.entity, target.field);
+  // A template field becomes a case field or a result field (its entry says which): picked among those.
+  const optionsOf = (entry: Entry) => (entry.kind === 'resultField' ? loadTargets('resultField', target.field) : loadTargets(target.entity, target.field));
   return h('section', { class: 'mapping', 'aria-labelledby': `map-${key}` },
     h('h3', { id: `map-${key}` }, target.label),
     h('table', null,
@@ -236,9 +237,9 @@ function mappingTable(key: string, sources: Source[], current: Mappings): HTMLEl
         const id = `map-${key}-${i}`;
         const action = h('select', { id: `${id}-action`, 'aria-label': `Action for ${source.name}` },
           (['map', 'create', 'skip'] as const).map((a) => h('option', { value: a, ...(entry.action === a && { selected: true }) }, a === 'map' ? 'map to existing' : a)));
-        const picker = h('select', { id: `${id}-target`, 'aria-label': `Existing ${target.entity} for ${source.name}`, disabled: entry.action !== 'map' },
+        const picker = h('select', { id: `${id}-target`, 'aria-label': `Existing ${entry.kind ?? target.entity} for ${source.name}`, disabled: entry.action !== 'map' },
           h('option', { value: '' }, 'Loading…'));
-        void options.then((rows) => replace(picker,
+        void optionsOf(entry).then((rows) => replace(picker,
           h('option', { value: '' }, rows.length === 0 ? 'none exist' : 'choose…'),
           rows.map((r) => h('option', { value: r.id, ...(entry.targetId === r.id && { selected: true }) }, `${r.label} (#${r.id})`))));
         action.addEventListener('change', () => {
