@@ -205,6 +205,8 @@ describe('External-tool migration: jobs through the API and a worker', function 
       const res = await admin.post(`${JOBS}/${other}/cancel`);
       expect(res.status, JSON.stringify(res.body)).to.equal(202);
       expect(res.body.data.phase).to.equal('cancelled');
+      // The worker tidies the ended job up (ExternalImportClosed) on its own time: the refusal below is checked after that append.
+      await waitUntil(async () => Boolean(await app.deps.knex('external_import_jobs').where({ job_id: other, closed: true }).first('job_id')), 'the cancelled job closed');
       expect((await expectRefused(app, () => admin.post(`${JOBS}/${other}/execute`), 409)).code).to.equal('external-import-cancelled');
     });
 
