@@ -18,7 +18,14 @@ CREATE TABLE IF NOT EXISTS es_events (
 -- computed once when it is appended: the readers that skip an import chunk's rows then read this
 -- small value instead of decompressing the whole chunk each. Derived from `data`, never evidence;
 -- null for small events and for events appended before it existed (read shallow from `data`).
-ALTER TABLE es_events ADD COLUMN IF NOT EXISTS shallow jsonb;
+-- Added only when missing: ALTER TABLE locks the whole table even when it changes nothing, and every
+-- process runs this file when it starts, while others append and read.
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'es_events'::regclass AND attname = 'shallow' AND NOT attisdropped) THEN
+    ALTER TABLE es_events ADD COLUMN shallow jsonb;
+  END IF;
+END $$;
 
 CREATE TABLE IF NOT EXISTS es_streams (
   stream_id text   PRIMARY KEY,
