@@ -256,6 +256,9 @@ export function startSearchIndexer(deps: {
         if (stopping || failed()) return;
         continue;
       }
+      // Stopped while the checkpoints were read: a subscription opened now would wait for an event
+      // that may never come, and stop() (which closes only the subscription it finds) with it.
+      if (stopping || failed()) return;
       if (current.version !== version) logger.info({ version, from: after }, 'following the live search version');
       current.version = version;
       current.position = after!;

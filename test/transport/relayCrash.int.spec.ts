@@ -1,7 +1,9 @@
 // The relay as its own process (services/process/relay/main.ts), killed with SIGKILL in the middle of a
-// burst and restarted: it resumes from its checkpoint, nothing is lost, nothing is applied twice.
+// burst and restarted: it resumes from its checkpoint, nothing is lost, nothing is applied twice. And
+// a relay stopped while it starts ends (it opened its subscription after stop() once, and waited forever).
 import { expect } from 'chai';
 import { readModelProjection } from '../../projections/readModel';
+import { startRelay } from '../../services/process/relay/relay';
 import {
   Gate, RECORDER, appendCase, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder, expectReadModelMatchesStore, failures,
   projectionsUnderTest, relayPosition, startBurst, startRelayProcess, topicMessageCount, transportSuite, waitForConsumers, waitForRelay,
@@ -62,5 +64,20 @@ describe('Kafka transport: relay killed and restarted (real broker, relay proces
     await waitForConsumers(tt, PROJECTIONS);
     expect(await topicMessageCount(tt.admin, tt.topic), '600 published, then 251..700 again').to.equal(600 + 450);
     await expectConsistent(tt);
+  });
+  it('stopped while it starts (connecting to the broker): stop() ends with nothing published; a relay started again publishes every event once', async () => {
+    const tt = await suite.open();
+    await appendCase(tt.store, 1, 3);
+    const relay = startRelay({ store: tt.store, knex: tt.knex, kafka: tt.kafka, topic: tt.topic, logger: tt.logger });
+    const stopping = relay.stop();
+    const ended = await Promise.race([stopping.then(() => 'stopped'), new Promise((r) => setTimeout(() => r('still stopping after 20 s'), 20_000))]);
+    expect(ended).to.equal('stopped');
+    expect(relay.status().state).to.equal('stopped');
+    expect(await topicMessageCount(tt.admin, tt.topic)).to.equal(0);
+
+    const again = startRelay({ store: tt.store, knex: tt.knex, kafka: tt.kafka, topic: tt.topic, logger: tt.logger });
+    tt.defer(() => again.stop());
+    await waitForRelay(tt);
+    expect(await topicMessageCount(tt.admin, tt.topic)).to.equal(3);
   });
 });

@@ -152,6 +152,8 @@ export function startRelay(deps: {
 
   /** Publishes from the last acknowledged position until stopped or failed; throws when the event store cannot be read. */
   async function follow(): Promise<void> {
+    // Stopped while starting: a subscription opened now would outlive stop(), which closes only the one it finds.
+    if (stopping) return;
     const following = deps.store.subscribeToAll({ after: status.position });
     subscription = following;
     try {

@@ -7,7 +7,7 @@ import pino from 'pino';
 import { startSearchIndexer, type SearchIndexer } from '../../../projections/search/indexer';
 import { SearchUnavailable, BulkWriteFailed, type SearchEngine } from '../../../services/shared/search';
 import { buildWorld, JUNIT, type World } from './world';
-import { FAST_RETRY, caughtUp, documents, expected, indexed, postgresEngine, quietLogger, startIndexer, wrapWrites } from './support';
+import { FAST_RETRY, caughtUp, documents, expected, indexed, postgresEngine, quietLogger, startIndexer, wrapMethod, wrapWrites } from './support';
 
 /**
  * The search indexer on the direct transport against PostgreSQL full-text search
@@ -136,6 +136,33 @@ describe('search indexer (direct transport, PostgreSQL search)', function () {
     expect(await indexed(engine)).to.deep.equal(await expected(app));
     const titles = [...(await documents(engine, 'repository_cases')).values()].map((d) => d.title);
     expect(titles.filter((t) => t === 'Blocked case' || t === 'Next case')).to.have.members(['Blocked case', 'Next case']);
+  });
+
+  it('stopped while it reads its checkpoints, before it follows the log: stop() ends, no subscription opened after it', async () => {
+    let release: (() => void) | null = null;
+    let reading: (() => void) | null = null;
+    const isReading = new Promise<void>((r) => (reading = r));
+    // The indexer reads its checkpoints once the live version is known, right before it subscribes.
+    const slow = wrapMethod(engine, 'readCheckpoints', async (real, version) => {
+      if (!release) {
+        reading!();
+        await new Promise<void>((r) => (release = r));
+      }
+      return real(version);
+    });
+    indexer = startIndexer(app, slow);
+    await isReading;
+    const stopping = indexer.stop();
+    release!();
+    const ended = await Promise.race([stopping.then(() => 'stopped'), new Promise((r) => setTimeout(() => r('still stopping after 20 s'), 20_000))]);
+    expect(ended).to.equal('stopped');
+    expect(indexer.status().state).to.equal('stopped');
+    indexer = null;
+    // Nothing follows the log any more: an event appended now reaches no search document.
+    await world.model('repositoryCase', 'create', { data: { title: 'After the stop', project: world.connect(world.ids.project) } });
+    await new Promise((r) => setTimeout(r, 300));
+    const titles = [...(await documents(engine, 'repository_cases')).values()].map((d) => d.title);
+    expect(titles).not.to.include('After the stop');
   });
 
   it('the engine away: retrying with its last error, checkpoint unmoved; back: catches up', async () => {

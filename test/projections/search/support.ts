@@ -15,19 +15,25 @@ export function postgresEngine(app: TestApp): PostgresSearchEngine {
 }
 
 /**
- * The engine with its `write` wrapped (counting, failing, blocking): the indexer's own retry
- * logic is under test, the engine behind it is the real one.
+ * The engine with one method wrapped (counting, failing, blocking): the indexer's own logic is
+ * under test, the engine behind it is the real one.
  */
-export function wrapWrites(engine: SearchEngine, write: (real: SearchEngine['write'], ...args: Parameters<SearchEngine['write']>) => Promise<void>): SearchEngine {
-  const real = engine.write.bind(engine);
+export function wrapMethod<K extends 'write' | 'readCheckpoints'>(
+  engine: SearchEngine, name: K, wrapper: (real: SearchEngine[K], ...args: Parameters<SearchEngine[K]>) => ReturnType<SearchEngine[K]>,
+): SearchEngine {
+  const real = (engine[name] as (...args: unknown[]) => unknown).bind(engine) as SearchEngine[K];
   return new Proxy(engine, {
     get(target, prop, receiver) {
-      if (prop === 'write') return (...args: Parameters<SearchEngine['write']>) => write(real, ...args);
+      if (prop === name) return (...args: Parameters<SearchEngine[K]>) => wrapper(real, ...args);
       const value = Reflect.get(target, prop, receiver);
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
 }
+
+/** The engine with its `write` wrapped. */
+export const wrapWrites = (engine: SearchEngine, write: (real: SearchEngine['write'], ...args: Parameters<SearchEngine['write']>) => Promise<void>): SearchEngine =>
+  wrapMethod(engine, 'write', write);
 
 export const FAST_RETRY = { budgetMs: 120_000, firstMs: 50, maxMs: 300 };
 
