@@ -18,6 +18,7 @@ import * as m019 from './019_external_imports';
 import * as m017 from './017_notifications';
 import * as m018 from './018_job_leases';
 import * as m020 from './020_external_import_bulk';
+import * as m021 from './021_external_import_rows_indexes';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -40,6 +41,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '017_notifications': m017,
   '018_job_leases': m018,
   '020_external_import_bulk': m020,
+  '021_external_import_rows_indexes': m021,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
