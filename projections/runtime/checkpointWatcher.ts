@@ -156,6 +156,8 @@ export class CheckpointWatcher implements ReadModelWatcher {
     const target = BigInt(position);
     const keys = this.projectionNames.map((name) => this.keyOf(name, write.streamId));
     if (this.reached(keys, target)) return Promise.resolve();
+    // Stopped: no timer and no poller started for a wait nobody ends.
+    if (this.closed) return Promise.reject(new ReadModelWaitFailed('shutting-down', 'The server is shutting down'));
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
         keys, position: target, resolve, reject,

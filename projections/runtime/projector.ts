@@ -55,8 +55,10 @@ export function startProjector(deps: {
   let stopping = false;
   let wakeSleepers: (() => void)[] = [];
 
+  // A pause asked for once stop() has woken the sleepers (after an await in between) ends at once.
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
+      if (stopping) return resolve();
       const wake = () => {
         clearTimeout(t);
         wakeSleepers = wakeSleepers.filter((w) => w !== wake);

@@ -125,7 +125,9 @@ export function startSearchIndexer(deps: {
   const budget = budgetOf(deps.retry, { firstMs: FIRST_BACKOFF_MS, maxMs: MAX_BACKOFF_MS });
   const writer = { engine, knex, logger, bulkSize: deps.bulkSize, stopping: () => stopping };
 
+  // A pause asked for once stop() has woken the sleepers (after an await in between) ends at once.
   const sleep = (ms: number) => new Promise<void>((resolve) => {
+    if (stopping) return resolve();
     const wake = () => {
       clearTimeout(timer);
       sleepers.delete(wake);
@@ -297,6 +299,9 @@ export function startSearchIndexer(deps: {
 
   // ------------------------------------------------------------------------- Kafka transport
   let consumer: ReturnType<Kafka['consumer']> | null = null;
+  /** A start of the consumer after a crash or a failed start: its timer, then the start itself (stop() ends both before it disconnects). */
+  let restartTimer: NodeJS.Timeout | null = null;
+  let restarting: Promise<void> = Promise.resolve();
   async function runKafka(k: { kafka: Kafka; topic: string }): Promise<void> {
     /** The version followed and its checkpoints (last offset applied, per partition). */
     let followed = { version: current.version!, offsets: new Map<number, bigint>() };
@@ -346,14 +351,23 @@ export function startSearchIndexer(deps: {
         current.lastError = describeError(e.payload.error);
         const pause = budget.next();
         if (pause === null) return fail(new RetryBudgetSpent(e.payload.error, budget));
-        setTimeout(() => void start(), pause);
+        startLater(pause);
       }
     });
+    const startLater = (pause: number) => {
+      if (stopping || restartTimer) return;
+      restartTimer = setTimeout(() => {
+        restartTimer = null;
+        if (!stopping) restarting = start();
+      }, pause);
+    };
     const start = async () => {
       if (stopping) return;
       try {
         await c.connect();
+        if (stopping) return;
         await c.subscribe({ topics: [k.topic], fromBeginning: true });
+        if (stopping) return;
         await c.run({
           autoCommit: true,
           eachBatchAutoResolve: false,
@@ -404,7 +418,7 @@ export function startSearchIndexer(deps: {
         current.lastError = describeError(error);
         const pause = budget.next();
         if (pause === null) return fail(new RetryBudgetSpent(error, budget));
-        setTimeout(() => void start(), pause);
+        startLater(pause);
       }
     };
     await start();
@@ -423,7 +437,8 @@ export function startSearchIndexer(deps: {
     const startedWatcher = await withinBudget(-1, () => watcher.start());
     if (startedWatcher !== 'done') return;
     const version = await liveVersion();
-    if (version === null) return;
+    // Stopped while the live version was read or built: no timer, no following.
+    if (version === null || stopping || failed()) return;
     current.version = version;
     current.state = 'running';
     current.lastError = null;
@@ -438,10 +453,12 @@ export function startSearchIndexer(deps: {
       stopping = true;
       if (versionTimer) clearInterval(versionTimer);
       for (const wake of [...sleepers]) wake();
+      if (restartTimer) clearTimeout(restartTimer);
       await subscription?.close();
       // Ends a wait for the read model at once (the batch stops, its checkpoint unmoved).
       await watcher.stop();
       await running;
+      await restarting;
       await consumer?.disconnect().catch(() => undefined);
       if (!failed()) current.state = 'stopped';
     },

@@ -153,8 +153,9 @@ export class SearchConnection implements SearchConnectionControl {
     const generation = this.generation;
     const superseded = () => this.closed || this.generation !== generation;
     while (!superseded()) {
+      let engine: SearchEngine | null = null;
       try {
-        const engine = await openSearchEngine(settings, { knex: this.deps.knex, logger });
+        engine = await openSearchEngine(settings, { knex: this.deps.knex, logger });
         const info = await engine.info();
         if (superseded()) {
           await engine.close();
@@ -165,6 +166,8 @@ export class SearchConnection implements SearchConnectionControl {
         logger.info({ engine: info.engine, version: info.version, url: where(settings), source: this.settingsInForce.source }, 'search engine connected');
         return engine;
       } catch (error) {
+        // An engine opened whose info() failed: its client closed before the next attempt opens another.
+        await engine?.close().catch(() => undefined);
         if (superseded()) break;
         this.state.lastError = describeError(error);
         const pause = error instanceof SearchUnavailable ? budget.next() : null;

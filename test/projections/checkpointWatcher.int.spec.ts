@@ -52,7 +52,7 @@ describe('CheckpointWatcher: its LISTEN connection lost (PostgreSQL)', function 
     await w.waitFor({ position: '9', streamId: 'any' }, 1000);
   });
 
-  it('a write the read models do not reach in time, or still waiting when it stops: ReadModelWaitFailed (no HTTP below the API), with the position', async () => {
+  it('a write the read models do not reach in time, still waiting when it stops, or waited for after: ReadModelWaitFailed (no HTTP below the API), with the position', async () => {
     const w = new CheckpointWatcher(knex, db.url, ['readModel']);
     await w.start();
     const lagging = await w.waitFor({ position: '1000', streamId: 'any' }, 200).then(() => null, (err: unknown) => err);
@@ -61,6 +61,10 @@ describe('CheckpointWatcher: its LISTEN connection lost (PostgreSQL)', function 
     const waiting = w.waitFor({ position: '1001', streamId: 'any' }, 10_000).then(() => null, (err: unknown) => err);
     await w.stop();
     expect(await waiting).to.be.instanceOf(ReadModelWaitFailed).and.to.include({ code: 'shutting-down' });
+    // Asked after the stop (a request that outlived the server's shutdown): refused at once, no timer or poller started.
+    const late = await w.waitFor({ position: '1002', streamId: 'any' }, 10_000).then(() => null, (err: unknown) => err);
+    expect(late).to.be.instanceOf(ReadModelWaitFailed).and.to.include({ code: 'shutting-down' });
+    expect((w as unknown as { poller: unknown }).poller, 'no poller').to.equal(null);
   });
 
   it('applied(): every projection, at the partition that holds the stream (Kafka), has reached the position: read from the database, not waited for', async () => {

@@ -219,7 +219,11 @@ export function startJobRunner(opts: JobRunnerOptions): JobRunner {
       } finally {
         job.ended = true;
         clearInterval(job.renewTimer);
-        if (job.renewal) await Promise.race([job.renewal, new Promise((r) => setTimeout(r, leaseTtlMs))]);
+        if (job.renewal) {
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([job.renewal, new Promise((r) => (timer = setTimeout(r, leaseTtlMs)))]);
+          clearTimeout(timer);
+        }
         // Only deletes the lease if it is still ours: one taken over by another worker stays theirs.
         await leases.release(kind.kind, jobId, owner).catch((err) => log.warn({ kind: kind.kind, jobId, err }, 'cannot release a job lease; it expires'));
         running.delete(key);

@@ -165,6 +165,65 @@ describe('search indexer (direct transport, PostgreSQL search)', function () {
     expect(titles).not.to.include('After the stop');
   });
 
+  it('stopped while it reads the live version at start: stop() ends, and nothing asks the engine for its version after it', async () => {
+    let release: (() => void) | null = null;
+    let reading: (() => void) | null = null;
+    const isReading = new Promise<void>((r) => (reading = r));
+    let stopped = false;
+    let askedAfterStop = 0;
+    const slow = wrapMethod(engine, 'liveVersion', async (real) => {
+      if (stopped) askedAfterStop++;
+      if (!release) {
+        reading!();
+        await new Promise<void>((r) => (release = r));
+      }
+      return real();
+    });
+    indexer = startIndexer(app, slow);
+    await isReading;
+    const stopping = indexer.stop();
+    release!();
+    await stopping;
+    stopped = true;
+    indexer = null;
+    // The live version is checked every 3 s while an indexer follows: none may be left checking.
+    await new Promise((r) => setTimeout(r, 3500));
+    expect(askedAfterStop).to.equal(0);
+  });
+
+  it('stopped while it decides its pause after a failed write (the engine away): stop() does not wait the pause out', async () => {
+    let release: (() => void) | null = null;
+    let deciding: (() => void) | null = null;
+    const isDeciding = new Promise<void>((r) => (deciding = r));
+    let failedWrite = false;
+    const away = wrapMethod(wrapWrites(engine, async (real, version, ops, checkpoints) => {
+      if (ops.upsert.some((d) => d.title === 'Paused case')) {
+        failedWrite = true;
+        throw new SearchUnavailable('postgres', new Error('connection refused'));
+      }
+      return real(version, ops, checkpoints);
+    }), 'liveVersion', async (real) => {
+      // After a failed write the indexer asks for the live version (a rebuild may have switched), then pauses.
+      if (failedWrite && !release) {
+        deciding!();
+        await new Promise<void>((r) => (release = r));
+      }
+      return real();
+    });
+    indexer = startSearchIndexer({
+      engine: away, knex: app.deps.knex, store: app.deps.store, databaseUrl: app.databaseUrl, logger: quietLogger(),
+      retry: { budgetMs: 600_000, firstMs: 60_000, maxMs: 60_000 }, bulkSize: 500,
+    });
+    await caughtUp(app, indexer, engine);
+    await world.model('repositoryCase', 'create', { data: { title: 'Paused case', project: world.connect(world.ids.project) } });
+    await isDeciding;
+    const stopping = indexer.stop();
+    release!();
+    const ended = await Promise.race([stopping.then(() => 'stopped'), new Promise((r) => setTimeout(() => r('still waiting out its 60 s pause after 20 s'), 20_000))]);
+    expect(ended).to.equal('stopped');
+    indexer = null;
+  });
+
   it('the engine away: retrying with its last error, checkpoint unmoved; back: catches up', async () => {
     let away = true;
     let refused = 0;

@@ -18,7 +18,7 @@ export function postgresEngine(app: TestApp): PostgresSearchEngine {
  * The engine with one method wrapped (counting, failing, blocking): the indexer's own logic is
  * under test, the engine behind it is the real one.
  */
-export function wrapMethod<K extends 'write' | 'readCheckpoints'>(
+export function wrapMethod<K extends 'write' | 'readCheckpoints' | 'liveVersion'>(
   engine: SearchEngine, name: K, wrapper: (real: SearchEngine[K], ...args: Parameters<SearchEngine[K]>) => ReturnType<SearchEngine[K]>,
 ): SearchEngine {
   const real = (engine[name] as (...args: unknown[]) => unknown).bind(engine) as SearchEngine[K];
