@@ -16,6 +16,25 @@ import { zipOf } from './zipWriter';
 const PASSWORD = 'migration-password-1';
 const FIXTURES = path.join(__dirname, 'fixtures');
 const complete = () => JSON.parse(fs.readFileSync(path.join(FIXTURES, 'export-complete.json'), 'utf8'));
+
+/** A test app whose worker runs external imports with these settings, its defaults seeded, and an administrator signed in. */
+async function appWithAdmin(worker: NonNullable<Parameters<typeof startTestApp>[0]>['worker']): Promise<{ app: TestApp; admin: HttpClient }> {
+  const app = await startTestApp({ worker });
+  const meta = systemMetadata('test');
+  await seedDefaults(app.deps, meta);
+  await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: PASSWORD, access: 'ADMIN' }, meta);
+  const admin = new HttpClient(app.url);
+  expect((await admin.post('/api/auth/login', { email: 'admin@example.com', password: PASSWORD })).status).to.equal(200);
+  return { app, admin };
+}
+
+/** A generated export (scripts/generateExport.ts) of one project as one JSON file: `cases` with steps, `runs`, `results`. */
+async function generatedExport(size: { cases: number; runs: number; results: number }, seed: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  const sink = new Writable({ write: (chunk, _e, done) => void (chunks.push(chunk), done()) });
+  await generateExport({ ...size, projects: 1, users: 4, seed, format: 'json', matchEmails: [] }, sink);
+  return Buffer.concat(chunks);
+}
 describe('External-tool migration: jobs through the API and a worker', function () {
   this.timeout(240_000);
   let app: TestApp;
@@ -452,20 +471,13 @@ describe('External-tool migration: an outage, a cancel mid-import, kept files', 
   let admin: HttpClient;
 
   before(async () => {
-    app = await startTestApp({ worker: { chunkSize: 25, retryBudgetMs: 600_000, keepFiles: true } });
-    const meta = systemMetadata('test');
-    await seedDefaults(app.deps, meta);
-    await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: PASSWORD, access: 'ADMIN' }, meta);
-    admin = new HttpClient(app.url);
-    expect((await admin.post('/api/auth/login', { email: 'admin@example.com', password: PASSWORD })).status).to.equal(200);
+    ({ app, admin } = await appWithAdmin({ chunkSize: 25, retryBudgetMs: 600_000, keepFiles: true }));
   });
   after(() => app.stop());
 
   it('waits while the database refuses connections and goes on where it was: every row once', async () => {
-    const chunks: Buffer[] = [];
-    const sink = new Writable({ write: (chunk, _e, done) => void (chunks.push(chunk), done()) });
-    await generateExport({ cases: 150, runs: 4, results: 600, projects: 1, users: 4, seed: 3, format: 'json', matchEmails: [] }, sink);
-    const up = await uploadExport(app.url, admin, Buffer.concat(chunks));
+    const exported = await generatedExport({ cases: 150, runs: 4, results: 600 }, 3);
+    const up = await uploadExport(app.url, admin, exported);
     expect(up.status, JSON.stringify(up.body)).to.equal(201);
     const jobId = up.body.data.jobId;
     expect((await waitForPhase(admin, jobId, ['analysed', 'failed'])).phase).to.equal('analysed');
@@ -500,10 +512,8 @@ describe('External-tool migration: an outage, a cancel mid-import, kept files', 
   });
 
   it('cancels a running import at its next chunk, lists what it wrote, and rolls that back (deleting the kept file)', async () => {
-    const chunks: Buffer[] = [];
-    const sink = new Writable({ write: (chunk, _e, done) => void (chunks.push(chunk), done()) });
-    await generateExport({ cases: 150, runs: 4, results: 600, projects: 1, users: 4, seed: 4, format: 'json', matchEmails: [] }, sink);
-    const jobId = (await uploadExport(app.url, admin, Buffer.concat(chunks))).body.data.jobId;
+    const exported = await generatedExport({ cases: 150, runs: 4, results: 600 }, 4);
+    const jobId = (await uploadExport(app.url, admin, exported)).body.data.jobId;
     expect((await waitForPhase(admin, jobId, ['analysed', 'failed'])).phase).to.equal('analysed');
     // Another import made these configuration rows already: map them (the suggestions do).
     expect((await admin.request('PUT', `${JOBS}/${jobId}/configuration`, { reset: true })).status).to.equal(200);
@@ -536,20 +546,13 @@ describe('External-tool migration: a large rollback, recorded as it goes', funct
 
   before(async () => {
     // Bulk chunks of 50 rows: the rollback records every 50 rows it deletes.
-    app = await startTestApp({ worker: { chunkSize: 25, bulkChunkSize: 50, retryBudgetMs: 600_000 } });
-    const meta = systemMetadata('test');
-    await seedDefaults(app.deps, meta);
-    await registerUser(app.deps, { email: 'admin@example.com', name: 'Admin', password: PASSWORD, access: 'ADMIN' }, meta);
-    admin = new HttpClient(app.url);
-    expect((await admin.post('/api/auth/login', { email: 'admin@example.com', password: PASSWORD })).status).to.equal(200);
+    ({ app, admin } = await appWithAdmin({ chunkSize: 25, bulkChunkSize: 50, retryBudgetMs: 600_000 }));
   });
   after(() => app.stop());
 
   it('deletes rows many at a time, records its progress, and after an outage goes on from what it recorded: every row deleted', async () => {
-    const chunks: Buffer[] = [];
-    const sink = new Writable({ write: (chunk, _e, done) => void (chunks.push(chunk), done()) });
-    await generateExport({ cases: 150, runs: 4, results: 600, projects: 1, users: 4, seed: 5, format: 'json', matchEmails: [] }, sink);
-    const jobId = (await uploadExport(app.url, admin, Buffer.concat(chunks))).body.data.jobId;
+    const exported = await generatedExport({ cases: 150, runs: 4, results: 600 }, 5);
+    const jobId = (await uploadExport(app.url, admin, exported)).body.data.jobId;
     expect((await waitForPhase(admin, jobId, ['analysed', 'failed'])).phase).to.equal('analysed');
     expect((await admin.request('PUT', `${JOBS}/${jobId}/configuration`, {})).status).to.equal(200);
     expect((await admin.post(`${JOBS}/${jobId}/execute`)).status).to.equal(202);
