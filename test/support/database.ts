@@ -35,6 +35,14 @@ export async function createTestDatabase(label = 't', template?: string): Promis
       const c = new pg.Client({ connectionString: ADMIN_URL });
       await c.connect();
       try {
+        // A pool just ended has sent its clients' goodbyes, but PostgreSQL may not have read them yet:
+        // terminated by FORCE then, such a client raises "terminating connection due to administrator
+        // command" with nobody listening (an uncaught error in whichever test runs next). Up to 1 s for them to go.
+        for (let i = 0; i < 20; i++) {
+          const { rows } = await c.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name]);
+          if (rows[0].n === 0) break;
+          await new Promise((r) => setTimeout(r, 50));
+        }
         await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       } finally {
         await c.end();
