@@ -12,3 +12,11 @@ export async function waitUntil(check: () => Promise<boolean> | boolean, what: s
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** 'stopped' once `stopping` resolves, or `late` if it has not after `timeoutMs` (a stop that hangs fails its test with that message). */
+export async function stopOutcome(stopping: Promise<unknown>, late: string, timeoutMs = 20_000): Promise<string> {
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([stopping.then(() => 'stopped'), new Promise<string>((r) => (timer = setTimeout(() => r(late), timeoutMs)))]);
+  clearTimeout(timer);
+  return outcome;
+}

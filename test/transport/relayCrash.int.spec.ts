@@ -4,6 +4,7 @@
 import { expect } from 'chai';
 import { readModelProjection } from '../../projections/readModel';
 import { startRelay } from '../../services/process/relay/relay';
+import { stopOutcome } from '../support/wait';
 import {
   Gate, RECORDER, appendCase, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder, expectReadModelMatchesStore, failures,
   projectionsUnderTest, relayPosition, startBurst, startRelayProcess, topicMessageCount, transportSuite, waitForConsumers, waitForRelay,
@@ -70,7 +71,7 @@ describe('Kafka transport: relay killed and restarted (real broker, relay proces
     await appendCase(tt.store, 1, 3);
     const relay = startRelay({ store: tt.store, knex: tt.knex, kafka: tt.kafka, topic: tt.topic, logger: tt.logger });
     const stopping = relay.stop();
-    const ended = await Promise.race([stopping.then(() => 'stopped'), new Promise((r) => setTimeout(() => r('still stopping after 20 s'), 20_000))]);
+    const ended = await stopOutcome(stopping, 'still stopping after 20 s');
     expect(ended).to.equal('stopped');
     expect(relay.status().state).to.equal('stopped');
     expect(await topicMessageCount(tt.admin, tt.topic)).to.equal(0);

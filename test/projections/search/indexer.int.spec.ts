@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { expectCompleted } from '../../imports/importClient';
 import { startTestApp, type TestApp } from '../../support/app';
-import { waitUntil } from '../../support/wait';
+import { stopOutcome, waitUntil } from '../../support/wait';
 import { rebuildSearch } from '../../../projections/search/rebuild';
 import pino from 'pino';
 import { startSearchIndexer, type SearchIndexer } from '../../../projections/search/indexer';
@@ -154,7 +154,7 @@ describe('search indexer (direct transport, PostgreSQL search)', function () {
     await isReading;
     const stopping = indexer.stop();
     release!();
-    const ended = await Promise.race([stopping.then(() => 'stopped'), new Promise((r) => setTimeout(() => r('still stopping after 20 s'), 20_000))]);
+    const ended = await stopOutcome(stopping, 'still stopping after 20 s');
     expect(ended).to.equal('stopped');
     expect(indexer.status().state).to.equal('stopped');
     indexer = null;
@@ -219,7 +219,7 @@ describe('search indexer (direct transport, PostgreSQL search)', function () {
     await isDeciding;
     const stopping = indexer.stop();
     release!();
-    const ended = await Promise.race([stopping.then(() => 'stopped'), new Promise((r) => setTimeout(() => r('still waiting out its 60 s pause after 20 s'), 20_000))]);
+    const ended = await stopOutcome(stopping, 'still waiting out its 60 s pause after 20 s');
     expect(ended).to.equal('stopped');
     indexer = null;
   });
