@@ -8,6 +8,7 @@ import { recordLoginFailure } from '../identity/loginAttempts';
 import { loginOriginGuard, sessionGuard, sessionMiddleware, type SessionSettings } from '../identity/sessions';
 import { adminRoutes } from '../admin/admin.routes';
 import { auditRoutes } from '../audit/audit.routes';
+import { historyRoutes } from '../history/history.routes';
 import { modelRoutes } from '../model/model.routes';
 import { fileRoutes, UPLOAD_PATH } from '../files/files.routes';
 import { importRoutes, IMPORT_PATHS, type ImportWorkers } from '../imports/imports.routes';
@@ -96,6 +97,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(adminRoutes(deps));
   app.use(modelRoutes(deps));
   app.use(auditRoutes(deps));
+  app.use(historyRoutes(deps));
   app.use(fileRoutes(deps));
   app.use(importRoutes(deps));
   app.use(suiteOutputRoutes(deps));

@@ -1,10 +1,9 @@
 import type { OpenAPIV3 } from 'openapi-types';
 import { DEFAULT_TAKE, MAX_TAKE } from './audit.query';
+import { cursorPageResponse, errorResponse as error } from '../shared/openapi';
 
 /** GET /api/audit in the `custom` category of the OpenAPI documents (services/api/openapi.ts). */
 export function auditPaths(): OpenAPIV3.PathsObject {
-  const error = (description: string): OpenAPIV3.ResponseObject =>
-    ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
   const query = (name: string, schema: OpenAPIV3.SchemaObject, description: string): OpenAPIV3.ParameterObject =>
     ({ name, in: 'query', required: false, schema, description });
   const id: OpenAPIV3.SchemaObject = { type: 'integer', minimum: 1, maximum: 2147483647 };
@@ -64,17 +63,7 @@ export function auditPaths(): OpenAPIV3.PathsObject {
           query('cursor', { type: 'string' }, 'opaque: the nextCursor of the previous page'),
         ],
         responses: {
-          200: {
-            description: 'one page',
-            content: {
-              'application/json': {
-                schema: {
-                  type: 'object', additionalProperties: false, required: ['data', 'nextCursor'],
-                  properties: { data: { type: 'array', items: entry }, nextCursor: { type: 'string', nullable: true, description: 'null on the last page' } },
-                },
-              },
-            },
-          },
+          200: cursorPageResponse(entry),
           400: error('a parameter that is unknown, repeated or malformed (code invalid-argument; details.path names it)'),
           401: error('not authenticated'),
           403: error('neither an administrator nor a project administrator (code forbidden)'),

@@ -340,6 +340,17 @@ describe('External-tool migration: jobs through the API and a worker', function 
       expect(chunk, 'the chunk that wrote the case').to.not.equal(undefined);
       expect(chunk!.metadata.actor).to.include({ userId: adminId, via: 'import' });
       expect(chunk!.metadata.correlationId).to.equal(`externalImport-${jobId}`);
+      // Its history (GET /api/history) begins with that chunk: the job, the chunk, the values it wrote.
+      const history = await admin.get(`/api/history/repositoryCase/${kase.id}`);
+      expect(history.status, JSON.stringify(history.body)).to.equal(200);
+      const [first] = history.body.data;
+      expect(first).to.deep.include({ position: chunk!.position, type: 'ExternalImportRowsWritten', import: { kind: 'external', jobId, chunk: (chunk!.data as any).chunk } });
+      expect(first.actor).to.include({ userId: adminId, via: 'import' });
+      expect(first.changes.find((c: any) => c.field === 'title')).to.deep.equal({ field: 'title', before: null, after: 'Pay with saved card' });
+      const [result] = await find('testRunResult', { where: { notes: 'ok' } });
+      const resultHistory = await admin.get(`/api/history/testRunResult/${result.id}`);
+      expect(resultHistory.body.data.map((e: any) => [e.type, e.import?.kind])).to.deep.equal([['ExternalImportRowsWritten', 'external']]);
+      expect(resultHistory.body.data[0].changes.find((c: any) => c.field === 'durationMs')).to.deep.equal({ field: 'durationMs', before: null, after: 95_000 });
     });
 
     it('resolves old ids: POST /api/lookup by source id or key, through the caller\'s permissions', async () => {

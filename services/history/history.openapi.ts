@@ -1,0 +1,65 @@
+import type { OpenAPIV3 } from 'openapi-types';
+import { ENTITIES, writtenAs } from '../../contracts/entities';
+import { DEFAULT_TAKE, MAX_TAKE } from './history.query';
+import { cursorPageResponse, errorResponse as error } from '../shared/openapi';
+
+/** GET /api/history/{entity}/{id} in the `custom` category of the OpenAPI documents (services/api/openapi.ts). */
+export function historyPaths(): OpenAPIV3.PathsObject {
+  const nullable = (schema: OpenAPIV3.SchemaObject): OpenAPIV3.SchemaObject => ({ ...schema, nullable: true });
+  const entities = Object.values(ENTITIES).filter((e) => writtenAs(e) === 'aggregate').map((e) => e.name);
+  const entry: OpenAPIV3.SchemaObject = {
+    type: 'object',
+    additionalProperties: false,
+    required: ['position', 'type', 'recordedAt', 'actor', 'correlationId', 'import', 'changes'],
+    properties: {
+      position: { type: 'string', pattern: '^[1-9][0-9]*$', description: 'global position of the event in the log (64-bit, as a decimal string)' },
+      type: { type: 'string', description: 'event type, e.g. TestRunUpdated; for a row an import wrote in bulk, its first entry is the chunk event (TestResultsImported, ExternalImportRowsWritten)' },
+      recordedAt: { type: 'string', format: 'date-time' },
+      actor: {
+        type: 'object', additionalProperties: false, required: ['userId', 'name', 'tokenId', 'via'],
+        properties: {
+          userId: nullable({ type: 'integer', description: 'null for the system (bootstrap, seeding)' }),
+          name: nullable({ type: 'string' }),
+          tokenId: nullable({ type: 'integer', description: 'the API token used, if any' }),
+          via: { type: 'string', enum: ['api', 'session', 'cli', 'import', 'system'] },
+        },
+      },
+      correlationId: { type: 'string', description: 'the X-Correlation-Id of the request that caused the event (an import job\'s own for its chunks)' },
+      import: nullable({
+        type: 'object', additionalProperties: false, required: ['kind', 'jobId', 'chunk'],
+        description: 'set on the entry of the import chunk that created the row',
+        properties: { kind: { type: 'string', enum: ['results', 'external'], description: 'a result import (/api/imports/jobs) or the external-tool migration' }, jobId: { type: 'integer' }, chunk: { type: 'integer' } },
+      }),
+      changes: {
+        type: 'array',
+        description: 'what the event changed, in catalogue order: for a creation every field it set (before null); for a deletion the soft-delete flag. '
+          + 'Link lists (tagIds) and owned children (steps) are compared whole. Credentials never appear, not even by name.',
+        items: { type: 'object', additionalProperties: false, required: ['field', 'before', 'after'], properties: { field: { type: 'string' }, before: {}, after: {} } },
+      },
+    },
+  };
+  return {
+    '/api/history/{entity}/{id}': {
+      get: {
+        operationId: 'entityHistory',
+        tags: ['history'],
+        summary: 'an entity\'s timeline: its events, oldest first, each with the fields it changed from what to what',
+        description: 'Whoever may read the row now through the model API may read its history (its rights now decide, not its rights when each event happened); '
+          + 'anyone else gets 404, as for a row that does not exist. Owned children (a case\'s steps) change with their parent: read the parent\'s history. '
+          + 'Page with `cursor` = the previous answer\'s `nextCursor`.',
+        parameters: [
+          { name: 'entity', in: 'path', required: true, schema: { type: 'string', enum: entities } },
+          { name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1, maximum: 2147483647 } },
+          { name: 'take', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: MAX_TAKE, default: DEFAULT_TAKE }, description: 'page size' },
+          { name: 'cursor', in: 'query', required: false, schema: { type: 'string' }, description: 'opaque: the nextCursor of the previous page' },
+        ],
+        responses: {
+          200: cursorPageResponse(entry),
+          400: error('an entity that is not in the catalogue or has no history of its own (code not-an-aggregate), a malformed id, take or cursor (code invalid-argument; details.path names it)'),
+          401: error('not authenticated'),
+          404: error('no such row, or one the caller may not read'),
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,111 @@
+import type { Knex } from 'knex';
+import { ENTITIES, type EntityName, isEntityName, writtenAs } from '../../contracts/entities';
+import type { EventEnvelope } from '../../contracts/envelope';
+import { streamOf } from '../../contracts/entityEvents';
+import { entityStateOf } from '../entities/importedRows';
+import type { ReadOptions } from '../model/query';
+import { findRowById } from '../model/query';
+import { badRequest, notFound } from '../shared/errors';
+import type { EventStore } from '../shared/eventStore';
+import { importOriginOf } from './importOrigin';
+import { type FieldChange, foldTimeline } from './timeline';
+
+/** GET /api/history/{entity}/{id}: one entity's events, oldest first, each with what it changed. */
+
+export interface HistoryEntry {
+  position: string;
+  type: string;
+  recordedAt: string;
+  actor: { userId: number | null; name: string | null; tokenId: number | null; via: string };
+  correlationId: string;
+  /** Set when an import wrote the row in bulk: the job and the chunk event that created it. */
+  import: { kind: 'results' | 'external'; jobId: number; chunk: number } | null;
+  changes: FieldChange[];
+}
+
+export const DEFAULT_TAKE = 50;
+export const MAX_TAKE = 500;
+
+const invalid = (path: string, reason: string, extra: Record<string, unknown> = {}) =>
+  badRequest('invalid-argument', `${path} ${reason}`, { path, ...extra });
+
+export interface HistoryQuery { entity: EntityName; id: number; take: number; after: string | null }
+
+const encodeCursor = (position: string) => Buffer.from(`h${position}`).toString('base64url');
+
+function decodeCursor(raw: string): string {
+  const decoded = /^[A-Za-z0-9_-]{1,40}$/.test(raw) ? Buffer.from(raw, 'base64url').toString('latin1') : '';
+  const position = /^h([1-9][0-9]{0,18})$/.exec(decoded)?.[1];
+  if (position === undefined) throw invalid('cursor', 'is not a cursor this endpoint gave out');
+  return position;
+}
+
+/** The path's entity and id and the query's take and cursor; anything else is a 400 naming it. */
+export function parseHistoryQuery(params: { entity: string; id: string }, query: Record<string, unknown>): HistoryQuery {
+  if (!isEntityName(params.entity)) throw invalid('entity', `is not a catalogue entity (e.g. testRun, repositoryCase)`, { entity: params.entity });
+  const entity = ENTITIES[params.entity];
+  if (writtenAs(entity) === 'owned') {
+    const parent = Object.values(ENTITIES).find((e) => Object.values(e.relations).some((r) => r.owned && r.target === entity.name));
+    throw badRequest('not-an-aggregate', `A ${entity.name} changes only as part of its ${parent?.name ?? 'parent'}: read the ${parent?.name ?? 'parent'}'s history`, { entity: entity.name, parent: parent?.name ?? null });
+  }
+  if (writtenAs(entity) === 'projected') throw badRequest('not-an-aggregate', `${entity.name} rows are derived from other entities' events and have no history of their own`, { entity: entity.name });
+  if (!/^[1-9][0-9]{0,9}$/.test(params.id) || Number(params.id) > 2_147_483_647) throw invalid('id', 'must be a positive integer id');
+  let take = DEFAULT_TAKE;
+  let after: string | null = null;
+  for (const [key, value] of Object.entries(query)) {
+    if (typeof value !== 'string') throw invalid(key, 'must be given once, as a plain value');
+    if (key === 'take') {
+      if (!/^[0-9]{1,4}$/.test(value) || Number(value) < 1 || Number(value) > MAX_TAKE) throw invalid('take', `must be an integer from 1 to ${MAX_TAKE}`);
+      take = Number(value);
+    } else if (key === 'cursor') {
+      after = decodeCursor(value);
+    } else {
+      throw invalid(key, 'is not a known parameter', { parameters: ['take', 'cursor'] });
+    }
+  }
+  return { entity: params.entity, id: Number(params.id), take, after };
+}
+
+/**
+ * One page of the entity's history, after the cursor. The caller must see the row now (the model
+ * API's scope: `read`), else 404, as for a row that never existed. The whole stream is folded for
+ * every page: a change's `before` is the state the events before it left.
+ */
+export async function findHistory(deps: { knex: Knex; store: EventStore }, q: HistoryQuery, read: ReadOptions): Promise<{ data: HistoryEntry[]; nextCursor: string | null }> {
+  const entity = ENTITIES[q.entity];
+  const visible = await findRowById(deps.knex, entity, q.id, { fields: ['id'], relations: {}, counts: {} }, read);
+  if (!visible) throw notFound(`${entity.name} ${q.id} does not exist`, { entity: entity.name, id: q.id });
+  const own = await deps.store.readStream(streamOf(entity, q.id));
+  const origin = own[0] && /Created$|Registered$/.test(own[0].type) ? null : await importOriginOf(deps.knex, deps.store, entity, q.id);
+  let events: EventEnvelope[] = own;
+  let initial: Record<string, unknown> = {};
+  if (origin) {
+    // The chunk's row, as the Created event it stands for.
+    events = [{ ...origin.event, type: `${entity.name[0].toUpperCase()}${entity.name.slice(1)}Created`, data: origin.values }, ...own];
+  } else if (own.length > 0 && !/Created$|Registered$/.test(own[0].type)) {
+    // A row whose stream begins with a change and whose creation is not found: its state before comes from the read model.
+    const row = (await deps.knex(entity.table).where({ id: q.id }).first()) as Record<string, unknown> | undefined;
+    if (row) initial = (await entityStateOf(deps.knex, entity, row)).values;
+  }
+  const steps = foldTimeline(q.entity, events, initial);
+  const after = q.after === null ? null : BigInt(q.after);
+  const rest = steps.filter((s) => after === null || BigInt(s.event.position) > after);
+  const page = rest.slice(0, q.take);
+  const userIds = [...new Set(page.map((s) => s.event.metadata.actor.userId).filter((u): u is number => u !== null))];
+  const names = new Map<number, string>(userIds.length === 0 ? [] : ((await deps.knex('users').whereIn('id', userIds).select('id', 'name')) as { id: number; name: string }[]).map((u) => [u.id, u.name]));
+  return {
+    data: page.map(({ event, changes }) => ({
+      position: event.position,
+      type: origin && event.id === origin.event.id ? origin.event.type : event.type,
+      recordedAt: event.recordedAt,
+      actor: {
+        userId: event.metadata.actor.userId, name: event.metadata.actor.userId === null ? null : names.get(event.metadata.actor.userId) ?? null,
+        tokenId: event.metadata.actor.tokenId ?? null, via: event.metadata.actor.via,
+      },
+      correlationId: event.metadata.correlationId,
+      import: origin && event.id === origin.event.id ? { kind: origin.kind, jobId: origin.jobId, chunk: origin.chunk } : null,
+      changes,
+    })),
+    nextCursor: rest.length > q.take ? encodeCursor(page[page.length - 1].event.position) : null,
+  };
+}

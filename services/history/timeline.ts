@@ -1,0 +1,102 @@
+import { ENTITIES, type EntityDef, type EntityName } from '../../contracts/entities';
+import type { EventEnvelope } from '../../contracts/envelope';
+import { entityEventOf, eventFields, idKeyOf, linkField, linkRelations, ownedRelations } from '../../contracts/entityEvents';
+
+/**
+ * An entity's history as field changes: its events folded in order, each answering what it changed
+ * from what to what. Pure: the events come from the caller (the entity's stream, and the import
+ * chunk that created it when an import wrote it in bulk).
+ *
+ * Only fields a reader of the entity can see appear: the catalogue's fields, link lists and owned
+ * children; never a credential (a password hash, a token), not even by name, and no key inside a
+ * JSON value that names one.
+ */
+
+export interface FieldChange { field: string; before: unknown; after: unknown }
+
+export interface TimelineStep {
+  event: EventEnvelope;
+  kind: 'created' | 'updated' | 'deleted' | 'other';
+  changes: FieldChange[];
+}
+
+/** Names of credentials (or values derived from them): never shown, at any depth. */
+const SECRET = /password|secret|hash$|^token$|[a-z]token$|apikey|api_key|credential/i;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A JSON value without the keys that name credentials. */
+function withoutSecrets(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutSecrets);
+  if (!isObject(value)) return value;
+  return Object.fromEntries(Object.entries(value).filter(([k]) => !SECRET.test(k)).map(([k, v]) => [k, withoutSecrets(v)]));
+}
+
+/** The fields of an entity its timeline shows, in catalogue order. */
+export function visibleFields(entity: EntityDef): string[] {
+  const fields = [
+    ...eventFields(entity),
+    ...linkRelations(entity).map(([relation]) => linkField(relation)),
+    ...ownedRelations(entity).map(([relation]) => relation),
+    ...Object.keys(entity.fields).filter((f) => f !== 'id' && f !== 'createdAt' && f !== 'updatedAt' && !eventFields(entity).includes(f)),
+  ];
+  return [...new Set(fields)].filter((f) => !SECRET.test(f));
+}
+
+/**
+ * How an event of the entity's stream changes its fields: generic aggregates (`<Entity>Created`,
+ * `…Updated` with `changes`, `…Deleted`), folders (the same shape) and users (registered, updated,
+ * deactivated and reactivated; a password change shows as an event that changes no visible field).
+ */
+function classify(entity: EntityDef, event: EventEnvelope): { kind: TimelineStep['kind']; values: Record<string, unknown> } {
+  const data = isObject(event.data) ? event.data : {};
+  const generic = entityEventOf(event.type);
+  const pascal = entity.name[0].toUpperCase() + entity.name.slice(1);
+  const kind = generic && generic.entity.name === entity.name ? generic.kind
+    : event.type === `${pascal}Created` || event.type === 'UserRegistered' ? 'created'
+      : event.type === `${pascal}Updated` ? 'updated'
+        : event.type === `${pascal}Deleted` ? 'deleted'
+          : null;
+  if (event.type === 'UserDeactivated') return { kind: 'updated', values: { isActive: false } };
+  if (event.type === 'UserReactivated') return { kind: 'updated', values: { isActive: true } };
+  if (kind === 'created') {
+    const { [idKeyOf(entity)]: _id, createdAt: _c, ...values } = data;
+    return { kind, values };
+  }
+  if (kind === 'updated') return { kind, values: isObject(data.changes) ? data.changes : {} };
+  if (kind === 'deleted') return { kind, values: entity.softDeleteField ? { [entity.softDeleteField]: true } : {} };
+  return { kind: 'other', values: {} };
+}
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * Folds the events in order into steps with their changes. `initial` is the state before the first
+ * event (an imported row's values when its stream begins with a change); a created step starts
+ * from nothing.
+ */
+export function foldTimeline(entityName: EntityName, events: readonly EventEnvelope[], initial: Record<string, unknown> = {}): TimelineStep[] {
+  const entity = ENTITIES[entityName];
+  const shown = new Set(visibleFields(entity));
+  const state: Record<string, unknown> = { ...initial };
+  return events.map((event) => {
+    const { kind, values } = classify(entity, event);
+    if (kind === 'created') {
+      for (const key of Object.keys(state)) delete state[key];
+      // What a create that names no value leaves: the catalogue's default, not deleted.
+      for (const [field, def] of Object.entries(entity.fields)) if (def.default !== undefined) state[field] = def.default;
+      if (entity.softDeleteField) state[entity.softDeleteField] = false;
+    }
+    const changes: FieldChange[] = [];
+    for (const field of visibleFields(entity)) {
+      if (!Object.prototype.hasOwnProperty.call(values, field) || !shown.has(field)) continue;
+      const after = withoutSecrets(values[field] ?? null);
+      const before = kind === 'created' ? null : withoutSecrets(state[field] ?? (field === entity.softDeleteField ? false : null));
+      state[field] = after;
+      if (kind !== 'created' && same(before, after)) continue;
+      if (kind === 'created' && after === null) continue;
+      changes.push({ field, before, after });
+    }
+    return { event, kind, changes };
+  });
+}
