@@ -9,6 +9,7 @@ import { loginOriginGuard, sessionGuard, sessionMiddleware, type SessionSettings
 import { adminRoutes } from '../admin/admin.routes';
 import { auditRoutes } from '../audit/audit.routes';
 import { historyRoutes } from '../history/history.routes';
+import { analyticsRoutes } from '../analytics/analytics.routes';
 import { modelRoutes } from '../model/model.routes';
 import { fileRoutes, UPLOAD_PATH } from '../files/files.routes';
 import { importRoutes, IMPORT_PATHS, type ImportWorkers } from '../imports/imports.routes';
@@ -98,6 +99,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(modelRoutes(deps));
   app.use(auditRoutes(deps));
   app.use(historyRoutes(deps));
+  app.use(analyticsRoutes(deps));
   app.use(fileRoutes(deps));
   app.use(importRoutes(deps));
   app.use(suiteOutputRoutes(deps));

@@ -5,6 +5,7 @@ import { uniqueKeysOf, MAX_DISTINCT_FIELDS, MAX_ORDER_BY_KEYS, MAX_ORDER_BY_RELA
 import { CREATE_ONLY_FIELDS, WRITE_ONLY_INPUTS, writtenLists } from '../model/writeArgs';
 import { auditPaths } from '../audit/audit.openapi';
 import { historyPaths } from '../history/history.openapi';
+import { analyticsPaths } from '../analytics/analytics.openapi';
 import { searchPaths } from '../search/search.openapi';
 import { filePaths } from '../files/files.openapi';
 import { importPaths } from '../imports/imports.openapi';
@@ -510,7 +511,7 @@ const CUSTOM_TAGS: Record<string, string> = {
   lookup: 'Ids by exact name, for scripts and CI',
   notifications: 'The caller\'s own notifications (an import finished, ...): list them, mark them read',
   audit: 'The audit trail of every change',
-  history: 'History for analysts: an entity\'s timeline, field by field',
+  history: 'History for analysts: an entity\'s timeline field by field, two runs compared case by case',
   search: 'Full-text search and facet counts over cases, runs, sessions, failures and more, limited to the projects the caller may read',
   admin: 'Administration: every user\'s API tokens',
   docs: 'These OpenAPI descriptions',
@@ -730,6 +731,7 @@ function customPaths(): OpenAPIV3.PathsObject {
     ...externalImportPaths(),
     ...auditPaths(),
     ...historyPaths(),
+    ...analyticsPaths(),
     ...searchPaths(),
     ...adminPaths(),
     ...searchAdminPaths(),
