@@ -32,6 +32,26 @@ your own (in any language) can follow it. This page is generated from \`contract
   \`ApiTokenCreated.tokenHash\` (HMAC-SHA256 with the server's \`TOKEN_SECRET\`; never the token
   itself). Grant read access to the topic as you would to the database.
 
+## Over HTTP: \`GET /api/events\`
+
+The same log without a broker, for an analyst's own tools: \`GET /api/events?after=<position>\`
+answers NDJSON (\`application/x-ndjson\`), one envelope per line (the topic's value, below), in the
+order of the log, strictly after \`after\` (default \`0\`: from the start).
+
+- \`limit\` (default 1,000, at most 10,000) events per page; a page also ends at 16 MB of JSON or
+  after 50,000 events read for it (a filter that matches little). Header \`X-Next-After\`: the
+  \`after\` of the next page (the last position this page read, which may lie past its last line);
+  \`X-Head-Position\`: the log's last position when the page was read. An empty page whose
+  \`X-Next-After\` equals your \`after\` means you are at the head: ask again later.
+- \`types=TestRunCreated,TestRunUpdated\`: only these types (400 for a type that does not exist);
+  \`project=<id>\`: only events of that project (its own, or along its entity's project path, as
+  the audit trail assigns them).
+- Administrators read all of it; project administrators the events of the projects they
+  administer (never events without a project: users, tokens, global configuration); anyone else
+  403 \`forbidden\`. A page filtered by project ends before the first event whose project the audit
+  projection does not know yet, so paging never skips one.
+- Credentials are not in it: \`passwordHash\` and \`tokenHash\` read \`"redacted"\`.
+
 ## The envelope
 
 | Field | Type | Meaning |

@@ -2,7 +2,8 @@ import type { Knex } from 'knex';
 import { ENTITIES } from '../../contracts/entities';
 import type { ReadOptions } from '../model/query';
 import { findRowById } from '../model/query';
-import { badRequest, HttpError, notFound } from '../shared/errors';
+import { HttpError, notFound } from '../shared/errors';
+import { invalidArgument, queryParameters } from '../shared/validate';
 
 /**
  * GET /api/runs/compare: two runs of a project, case by case (a run case is a repository case in
@@ -30,28 +31,20 @@ export interface CompareQuery {
 
 export const DEFAULTS = { durationPercent: 50, durationMinMs: 1000, limit: 500, maxLimit: 5000 } as const;
 
-const invalid = (path: string, reason: string, extra: Record<string, unknown> = {}) =>
-  badRequest('invalid-argument', `${path} ${reason}`, { path, ...extra });
 
 const PARAMETERS = ['base', 'head', 'baseBranch', 'durationPercent', 'durationMinMs', 'limit'];
 
 function positiveInt(path: string, raw: string, max = 2_147_483_647): number {
-  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > max) throw invalid(path, `must be an integer from 1 to ${max}`);
+  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > max) throw invalidArgument(path, `must be an integer from 1 to ${max}`);
   return Number(raw);
 }
 
 export function parseCompareQuery(query: Record<string, unknown>): CompareQuery {
-  const given: Record<string, string> = {};
-  for (const [key, value] of Object.entries(query)) {
-    if (!PARAMETERS.includes(key)) throw invalid(key, 'is not a known parameter', { parameters: PARAMETERS });
-    if (typeof value !== 'string') throw invalid(key, 'must be given once, as a plain value');
-    if (value === '') throw invalid(key, 'must not be empty');
-    given[key] = value;
-  }
-  if (given.head === undefined) throw invalid('head', 'is required: the id of the run to compare');
-  if ((given.base === undefined) === (given.baseBranch === undefined)) throw invalid('base', 'give exactly one of base (a run id) and baseBranch (the latest finished run of the head\'s project on that branch)');
+  const given = queryParameters(query, PARAMETERS);
+  if (given.head === undefined) throw invalidArgument('head', 'is required: the id of the run to compare');
+  if ((given.base === undefined) === (given.baseBranch === undefined)) throw invalidArgument('base', 'give exactly one of base (a run id) and baseBranch (the latest finished run of the head\'s project on that branch)');
   // eslint-disable-next-line no-control-regex
-  if (given.baseBranch !== undefined && (given.baseBranch.length > 255 || /[\u0000-\u001f\u007f]/.test(given.baseBranch))) throw invalid('baseBranch', 'must be a branch name of at most 255 characters, without control characters');
+  if (given.baseBranch !== undefined && (given.baseBranch.length > 255 || /[\u0000-\u001f\u007f]/.test(given.baseBranch))) throw invalidArgument('baseBranch', 'must be a branch name of at most 255 characters, without control characters');
   const percent = given.durationPercent === undefined ? DEFAULTS.durationPercent : positiveInt('durationPercent', given.durationPercent, 100_000);
   const minMs = given.durationMinMs === undefined ? DEFAULTS.durationMinMs : (/^0$/.test(given.durationMinMs) ? 0 : positiveInt('durationMinMs', given.durationMinMs, 86_400_000));
   const limit = given.limit === undefined ? DEFAULTS.limit : positiveInt('limit', given.limit, DEFAULTS.maxLimit);

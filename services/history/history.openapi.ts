@@ -1,9 +1,10 @@
 import type { OpenAPIV3 } from 'openapi-types';
 import { ENTITIES, writtenAs } from '../../contracts/entities';
+import { DEFAULT_LIMIT, MAX_LIMIT } from './eventLog';
 import { DEFAULT_TAKE, MAX_TAKE } from './history.query';
 import { cursorPageResponse, errorResponse as error } from '../shared/openapi';
 
-/** GET /api/history/{entity}/{id} in the `custom` category of the OpenAPI documents (services/api/openapi.ts). */
+/** GET /api/history/{entity}/{id} and GET /api/events in the `custom` category of the OpenAPI documents (services/api/openapi.ts). */
 export function historyPaths(): OpenAPIV3.PathsObject {
   const nullable = (schema: OpenAPIV3.SchemaObject): OpenAPIV3.SchemaObject => ({ ...schema, nullable: true });
   const entities = Object.values(ENTITIES).filter((e) => writtenAs(e) === 'aggregate').map((e) => e.name);
@@ -58,6 +59,34 @@ export function historyPaths(): OpenAPIV3.PathsObject {
           400: error('an entity that is not in the catalogue or has no history of its own (code not-an-aggregate), a malformed id, take or cursor (code invalid-argument; details.path names it)'),
           401: error('not authenticated'),
           404: error('no such row, or one the caller may not read'),
+        },
+      },
+    },
+    '/api/events': {
+      get: {
+        operationId: 'eventLog',
+        tags: ['history'],
+        summary: 'the event log as NDJSON, paged by position: one envelope per line, as the Kafka topic carries it (docs/events.md)',
+        description: 'Administrators read all of it; project administrators the events of the projects they administer (never events without a project); anyone else gets 403. '
+          + 'The next page\'s `after` is in the X-Next-After header, the log\'s last position in X-Head-Position. passwordHash and tokenHash read "redacted".',
+        parameters: [
+          { name: 'after', in: 'query', required: false, schema: { type: 'string', pattern: '^(0|[1-9][0-9]{0,18})$', default: '0' }, description: 'events strictly after this position' },
+          { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }, description: 'the most events of the page (it also ends at 16 MB, or after 50,000 events read)' },
+          { name: 'types', in: 'query', required: false, schema: { type: 'string' }, description: 'comma-separated event types' },
+          { name: 'project', in: 'query', required: false, schema: { type: 'integer', minimum: 1 }, description: 'only this project\'s events' },
+        ],
+        responses: {
+          200: {
+            description: 'one page: an envelope (contracts/envelope.schema.json) per line',
+            headers: {
+              'X-Next-After': { schema: { type: 'string' }, description: 'the after of the next page' },
+              'X-Head-Position': { schema: { type: 'string' }, description: 'the log\'s last position when the page was read' },
+            },
+            content: { 'application/x-ndjson': { schema: { type: 'string' } } },
+          },
+          400: error('a parameter that is unknown, repeated or malformed, or an event type that does not exist (code invalid-argument; details.path names it)'),
+          401: error('not authenticated'),
+          403: error('neither an administrator nor a project administrator (code forbidden)'),
         },
       },
     },

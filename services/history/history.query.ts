@@ -7,6 +7,7 @@ import type { ReadOptions } from '../model/query';
 import { findRowById } from '../model/query';
 import { badRequest, notFound } from '../shared/errors';
 import type { EventStore } from '../shared/eventStore';
+import { invalidArgument, queryParameters } from '../shared/validate';
 import { importOriginOf } from './importOrigin';
 import { type FieldChange, foldTimeline } from './timeline';
 
@@ -26,8 +27,7 @@ export interface HistoryEntry {
 export const DEFAULT_TAKE = 50;
 export const MAX_TAKE = 500;
 
-const invalid = (path: string, reason: string, extra: Record<string, unknown> = {}) =>
-  badRequest('invalid-argument', `${path} ${reason}`, { path, ...extra });
+const invalid = invalidArgument;
 
 export interface HistoryQuery { entity: EntityName; id: number; take: number; after: string | null }
 
@@ -50,19 +50,10 @@ export function parseHistoryQuery(params: { entity: string; id: string }, query:
   }
   if (writtenAs(entity) === 'projected') throw badRequest('not-an-aggregate', `${entity.name} rows are derived from other entities' events and have no history of their own`, { entity: entity.name });
   if (!/^[1-9][0-9]{0,9}$/.test(params.id) || Number(params.id) > 2_147_483_647) throw invalid('id', 'must be a positive integer id');
-  let take = DEFAULT_TAKE;
-  let after: string | null = null;
-  for (const [key, value] of Object.entries(query)) {
-    if (typeof value !== 'string') throw invalid(key, 'must be given once, as a plain value');
-    if (key === 'take') {
-      if (!/^[0-9]{1,4}$/.test(value) || Number(value) < 1 || Number(value) > MAX_TAKE) throw invalid('take', `must be an integer from 1 to ${MAX_TAKE}`);
-      take = Number(value);
-    } else if (key === 'cursor') {
-      after = decodeCursor(value);
-    } else {
-      throw invalid(key, 'is not a known parameter', { parameters: ['take', 'cursor'] });
-    }
-  }
+  const given = queryParameters(query, ['take', 'cursor']);
+  if (given.take !== undefined && (!/^[0-9]{1,4}$/.test(given.take) || Number(given.take) < 1 || Number(given.take) > MAX_TAKE)) throw invalid('take', `must be an integer from 1 to ${MAX_TAKE}`);
+  const take = given.take === undefined ? DEFAULT_TAKE : Number(given.take);
+  const after = given.cursor === undefined ? null : decodeCursor(given.cursor);
   return { entity: params.entity, id: Number(params.id), take, after };
 }
 

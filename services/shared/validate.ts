@@ -25,3 +25,22 @@ export function bodyParser<T>(schema: JSONSchemaType<T>): (body: unknown) => T {
     throw badRequest('invalid-argument', `${path || 'body'} ${reason}`, { path });
   };
 }
+
+/** A 400 invalid-argument naming the parameter or field at fault. */
+export const invalidArgument = (path: string, reason: string, extra: Record<string, unknown> = {}) =>
+  badRequest('invalid-argument', `${path} ${reason}`, { path, ...extra });
+
+/**
+ * A query string's parameters, each given once as a non-empty plain value and known to the route
+ * (`known`); anything else is a 400 invalid-argument naming it.
+ */
+export function queryParameters(query: Record<string, unknown>, known: readonly string[]): Record<string, string> {
+  const given: Record<string, string> = {};
+  for (const [key, value] of Object.entries(query)) {
+    if (!known.includes(key)) throw invalidArgument(key, 'is not a known parameter', { parameters: known });
+    if (typeof value !== 'string') throw invalidArgument(key, 'must be given once, as a plain value');
+    if (value === '') throw invalidArgument(key, 'must not be empty');
+    given[key] = value;
+  }
+  return given;
+}
