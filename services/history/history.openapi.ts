@@ -4,10 +4,19 @@ import { DEFAULT_LIMIT, MAX_LIMIT } from './eventLog';
 import { DEFAULT_TAKE, MAX_TAKE } from './history.query';
 import { cursorPageResponse, errorResponse as error } from '../shared/openapi';
 
-/** GET /api/history/{entity}/{id} and GET /api/events in the `custom` category of the OpenAPI documents (services/api/openapi.ts). */
+/** GET /api/history/{entity}/{id}, GET /api/history/diff and GET /api/events in the `custom` category of the OpenAPI documents (services/api/openapi.ts). */
 export function historyPaths(): OpenAPIV3.PathsObject {
   const nullable = (schema: OpenAPIV3.SchemaObject): OpenAPIV3.SchemaObject => ({ ...schema, nullable: true });
   const entities = Object.values(ENTITIES).filter((e) => writtenAs(e) === 'aggregate').map((e) => e.name);
+  const change: OpenAPIV3.SchemaObject = { type: 'object', additionalProperties: false, required: ['field', 'before', 'after'], properties: { field: { type: 'string' }, before: {}, after: {} } };
+  const point: OpenAPIV3.SchemaObject = {
+    type: 'object', required: ['exists', 'events'],
+    properties: {
+      position: nullable({ type: 'string' }), time: { type: 'string', format: 'date-time' },
+      exists: { type: 'boolean', description: 'the entity existed at this point (created, not deleted)' },
+      events: { type: 'integer', description: 'its events up to this point' },
+    },
+  };
   const entry: OpenAPIV3.SchemaObject = {
     type: 'object',
     additionalProperties: false,
@@ -35,7 +44,7 @@ export function historyPaths(): OpenAPIV3.PathsObject {
         type: 'array',
         description: 'what the event changed, in catalogue order: for a creation every field it set (before null); for a deletion the soft-delete flag. '
           + 'Link lists (tagIds) and owned children (steps) are compared whole. Credentials never appear, not even by name.',
-        items: { type: 'object', additionalProperties: false, required: ['field', 'before', 'after'], properties: { field: { type: 'string' }, before: {}, after: {} } },
+        items: change,
       },
     },
   };
@@ -87,6 +96,58 @@ export function historyPaths(): OpenAPIV3.PathsObject {
           400: error('a parameter that is unknown, repeated or malformed, or an event type that does not exist (code invalid-argument; details.path names it)'),
           401: error('not authenticated'),
           403: error('neither an administrator nor a project administrator (code forbidden)'),
+        },
+      },
+    },
+    '/api/history/diff': {
+      get: {
+        operationId: 'entityDiff',
+        tags: ['history'],
+        summary: 'what changed in an entity between two points of the log: its fields, and its owned children item by item',
+        description: 'A point is a position or a time (the events recorded at or before it); `to` absent: now. Before its creation an entity\'s fields were all null '
+          + '(`exists` false). Owned children (a case\'s steps, a result\'s step results and field values) are listed added, removed and changed by id. '
+          + 'Whoever may read the row now may diff it (404 otherwise). Credentials never appear.',
+        parameters: [
+          { name: 'entity', in: 'query', required: true, schema: { type: 'string', enum: entities } },
+          { name: 'id', in: 'query', required: true, schema: { type: 'integer', minimum: 1, maximum: 2147483647 } },
+          { name: 'from', in: 'query', required: true, schema: { type: 'string' }, description: 'a position (decimal) or an ISO 8601 date-time with a zone' },
+          { name: 'to', in: 'query', required: false, schema: { type: 'string' }, description: 'the same; absent: now' },
+        ],
+        responses: {
+          200: {
+            description: 'the differences',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object', additionalProperties: false, required: ['data'],
+                  properties: {
+                    data: {
+                      type: 'object', additionalProperties: false, required: ['entity', 'id', 'from', 'to', 'changes', 'children'],
+                      properties: {
+                        entity: { type: 'string' }, id: { type: 'integer' },
+                        from: point, to: point,
+                        changes: { type: 'array', items: change },
+                        children: {
+                          type: 'object', description: 'per owned relation (steps, fieldValues, stepResults)',
+                          additionalProperties: {
+                            type: 'object', additionalProperties: false, required: ['added', 'removed', 'changed'],
+                            properties: {
+                              added: { type: 'array', items: { type: 'object' } },
+                              removed: { type: 'array', items: { type: 'object' } },
+                              changed: { type: 'array', items: { type: 'object', additionalProperties: false, required: ['id', 'changes'], properties: { id: {}, changes: { type: 'array', items: change } } } },
+                            },
+                          },
+                        },
+                      },
+                    },
+                  },
+                },
+              },
+            },
+          },
+          400: error('an entity, id, from or to missing or malformed (invalid-argument; details.path), or an entity without a history of its own (not-an-aggregate)'),
+          401: error('not authenticated'),
+          404: error('no such row, or one the caller may not read'),
         },
       },
     },

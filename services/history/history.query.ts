@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { ENTITIES, type EntityName, isEntityName, writtenAs } from '../../contracts/entities';
+import { ENTITIES, type EntityDef, type EntityName, isEntityName, writtenAs } from '../../contracts/entities';
 import type { EventEnvelope } from '../../contracts/envelope';
 import { streamOf } from '../../contracts/entityEvents';
 import { entityStateOf } from '../entities/importedRows';
@@ -8,8 +8,8 @@ import { findRowById } from '../model/query';
 import { badRequest, notFound } from '../shared/errors';
 import type { EventStore } from '../shared/eventStore';
 import { invalidArgument, queryParameters } from '../shared/validate';
-import { importOriginOf } from './importOrigin';
-import { type FieldChange, foldTimeline } from './timeline';
+import { type ImportOrigin, importOriginOf } from './importOrigin';
+import { diffStates, type FieldChange, foldTimeline, stateAfter } from './timeline';
 
 /** GET /api/history/{entity}/{id}: one entity's events, oldest first, each with what it changed. */
 
@@ -66,19 +66,8 @@ export async function findHistory(deps: { knex: Knex; store: EventStore }, q: Hi
   const entity = ENTITIES[q.entity];
   const visible = await findRowById(deps.knex, entity, q.id, { fields: ['id'], relations: {}, counts: {} }, read);
   if (!visible) throw notFound(`${entity.name} ${q.id} does not exist`, { entity: entity.name, id: q.id });
-  const own = await deps.store.readStream(streamOf(entity, q.id));
-  const origin = own[0] && /Created$|Registered$/.test(own[0].type) ? null : await importOriginOf(deps.knex, deps.store, entity, q.id);
-  let events: EventEnvelope[] = own;
-  let initial: Record<string, unknown> = {};
-  if (origin) {
-    // The chunk's row, as the Created event it stands for.
-    events = [{ ...origin.event, type: `${entity.name[0].toUpperCase()}${entity.name.slice(1)}Created`, data: origin.values }, ...own];
-  } else if (own.length > 0 && !/Created$|Registered$/.test(own[0].type)) {
-    // A row whose stream begins with a change and whose creation is not found: its state before comes from the read model.
-    const row = (await deps.knex(entity.table).where({ id: q.id }).first()) as Record<string, unknown> | undefined;
-    if (row) initial = (await entityStateOf(deps.knex, entity, row)).values;
-  }
-  const steps = foldTimeline(q.entity, events, initial);
+  const { events, initial, origin } = await entityEvents(deps, entity, q.id);
+  const steps = foldTimeline(q.entity, events, initial ?? {});
   const after = q.after === null ? null : BigInt(q.after);
   const rest = steps.filter((s) => after === null || BigInt(s.event.position) > after);
   const page = rest.slice(0, q.take);
@@ -99,4 +88,71 @@ export async function findHistory(deps: { knex: Knex; store: EventStore }, q: Hi
     })),
     nextCursor: rest.length > q.take ? encodeCursor(page[page.length - 1].event.position) : null,
   };
+}
+
+/**
+ * An entity's events in order, for folding: its own stream, preceded by the import chunk that
+ * created it when an import wrote it in bulk (as the Created event it stands for). `initial`: the
+ * state before the first event when that is not a creation (a bulk row whose chunk is not found:
+ * the read model's row), else null.
+ */
+async function entityEvents(deps: { knex: Knex; store: EventStore }, entity: EntityDef, id: number): Promise<{ events: EventEnvelope[]; initial: Record<string, unknown> | null; origin: ImportOrigin | null }> {
+  const own = await deps.store.readStream(streamOf(entity, id));
+  const createdFirst = own[0] !== undefined && /Created$|Registered$/.test(own[0].type);
+  const origin = createdFirst ? null : await importOriginOf(deps.knex, deps.store, entity, id);
+  if (origin) {
+    const created = { ...origin.event, type: `${entity.name[0].toUpperCase()}${entity.name.slice(1)}Created`, data: origin.values };
+    return { events: [created, ...own], initial: null, origin };
+  }
+  if (own.length > 0 && !createdFirst) {
+    const row = (await deps.knex(entity.table).where({ id }).first()) as Record<string, unknown> | undefined;
+    if (row) return { events: own, initial: (await entityStateOf(deps.knex, entity, row)).values, origin: null };
+  }
+  return { events: own, initial: null, origin: null };
+}
+
+/** A point of the log: a position, or a time (the events recorded at or before it). */
+export type Point = { position: string } | { time: string };
+
+export interface DiffQuery { entity: EntityName; id: number; from: Point; to: Point | null }
+
+const TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+
+function pointOf(path: string, raw: string): Point {
+  if (/^[1-9][0-9]{0,18}$/.test(raw) && BigInt(raw) <= 9_223_372_036_854_775_807n) return { position: raw };
+  if (TIME.test(raw) && !Number.isNaN(Date.parse(raw))) return { time: new Date(raw).toISOString() };
+  throw invalid(path, 'must be a position (a positive integer) or an ISO 8601 date-time with a time zone, e.g. 2026-06-01T12:00:00Z');
+}
+
+/** GET /api/history/diff?entity=&id=&from=&to=: the parameters, each checked (400 naming the one at fault). */
+export function parseDiffQuery(query: Record<string, unknown>): DiffQuery {
+  const given = queryParameters(query, ['entity', 'id', 'from', 'to']);
+  for (const required of ['entity', 'id', 'from']) if (given[required] === undefined) throw invalid(required, 'is required');
+  const { entity, id } = parseHistoryQuery({ entity: given.entity, id: given.id }, {});
+  const from = pointOf('from', given.from);
+  const to = given.to === undefined ? null : pointOf('to', given.to);
+  return { entity, id, from, to };
+}
+
+const upTo = (point: Point) => (event: EventEnvelope) =>
+  'position' in point ? BigInt(event.position) <= BigInt(point.position) : Date.parse(event.recordedAt) <= Date.parse(point.time);
+
+/**
+ * What changed in the entity between two points (`to` absent: now): its fields, and its owned
+ * children (a case's steps, a result's step results and field values) item by item. Whether it
+ * existed at each point is said: before its creation, every field was null.
+ */
+export async function findDiff(deps: { knex: Knex; store: EventStore }, q: DiffQuery, read: ReadOptions) {
+  const entity = ENTITIES[q.entity];
+  const visible = await findRowById(deps.knex, entity, q.id, { fields: ['id'], relations: {}, counts: {} }, read);
+  if (!visible) throw notFound(`${entity.name} ${q.id} does not exist`, { entity: entity.name, id: q.id });
+  const { events, initial } = await entityEvents(deps, entity, q.id);
+  const before = events.filter(upTo(q.from));
+  const after = q.to === null ? events : events.filter(upTo(q.to));
+  const from = stateAfter(q.entity, before, initial);
+  const to = stateAfter(q.entity, after, initial);
+  const { changes, children } = diffStates(q.entity, from.values, to.values);
+  const point = (p: Point | null, list: EventEnvelope[], state: { exists: boolean }) =>
+    ({ ...(p ?? { position: events.at(-1)?.position ?? null }), exists: state.exists, events: list.length });
+  return { entity: entity.name, id: q.id, from: point(q.from, before, from), to: point(q.to, after, to), changes, children };
 }

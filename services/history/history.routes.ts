@@ -6,7 +6,7 @@ import { HttpError } from '../shared/errors';
 import { asyncHandler } from '../shared/http';
 import type { EventStore } from '../shared/eventStore';
 import { parseEventLogQuery, readEventLog } from './eventLog';
-import { findHistory, parseHistoryQuery } from './history.query';
+import { findDiff, findHistory, parseDiffQuery, parseHistoryQuery } from './history.query';
 
 /**
  * GET /api/history/{entity}/{id}: the entity's timeline, oldest first, for whoever may read the
@@ -16,6 +16,12 @@ import { findHistory, parseHistoryQuery } from './history.query';
  */
 export function historyRoutes(deps: { knex: Knex; store: EventStore }): Router {
   const router = Router();
+  router.get('/api/history/diff', asyncHandler(async (req, res) => {
+    const query = parseDiffQuery(req.query as Record<string, unknown>);
+    const policy = await policyFor(deps.knex, req.auth!.user);
+    res.setHeader('Cache-Control', 'no-store');
+    res.json({ data: await findDiff(deps, query, policy.read) });
+  }));
   router.get('/api/history/:entity/:id', asyncHandler(async (req, res) => {
     const query = parseHistoryQuery({ entity: req.params.entity, id: req.params.id }, req.query as Record<string, unknown>);
     const policy = await policyFor(deps.knex, req.auth!.user);

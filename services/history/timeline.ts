@@ -76,10 +76,30 @@ const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
  * from nothing.
  */
 export function foldTimeline(entityName: EntityName, events: readonly EventEnvelope[], initial: Record<string, unknown> = {}): TimelineStep[] {
+  return fold(entityName, events, initial).steps;
+}
+
+/**
+ * The entity's visible fields after these events (credentials left out), and whether it existed
+ * then: created (or imported: `initial` given) and not deleted.
+ */
+export function stateAfter(entityName: EntityName, events: readonly EventEnvelope[], initial: Record<string, unknown> | null): { exists: boolean; values: Record<string, unknown> } {
+  const { steps, state } = fold(entityName, events, initial ?? {});
+  const entity = ENTITIES[entityName];
+  let exists = initial !== null;
+  for (const step of steps) {
+    if (step.kind === 'created') exists = true;
+    if (step.kind === 'deleted') exists = false;
+  }
+  const values = Object.fromEntries(visibleFields(entity).filter((f) => f in state).map((f) => [f, state[f]]));
+  return { exists, values };
+}
+
+function fold(entityName: EntityName, events: readonly EventEnvelope[], initial: Record<string, unknown>): { steps: TimelineStep[]; state: Record<string, unknown> } {
   const entity = ENTITIES[entityName];
   const shown = new Set(visibleFields(entity));
   const state: Record<string, unknown> = { ...initial };
-  return events.map((event) => {
+  const steps = events.map((event): TimelineStep => {
     const { kind, values } = classify(entity, event);
     if (kind === 'created') {
       for (const key of Object.keys(state)) delete state[key];
@@ -99,4 +119,44 @@ export function foldTimeline(entityName: EntityName, events: readonly EventEnvel
     }
     return { event, kind, changes };
   });
+  return { steps, state };
+}
+
+export interface ChildrenDiff {
+  added: Record<string, unknown>[];
+  removed: Record<string, unknown>[];
+  changed: { id: unknown; changes: FieldChange[] }[];
+}
+
+/** Field changes from one state to another; owned children (a case's steps) item by item, by id. */
+export function diffStates(entityName: EntityName, from: Record<string, unknown>, to: Record<string, unknown>): { changes: FieldChange[]; children: Record<string, ChildrenDiff> } {
+  const entity = ENTITIES[entityName];
+  const owned = new Set(ownedRelations(entity).map(([relation]) => relation));
+  const changes: FieldChange[] = [];
+  const children: Record<string, ChildrenDiff> = {};
+  for (const field of visibleFields(entity)) {
+    const before = from[field] ?? (field === entity.softDeleteField ? false : null);
+    const after = to[field] ?? (field === entity.softDeleteField ? false : null);
+    if (owned.has(field)) {
+      const items = (list: unknown) => new Map((Array.isArray(list) ? list : []).filter(isObject).map((item) => [JSON.stringify(item.id), item]));
+      const a = items(before);
+      const b = items(after);
+      const diff: ChildrenDiff = {
+        added: [...b].filter(([id]) => !a.has(id)).map(([, item]) => item),
+        removed: [...a].filter(([id]) => !b.has(id)).map(([, item]) => item),
+        changed: [],
+      };
+      for (const [id, item] of b) {
+        const old = a.get(id);
+        if (!old) continue;
+        const itemChanges = [...new Set([...Object.keys(old), ...Object.keys(item)])].filter((k) => !same(old[k] ?? null, item[k] ?? null))
+          .map((k) => ({ field: k, before: old[k] ?? null, after: item[k] ?? null }));
+        if (itemChanges.length > 0) diff.changed.push({ id: item.id, changes: itemChanges });
+      }
+      children[field] = diff;
+      continue;
+    }
+    if (!same(before, after)) changes.push({ field, before, after });
+  }
+  return { changes, children };
 }

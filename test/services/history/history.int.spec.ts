@@ -154,6 +154,49 @@ describe('GET /api/history/{entity}/{id}', function () {
     expect(data.at(-1)!.changes).to.deep.equal([{ field: 'name', before: 'Rita Reader', after: 'Rita R.' }]);
   });
 
+  it('diffs an entity between two points (positions or times), its owned children item by item', async () => {
+    const id = (await model('repositoryCase', 'create', { data: { title: 'A', project: { connect: { id: projectId } }, steps: { create: [{ step: 'one' }, { step: 'two' }] } } })).id as number;
+    await model('repositoryCase', 'update', { where: { id }, data: { title: 'B', steps: { create: [{ step: 'three' }] } } });
+    await model('repositoryCase', 'update', { where: { id }, data: { estimate: 9 } });
+    const timeline = (await history(admin, `repositoryCase/${id}`)).data;
+    const [created, titled, estimated] = timeline;
+    const diff = async (query: string) => {
+      const res = await admin.get(`/api/history/diff?entity=repositoryCase&id=${id}&${query}`);
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      return res.body.data;
+    };
+    const sinceCreation = await diff(`from=${created.position}&to=${titled.position}`);
+    expect(sinceCreation.changes).to.deep.equal([{ field: 'title', before: 'A', after: 'B' }]);
+    expect(sinceCreation.children.steps.added.map((s: any) => s.step)).to.deep.equal(['three']);
+    expect(sinceCreation.children.steps.removed).to.deep.equal([]);
+    expect(sinceCreation).to.deep.include({ entity: 'repositoryCase', id });
+    expect(sinceCreation.from).to.include({ position: created.position, exists: true, events: 1 });
+    const toNow = await diff(`from=${titled.position}`);
+    expect(toNow.changes).to.deep.equal([{ field: 'estimate', before: null, after: 9 }]);
+    expect(toNow.to).to.include({ position: estimated.position, exists: true, events: 3 });
+    const before = new Date(Date.parse(created.recordedAt) - 60_000).toISOString();
+    const whole = await diff(`from=${encodeURIComponent(before)}&to=${encodeURIComponent(estimated.recordedAt)}`);
+    expect(whole.from.exists).to.equal(false);
+    expect(whole.changes).to.deep.include({ field: 'title', before: null, after: 'B' });
+    expect(whole.children.steps.added.map((s: any) => s.step)).to.deep.equal(['one', 'two', 'three']);
+    const refusedDiff = async (query: string, path: string) => {
+      const res = await admin.get(`/api/history/diff?${query}`);
+      expect(res.status, JSON.stringify(res.body)).to.equal(400);
+      expect(res.body.details.path).to.equal(path);
+    };
+    await refusedDiff(`entity=repositoryCase&id=${id}`, 'from');
+    await refusedDiff(`entity=repositoryCase&id=${id}&from=yesterday`, 'from');
+    await refusedDiff(`entity=repositoryCase&id=${id}&from=1&to=2026-13-01`, 'to');
+    await refusedDiff(`entity=nothing&id=${id}&from=1`, 'entity');
+    expect((await admin.get(`/api/history/diff?entity=repositoryCase&id=${id + 100000}&from=1`)).status).to.equal(404);
+    const reader = new HttpClient(app.url);
+    expect((await reader.post('/api/auth/login', { email: 'reader@example.com', password: 'history-password-2' })).status).to.equal(200);
+    expect((await reader.get(`/api/history/diff?entity=repositoryCase&id=${id}&from=1`)).status, 'the reader is a member by now').to.equal(200);
+    const other = (await model('project', 'create', { data: { name: 'Elsewhere' } })).id as number;
+    const hidden = (await model('repositoryCase', 'create', { data: { title: 'Hidden', project: { connect: { id: other } } } })).id as number;
+    expect((await reader.get(`/api/history/diff?entity=repositoryCase&id=${hidden}&from=1`)).status, 'not a member there').to.equal(404);
+  });
+
   it('refuses bad input with 400 and the error shape', async () => {
     await refused(admin, 'nothing/1', 400, 'invalid-argument', 'entity');
     await refused(admin, 'step/1', 400, 'not-an-aggregate');

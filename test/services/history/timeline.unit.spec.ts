@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { ENTITIES } from '../../../contracts/entities';
 import type { EventEnvelope } from '../../../contracts/envelope';
-import { foldTimeline, visibleFields } from '../../../services/history/timeline';
+import { diffStates, foldTimeline, stateAfter, visibleFields } from '../../../services/history/timeline';
 
 let position = 0;
 const event = (streamId: string, type: string, data: unknown): EventEnvelope => ({
@@ -59,5 +59,23 @@ describe('history: an entity\'s events folded into field changes', () => {
         expect(field).to.not.match(/password|secret|hash$|token$/i);
       }
     }
+  });
+
+  it('diffs two states: fields, and owned children added, removed and changed item by item', () => {
+    const events = [
+      event('repositoryCase-9', 'RepositoryCaseCreated', { caseId: 9, title: 'T', projectId: 1, steps: [{ id: 1, step: 'a' }, { id: 2, step: 'b' }], createdAt: 'x' }),
+      event('repositoryCase-9', 'RepositoryCaseUpdated', { caseId: 9, changes: { title: 'U', steps: [{ id: 2, step: 'b2' }, { id: 3, step: 'c' }] }, updatedAt: 'x' }),
+      event('repositoryCase-9', 'RepositoryCaseDeleted', { caseId: 9, deletedAt: 'x' }),
+    ];
+    const first = stateAfter('repositoryCase', events.slice(0, 1), null);
+    const second = stateAfter('repositoryCase', events.slice(0, 2), null);
+    const last = stateAfter('repositoryCase', events, null);
+    expect([stateAfter('repositoryCase', [], null).exists, first.exists, last.exists]).to.deep.equal([false, true, false]);
+    const { changes, children } = diffStates('repositoryCase', first.values, second.values);
+    expect(changes).to.deep.equal([{ field: 'title', before: 'T', after: 'U' }]);
+    expect(children.steps).to.deep.equal({
+      added: [{ id: 3, step: 'c' }], removed: [{ id: 1, step: 'a' }], changed: [{ id: 2, changes: [{ field: 'step', before: 'b', after: 'b2' }] }],
+    });
+    expect(diffStates('repositoryCase', second.values, last.values).changes).to.deep.equal([{ field: 'isDeleted', before: false, after: true }]);
   });
 });
