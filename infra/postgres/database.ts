@@ -20,9 +20,11 @@ export interface KnexLog {
   error(message: string): void;
 }
 
-export function createKnex(connectionString: string, max = 10, log?: KnexLog): Knex {
+export function createKnex(connectionString: string, max = 10, log?: KnexLog, options: { searchPath?: readonly string[] } = {}): Knex {
   const knex = knexFactory({
     client: 'pg', connection: connectionString, pool: { min: 0, max },
+    // A replay (projections/runtime/replay.ts) writes into a schema of its own.
+    ...(options.searchPath && { searchPath: [...options.searchPath] }),
     // A failed query's message would otherwise carry its SQL with every bound value written in.
     compileSqlOnError: false,
     ...(log && { log: { warn: (m: unknown) => log.warn(String(m)), error: (m: unknown) => log.error(String(m)), deprecate: (m: unknown) => log.warn(String(m)), debug: () => undefined } }),

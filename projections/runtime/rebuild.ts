@@ -12,7 +12,11 @@ export interface RebuildResult { projection: string; events: number; position: s
  */
 export async function rebuildProjection(
   projection: Projection,
-  deps: { store: EventStore; knex: Knex; pageSize?: number; onProgress?: (events: number, position: string) => void },
+  deps: {
+    store: EventStore; knex: Knex; pageSize?: number; onProgress?: (events: number, position: string) => void;
+    /** Apply the events up to this position only (a replay as of a point, projections/runtime/replay.ts). */
+    until?: string;
+  },
 ): Promise<RebuildResult> {
   const started = process.hrtime.bigint();
   const pageSize = deps.pageSize ?? 5000;
@@ -24,8 +28,10 @@ export async function rebuildProjection(
     const indexes = await dropSecondaryIndexes(trx, projection.tables);
     // The next page is read (on the store's own connections) while this one is applied.
     let next = deps.store.readAll({ after, maxCount: pageSize });
+    const until = deps.until === undefined ? null : BigInt(deps.until);
     for (;;) {
-      const page = await next;
+      const read = await next;
+      const page = until === null ? read : read.filter((e) => BigInt(e.position) <= until);
       if (page.length === 0) break;
       next = deps.store.readAll({ after: page[page.length - 1].position, maxCount: pageSize });
       next.catch(() => undefined); // if applying fails first, this read's failure is not unhandled
@@ -33,6 +39,7 @@ export async function rebuildProjection(
       events += page.length;
       after = page[page.length - 1].position;
       deps.onProgress?.(events, after);
+      if (page.length < read.length) break;
     }
     for (const definition of indexes) await trx.raw(definition);
     await saveCheckpoint(trx, projection.name, BigInt(after));
