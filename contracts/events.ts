@@ -58,6 +58,9 @@ export type RepositoryFolderDeleted = DomainEvent<'RepositoryFolderDeleted', { f
 export type RepositoryCaseAliasAdded = DomainEvent<'RepositoryCaseAliasAdded', {
   caseId: number; projectId: number; source: string; alias: string; aliasTitle: string; identityKey: string; addedAt: Iso;
 }>;
+/** A case quarantined and released again (stream `caseQuarantine-<caseId>`; services/quarantine/): who is the actor, why the reason. */
+export type CaseQuarantined = DomainEvent<'CaseQuarantined', { caseId: number; projectId: number; reason: string; at: Iso }>;
+export type CaseReleased = DomainEvent<'CaseReleased', { caseId: number; projectId: number; reason: string; at: Iso }>;
 
 // ------------------------------------------------------------------------------- result import
 // An import job's stream is `importJob-<jobId>` (services/imports/importJob.decider.ts).
@@ -278,6 +281,7 @@ export type TestamentEvent =
   | UserRegistered | UserUpdated | UserDeactivated | UserReactivated | UserPasswordChanged | UserDeleted
   | ApiTokenCreated | ApiTokenRevoked | LoginFailed
   | RepositoryFolderCreated | RepositoryFolderUpdated | RepositoryFolderDeleted | RepositoryCaseAliasAdded
+  | CaseQuarantined | CaseReleased
   | ImportJobEvent
   | StoredFileEvent
   | SearchAdministrationEvent | SearchReindexEvent
@@ -293,6 +297,7 @@ export const HAND_WRITTEN_EVENT_TYPES: readonly EventType[] = [
   'UserRegistered', 'UserUpdated', 'UserDeactivated', 'UserReactivated', 'UserPasswordChanged', 'UserDeleted',
   'ApiTokenCreated', 'ApiTokenRevoked', 'LoginFailed',
   'RepositoryFolderCreated', 'RepositoryFolderUpdated', 'RepositoryFolderDeleted', 'RepositoryCaseAliasAdded',
+  'CaseQuarantined', 'CaseReleased',
   'ImportRequested', 'ImportFileStored', 'ImportParsed', 'ImportTestRunPlanned', 'TestResultsImported', 'ImportCompleted', 'ImportFailed',
   'FileStored', 'FileAttached', 'FileDeleted',
   'SearchOperationPerformed', 'SearchConnectionChanged',

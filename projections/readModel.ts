@@ -152,7 +152,7 @@ const SNAPSHOT_SQL = `jsonb_build_object(${[...SNAPSHOT_FIELDS.map(([name, f]) =
 
 export const readModelProjection: Projection = {
   name: 'readModel',
-  tables: [...catalogueTables(), 'repository_case_aliases', 'test_run_suite_outputs'],
+  tables: [...catalogueTables(), 'repository_case_aliases', 'test_run_suite_outputs', 'case_quarantines'],
 
   async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {
     const batches = new Map<string, RowBatch>();
@@ -189,6 +189,7 @@ export const readModelProjection: Projection = {
     const imported = events.filter((e) => e.type === 'TestResultsImported');
     if (relevant.length === 0) {
       await applyImportedChunks(trx, imported);
+      await applyQuarantines(trx, events);
       return applyAliases(trx, events);
     }
     for (const batch of batches.values()) await batch.load(trx);
@@ -262,9 +263,23 @@ export const readModelProjection: Projection = {
     for (const batch of batches.values()) await batch.flush(trx);
     await replaced.flush(trx);
     await applyImportedChunks(trx, imported);
+    await applyQuarantines(trx, events);
     await applyAliases(trx, events);
   },
 };
+
+/** Quarantined cases (CaseQuarantined / CaseReleased): each case's state now, with the last reason, who and when. */
+async function applyQuarantines(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {
+  for (const event of events) {
+    if (event.type !== 'CaseQuarantined' && event.type !== 'CaseReleased') continue;
+    const d = event.data as DataOf<'CaseQuarantined'>;
+    const quarantined = event.type === 'CaseQuarantined';
+    await trx.raw(`INSERT INTO case_quarantines (repository_case_id, project_id, is_quarantined, reason, changed_by_id, changed_at, quarantined_since)
+      VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (repository_case_id) DO UPDATE SET project_id = EXCLUDED.project_id, is_quarantined = EXCLUDED.is_quarantined,
+        reason = EXCLUDED.reason, changed_by_id = EXCLUDED.changed_by_id, changed_at = EXCLUDED.changed_at, quarantined_since = EXCLUDED.quarantined_since`,
+    [d.caseId, d.projectId, quarantined, d.reason, event.metadata.actor.userId ?? null, d.at, quarantined ? d.at : null]);
+  }
+}
 
 /**
  * Renamed cases (RepositoryCaseAliasAdded): the old identity key becomes an alias of the case and

@@ -19,6 +19,7 @@ import * as m017 from './017_notifications';
 import * as m018 from './018_job_leases';
 import * as m020 from './020_external_import_bulk';
 import * as m021 from './021_external_import_rows_indexes';
+import * as m022 from './022_case_quarantines';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -42,6 +43,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '018_job_leases': m018,
   '020_external_import_bulk': m020,
   '021_external_import_rows_indexes': m021,
+  '022_case_quarantines': m022,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

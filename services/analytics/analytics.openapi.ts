@@ -1,5 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
-import { errorResponse as error } from '../shared/openapi';
+import { dataResponse, errorResponse as error } from '../shared/openapi';
 import { CATEGORIES, DEFAULTS } from './runCompare';
 
 /** GET /api/runs/compare in the `custom` category of the OpenAPI documents (services/api/openapi.ts). */
@@ -21,8 +21,14 @@ export function analyticsPaths(): OpenAPIV3.PathsObject {
     },
   });
   const compared: OpenAPIV3.SchemaObject = {
-    type: 'object', additionalProperties: false, required: ['repositoryCaseId', 'title', 'className', 'base', 'head'],
-    properties: { repositoryCaseId: { type: 'integer' }, title: { type: 'string' }, className: nullable({ type: 'string' }), base: side, head: side },
+    type: 'object', additionalProperties: false, required: ['repositoryCaseId', 'title', 'className', 'base', 'head', 'quarantine'],
+    properties: {
+      repositoryCaseId: { type: 'integer' }, title: { type: 'string' }, className: nullable({ type: 'string' }), base: side, head: side,
+      quarantine: nullable({
+        type: 'object', additionalProperties: false, required: ['reason', 'since'], description: 'set while the case is quarantined',
+        properties: { reason: { type: 'string' }, since: { type: 'string', format: 'date-time' } },
+      }),
+    },
   };
   const category: OpenAPIV3.SchemaObject = {
     type: 'object', additionalProperties: false, required: ['count', 'truncated', 'cases'],
@@ -44,7 +50,7 @@ export function analyticsPaths(): OpenAPIV3.PathsObject {
         tags: ['history'],
         summary: 'two runs of a project case by case: new failures, fixed, still failing, new and removed tests, other status changes, duration changes',
         description: 'A case fails when its status is a failure (isFailure), passes when a success (isSuccess). A case is in exactly one of newFailures, fixed, stillFailing, '
-          + 'newTests, removedTests, otherChanges (any other change of status, e.g. passed → skipped) or unchanged; durationChanges lists, besides, every case in both runs '
+          + 'newTests, removedTests, otherChanges (any other change of status, e.g. passed → skipped), quarantined (a case quarantined now, whatever its statuses: reported apart) or unchanged; durationChanges lists, besides, every case in both runs '
           + 'whose duration moved by at least durationPercent of the base\'s and at least durationMinMs. Both runs must be readable by the caller (404 otherwise) and of one project.',
         parameters: [
           query('head', { type: 'integer', minimum: 1 }, 'the run to look at', true),
@@ -55,7 +61,7 @@ export function analyticsPaths(): OpenAPIV3.PathsObject {
           query('limit', { type: 'integer', minimum: 1, maximum: DEFAULTS.maxLimit, default: DEFAULTS.limit }, 'the most cases listed per category (counts stay whole)'),
         ],
         responses: {
-          200: { description: 'the comparison', content: { 'application/json': { schema: { type: 'object', additionalProperties: false, required: ['data'], properties: { data: comparison } } } } },
+          200: dataResponse('the comparison', comparison),
           400: error('a parameter missing, unknown, repeated or malformed (invalid-argument; details.path), or runs of two projects (runs-in-different-projects)'),
           401: error('not authenticated'),
           404: error('a run the caller cannot read or that does not exist, or no finished run on baseBranch (details.path names which)'),

@@ -10,11 +10,12 @@ import { invalidArgument, queryParameters } from '../shared/validate';
  * that run): which cases fail now that did not (new failures), fail no more (fixed), fail in both,
  * are new or gone, changed status otherwise, and whose duration moved past a threshold. What a
  * status means comes from the status itself (`isFailure`, `isSuccess`), so a project's own statuses
- * count as their flags say. A run case's status is the one it shows (for an import: the worst of
+ * count as their flags say. A quarantined case (services/quarantine/) is reported apart, in
+ * `quarantined`, whatever its statuses. A run case's status is the one it shows (for an import: the worst of
  * its results not retried); its duration the sum of its results' durations, retries left out.
  */
 
-export const CATEGORIES = ['newFailures', 'fixed', 'stillFailing', 'newTests', 'removedTests', 'otherChanges', 'durationChanges'] as const;
+export const CATEGORIES = ['newFailures', 'fixed', 'stillFailing', 'newTests', 'removedTests', 'otherChanges', 'quarantined', 'durationChanges'] as const;
 export type Category = (typeof CATEGORIES)[number];
 
 export interface CompareQuery {
@@ -56,7 +57,11 @@ export function parseCompareQuery(query: Record<string, unknown>): CompareQuery 
 }
 
 interface RunSide { testRunCaseId: number; status: { id: number; name: string; systemName: string } | null; durationMs: number | null }
-export interface ComparedCase { repositoryCaseId: number; title: string; className: string | null; base: RunSide | null; head: RunSide | null }
+export interface ComparedCase {
+  repositoryCaseId: number; title: string; className: string | null; base: RunSide | null; head: RunSide | null;
+  /** Set while the case is quarantined (services/quarantine/): it is then in `quarantined`, not among the failures. */
+  quarantine: { reason: string; since: string } | null;
+}
 export interface Comparison {
   base: { id: number; name: string; branch: string | null; commit: string | null; completedAt: string | null };
   head: { id: number; name: string; branch: string | null; commit: string | null; completedAt: string | null };
@@ -109,12 +114,15 @@ export async function compareRuns(knex: Knex, q: CompareQuery, read: ReadOptions
       SELECT COALESCE(b.case_id, h.case_id) AS case_id,
              b.run_case_id AS b_run_case, b.status_id AS b_status, b.duration_ms AS b_duration,
              h.run_case_id AS h_run_case, h.status_id AS h_status, h.duration_ms AS h_duration,
-             COALESCE(bs.is_failure, false) AS b_fail, COALESCE(hs.is_failure, false) AS h_fail, COALESCE(hs.is_success, false) AS h_pass
+             COALESCE(bs.is_failure, false) AS b_fail, COALESCE(hs.is_failure, false) AS h_fail, COALESCE(hs.is_success, false) AS h_pass,
+             q.reason AS q_reason, q.quarantined_since AS q_since
       FROM b FULL JOIN h ON b.case_id = h.case_id
       LEFT JOIN statuses bs ON bs.id = b.status_id LEFT JOIN statuses hs ON hs.id = h.status_id
+      LEFT JOIN case_quarantines q ON q.repository_case_id = COALESCE(b.case_id, h.case_id) AND q.is_quarantined
     ),
     classified AS (
       SELECT j.*, CASE
+        WHEN q_reason IS NOT NULL THEN 'quarantined'
         WHEN b_run_case IS NULL THEN 'newTests'
         WHEN h_run_case IS NULL THEN 'removedTests'
         WHEN h_fail AND NOT b_fail THEN 'newFailures'
@@ -149,6 +157,7 @@ export async function compareRuns(knex: Knex, q: CompareQuery, read: ReadOptions
       repositoryCaseId: r.case_id as number, title: r.title as string, className: (r.class_name as string | null) ?? null,
       base: sideOf(r.b_run_case as number | null, r.b_status as number | null, r.b_duration as string | null),
       head: sideOf(r.h_run_case as number | null, r.h_status as number | null, r.h_duration as string | null),
+      quarantine: r.q_reason === null ? null : { reason: r.q_reason as string, since: (r.q_since as Date).toISOString() },
     });
   }
   return { base: describeRun(base), head: describeRun(head), thresholds: { durationPercent: q.durationPercent, durationMinMs: q.durationMinMs }, summary, categories };

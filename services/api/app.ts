@@ -10,6 +10,7 @@ import { adminRoutes } from '../admin/admin.routes';
 import { auditRoutes } from '../audit/audit.routes';
 import { historyRoutes } from '../history/history.routes';
 import { analyticsRoutes } from '../analytics/analytics.routes';
+import { quarantineRoutes } from '../quarantine/quarantine.routes';
 import { modelRoutes } from '../model/model.routes';
 import { fileRoutes, UPLOAD_PATH } from '../files/files.routes';
 import { importRoutes, IMPORT_PATHS, type ImportWorkers } from '../imports/imports.routes';
@@ -100,6 +101,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(auditRoutes(deps));
   app.use(historyRoutes(deps));
   app.use(analyticsRoutes(deps));
+  app.use(quarantineRoutes(deps));
   app.use(fileRoutes(deps));
   app.use(importRoutes(deps));
   app.use(suiteOutputRoutes(deps));

@@ -6,6 +6,7 @@ import { CREATE_ONLY_FIELDS, WRITE_ONLY_INPUTS, writtenLists } from '../model/wr
 import { auditPaths } from '../audit/audit.openapi';
 import { historyPaths } from '../history/history.openapi';
 import { analyticsPaths } from '../analytics/analytics.openapi';
+import { quarantinePaths } from '../quarantine/quarantine.openapi';
 import { searchPaths } from '../search/search.openapi';
 import { filePaths } from '../files/files.openapi';
 import { importPaths } from '../imports/imports.openapi';
@@ -511,7 +512,7 @@ const CUSTOM_TAGS: Record<string, string> = {
   lookup: 'Ids by exact name, for scripts and CI',
   notifications: 'The caller\'s own notifications (an import finished, ...): list them, mark them read',
   audit: 'The audit trail of every change',
-  history: 'History for analysts: an entity\'s timeline field by field, two runs compared case by case',
+  history: 'History for analysts: an entity\'s timeline and diffs field by field, two runs compared case by case, quarantined cases, the log itself',
   search: 'Full-text search and facet counts over cases, runs, sessions, failures and more, limited to the projects the caller may read',
   admin: 'Administration: every user\'s API tokens',
   docs: 'These OpenAPI descriptions',
@@ -732,6 +733,7 @@ function customPaths(): OpenAPIV3.PathsObject {
     ...auditPaths(),
     ...historyPaths(),
     ...analyticsPaths(),
+    ...quarantinePaths(),
     ...searchPaths(),
     ...adminPaths(),
     ...searchAdminPaths(),

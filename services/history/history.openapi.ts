@@ -2,7 +2,7 @@ import type { OpenAPIV3 } from 'openapi-types';
 import { ENTITIES, writtenAs } from '../../contracts/entities';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './eventLog';
 import { DEFAULT_TAKE, MAX_TAKE } from './history.query';
-import { cursorPageResponse, errorResponse as error } from '../shared/openapi';
+import { cursorPageResponse, dataResponse, errorResponse as error } from '../shared/openapi';
 
 /** GET /api/history/{entity}/{id}, GET /api/history/diff and GET /api/events in the `custom` category of the OpenAPI documents (services/api/openapi.ts). */
 export function historyPaths(): OpenAPIV3.PathsObject {
@@ -114,14 +114,7 @@ export function historyPaths(): OpenAPIV3.PathsObject {
           { name: 'to', in: 'query', required: false, schema: { type: 'string' }, description: 'the same; absent: now' },
         ],
         responses: {
-          200: {
-            description: 'the differences',
-            content: {
-              'application/json': {
-                schema: {
-                  type: 'object', additionalProperties: false, required: ['data'],
-                  properties: {
-                    data: {
+          200: dataResponse('the differences', {
                       type: 'object', additionalProperties: false, required: ['entity', 'id', 'from', 'to', 'changes', 'children'],
                       properties: {
                         entity: { type: 'string' }, id: { type: 'integer' },
@@ -139,12 +132,7 @@ export function historyPaths(): OpenAPIV3.PathsObject {
                           },
                         },
                       },
-                    },
-                  },
-                },
-              },
-            },
-          },
+                    }),
           400: error('an entity, id, from or to missing or malformed (invalid-argument; details.path), or an entity without a history of its own (not-an-aggregate)'),
           401: error('not authenticated'),
           404: error('no such row, or one the caller may not read'),

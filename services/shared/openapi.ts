@@ -18,3 +18,9 @@ export const cursorPageResponse = (items: OpenAPIV3.SchemaObject): OpenAPIV3.Res
     },
   },
 });
+
+/** A 200 answer `{ data }` with this schema. */
+export const dataResponse = (description: string, data: OpenAPIV3.SchemaObject): OpenAPIV3.ResponseObject => ({
+  description,
+  content: { 'application/json': { schema: { type: 'object', additionalProperties: false, required: ['data'], properties: { data } } } },
+});

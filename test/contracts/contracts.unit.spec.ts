@@ -17,6 +17,7 @@ const META: EventMetadata = { actor: { userId: 1, via: 'api' }, correlationId: '
 type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'UniqueValueReleased' | 'DefaultsPlanned' | 'UserRegistered' | 'ApiTokenCreated' | 'ApiTokenRevoked' | 'LoginFailed'
   | 'UserUpdated' | 'UserDeactivated' | 'UserReactivated' | 'UserPasswordChanged' | 'UserDeleted'
   | 'RepositoryFolderCreated' | 'RepositoryFolderUpdated' | 'RepositoryFolderDeleted' | 'RepositoryCaseAliasAdded'
+  | 'CaseQuarantined' | 'CaseReleased'
   | 'ImportRequested' | 'ImportFileStored' | 'ImportParsed' | 'ImportTestRunPlanned' | 'TestResultsImported' | 'ImportCompleted' | 'ImportFailed'
   | 'FileStored' | 'FileAttached' | 'FileDeleted'
   | 'SearchOperationPerformed' | 'SearchConnectionChanged' | 'SearchReindexRequested' | 'SearchReindexStarted' | 'SearchReindexProgressed'
@@ -68,6 +69,8 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   RepositoryFolderUpdated: { folderId: 11, changes: { name: 'Credit cards', parentId: 10 }, updatedAt: AT },
   RepositoryFolderDeleted: { folderId: 11, deletedAt: AT },
   RepositoryCaseAliasAdded: { caseId: 100, projectId: 7, source: 'JUNIT', alias: 'cd'.repeat(11), aliasTitle: 'accepts a password', identityKey: 'ef'.repeat(11), addedAt: AT },
+  CaseQuarantined: { caseId: 100, projectId: 7, reason: 'flaky on Fridays: timing in the payment mock', at: AT },
+  CaseReleased: { caseId: 100, projectId: 7, reason: 'mock fixed in #4711', at: AT },
   ImportRequested: {
     jobId: 9, projectId: 7, endpoint: 'test-results', format: 'junit', testRunName: 'Nightly', testRunId: null, stateId: 4, parentFolderId: null,
     configId: null, milestoneId: 2, tagIds: [1, 3], templateId: null, requestedAt: AT,

@@ -71,7 +71,7 @@ describe('GET /api/runs/compare', function () {
     expect(titles(data.categories.removedTests)).to.deep.equal(['prints']);
     expect(titles(data.categories.otherChanges)).to.deep.equal(['exports']);
     expect(titles(data.categories.durationChanges)).to.deep.equal(['lists']);
-    expect(data.summary).to.deep.equal({ newFailures: 1, fixed: 1, stillFailing: 1, newTests: 1, removedTests: 1, otherChanges: 1, durationChanges: 1, unchanged: 41 });
+    expect(data.summary).to.deep.equal({ newFailures: 1, fixed: 1, stillFailing: 1, newTests: 1, removedTests: 1, otherChanges: 1, quarantined: 0, durationChanges: 1, unchanged: 41 });
     const [pays] = data.categories.newFailures.cases;
     expect(pays.className).to.equal('shop.Checkout');
     expect(pays.base.status.systemName).to.equal('passed');
