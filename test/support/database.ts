@@ -74,7 +74,8 @@ let template: Promise<string> | null = null;
 /**
  * The template database of this schema: the read model migrated and the event store set up, built
  * once (under an advisory lock, so suites and runs side by side build it once) and kept for the
- * next runs; templates of other schemas are dropped when a new one is built. Migrating takes
+ * next runs; when a new one is built, templates of other schemas are dropped but the newest of
+ * them (another checkout's run may be using it). Migrating takes
  * seconds per database; cloning a template a fraction of one.
  */
 function migratedTemplate(): Promise<string> {
@@ -97,8 +98,11 @@ function migratedTemplate(): Promise<string> {
         await pool.end();
       }
       await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
-      const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE 'testament\\_template\\_%' AND datname <> $1`, [name]);
-      for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${datname}`).catch(() => undefined); // in use by a run of another checkout: kept
+      // The newest other template stays: a run of another checkout (CI's clean clone beside a working
+      // tree with a new migration) may be cloning it between two of its suites. Older ones go.
+      const { rows } = await admin.query<{ datname: string }>(
+        `SELECT datname FROM pg_database WHERE datname LIKE 'testament\\_template\\_%' AND datname <> $1 ORDER BY oid DESC OFFSET 1`, [name]);
+      for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${datname}`).catch(() => undefined); // in use right now: kept
       return name;
     } finally {
       await admin.query('SELECT pg_advisory_unlock(7362077)');
