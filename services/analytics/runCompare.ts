@@ -138,7 +138,7 @@ export async function compareRuns(knex: Knex, q: CompareQuery, read: ReadOptions
     ),
     ranked AS (SELECT c.*, count(*) OVER (PARTITION BY category) AS total, row_number() OVER (PARTITION BY category ORDER BY case_id) AS n FROM classified c)
     SELECT ranked.*, rc.title, rc.class_name FROM ranked JOIN repository_cases rc ON rc.id = ranked.case_id
-    WHERE n <= :limit OR category = 'unchanged' AND n = 1
+    WHERE (category <> 'unchanged' AND n <= :limit) OR (category = 'unchanged' AND n = 1)
     ORDER BY category, case_id`, { base: base.id, head: head.id, minMs: q.durationMinMs, percent: q.durationPercent, limit: q.limit });
   const statuses = new Map(((await knex('statuses').select('id', 'name', 'system_name')) as { id: number; name: string; system_name: string }[])
     .map((s) => [s.id, { id: s.id, name: s.name, systemName: s.system_name }]));
