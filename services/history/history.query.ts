@@ -8,6 +8,7 @@ import { findRowById } from '../model/query';
 import { badRequest, notFound } from '../shared/errors';
 import type { EventStore } from '../shared/eventStore';
 import { invalidArgument, queryParameters } from '../shared/validate';
+import { quarantineStream } from '../quarantine/quarantine.decider';
 import { type ImportOrigin, importOriginOf } from './importOrigin';
 import { diffStates, type FieldChange, foldTimeline, stateAfter } from './timeline';
 
@@ -98,6 +99,11 @@ export async function findHistory(deps: { knex: Knex; store: EventStore }, q: Hi
  */
 async function entityEvents(deps: { knex: Knex; store: EventStore }, entity: EntityDef, id: number): Promise<{ events: EventEnvelope[]; initial: Record<string, unknown> | null; origin: ImportOrigin | null }> {
   const own = await deps.store.readStream(streamOf(entity, id));
+  if (entity.name === 'repositoryCase') {
+    // Its quarantine is an aggregate of its own (services/quarantine/): in the case's timeline, in the order of the log.
+    own.push(...(await deps.store.readStream(quarantineStream(id))));
+    own.sort((a, b) => (BigInt(a.position) < BigInt(b.position) ? -1 : 1));
+  }
   const createdFirst = own[0] !== undefined && /Created$|Registered$/.test(own[0].type);
   const origin = createdFirst ? null : await importOriginOf(deps.knex, deps.store, entity, id);
   if (origin) {

@@ -32,13 +32,20 @@ function withoutSecrets(value: unknown): unknown {
   return Object.fromEntries(Object.entries(value).filter(([k]) => !SECRET.test(k)).map(([k, v]) => [k, withoutSecrets(v)]));
 }
 
-/** The fields of an entity its timeline shows, in catalogue order. */
+/**
+ * What other aggregates keep about an entity and its timeline shows as its fields, with their value
+ * before any such event: a case's quarantine (services/quarantine/, on `caseQuarantine-<caseId>`).
+ */
+const STATES_BESIDE: Partial<Record<string, Record<string, unknown>>> = { repositoryCase: { quarantined: false, quarantineReason: null } };
+
+/** The fields of an entity its timeline shows, in catalogue order, then those other aggregates keep about it. */
 export function visibleFields(entity: EntityDef): string[] {
   const fields = [
     ...eventFields(entity),
     ...linkRelations(entity).map(([relation]) => linkField(relation)),
     ...ownedRelations(entity).map(([relation]) => relation),
     ...Object.keys(entity.fields).filter((f) => f !== 'id' && f !== 'createdAt' && f !== 'updatedAt' && !eventFields(entity).includes(f)),
+    ...Object.keys(STATES_BESIDE[entity.name] ?? {}),
   ];
   return [...new Set(fields)].filter((f) => !SECRET.test(f));
 }
@@ -58,6 +65,9 @@ function classify(entity: EntityDef, event: EventEnvelope): { kind: TimelineStep
         : event.type === `${pascal}Deleted` ? 'deleted'
           : null;
   if (event.type === 'UserDeactivated') return { kind: 'updated', values: { isActive: false } };
+  if (event.type === 'CaseQuarantined' || event.type === 'CaseReleased') {
+    return { kind: 'updated', values: { quarantined: event.type === 'CaseQuarantined', quarantineReason: data.reason ?? null } };
+  }
   if (event.type === 'UserReactivated') return { kind: 'updated', values: { isActive: true } };
   if (kind === 'created') {
     const { [idKeyOf(entity)]: _id, createdAt: _c, ...values } = data;
@@ -106,6 +116,7 @@ function fold(entityName: EntityName, events: readonly EventEnvelope[], initial:
       // What a create that names no value leaves: the catalogue's default, not deleted.
       for (const [field, def] of Object.entries(entity.fields)) if (def.default !== undefined) state[field] = def.default;
       if (entity.softDeleteField) state[entity.softDeleteField] = false;
+      Object.assign(state, STATES_BESIDE[entity.name] ?? {});
     }
     const changes: FieldChange[] = [];
     for (const field of visibleFields(entity)) {

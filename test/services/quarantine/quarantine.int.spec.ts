@@ -79,6 +79,12 @@ describe('quarantine: POST /api/cases/{id}/quarantine, /release, GET /api/quaran
     ]);
     const [audited] = (await admin.get(`/api/audit?type=CaseQuarantined&projectId=${projectId}`)).body.data;
     expect(audited).to.deep.include({ type: 'CaseQuarantined', projectId });
+    // The case's own timeline shows both, in the order of the log, with who.
+    const timeline = (await admin.get(`/api/history/repositoryCase/${caseId}`)).body.data as { type: string; actor: { userId: number }; changes: unknown[] }[];
+    expect(timeline.map((e) => e.type)).to.deep.equal(['RepositoryCaseCreated', 'CaseQuarantined', 'CaseReleased']);
+    expect(timeline[1].actor.userId).to.equal(adminId);
+    expect(timeline[1].changes).to.deep.equal([{ field: 'quarantined', before: false, after: true }, { field: 'quarantineReason', before: null, after: 'flaky on Fridays' }]);
+    expect(timeline[2].changes).to.deep.equal([{ field: 'quarantined', before: true, after: false }, { field: 'quarantineReason', before: 'flaky on Fridays', after: 'mock fixed' }]);
   });
 
   it('reports a quarantined case apart in run comparisons; its results stay recorded', async () => {
