@@ -12,6 +12,7 @@ import { ALL_PROJECTIONS, projectionByName } from '../projections';
 import { ReplayError, type ReplayPoint, replayIntoSchema } from '../projections/runtime/replay';
 import { loadConfig } from '../services/process/config';
 import { openPlatform } from '../services/process/platform';
+import { isIsoTime } from '../services/shared/validate';
 
 const USAGE = `usage: npm run replay -- <projection>... | --all --schema <name> [--until <position|ISO time>] [--replace]
 projections: ${ALL_PROJECTIONS.map((p) => p.name).join(', ')}`;
@@ -21,11 +22,9 @@ function usage(message: string): never {
   process.exit(2);
 }
 
-const TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
-
 function pointOf(raw: string): ReplayPoint {
   if (/^(0|[1-9][0-9]{0,18})$/.test(raw)) return { position: raw };
-  if (TIME.test(raw) && !Number.isNaN(Date.parse(raw))) return { time: new Date(raw).toISOString() };
+  if (isIsoTime(raw)) return { time: new Date(raw).toISOString() };
   return usage(`--until "${raw}" is neither a position nor an ISO 8601 time with a zone (2026-06-01T12:00:00Z)`);
 }
 

@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 import { ENTITIES } from '../../contracts/entities';
 import type { ReadOptions } from '../model/query';
-import { findRowById } from '../model/query';
+import { isRowVisible } from '../model/query';
 import { HttpError, notFound } from '../shared/errors';
-import { invalidArgument, queryParameters } from '../shared/validate';
+import { idParameter, invalidArgument, queryParameters } from '../shared/validate';
 
 /**
  * GET /api/runs/compare: two runs of a project, case by case (a run case is a repository case in
@@ -35,7 +35,7 @@ export const DEFAULTS = { durationPercent: 50, durationMinMs: 1000, limit: 500, 
 
 const PARAMETERS = ['base', 'head', 'baseBranch', 'durationPercent', 'durationMinMs', 'limit'];
 
-function positiveInt(path: string, raw: string, max = 2_147_483_647): number {
+function positiveInt(path: string, raw: string, max: number): number {
   if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > max) throw invalidArgument(path, `must be an integer from 1 to ${max}`);
   return Number(raw);
 }
@@ -50,8 +50,8 @@ export function parseCompareQuery(query: Record<string, unknown>): CompareQuery 
   const minMs = given.durationMinMs === undefined ? DEFAULTS.durationMinMs : (/^0$/.test(given.durationMinMs) ? 0 : positiveInt('durationMinMs', given.durationMinMs, 86_400_000));
   const limit = given.limit === undefined ? DEFAULTS.limit : positiveInt('limit', given.limit, DEFAULTS.maxLimit);
   return {
-    head: positiveInt('head', given.head),
-    base: given.base !== undefined ? { runId: positiveInt('base', given.base) } : { branch: given.baseBranch },
+    head: idParameter('head', given.head),
+    base: given.base !== undefined ? { runId: idParameter('base', given.base) } : { branch: given.baseBranch },
     durationPercent: percent, durationMinMs: minMs, limit,
   };
 }
@@ -75,8 +75,7 @@ type RunRow = { id: number; name: string; branch: string | null; commit_sha: str
 const describeRun = (r: RunRow) => ({ id: r.id, name: r.name, branch: r.branch, commit: r.commit_sha, completedAt: r.completed_at?.toISOString() ?? null });
 
 async function visibleRun(knex: Knex, id: number, read: ReadOptions, path: string): Promise<RunRow> {
-  const seen = await findRowById(knex, ENTITIES.testRun, id, { fields: ['id'], relations: {}, counts: {} }, read);
-  const row = seen ? ((await knex('test_runs').where({ id }).first(RUN_COLUMNS)) as RunRow | undefined) : undefined;
+  const row = (await isRowVisible(knex, ENTITIES.testRun, id, read)) ? ((await knex('test_runs').where({ id }).first(RUN_COLUMNS)) as RunRow | undefined) : undefined;
   if (!row || row.is_deleted) throw notFound(`Test run ${id} does not exist`, { path, id });
   return row;
 }

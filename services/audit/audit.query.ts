@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { ActorVia } from '../../contracts/envelope';
 import { badRequest } from '../shared/errors';
+import { idParameter, timeParameter } from '../shared/validate';
 
 /** The filters of GET /api/audit, parsed. Every filter is optional; they combine with AND. */
 export interface AuditQuery {
@@ -38,16 +39,11 @@ export interface AuditEntry {
 export const DEFAULT_TAKE = 50;
 export const MAX_TAKE = 500;
 const VIAS: readonly ActorVia[] = ['api', 'session', 'cli', 'import', 'system'];
-const MAX_INT4 = 2_147_483_647;
 const MAX_INT8 = 9_223_372_036_854_775_807n;
 
 const invalid = (path: string, reason: string, extra: Record<string, unknown> = {}) =>
   badRequest('invalid-argument', `${path} ${reason}`, { path, ...extra });
 
-function id(path: string, raw: string): number {
-  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > MAX_INT4) throw invalid(path, 'must be a positive integer id');
-  return Number(raw);
-}
 
 function name(pattern: RegExp, what: string) {
   return (path: string, raw: string) => {
@@ -56,12 +52,6 @@ function name(pattern: RegExp, what: string) {
   };
 }
 
-/** An ISO 8601 date-time with a time zone (`2026-06-01T12:00:00Z`, `…+02:00`). */
-function time(path: string, raw: string): Date {
-  const ok = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i.test(raw) && !Number.isNaN(Date.parse(raw));
-  if (!ok) throw invalid(path, 'must be an ISO 8601 date-time with a time zone, e.g. 2026-06-01T12:00:00Z');
-  return new Date(raw);
-}
 
 /** The cursor is opaque to clients: the position of the last event of the page, encoded. */
 export const encodeCursor = (position: string) => Buffer.from(`p${position}`).toString('base64url');
@@ -80,17 +70,17 @@ const PARAMETERS: Record<string, (path: string, raw: string) => unknown> = {
     if (raw.length > 200 || /[\u0000-\u001f\u007f]/.test(raw)) throw invalid(path, 'must be at most 200 characters, without control characters');
     return raw;
   },
-  projectId: id,
-  actor: id,
-  tokenId: id,
+  projectId: idParameter,
+  actor: idParameter,
+  tokenId: idParameter,
   via: (path, raw) => {
     if (!(VIAS as readonly string[]).includes(raw)) throw invalid(path, `must be one of ${VIAS.join(', ')}`, { allowed: VIAS });
     return raw;
   },
   type: name(/^[A-Z][A-Za-z0-9]*$/, 'an event type, e.g. TestRunCreated'),
   correlationId: name(/^[A-Za-z0-9._:-]+$/, 'a correlation id (letters, digits and . _ : -, at most 128)'),
-  from: time,
-  to: time,
+  from: timeParameter,
+  to: timeParameter,
   take: (path, raw) => {
     if (!/^[0-9]{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_TAKE) throw invalid(path, `must be an integer from 1 to ${MAX_TAKE}`);
     return Number(raw);

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { EventEnvelope } from '../../contracts/envelope';
 import { EVENT_TYPES } from '../../contracts/events';
-import { invalidArgument, queryParameters } from '../shared/validate';
+import { idParameter, invalidArgument, queryParameters } from '../shared/validate';
 import type { EventStore } from '../shared/eventStore';
 
 /**
@@ -33,14 +33,13 @@ export function parseEventLogQuery(query: Record<string, unknown>): EventLogQuer
     throw invalidArgument('after', 'must be a position: a non-negative integer (0: from the start)');
   }
   if (given.limit !== undefined && (!/^[1-9][0-9]{0,4}$/.test(given.limit) || Number(given.limit) > MAX_LIMIT)) throw invalidArgument('limit', `must be an integer from 1 to ${MAX_LIMIT}`);
-  if (given.project !== undefined && (!/^[1-9][0-9]{0,9}$/.test(given.project) || Number(given.project) > 2_147_483_647)) throw invalidArgument('project', 'must be a positive integer id');
   let types: Set<string> | null = null;
   if (given.types !== undefined) {
     types = new Set(given.types.split(','));
     const unknown = [...types].filter((t) => !EVENT_TYPES.includes(t));
     if (unknown.length > 0) throw invalidArgument('types', `names event types that do not exist: ${unknown.slice(0, 5).join(', ')} (docs/events.md lists them)`, { unknown: unknown.slice(0, 20) });
   }
-  return { after: given.after ?? '0', limit: given.limit === undefined ? DEFAULT_LIMIT : Number(given.limit), types, project: given.project === undefined ? null : Number(given.project) };
+  return { after: given.after ?? '0', limit: given.limit === undefined ? DEFAULT_LIMIT : Number(given.limit), types, project: given.project === undefined ? null : idParameter('project', given.project) };
 }
 
 function redacted(event: EventEnvelope): EventEnvelope {

@@ -4,10 +4,10 @@ import type { EventEnvelope } from '../../contracts/envelope';
 import { streamOf } from '../../contracts/entityEvents';
 import { entityStateOf } from '../entities/importedRows';
 import type { ReadOptions } from '../model/query';
-import { findRowById } from '../model/query';
+import { isRowVisible } from '../model/query';
 import { badRequest, notFound } from '../shared/errors';
 import type { EventStore } from '../shared/eventStore';
-import { invalidArgument, queryParameters } from '../shared/validate';
+import { idParameter, invalidArgument, isIsoTime, queryParameters } from '../shared/validate';
 import { quarantineStream } from '../quarantine/quarantine.decider';
 import { type ImportOrigin, importOriginOf } from './importOrigin';
 import { diffStates, type FieldChange, foldTimeline, stateAfter } from './timeline';
@@ -50,12 +50,12 @@ export function parseHistoryQuery(params: { entity: string; id: string }, query:
     throw badRequest('not-an-aggregate', `A ${entity.name} changes only as part of its ${parent?.name ?? 'parent'}: read the ${parent?.name ?? 'parent'}'s history`, { entity: entity.name, parent: parent?.name ?? null });
   }
   if (writtenAs(entity) === 'projected') throw badRequest('not-an-aggregate', `${entity.name} rows are derived from other entities' events and have no history of their own`, { entity: entity.name });
-  if (!/^[1-9][0-9]{0,9}$/.test(params.id) || Number(params.id) > 2_147_483_647) throw invalid('id', 'must be a positive integer id');
+  const id = idParameter('id', params.id);
   const given = queryParameters(query, ['take', 'cursor']);
   if (given.take !== undefined && (!/^[0-9]{1,4}$/.test(given.take) || Number(given.take) < 1 || Number(given.take) > MAX_TAKE)) throw invalid('take', `must be an integer from 1 to ${MAX_TAKE}`);
   const take = given.take === undefined ? DEFAULT_TAKE : Number(given.take);
   const after = given.cursor === undefined ? null : decodeCursor(given.cursor);
-  return { entity: params.entity, id: Number(params.id), take, after };
+  return { entity: params.entity, id, take, after };
 }
 
 /**
@@ -65,8 +65,7 @@ export function parseHistoryQuery(params: { entity: string; id: string }, query:
  */
 export async function findHistory(deps: { knex: Knex; store: EventStore }, q: HistoryQuery, read: ReadOptions): Promise<{ data: HistoryEntry[]; nextCursor: string | null }> {
   const entity = ENTITIES[q.entity];
-  const visible = await findRowById(deps.knex, entity, q.id, { fields: ['id'], relations: {}, counts: {} }, read);
-  if (!visible) throw notFound(`${entity.name} ${q.id} does not exist`, { entity: entity.name, id: q.id });
+  if (!(await isRowVisible(deps.knex, entity, q.id, read))) throw notFound(`${entity.name} ${q.id} does not exist`, { entity: entity.name, id: q.id });
   const { events, initial, origin } = await entityEvents(deps, entity, q.id);
   const steps = foldTimeline(q.entity, events, initial ?? {});
   const after = q.after === null ? null : BigInt(q.after);
@@ -122,11 +121,9 @@ export type Point = { position: string } | { time: string };
 
 export interface DiffQuery { entity: EntityName; id: number; from: Point; to: Point | null }
 
-const TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
-
 function pointOf(path: string, raw: string): Point {
   if (/^[1-9][0-9]{0,18}$/.test(raw) && BigInt(raw) <= 9_223_372_036_854_775_807n) return { position: raw };
-  if (TIME.test(raw) && !Number.isNaN(Date.parse(raw))) return { time: new Date(raw).toISOString() };
+  if (isIsoTime(raw)) return { time: new Date(raw).toISOString() };
   throw invalid(path, 'must be a position (a positive integer) or an ISO 8601 date-time with a time zone, e.g. 2026-06-01T12:00:00Z');
 }
 
@@ -150,8 +147,7 @@ const upTo = (point: Point) => (event: EventEnvelope) =>
  */
 export async function findDiff(deps: { knex: Knex; store: EventStore }, q: DiffQuery, read: ReadOptions) {
   const entity = ENTITIES[q.entity];
-  const visible = await findRowById(deps.knex, entity, q.id, { fields: ['id'], relations: {}, counts: {} }, read);
-  if (!visible) throw notFound(`${entity.name} ${q.id} does not exist`, { entity: entity.name, id: q.id });
+  if (!(await isRowVisible(deps.knex, entity, q.id, read))) throw notFound(`${entity.name} ${q.id} does not exist`, { entity: entity.name, id: q.id });
   const { events, initial } = await entityEvents(deps, entity, q.id);
   const before = events.filter(upTo(q.from));
   const after = q.to === null ? events : events.filter(upTo(q.to));

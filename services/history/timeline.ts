@@ -40,6 +40,15 @@ const STATES_BESIDE: Partial<Record<string, Record<string, unknown>>> = { reposi
 
 /** The fields of an entity its timeline shows, in catalogue order, then those other aggregates keep about it. */
 export function visibleFields(entity: EntityDef): string[] {
+  let fields = VISIBLE.get(entity.name);
+  if (!fields) VISIBLE.set(entity.name, (fields = computeVisibleFields(entity)));
+  return fields;
+}
+
+/** Per entity: a timeline asks for them once per event. */
+const VISIBLE = new Map<string, string[]>();
+
+function computeVisibleFields(entity: EntityDef): string[] {
   const fields = [
     ...eventFields(entity),
     ...linkRelations(entity).map(([relation]) => linkField(relation)),
@@ -107,7 +116,6 @@ export function stateAfter(entityName: EntityName, events: readonly EventEnvelop
 
 function fold(entityName: EntityName, events: readonly EventEnvelope[], initial: Record<string, unknown>): { steps: TimelineStep[]; state: Record<string, unknown> } {
   const entity = ENTITIES[entityName];
-  const shown = new Set(visibleFields(entity));
   const state: Record<string, unknown> = { ...initial };
   const steps = events.map((event): TimelineStep => {
     const { kind, values } = classify(entity, event);
@@ -120,7 +128,7 @@ function fold(entityName: EntityName, events: readonly EventEnvelope[], initial:
     }
     const changes: FieldChange[] = [];
     for (const field of visibleFields(entity)) {
-      if (!Object.prototype.hasOwnProperty.call(values, field) || !shown.has(field)) continue;
+      if (!Object.prototype.hasOwnProperty.call(values, field)) continue;
       const after = withoutSecrets(values[field] ?? null);
       const before = kind === 'created' ? null : withoutSecrets(state[field] ?? (field === entity.softDeleteField ? false : null));
       state[field] = after;

@@ -67,6 +67,11 @@ export async function findRowById(knex: Knex, entity: EntityDef, id: number, sha
   return (await runFind(knex, entity, 'findUnique', { where, orderBy: [], shape }, options)) as ApiObject | null;
 }
 
+/** Whether the row exists and is in the caller's scope (a read's 404 when not). */
+export async function isRowVisible(knex: Knex, entity: EntityDef, id: number, options: ReadOptions = {}): Promise<boolean> {
+  return (await findRowById(knex, entity, id, { fields: ['id'], relations: {}, counts: {} }, options)) !== null;
+}
+
 /**
  * The id of the row a unique where names, among the rows the caller sees: `{ id }` alone is taken
  * as it is (a missing row is the command's or checkVisible's to answer), any other is looked up; no

@@ -1,13 +1,13 @@
 import { Router } from 'express';
 import { ENTITIES } from '../../contracts/entities';
 import { authorizeWrite, policyFor } from '../model/policy';
-import { findRowById } from '../model/query';
+import { findRowById, isRowVisible } from '../model/query';
 import { type CommandDeps, readYourWrites, withPositionHeader } from '../shared/commandBus';
 import { handleCommand } from '../shared/decider';
 import { metadataFor } from '../shared/context';
 import { notFound } from '../shared/errors';
 import { asyncHandler } from '../shared/http';
-import { bodyParser, invalidArgument, queryParameters } from '../shared/validate';
+import { bodyParser, idParameter, invalidArgument, queryParameters } from '../shared/validate';
 import { quarantineDecider, quarantineStream } from './quarantine.decider';
 
 /**
@@ -27,9 +27,7 @@ export interface QuarantineEntry { caseId: number; title: string; reason: string
 export function quarantineRoutes(deps: CommandDeps): Router {
   const router = Router();
   const change = (type: 'Quarantine' | 'Release') => asyncHandler(async (req, res) => {
-    const raw = req.params.id;
-    if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647) throw invalidArgument('id', 'must be a positive integer id');
-    const caseId = Number(raw);
+    const caseId = idParameter('id', req.params.id);
     const { reason } = parseReason(req.body ?? {});
     const policy = await policyFor(deps.knex, req.auth!.user);
     const seen = await findRowById(deps.knex, ENTITIES.repositoryCase, caseId, { fields: ['id', 'projectId', 'isDeleted'], relations: {}, counts: {} }, policy.read);
@@ -46,10 +44,9 @@ export function quarantineRoutes(deps: CommandDeps): Router {
   router.get('/api/quarantine', asyncHandler(async (req, res) => {
     const given = queryParameters(req.query as Record<string, unknown>, ['projectId']);
     if (given.projectId === undefined) throw invalidArgument('projectId', 'is required');
-    if (!/^[1-9][0-9]{0,9}$/.test(given.projectId) || Number(given.projectId) > 2_147_483_647) throw invalidArgument('projectId', 'must be a positive integer id');
-    const projectId = Number(given.projectId);
+    const projectId = idParameter('projectId', given.projectId);
     const policy = await policyFor(deps.knex, req.auth!.user);
-    if (!(await findRowById(deps.knex, ENTITIES.project, projectId, { fields: ['id'], relations: {}, counts: {} }, policy.read))) {
+    if (!(await isRowVisible(deps.knex, ENTITIES.project, projectId, policy.read))) {
       throw notFound(`Project ${projectId} does not exist`, { path: 'projectId', id: projectId });
     }
     const rows = (await deps.knex('case_quarantines as q').join('repository_cases as c', 'c.id', 'q.repository_case_id').leftJoin('users as u', 'u.id', 'q.changed_by_id')

@@ -44,3 +44,21 @@ export function queryParameters(query: Record<string, unknown>, known: readonly 
   }
   return given;
 }
+
+const MAX_INT4 = 2_147_483_647;
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** A row id given as text (a path or query parameter): a positive 32-bit integer, else a 400 naming `path`. */
+export function idParameter(path: string, raw: string): number {
+  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > MAX_INT4) throw invalidArgument(path, 'must be a positive integer id');
+  return Number(raw);
+}
+
+/** Whether the text is an ISO 8601 date-time with a time zone (`2026-06-01T12:00:00Z`, `…+02:00`). */
+export const isIsoTime = (raw: string): boolean => ISO_TIME.test(raw) && !Number.isNaN(Date.parse(raw));
+
+/** An ISO 8601 date-time with a time zone, else a 400 naming `path`. */
+export function timeParameter(path: string, raw: string): Date {
+  if (!isIsoTime(raw)) throw invalidArgument(path, 'must be an ISO 8601 date-time with a time zone, e.g. 2026-06-01T12:00:00Z');
+  return new Date(raw);
+}

@@ -157,3 +157,13 @@ export async function expectRefused(
   expect((await app.deps.store.headPosition()).toString(), 'a refusal appends nothing').to.equal(before);
   return res.body;
 }
+
+/** expectRefused, and the code (and `details.path`, when given) the refusal names. */
+export async function expectRefusedAs(
+  app: TestApp, call: () => Promise<{ status: number; body: any }>, status: number, code: string, path?: string,
+): Promise<{ error: string; code: string; details: Record<string, unknown> }> {
+  const body = await expectRefused(app, call, status);
+  expect(body.code, body.error).to.equal(code);
+  if (path !== undefined) expect(body.details.path, body.error).to.equal(path);
+  return body;
+}

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { registerUser } from '../../../services/identity/identity.handlers';
 import { systemMetadata } from '../../../services/shared/context';
-import { startTestApp, type TestApp } from '../../support/app';
+import { expectRefusedAs, startTestApp, type TestApp } from '../../support/app';
 import { HttpClient } from '../../support/server';
 import { expectCompleted, importingAdmin, postImport } from '../../imports/importClient';
 
@@ -34,13 +34,8 @@ describe('GET /api/runs/compare', function () {
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     return res.body.data;
   };
-  const refused = async (c: HttpClient, query: string, status: number, code: string, path?: string) => {
-    const res = await c.get(`/api/runs/compare?${query}`);
-    expect(res.status, `${query}: ${JSON.stringify(res.body)}`).to.equal(status);
-    expect(res.body).to.have.all.keys('error', 'code', 'details');
-    expect(res.body.code, query).to.equal(code);
-    if (path !== undefined) expect(res.body.details.path, query).to.equal(path);
-  };
+  const refused = (c: HttpClient, query: string, status: number, code: string, path?: string) =>
+    expectRefusedAs(app, () => c.get(`/api/runs/compare?${query}`), status, code, path);
   const titles = (category: { cases: { title: string }[] }) => category.cases.map((c) => c.title);
 
   before(async () => {

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { EventEnvelope } from '../../../contracts/envelope';
 import { registerUser } from '../../../services/identity/identity.handlers';
 import { systemMetadata } from '../../../services/shared/context';
-import { startTestApp, type TestApp } from '../../support/app';
+import { expectRefusedAs, startTestApp, type TestApp } from '../../support/app';
 import { HttpClient } from '../../support/server';
 import { waitUntil } from '../../support/wait';
 
@@ -48,13 +48,8 @@ describe('GET /api/events', function () {
       after = p.next;
     }
   };
-  const refused = async (c: HttpClient, query: string, status: number, code: string, path?: string) => {
-    const res = await c.get(`/api/events${query}`);
-    expect(res.status, `${query}: ${JSON.stringify(res.body)}`).to.equal(status);
-    expect(res.body).to.have.all.keys('error', 'code', 'details');
-    expect(res.body.code, query).to.equal(code);
-    if (path !== undefined) expect(res.body.details.path, query).to.equal(path);
-  };
+  const refused = (c: HttpClient, query: string, status: number, code: string, path?: string) =>
+    expectRefusedAs(app, () => c.get(`/api/events${query}`), status, code, path);
 
   before(async () => {
     app = await startTestApp();

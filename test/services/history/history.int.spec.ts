@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { registerUser } from '../../../services/identity/identity.handlers';
 import { systemMetadata } from '../../../services/shared/context';
-import { startTestApp, type TestApp } from '../../support/app';
+import { expectRefusedAs, startTestApp, type TestApp } from '../../support/app';
 import { HttpClient } from '../../support/server';
 import { expectCompleted, importingAdmin, postImport } from '../../imports/importClient';
 
@@ -33,13 +33,8 @@ describe('GET /api/history/{entity}/{id}', function () {
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     return res.body as { data: Entry[]; nextCursor: string | null };
   };
-  const refused = async (c: HttpClient, path: string, status: number, code: string, detailPath?: string) => {
-    const res = await c.get(`/api/history/${path}`);
-    expect(res.status, `${path}: ${JSON.stringify(res.body)}`).to.equal(status);
-    expect(res.body).to.have.all.keys('error', 'code', 'details');
-    expect(res.body.code, path).to.equal(code);
-    if (detailPath !== undefined) expect(res.body.details.path, path).to.equal(detailPath);
-  };
+  const refused = (c: HttpClient, path: string, status: number, code: string, detailPath?: string) =>
+    expectRefusedAs(app, () => c.get(`/api/history/${path}`), status, code, detailPath);
 
   before(async () => {
     app = await startTestApp({ imports: { chunkSize: 2 } });

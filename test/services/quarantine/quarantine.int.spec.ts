@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { seedDefaults } from '../../../services/entities/seed';
 import { registerUser } from '../../../services/identity/identity.handlers';
 import { systemMetadata } from '../../../services/shared/context';
-import { startTestApp, type TestApp } from '../../support/app';
+import { expectRefusedAs, startTestApp, type TestApp } from '../../support/app';
 import { HttpClient } from '../../support/server';
 import { expectCompleted, postImport } from '../../imports/importClient';
 
@@ -33,13 +33,8 @@ describe('quarantine: POST /api/cases/{id}/quarantine, /release, GET /api/quaran
     expect(res.status, JSON.stringify(res.body)).to.equal(op === 'create' ? 201 : 200);
     return res.body.data;
   };
-  const refused = async (c: HttpClient, path: string, body: unknown, status: number, code: string, detailPath?: string) => {
-    const res = await c.post(path, body);
-    expect(res.status, `${path}: ${JSON.stringify(res.body)}`).to.equal(status);
-    expect(res.body).to.have.all.keys('error', 'code', 'details');
-    expect(res.body.code).to.equal(code);
-    if (detailPath !== undefined) expect(res.body.details.path).to.equal(detailPath);
-  };
+  const refused = (c: HttpClient, path: string, body: unknown, status: number, code: string, detailPath?: string) =>
+    expectRefusedAs(app, () => c.post(path, body), status, code, detailPath);
   const listed = async (c: HttpClient) => {
     const res = await c.get(`/api/quarantine?projectId=${projectId}`);
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
