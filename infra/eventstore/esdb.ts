@@ -7,6 +7,7 @@ import type {
   AllStreamSubscription, AppendExpectedRevision, AppendResult as EsdbAppendResult, CurrentRevision, JSONType, RecordedEvent,
 } from '@eventstore/db-client';
 import type { EventEnvelope, EventMetadata, NewEvent } from '../../contracts/envelope';
+import { EVENT_TYPES } from '../../contracts/events';
 import { ConcurrencyError } from '../../services/shared/errors';
 import type {
   AppendResult, EventStore, ExpectedRevision, ReadAllOptions, ReadStreamOptions, Subscription,
@@ -163,6 +164,19 @@ export class EventStoreDbEventStore implements EventStore {
         if (!isSystemEvent(event) && envelopes.length < limit) envelopes.push(toEnvelope(event, position));
       }
       if (envelopes.length >= limit || read < want) return envelopes;
+    }
+  }
+
+  /** The whole log read forwards, each event shallow: EventStoreDB has no index by time. */
+  async positionAt(time: string): Promise<string> {
+    const limit = Date.parse(time);
+    let after = '0';
+    let found = '0';
+    for (;;) {
+      const page = await this.readAll({ after, maxCount: 5000, shallow: EVENT_TYPES });
+      if (page.length === 0) return found;
+      for (const event of page) if (Date.parse(event.recordedAt) <= limit && BigInt(event.position) > BigInt(found)) found = event.position;
+      after = page[page.length - 1].position;
     }
   }
 

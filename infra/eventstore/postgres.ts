@@ -177,6 +177,25 @@ export class PostgresEventStore implements EventStore {
     return rows[0]?.position ?? '0';
   }
 
+  /**
+   * A binary search on positions: es_append stamps an append's events with one time taken under
+   * the head lock, so recorded_at never decreases along the positions (a wall clock set back is
+   * the exception: then an earlier time may answer). About 20 primary-key reads for 1,000,000 events.
+   * Compared to the millisecond, as recordedAt is given out: an event's own recordedAt finds it.
+   */
+  async positionAt(time: string): Promise<string> {
+    let low = 0n;
+    let high = BigInt(await this.headPosition());
+    while (low < high) {
+      const middle = (low + high + 1n) / 2n;
+      const { rows } = await this.pool.query<{ at_or_before: boolean }>(
+        'SELECT date_trunc(\'milliseconds\', recorded_at) <= $2::timestamptz AS at_or_before FROM es_events WHERE position <= $1 ORDER BY position DESC LIMIT 1', [middle.toString(), time]);
+      if (rows.length === 0 || rows[0].at_or_before) low = middle;
+      else high = middle - 1n;
+    }
+    return low.toString();
+  }
+
   subscribeToAll(options: { after?: string; shallow?: readonly string[] } = {}): Subscription {
     const sub = new PostgresSubscription(this, this.connectionString, options.after ?? '0', options.shallow);
     this.subscriptions.add(sub);

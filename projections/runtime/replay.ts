@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import { EVENT_TYPES } from '../../contracts/events';
 import { createKnex } from '../../infra/postgres/database';
 import type { EventStore } from '../../services/shared/eventStore';
 import { migrateReadModel } from '../migrations';
@@ -21,19 +20,6 @@ const SCHEMA = /^[a-z_][a-z0-9_]{0,62}$/;
 const RESERVED = new Set(['public', 'information_schema']);
 
 export class ReplayError extends Error {}
-
-/** The last position recorded at or before `time` ('0' when none): the whole log read, each event shallow. */
-export async function positionAt(store: EventStore, time: string): Promise<string> {
-  const limit = Date.parse(time);
-  let after = '0';
-  let found = '0';
-  for (;;) {
-    const page = await store.readAll({ after, maxCount: 5000, shallow: EVENT_TYPES });
-    if (page.length === 0) return found;
-    for (const event of page) if (Date.parse(event.recordedAt) <= limit && BigInt(event.position) > BigInt(found)) found = event.position;
-    after = page[page.length - 1].position;
-  }
-}
 
 export interface ReplayResult { schema: string; until: string; projections: RebuildResult[] }
 
@@ -59,7 +45,7 @@ export async function replayIntoSchema(projections: readonly Projection[], deps:
     const exists = (await admin.raw('SELECT 1 FROM pg_namespace WHERE nspname = ?', [deps.schema])).rows.length > 0;
     if (exists && !deps.replace) throw new ReplayError(`schema "${deps.schema}" exists: give --replace to drop it and build it again, or another name`);
     const head = await deps.store.headPosition();
-    const until = deps.until === null ? head : 'position' in deps.until ? deps.until.position : await positionAt(deps.store, deps.until.time);
+    const until = deps.until === null ? head : 'position' in deps.until ? deps.until.position : await deps.store.positionAt(deps.until.time);
     if (BigInt(until) > BigInt(head)) throw new ReplayError(`--until ${until} is past the log's head (${head})`);
     if (exists) await admin.raw(`DROP SCHEMA "${deps.schema}" CASCADE`);
     await admin.raw(`CREATE SCHEMA "${deps.schema}"`);

@@ -64,5 +64,7 @@ export interface EventStore {
   subscribeToAll(options?: { after?: string; shallow?: readonly string[] }): Subscription;
   /** Position of the last event in the global log ('0' when empty). */
   headPosition(): Promise<string>;
+  /** The last position recorded at or before `time` (an ISO date-time; '0' when none). */
+  positionAt(time: string): Promise<string>;
   close(): Promise<void>;
 }

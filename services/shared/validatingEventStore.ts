@@ -15,6 +15,7 @@ export function withContracts(store: EventStore, contracts: ContractValidator): 
     readAll: (options) => store.readAll(options),
     subscribeToAll: (options) => store.subscribeToAll(options),
     headPosition: () => store.headPosition(),
+    positionAt: (time) => store.positionAt(time),
     close: () => store.close(),
   };
 }

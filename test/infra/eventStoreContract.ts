@@ -129,6 +129,23 @@ export function eventStoreContract(open: () => Promise<{ store: EventStore; disp
       expect(limited).to.have.length(1);
     });
 
+    it('finds the last position recorded at or before a time (an event by its own recordedAt)', async () => {
+      const id = s();
+      const before = new Date(Date.now() - 60_000).toISOString();
+      const appended: EventEnvelope[] = [];
+      for (let n = 1; n <= 3; n++) {
+        await store.append(id, [ev(n)], { expectedRevision: n === 1 ? 'no-stream' : BigInt(n - 2), metadata: meta });
+        appended.push((await store.readStream(id, { fromRevision: BigInt(n - 1), maxCount: 1 }))[0]);
+        await new Promise((r) => setTimeout(r, 15));
+      }
+      for (const e of appended) expect(await store.positionAt(e.recordedAt), e.recordedAt).to.equal(e.position);
+      // Between the second and the third: the second.
+      const between = new Date(Date.parse(appended[2].recordedAt) - 1).toISOString();
+      expect(await store.positionAt(between)).to.equal(appended[1].position);
+      expect(BigInt(await store.positionAt(before)) < BigInt(appended[0].position)).to.equal(true);
+      expect(await store.positionAt(new Date(Date.now() + 60_000).toISOString())).to.equal(await store.headPosition());
+    });
+
     it('a subscription catches up, then goes on live', async () => {
       const id = s();
       const start = await store.headPosition();

@@ -136,6 +136,12 @@ export class MemoryEventStore implements EventStore {
     return String(this.log.length);
   }
 
+  async positionAt(time: string): Promise<string> {
+    const limit = Date.parse(time);
+    const at = this.log.filter((e) => Date.parse(e.recordedAt) <= limit);
+    return at.length === 0 ? '0' : at[at.length - 1].position;
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.subscriptions.values()].map((close) => close()));
   }
