@@ -66,6 +66,11 @@ export interface EntityDef {
    */
   writtenAs?: 'aggregate' | 'owned' | 'projected';
   /**
+   * false: its rows are kept as they are now only, without a history table, and a read `asOf` a
+   * point is refused (statistics recomputed per batch of events; their days are their history).
+   */
+  keepsHistory?: false;
+  /**
    * The path of to-one relations from this entity to its project, for the policy module
    * (`['project']`, `['testRun', 'project']`); absent: the entity is global configuration.
    */
@@ -84,7 +89,8 @@ export type EntityName =
   | 'milestone' | 'milestoneType' | 'configuration' | 'configCategory' | 'configVariant' | 'tag' | 'workflow' | 'status'
   | 'user' | 'projectAssignment' | 'role' | 'rolePermission'
   | 'group' | 'groupAssignment' | 'userProjectPermission' | 'groupProjectPermission'
-  | 'integration' | 'attachment' | 'comment';
+  | 'integration' | 'attachment' | 'comment'
+  | 'caseStatistic' | 'caseDailyStatistic' | 'testRunStatistic' | 'projectDailyStatistic';
 
 // ---------------------------------------------------------------------------------------------
 // Field and relation builders: the catalogue below reads as a schema.
@@ -105,6 +111,8 @@ const reference = (column: string, nullable = true): FieldDef => ({ column, type
 const actor = (column: string): FieldDef => ({ column, type: 'int', nullable: true, writable: false, fromActor: true });
 
 const id: FieldDef = { column: 'id', type: 'int', nullable: false, writable: false };
+/** A statistic a projection computes (read-only). */
+const stat = (type: ScalarType, column: string, nullable = false): FieldDef => ({ column, type, nullable, writable: false });
 const createdAt: FieldDef = { column: 'created_at', type: 'datetime', nullable: false, writable: false };
 const updatedAt: FieldDef = { column: 'updated_at', type: 'datetime', nullable: false, writable: false };
 /** The external-tool migration job that wrote the row in bulk (services/migration); null for rows written one by one. */
@@ -957,11 +965,136 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       createdBy: one('user', 'created_by_id', 'createdById'),
     },
   },
+
+  // ------------------------------------------------------------------------------- analytics
+  // Read-only statistics kept by the read model's projection from runs, run cases and results
+  // (projections/analytics.ts; definitions in docs/analytics.md). Kept for now only: no `asOf`.
+  caseStatistic: {
+    name: 'caseStatistic',
+    table: 'case_statistics',
+    category: 'testCases',
+    writtenAs: 'projected',
+    keepsHistory: false,
+    projectPath: ['project'],
+    fields: {
+      id,
+      repositoryCaseId: reference('repository_case_id', false),
+      projectId: reference('project_id', false),
+      /** null: over every configuration (and runs without one). */
+      configId: reference('config_id'),
+      allConfigurations: stat('boolean', 'all_configurations'),
+      executions: stat('int', 'executions'),
+      passed: stat('int', 'passed'),
+      failed: stat('int', 'failed'),
+      passRate: stat('float', 'pass_rate', true),
+      firstSeenAt: stat('datetime', 'first_seen_at'),
+      lastSeenAt: stat('datetime', 'last_seen_at'),
+      meanDurationMs: stat('float', 'mean_duration_ms', true),
+      p95DurationMs: stat('float', 'p95_duration_ms', true),
+      lastStatusIds: { column: 'last_status_ids', type: 'int', list: true, nullable: false, writable: false },
+      recentExecutions: stat('int', 'recent_executions'),
+      flips: stat('int', 'flips'),
+      flakiness: stat('float', 'flakiness'),
+    },
+    relations: {
+      repositoryCase: one('repositoryCase', 'repository_case_id', 'repositoryCaseId'),
+      project: one('project', 'project_id', 'projectId'),
+      configuration: one('configuration', 'config_id', 'configId'),
+    },
+  },
+  caseDailyStatistic: {
+    name: 'caseDailyStatistic',
+    table: 'case_daily_statistics',
+    category: 'testCases',
+    writtenAs: 'projected',
+    keepsHistory: false,
+    projectPath: ['project'],
+    fields: {
+      id,
+      repositoryCaseId: reference('repository_case_id', false),
+      projectId: reference('project_id', false),
+      day: stat('datetime', 'day'),
+      configId: reference('config_id'),
+      branch: stat('string', 'branch', true),
+      executions: stat('int', 'executions'),
+      passed: stat('int', 'passed'),
+      failed: stat('int', 'failed'),
+      other: stat('int', 'other'),
+      flips: stat('int', 'flips'),
+      retryFlips: stat('int', 'retry_flips'),
+      durationMs: stat('int', 'duration_ms'),
+    },
+    relations: {
+      repositoryCase: one('repositoryCase', 'repository_case_id', 'repositoryCaseId'),
+      project: one('project', 'project_id', 'projectId'),
+      configuration: one('configuration', 'config_id', 'configId'),
+    },
+  },
+  testRunStatistic: {
+    name: 'testRunStatistic',
+    table: 'test_run_statistics',
+    category: 'testRuns',
+    writtenAs: 'projected',
+    keepsHistory: false,
+    projectPath: ['project'],
+    fields: {
+      id,
+      testRunId: reference('test_run_id', false),
+      projectId: reference('project_id', false),
+      milestoneId: reference('milestone_id'),
+      configId: reference('config_id'),
+      branch: stat('string', 'branch', true),
+      day: stat('datetime', 'day'),
+      isCompleted: stat('boolean', 'is_completed'),
+      total: stat('int', 'total'),
+      executed: stat('int', 'executed'),
+      passed: stat('int', 'passed'),
+      failed: stat('int', 'failed'),
+      other: stat('int', 'other'),
+      untested: stat('int', 'untested'),
+      durationMs: stat('int', 'duration_ms'),
+      passRate: stat('float', 'pass_rate', true),
+    },
+    relations: {
+      testRun: one('testRun', 'test_run_id', 'testRunId'),
+      project: one('project', 'project_id', 'projectId'),
+      milestone: one('milestone', 'milestone_id', 'milestoneId'),
+      configuration: one('configuration', 'config_id', 'configId'),
+    },
+  },
+  projectDailyStatistic: {
+    name: 'projectDailyStatistic',
+    table: 'project_daily_statistics',
+    category: 'projects',
+    writtenAs: 'projected',
+    keepsHistory: false,
+    projectPath: ['project'],
+    fields: {
+      id,
+      projectId: reference('project_id', false),
+      day: stat('datetime', 'day'),
+      executions: stat('int', 'executions'),
+      passed: stat('int', 'passed'),
+      failed: stat('int', 'failed'),
+      other: stat('int', 'other'),
+      casesCreated: stat('int', 'cases_created'),
+      casesChanged: stat('int', 'cases_changed'),
+    },
+    relations: {
+      project: one('project', 'project_id', 'projectId'),
+    },
+  },
 };
 
 export function isEntityName(name: string): name is EntityName {
   return Object.prototype.hasOwnProperty.call(ENTITIES, name);
 }
+
+/**
+ * The table holding the versions the rows of a read-model table (an entity's or a join table)
+ * had before their last change, for reads as of a point (docs/history.md).
+ */
+export const historyTableOf = (table: string): string => `${table}_history`;
 
 /** How an entity's rows are written (see EntityDef.writtenAs). */
 export const writtenAs = (entity: EntityDef) => entity.writtenAs ?? 'aggregate';

@@ -2,21 +2,26 @@ import type { Knex } from 'knex';
 import type { EventEnvelope } from '../contracts/envelope';
 import type { DataOf } from '../contracts/events';
 import { copyRows } from '../infra/postgres/copy';
-import { ENTITIES, type EntityDef } from '../contracts/entities';
+import { ENTITIES, type EntityDef, historyTableOf } from '../contracts/entities';
 import { entityEventOf, eventFields, eventTypesOf, idKeyOf, isForeignKey, linkField, linkRelations, ownedRelations, rowsWrittenOf } from '../contracts/entityEvents';
-import { catalogueTables, columnType } from './migrations/catalogueTables';
+import { catalogueTables, columnType, historyTables } from './migrations/catalogueTables';
 import type { Projection } from './runtime/projection';
 import { type ColumnTypes, RowBatch, type VersionedRow } from './runtime/rowBatch';
+import { countCaseVersion, refreshStatistics, type Touched, touchedNothing } from './statistics';
 
 /**
  * The read model behind the model API: one table per catalogue entity, kept from the generic
  * entity events (contracts/entityEvents.ts) and the folder events. Many-to-many links and owned
  * children arrive as whole lists on their owner's events and replace what the tables held; every
  * change of a test case also adds a row to its version history.
+ *
+ * Every row carries `valid_from`, the position of the event that wrote it as it is, and every
+ * version a change replaces or removes goes to the table's history table with `valid_to`, the
+ * position that did: the model API reads `asOf` any position from them (docs/history.md).
  */
 
 function columnTypesOf(entity: EntityDef): ColumnTypes {
-  const types: ColumnTypes = { revision: 'bigint' };
+  const types: ColumnTypes = { revision: 'bigint', valid_from: 'bigint' };
   for (const f of Object.values(entity.fields)) types[f.column] = columnType(f);
   return types;
 }
@@ -58,10 +63,17 @@ const FOLDERS = ENTITIES.repositoryFolder;
 const nextVersion = (row: Values) => Number(row.current_version) + 1;
 const CASES = ENTITIES.repositoryCase;
 
-/** Child rows and link lists replaced in this batch, flushed after the owners' rows. */
+/** A list given on an owner's event, with the event's position. */
+interface Given<T> { position: string; items: T[] }
+
+/**
+ * Child rows and link lists replaced in this batch, flushed after the owners' rows. Each owner
+ * keeps every list it was given, in order: the rows it had go to the history table closed at the
+ * first, each list but the last goes there closed at the next, the last is what the table holds.
+ */
 class Replacements {
-  readonly children = new Map<string, Map<number, Values[]>>();
-  readonly links = new Map<string, Map<number, number[]>>();
+  readonly children = new Map<string, Map<number, Given<Values>[]>>();
+  readonly links = new Map<string, Map<number, Given<number>[]>>();
   /** One per applied case event, with the case row as it was right after it. */
   readonly versions: { values: Values; row: VersionedRow }[] = [];
   /**
@@ -70,14 +82,12 @@ class Replacements {
    */
   readonly fresh = new Set<string>();
 
-  child(table: string, parentId: number, rows: Values[]): void {
-    if (!this.children.has(table)) this.children.set(table, new Map());
-    this.children.get(table)!.set(parentId, rows);
+  child(table: string, parentId: number, rows: Values[], position: string): void {
+    given(this.children, table, parentId).push({ position, items: rows });
   }
 
-  link(table: string, ownerId: number, ids: number[]): void {
-    if (!this.links.has(table)) this.links.set(table, new Map());
-    this.links.get(table)!.set(ownerId, ids);
+  link(table: string, ownerId: number, ids: number[], position: string): void {
+    given(this.links, table, ownerId).push({ position, items: ids });
   }
 
   async flush(trx: Knex.Transaction): Promise<void> {
@@ -86,20 +96,17 @@ class Replacements {
         const child = ENTITIES[relation.target];
         const byParent = this.children.get(child.table);
         if (!byParent) continue;
-        const replacing = [...byParent.keys()].filter((id) => !this.fresh.has(`${entity.name}:${id}`));
-        if (replacing.length > 0) await trx.raw(`DELETE FROM "${child.table}" WHERE "${relation.foreignKey}" = ANY(?::integer[])`, [replacing]);
-        const rows = [...byParent.entries()].flatMap(([parentId, items]) =>
-          items.map((item) => ({ ...toColumns(child, item), id: item.id, [relation.foreignKey]: parentId })));
-        await insertRecords(trx, child.table, columnTypesWithoutRevision(child), rows);
+        await closeReplaced(trx, child.table, relation.foreignKey, byParent, (id) => this.fresh.has(`${entity.name}:${id}`));
+        await insertGiven(trx, child.table, columnTypesWithoutRevision(child), byParent,
+          (parentId, item) => ({ ...toColumns(child, item), id: item.id, [relation.foreignKey]: parentId }));
       }
       for (const [, relation] of linkRelations(entity)) {
         const { table, sourceKey, targetKey } = relation.through!;
         const byOwner = this.links.get(table);
         if (!byOwner) continue;
-        const replacing = [...byOwner.keys()].filter((id) => !this.fresh.has(`${entity.name}:${id}`));
-        if (replacing.length > 0) await trx.raw(`DELETE FROM "${table}" WHERE "${sourceKey}" = ANY(?::integer[])`, [replacing]);
-        const rows = [...byOwner.entries()].flatMap(([ownerId, ids]) => ids.map((id) => ({ [sourceKey]: ownerId, [targetKey]: id })));
-        await insertRecords(trx, table, { [sourceKey]: 'integer', [targetKey]: 'integer' }, rows);
+        await closeReplaced(trx, table, sourceKey, byOwner, (id) => this.fresh.has(`${entity.name}:${id}`));
+        await insertGiven(trx, table, { [sourceKey]: 'integer', [targetKey]: 'integer', valid_from: 'bigint' }, byOwner,
+          (ownerId, id) => ({ [sourceKey]: ownerId, [targetKey]: id }));
       }
     }
     if (this.versions.length > 0) {
@@ -115,9 +122,9 @@ class Replacements {
       delete types.id;
       await insertRecords(trx, 'repository_case_versions', types, earlier);
       for (let i = 0; i < fromTable.length; i += 5000) {
-        await trx.raw(`INSERT INTO repository_case_versions (repository_case_id, version, title, snapshot, changed_by_id, created_at)
-          SELECT x.repository_case_id, x.version, c.title, ${SNAPSHOT_SQL}, x.changed_by_id, x.created_at
-          FROM jsonb_to_recordset(?::jsonb) AS x(repository_case_id integer, version integer, changed_by_id integer, created_at timestamptz)
+        await trx.raw(`INSERT INTO repository_case_versions (repository_case_id, version, title, snapshot, changed_by_id, created_at, valid_from)
+          SELECT x.repository_case_id, x.version, c.title, ${SNAPSHOT_SQL}, x.changed_by_id, x.created_at, x.valid_from
+          FROM jsonb_to_recordset(?::jsonb) AS x(repository_case_id integer, version integer, changed_by_id integer, created_at timestamptz, valid_from bigint)
           JOIN repository_cases c ON c.id = x.repository_case_id`, [JSON.stringify(fromTable.slice(i, i + 5000))]);
       }
     }
@@ -127,6 +134,60 @@ class Replacements {
 function columnTypesWithoutRevision(entity: EntityDef): ColumnTypes {
   const { revision: _r, ...types } = columnTypesOf(entity);
   return types;
+}
+
+function given<T>(lists: Map<string, Map<number, Given<T>[]>>, table: string, ownerId: number): Given<T>[] {
+  let byOwner = lists.get(table);
+  if (!byOwner) lists.set(table, (byOwner = new Map()));
+  let list = byOwner.get(ownerId);
+  if (!list) byOwner.set(ownerId, (list = []));
+  return list;
+}
+
+/** The columns a table has (its history table has them too, and `valid_to`), read once per process. */
+const COLUMNS = new Map<string, Promise<string[]>>();
+function columnsOfTable(trx: Knex.Transaction, table: string): Promise<string[]> {
+  let columns = COLUMNS.get(table);
+  if (!columns) {
+    columns = trx.raw(`SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position`, [table])
+      .then(({ rows }) => (rows as { column_name: string }[]).map((r) => `"${r.column_name}"`));
+    columns.catch(() => COLUMNS.delete(table));
+    COLUMNS.set(table, columns);
+  }
+  return columns;
+}
+
+/**
+ * Copies the rows of `table` that `from` selects (a FROM clause naming the table `t`) to its
+ * history table, closed at `validTo` (an SQL expression over `from`), before they change.
+ */
+async function closeVersions(trx: Knex.Transaction, table: string, from: string, validTo: string, bindings: Knex.RawBinding[]): Promise<void> {
+  const columns = await columnsOfTable(trx, table);
+  await trx.raw(`INSERT INTO "${historyTableOf(table)}" (${columns.join(', ')}, valid_to) SELECT ${columns.map((c) => `t.${c}`).join(', ')}, ${validTo} FROM ${from}`, bindings);
+}
+
+/** Deletes the rows of the owners that are given new lists (not the fresh ones), keeping them in history closed at each owner's first list. */
+async function closeReplaced<T>(trx: Knex.Transaction, table: string, ownerKey: string, byOwner: Map<number, Given<T>[]>, fresh: (id: number) => boolean): Promise<void> {
+  const owners = [...byOwner.keys()].filter((id) => !fresh(id));
+  if (owners.length === 0) return;
+  const columns = await columnsOfTable(trx, table);
+  await trx.raw(`WITH t AS (DELETE FROM "${table}" WHERE "${ownerKey}" = ANY(?::integer[]) RETURNING *)
+    INSERT INTO "${historyTableOf(table)}" (${columns.join(', ')}, valid_to) SELECT ${columns.map((c) => `t.${c}`).join(', ')}, x.p
+    FROM t JOIN unnest(?::integer[], ?::bigint[]) AS x(id, p) ON t."${ownerKey}" = x.id`, [owners, owners, owners.map((id) => byOwner.get(id)![0].position)]);
+}
+
+/** Inserts each owner's last list into `table` and the lists before it into its history table. */
+async function insertGiven<T>(trx: Knex.Transaction, table: string, types: ColumnTypes, byOwner: Map<number, Given<T>[]>, row: (ownerId: number, item: T) => Values): Promise<void> {
+  const live: Values[] = [];
+  const past: Values[] = [];
+  for (const [ownerId, lists] of byOwner) {
+    lists.forEach(({ position, items }, i) => {
+      const next = lists[i + 1]?.position;
+      for (const item of items) (next === undefined ? live : past).push({ ...row(ownerId, item), valid_from: position, ...(next !== undefined && { valid_to: next }) });
+    });
+  }
+  await insertRecords(trx, table, types, live);
+  await insertRecords(trx, historyTableOf(table), { ...types, valid_to: 'bigint' }, past);
 }
 
 async function insertRecords(trx: Knex.Transaction, table: string, types: ColumnTypes, rows: Values[]): Promise<void> {
@@ -152,13 +213,13 @@ const SNAPSHOT_SQL = `jsonb_build_object(${[...SNAPSHOT_FIELDS.map(([name, f]) =
 
 export const readModelProjection: Projection = {
   name: 'readModel',
-  tables: [...catalogueTables(), 'repository_case_aliases', 'test_run_suite_outputs', 'case_quarantines'],
+  tables: [...catalogueTables(), ...historyTables().map(({ table }) => historyTableOf(table)), 'history_kept', 'repository_case_aliases', 'test_run_suite_outputs', 'case_quarantines'],
 
   async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {
     const batches = new Map<string, RowBatch>();
     const batchOf = (entity: EntityDef) => {
       let batch = batches.get(entity.name);
-      if (!batch) batches.set(entity.name, (batch = new RowBatch(entity.table, columnTypesOf(entity))));
+      if (!batch) batches.set(entity.name, (batch = new RowBatch(entity.table, columnTypesOf(entity), historyTableOf(entity.table))));
       return batch;
     };
     const replaced = new Replacements();
@@ -187,10 +248,12 @@ export const readModelProjection: Projection = {
       relevant.push({ event, id, ...target });
     }
     const imported = events.filter((e) => e.type === 'TestResultsImported');
+    const touched = touchedBy(relevant, imported);
     if (relevant.length === 0) {
       await applyImportedChunks(trx, imported);
       await applyQuarantines(trx, events);
-      return applyAliases(trx, events);
+      await applyAliases(trx, events);
+      return refreshStatistics(trx, touched);
     }
     for (const batch of batches.values()) await batch.load(trx);
 
@@ -199,10 +262,10 @@ export const readModelProjection: Projection = {
       const data = event.data as Values;
       const replaceLists = (values: Values) => {
         for (const [name, relation] of ownedRelations(entity)) {
-          if (values[name] !== undefined) replaced.child(ENTITIES[relation.target].table, id, values[name] as Values[]);
+          if (values[name] !== undefined) replaced.child(ENTITIES[relation.target].table, id, values[name] as Values[], event.position);
         }
         for (const [name, relation] of linkRelations(entity)) {
-          if (values[linkField(name)] !== undefined) replaced.link(relation.through!.table, id, values[linkField(name)] as number[]);
+          if (values[linkField(name)] !== undefined) replaced.link(relation.through!.table, id, values[linkField(name)] as number[], event.position);
         }
       };
       switch (kind) {
@@ -254,7 +317,9 @@ export const readModelProjection: Projection = {
         const row = batchOf(CASES).peek(id);
         if (row && row.revision === BigInt(event.revision)) {
           replaced.versions.push({
-            values: { repository_case_id: id, version: row.current_version as number, changed_by_id: event.metadata.actor.userId ?? null, created_at: event.recordedAt },
+            values: {
+              repository_case_id: id, version: row.current_version as number, changed_by_id: event.metadata.actor.userId ?? null, created_at: event.recordedAt, valid_from: event.position,
+            },
             row,
           });
         }
@@ -265,8 +330,40 @@ export const readModelProjection: Projection = {
     await applyImportedChunks(trx, imported);
     await applyQuarantines(trx, events);
     await applyAliases(trx, events);
+    for (const { values, row } of replaced.versions) countCaseVersion(touched, row.project_id as number, values.created_at as string, values.version as number);
+    await refreshStatistics(trx, touched);
   },
 };
+
+/**
+ * What the statistics (projections/statistics.ts) recompute after this batch: the runs, run cases
+ * and results its events wrote, and the case versions a result import's chunks added (the other
+ * case versions are counted as they are made). A run changed in what its executions are counted
+ * by (its configuration or branch, or deleted) is touched whole, its statistics alone otherwise.
+ */
+function touchedBy(relevant: { event: EventEnvelope; entity: EntityDef; id: number; kind: string }[], imported: EventEnvelope[]): Touched {
+  const touched = touchedNothing();
+  for (const { event, entity, id, kind } of relevant) {
+    if (entity.name === 'testRunCase') touched.runCases.add(id);
+    else if (entity.name === 'testRunResult') touched.results.add(id);
+    else if (entity.name === 'testRun') {
+      const changes = kind === 'updated' ? Object.keys((event.data as { changes: Values }).changes) : [];
+      if (kind === 'deleted' || changes.some((f) => RUN_CONTEXT.has(f))) touched.runs.add(id);
+      else touched.runTotals.add(id);
+    }
+  }
+  for (const event of imported) {
+    const d = event.data as DataOf<'TestResultsImported'>;
+    for (const id of d.runCases.testRunCaseId) touched.runCases.add(id);
+    for (const id of d.results.testRunCaseId) touched.runCases.add(id);
+    touched.runTotals.add(d.testRunId);
+    if (d.cases.caseId.length > 0) countCaseVersion(touched, d.projectId, d.importedAt, 1, d.cases.caseId.length);
+  }
+  return touched;
+}
+
+/** The fields of a run its executions are counted by (projections/statistics.ts). */
+const RUN_CONTEXT = new Set(['configId', 'branch', 'projectId', 'isDeleted']);
 
 /** Quarantined cases (CaseQuarantined / CaseReleased): each case's state now, with the last reason, who and when. */
 async function applyQuarantines(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {
@@ -292,7 +389,8 @@ async function applyAliases(trx: Knex.Transaction, events: EventEnvelope[]): Pro
     await trx.raw(`INSERT INTO repository_case_aliases (project_id, source, identity_key, repository_case_id, title, created_at)
       VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (project_id, source, identity_key) DO UPDATE SET repository_case_id = EXCLUDED.repository_case_id,
         title = EXCLUDED.title, created_at = EXCLUDED.created_at`, [d.projectId, d.source, d.alias, d.caseId, d.aliasTitle, d.addedAt]);
-    await trx('repository_cases').where({ id: d.caseId }).update({ identity_key: d.identityKey });
+    await closeVersions(trx, 'repository_cases', 'repository_cases t WHERE t.id = ?', '?::bigint', [event.position, d.caseId]);
+    await trx('repository_cases').where({ id: d.caseId }).update({ identity_key: d.identityKey, valid_from: event.position });
     // The new name's key may have been an alias of this case (renamed back): the case's own key wins.
     await trx('repository_case_aliases').where({ project_id: d.projectId, source: d.source, identity_key: d.identityKey, repository_case_id: d.caseId }).delete();
   }
@@ -306,14 +404,40 @@ async function applyAliases(trx: Knex.Transaction, events: EventEnvelope[]): Pro
  * import carry its job id and revision -1 (they have no stream of their own yet).
  */
 async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {
-  if (events.length === 0) return;
+  for (const group of chunksApart(events)) await applyChunks(trx, group);
+}
+
+/**
+ * The chunks in runs where no run case or case is touched twice: each run is written at once, and
+ * every row a run updates then has one version per chunk (its history stays exact between chunks).
+ */
+function chunksApart(events: EventEnvelope[]): EventEnvelope[][] {
+  const groups: EventEnvelope[][] = [];
+  let touched = new Set<string>();
+  for (const event of events) {
+    const d = event.data as DataOf<'TestResultsImported'>;
+    const keys = [
+      ...d.runCases.testRunCaseId.map((id) => `r${id}`), ...d.results.testRunCaseId.map((id) => `r${id}`),
+      ...d.cases.caseId.map((id) => `c${id}`), ...(d.adopted?.caseId ?? []).map((id) => `c${id}`),
+    ];
+    if (groups.length === 0 || keys.some((k) => touched.has(k))) {
+      groups.push([]);
+      touched = new Set();
+    }
+    groups[groups.length - 1].push(event);
+    for (const k of keys) touched.add(k);
+  }
+  return groups;
+}
+
+async function applyChunks(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {
   const folders: unknown[][] = [];
   const cases: unknown[][] = [];
   const caseIds: number[] = [];
   const runCases = new Map<number, unknown[]>();
   const results: unknown[][] = [];
-  /** Per run case, its last result here: [status, executedAt, durationMs, importedAt]. */
-  const latest = new Map<number, [number, string, number | null, string]>();
+  /** Per run case, its last result here: [status, executedAt, durationMs, importedAt, position]. */
+  const latest = new Map<number, [number, string, number | null, string, string]>();
   /** v2: the status each touched run case shows (the worst of its results not retried), which overrides the last result's. */
   const shownStatus = new Map<number, number>();
   const adopted: unknown[][] = [];
@@ -322,26 +446,27 @@ async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[
     const d = event.data as DataOf<'TestResultsImported'>;
     const by = event.metadata.actor.userId ?? null;
     const at = d.importedAt;
+    const p = event.position;
     const f = d.folders;
-    f.folderId.forEach((id, i) => folders.push([id, d.projectId, f.parentId[i], f.name[i], d.jobId, false, at, at, -1]));
+    f.folderId.forEach((id, i) => folders.push([id, d.projectId, f.parentId[i], f.name[i], d.jobId, false, at, at, -1, p]));
     const c = d.cases;
     c.caseId.forEach((id, i) => {
       caseIds.push(id);
       cases.push([id, d.projectId, c.folderId[i], c.title[i], c.className[i], d.caseSource, d.caseTemplateId, d.caseStateId, true, by, d.jobId, 1, false, at, at, -1,
-        c.identityKey?.[i] ?? null, c.scope?.[i] == null ? null : d.scopes[c.scope[i]!]]);
+        c.identityKey?.[i] ?? null, c.scope?.[i] == null ? null : d.scopes[c.scope[i]!], p]);
     });
     const rc = d.runCases;
-    rc.testRunCaseId.forEach((id, i) => runCases.set(id, [id, d.testRunId, rc.repositoryCaseId[i], rc.order[i], d.jobId, false, at, at, -1]));
+    rc.testRunCaseId.forEach((id, i) => runCases.set(id, [id, d.testRunId, rc.repositoryCaseId[i], rc.order[i], d.jobId, false, at, at, -1, p]));
     const r = d.results;
     r.resultId.forEach((id, i) => {
       const executedAt = r.executedAt[i] ?? at;
       results.push([id, d.testRunId, r.testRunCaseId[i], r.statusId[i], r.durationMs[i], executedAt, r.message[i], r.failureType[i], r.stackTrace[i],
-        r.systemOut[i], r.systemErr[i], r.file[i], r.line[i], r.properties[i], r.attempt[i], by, d.jobId, false, at, at, -1, r.retried?.[i] ?? false]);
-      latest.set(r.testRunCaseId[i], [r.statusId[i], executedAt, r.durationMs[i], at]);
+        r.systemOut[i], r.systemErr[i], r.file[i], r.line[i], r.properties[i], r.attempt[i], by, d.jobId, false, at, at, -1, r.retried?.[i] ?? false, p]);
+      latest.set(r.testRunCaseId[i], [r.statusId[i], executedAt, r.durationMs[i], at, p]);
       shownStatus.delete(r.testRunCaseId[i]); // an earlier chunk's word is replaced by this one's (its own `shown`, or its last result)
     });
     d.shown?.testRunCaseId.forEach((id, i) => shownStatus.set(id, d.shown.statusId[i]));
-    d.adopted?.caseId.forEach((id, i) => adopted.push([id, d.adopted.identityKey[i], d.adopted.identityScope[i]]));
+    d.adopted?.caseId.forEach((id, i) => adopted.push([id, d.adopted.identityKey[i], d.adopted.identityScope[i], p]));
     d.suiteOutputs?.folderId.forEach((folderId, i) => {
       const o = d.suiteOutputs;
       suiteOutputs.push([d.testRunId, d.jobId, folderId, o.suite[i], o.systemOut[i], o.systemErr[i], at]);
@@ -360,32 +485,36 @@ async function applyImportedChunks(trx: Knex.Transaction, events: EventEnvelope[
     return [status, completing.has(status), completing.has(status) ? executedAt : null, durationMs];
   };
 
-  await copyRows(trx, 'repository_folders', ['id', 'project_id', 'parent_id', 'name', 'import_job_id', 'is_deleted', 'created_at', 'updated_at', 'revision'], folders);
+  await copyRows(trx, 'repository_folders', ['id', 'project_id', 'parent_id', 'name', 'import_job_id', 'is_deleted', 'created_at', 'updated_at', 'revision', 'valid_from'], folders);
   await copyRows(trx, 'repository_cases', [
     'id', 'project_id', 'folder_id', 'title', 'class_name', 'source', 'template_id', 'state_id', 'automated', 'created_by_id', 'import_job_id',
-    'current_version', 'is_deleted', 'created_at', 'updated_at', 'revision', 'identity_key', 'identity_scope'], cases);
+    'current_version', 'is_deleted', 'created_at', 'updated_at', 'revision', 'identity_key', 'identity_scope', 'valid_from'], cases);
   if (adopted.length > 0) {
-    await trx.raw(`UPDATE repository_cases c SET identity_key = x.k, identity_scope = x.s
-      FROM unnest(?::integer[], ?::text[], ?::text[]) AS x(id, k, s) WHERE c.id = x.id`, [0, 1, 2].map((k) => adopted.map((row) => row[k])) as unknown as Knex.RawBinding[]);
+    const columns = [0, 1, 2, 3].map((k) => adopted.map((row) => row[k])) as unknown as Knex.RawBinding[];
+    const source = 'unnest(?::integer[], ?::text[], ?::text[], ?::bigint[]) AS x(id, k, s, p)';
+    await closeVersions(trx, 'repository_cases', `repository_cases t JOIN ${source} ON t.id = x.id`, 'x.p', columns);
+    await trx.raw(`UPDATE repository_cases c SET identity_key = x.k, identity_scope = x.s, valid_from = x.p FROM ${source} WHERE c.id = x.id`, columns);
   }
   await copyRows(trx, 'test_run_suite_outputs', ['test_run_id', 'import_job_id', 'folder_id', 'suite', 'system_out', 'system_err', 'created_at'], suiteOutputs);
   if (caseIds.length > 0) {
-    await trx.raw(`INSERT INTO repository_case_versions (repository_case_id, version, title, snapshot, changed_by_id, created_at)
-      SELECT c.id, 1, c.title, ${SNAPSHOT_SQL}, c.created_by_id, c.created_at FROM repository_cases c WHERE c.id = ANY(?::integer[])`, [caseIds]);
+    await trx.raw(`INSERT INTO repository_case_versions (repository_case_id, version, title, snapshot, changed_by_id, created_at, valid_from)
+      SELECT c.id, 1, c.title, ${SNAPSHOT_SQL}, c.created_by_id, c.created_at, c.valid_from FROM repository_cases c WHERE c.id = ANY(?::integer[])`, [caseIds]);
   }
   await copyRows(trx, 'test_run_cases', [
-    'id', 'test_run_id', 'repository_case_id', 'sort_order', 'import_job_id', 'is_deleted', 'created_at', 'updated_at', 'revision',
+    'id', 'test_run_id', 'repository_case_id', 'sort_order', 'import_job_id', 'is_deleted', 'created_at', 'updated_at', 'revision', 'valid_from',
     'status_id', 'is_completed', 'completed_at', 'elapsed_ms'], [...runCases.values()].map((row) => [...row, ...shown(row[0] as number)]));
   await copyRows(trx, 'test_run_results', [
     'id', 'test_run_id', 'test_run_case_id', 'status_id', 'duration_ms', 'executed_at', 'message', 'failure_type', 'stack_trace', 'system_out',
-    'system_err', 'file', 'line', 'properties', 'attempt', 'executed_by_id', 'import_job_id', 'is_deleted', 'created_at', 'updated_at', 'revision', 'retried'], results);
+    'system_err', 'file', 'line', 'properties', 'attempt', 'executed_by_id', 'import_job_id', 'is_deleted', 'created_at', 'updated_at', 'revision', 'retried', 'valid_from'], results);
   const older = [...latest.keys()].filter((id) => !runCases.has(id));
   if (older.length > 0) {
-    const rows = older.map((id) => [id, ...shown(id), latest.get(id)![3]]);
+    const rows = older.map((id) => [id, ...shown(id), latest.get(id)![3], latest.get(id)![4]]);
+    const columns = [0, 1, 2, 3, 4, 5, 6].map((k) => rows.map((row) => row[k])) as unknown as Knex.RawBinding[];
+    const source = `unnest(?::integer[], ?::integer[], ?::boolean[], ?::timestamptz[], ?::integer[], ?::timestamptz[], ?::bigint[])
+      AS x(id, status_id, completed, completed_at, elapsed_ms, updated_at, p)`;
+    await closeVersions(trx, 'test_run_cases', `test_run_cases t JOIN ${source} ON t.id = x.id`, 'x.p', columns);
     await trx.raw(`UPDATE test_run_cases t SET status_id = x.status_id, is_completed = x.completed, completed_at = x.completed_at,
-        elapsed_ms = x.elapsed_ms, updated_at = x.updated_at
-      FROM unnest(?::integer[], ?::integer[], ?::boolean[], ?::timestamptz[], ?::integer[], ?::timestamptz[])
-        AS x(id, status_id, completed, completed_at, elapsed_ms, updated_at)
-      WHERE t.id = x.id`, [0, 1, 2, 3, 4, 5].map((k) => rows.map((row) => row[k])) as unknown as Knex.RawBinding[]);
+        elapsed_ms = x.elapsed_ms, updated_at = x.updated_at, valid_from = x.p
+      FROM ${source} WHERE t.id = x.id`, columns);
   }
 }

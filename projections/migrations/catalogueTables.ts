@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { ENTITIES, type EntityDef, type FieldDef } from '../../contracts/entities';
+import { ENTITIES, type EntityDef, type FieldDef, historyTableOf } from '../../contracts/entities';
 
 /**
  * Read-model tables as the entity catalogue describes them: one per entity, one per
@@ -44,7 +44,14 @@ async function syncEntityTable(knex: Knex, entity: EntityDef): Promise<void> {
     if (!exists && (entity.writtenAs ?? 'aggregate') === 'aggregate') t.bigInteger('revision').notNullable();
   };
   if (!exists) await knex.schema.createTable(entity.table, build);
-  else if (missing.length > 0) await knex.schema.alterTable(entity.table, build);
+  else if (missing.length > 0) {
+    await knex.schema.alterTable(entity.table, build);
+    // Its history table keeps the same columns (nullable there: versions from before the column had none).
+    const history = historyTableOf(entity.table);
+    if (await knex.schema.hasTable(history)) {
+      await knex.schema.alterTable(history, (t) => { for (const [column, f] of missing) t.specificType(column, columnType(f)); });
+    }
+  }
 }
 
 async function syncJoinTable(knex: Knex, table: string, sourceKey: string, targetKey: string): Promise<void> {
@@ -76,4 +83,42 @@ export function catalogueTables(): string[] {
     for (const relation of Object.values(entity.relations)) if (relation.through) tables.add(relation.through.table);
   }
   return [...tables];
+}
+
+/**
+ * The catalogue tables that keep history (entities with `keepsHistory: false` do not; users are
+ * the identity projection's), each with the columns a read as of a point looks its rows up by: the
+ * id and the foreign keys (the indexes of the table itself), or a join table's two ends.
+ */
+export function historyTables(): { table: string; keys: string[] }[] {
+  const tables = new Map<string, string[]>();
+  for (const entity of Object.values(ENTITIES)) {
+    if (entity.table === 'users' || entity.keepsHistory === false) continue;
+    const keys = ['id', ...new Set(Object.values(entity.relations).filter((r) => r.kind === 'one').map((r) => r.foreignKey))];
+    tables.set(entity.table, keys);
+    for (const relation of Object.values(entity.relations)) {
+      if (relation.through) tables.set(relation.through.table, [relation.through.sourceKey, relation.through.targetKey]);
+    }
+  }
+  return [...tables].map(([table, keys]) => ({ table, keys }));
+}
+
+/**
+ * Point-in-time history of the catalogue tables (historyTables): each gets `valid_from` (the
+ * position of the event that wrote the row as it is; null for rows written before history was
+ * kept) and a history table with the same columns plus `valid_to` (the position of the event that
+ * replaced or removed that version). Idempotent like syncCatalogueTables, so a migration that adds
+ * an entity calls both.
+ */
+export async function syncHistoryTables(knex: Knex): Promise<void> {
+  for (const { table, keys } of historyTables()) {
+    if (!(await knex.schema.hasColumn(table, 'valid_from'))) await knex.schema.alterTable(table, (t) => t.bigInteger('valid_from'));
+    const history = historyTableOf(table);
+    if (await knex.schema.hasTable(history)) continue;
+    await knex.raw(`CREATE TABLE "${history}" (LIKE "${table}")`);
+    await knex.schema.alterTable(history, (t) => {
+      t.bigInteger('valid_to').notNullable();
+      for (const key of keys) t.index(key === 'id' ? ['id', 'valid_from'] : [key]);
+    });
+  }
 }

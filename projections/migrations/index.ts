@@ -20,6 +20,8 @@ import * as m018 from './018_job_leases';
 import * as m020 from './020_external_import_bulk';
 import * as m021 from './021_external_import_rows_indexes';
 import * as m022 from './022_case_quarantines';
+import * as m023 from './023_history';
+import * as m024 from './024_statistics';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -44,6 +46,8 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '020_external_import_bulk': m020,
   '021_external_import_rows_indexes': m021,
   '022_case_quarantines': m022,
+  '023_history': m023,
+  '024_statistics': m024,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -21,6 +21,9 @@ const CHUNK = 5000;
  */
 export class RowBatch {
   private readonly rows = new Map<number, VersionedRow>();
+  /** With a history table: the versions this batch replaced or removed, each closed at the position that did. */
+  private readonly closed: VersionedRow[] = [];
+  private readonly historySql: string | null = null;
   private readonly dirty = new Set<number>();
   private readonly wanted = new Set<number>();
   private readonly removed = new Set<number>();
@@ -28,11 +31,22 @@ export class RowBatch {
   private readonly upsertSql: string;
   private readonly selectSql: string;
 
+  /**
+   * `history`: the table the replaced versions go to (docs/history.md). The rows then carry
+   * `valid_from`, the position of the event that wrote them, and `types` must include it.
+   */
   constructor(
     private readonly table: string,
     types: ColumnTypes,
+    history?: string,
   ) {
     this.columns = Object.keys(types);
+    if (history) {
+      const columns = [...this.columns, 'valid_to'];
+      const list = columns.map((c) => `"${c}"`).join(', ');
+      const recordType = columns.map((c) => `"${c}" ${c === 'valid_to' ? 'bigint' : types[c]}`).join(', ');
+      this.historySql = `INSERT INTO "${history}" (${list}) SELECT ${list} FROM jsonb_to_recordset(?::jsonb) AS x(${recordType})`;
+    }
     const list = this.columns.map((c) => `"${c}"`).join(', ');
     const recordType = this.columns.map((c) => `"${c}" ${types[c]}`).join(', ');
     const updates = this.columns.filter((c) => c !== 'id').map((c) => `"${c}" = EXCLUDED."${c}"`).join(', ');
@@ -66,8 +80,16 @@ export class RowBatch {
     // `change` returns a fresh object (it never edits `current`): stamp it instead of copying it again.
     next.id = id;
     next.revision = revision;
+    if (this.historySql) {
+      if (current) this.close(current, event.position);
+      next.valid_from = event.position;
+    }
     this.rows.set(id, next);
     this.dirty.add(id);
+  }
+
+  private close(version: VersionedRow, position: string): void {
+    this.closed.push({ ...version, valid_to: position });
   }
 
   /** The row as this batch holds it now (after the changes applied so far). */
@@ -79,6 +101,7 @@ export class RowBatch {
   remove(id: number, event: EventEnvelope): void {
     const current = this.rows.get(id);
     if (current && current.revision >= BigInt(event.revision)) return;
+    if (current && this.historySql) this.close(current, event.position);
     this.rows.delete(id);
     this.dirty.delete(id);
     this.removed.add(id);
@@ -88,6 +111,10 @@ export class RowBatch {
     const removed = [...this.removed].filter((id) => !this.rows.has(id));
     this.removed.clear();
     if (removed.length > 0) await trx.raw(`DELETE FROM "${this.table}" WHERE id = ANY(?::integer[])`, [removed]);
+    if (this.historySql && this.closed.length > 0) {
+      const closed = this.closed.splice(0).map((row) => ({ ...row, revision: row.revision.toString() }));
+      for (let i = 0; i < closed.length; i += CHUNK) await trx.raw(this.historySql, [JSON.stringify(closed.slice(i, i + CHUNK))]);
+    }
     const ids = [...this.dirty];
     this.dirty.clear();
     for (let i = 0; i < ids.length; i += CHUNK) {

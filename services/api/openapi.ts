@@ -44,6 +44,13 @@ type Schema = OpenAPIV3.SchemaObject | OpenAPIV3.ReferenceObject;
 type Schemas = Record<string, Schema>;
 const ref = (name: string): OpenAPIV3.ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
 const pascal = (s: string) => s[0].toUpperCase() + s.slice(1);
+/** `asOf` of every read (docs/history.md). */
+const AS_OF: Schema = {
+  anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern: '^(0|[1-9][0-9]{0,18})$' }, { type: 'string', format: 'date-time' }],
+  description: 'read as of this point of the log: an event position, or a date-time with a zone (the last position recorded at or before it). '
+    + 'The answer is what the same read answered right after it; access is decided by your rights now; accounts (users) are read as they are now',
+};
+
 const object = (properties: Record<string, Schema>, extra: Partial<OpenAPIV3.NonArraySchemaObject> = {}): OpenAPIV3.SchemaObject =>
   ({ type: 'object', additionalProperties: false, properties, ...extra });
 /** `one` or a list of them, as the API accepts both. */
@@ -583,12 +590,12 @@ function entitySchemas(entity: EntityDef, own: boolean): Schemas {
 
   const operations: Schemas = {
     [`${name}FindManyArgs`]: object({
-      ...listArgs(entity), ...shapeProperties(entity),
+      ...listArgs(entity), ...shapeProperties(entity), asOf: AS_OF,
       distinct: { ...oneOrMany({ type: 'string', enum: comparable }, MAX_DISTINCT_FIELDS), description: 'of rows equal on these fields, only the first in the requested order' },
     }, { description: `${SHAPE_NOTE}. ${ROWS_NOTE}` }),
-    [`${name}FindUniqueArgs`]: object({ where: ref(`${name}WhereUniqueInput`), ...shapeProperties(entity) }, { required: ['where'], description: SHAPE_NOTE }),
-    [`${name}CountArgs`]: object({ where: ref(`${name}WhereInput`) }),
-    [`${name}AggregateArgs`]: object({ ...listArgs(entity), ...aggregateSelections(entity) }, { description: 'at least one of _count, _sum, _avg, _min, _max' }),
+    [`${name}FindUniqueArgs`]: object({ where: ref(`${name}WhereUniqueInput`), ...shapeProperties(entity), asOf: AS_OF }, { required: ['where'], description: SHAPE_NOTE }),
+    [`${name}CountArgs`]: object({ where: ref(`${name}WhereInput`), asOf: AS_OF }),
+    [`${name}AggregateArgs`]: object({ ...listArgs(entity), ...aggregateSelections(entity), asOf: AS_OF }, { description: 'at least one of _count, _sum, _avg, _min, _max' }),
     [`${name}AggregateResult`]: object(aggregateResults(entity)),
     [`${name}HavingInput`]: havingSchema(entity),
     [`${name}GroupByArgs`]: object({
@@ -598,6 +605,7 @@ function entitySchemas(entity: EntityDef, own: boolean): Schemas {
       orderBy: { ...oneOrMany(ref(`${name}GroupByOrderByInput`), MAX_ORDER_BY_KEYS), description: ORDER_BY_NOTE },
       take: take(false), skip,
       ...aggregateSelections(entity),
+      asOf: AS_OF,
     }, { required: ['by'], description: ROWS_NOTE }),
     [`${name}GroupByOrderByInput`]: groupByOrderBy(entity),
     [`${name}GroupByResult`]: object({

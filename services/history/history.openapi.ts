@@ -105,7 +105,8 @@ export function historyPaths(): OpenAPIV3.PathsObject {
         tags: ['history'],
         summary: 'what changed in an entity between two points of the log: its fields, and its owned children item by item',
         description: 'A point is a position or a time (the events recorded at or before it); `to` absent: now. Before its creation an entity\'s fields were all null '
-          + '(`exists` false). Owned children (a case\'s steps, a result\'s step results and field values) are listed added, removed and changed by id. '
+          + '(`exists` false). Owned children (a case\'s steps, a result\'s step results and field values) are listed added, removed and changed by id; '
+          + 'for a run also its run cases and results (`testRunCases`, `results`), as the read model held them at both points (asOf). '
           + 'Whoever may read the row now may diff it (404 otherwise). Credentials never appear.',
         parameters: [
           { name: 'entity', in: 'query', required: true, schema: { type: 'string', enum: entities } },

@@ -3,14 +3,16 @@ import { ENTITIES, type EntityDef, type EntityName, isEntityName, writtenAs } fr
 import type { EventEnvelope } from '../../contracts/envelope';
 import { streamOf } from '../../contracts/entityEvents';
 import { entityStateOf } from '../entities/importedRows';
+import { parseFindArgs } from '../model/args';
+import { resolveAsOf } from '../model/asOf';
 import type { ReadOptions } from '../model/query';
-import { isRowVisible } from '../model/query';
+import { DEFAULT_MAX_ROWS, isRowVisible, runFind } from '../model/query';
 import { badRequest, notFound } from '../shared/errors';
 import type { EventStore } from '../shared/eventStore';
 import { idParameter, invalidArgument, isIsoTime, queryParameters } from '../shared/validate';
 import { quarantineStream } from '../quarantine/quarantine.decider';
 import { type ImportOrigin, importOriginOf } from './importOrigin';
-import { diffStates, type FieldChange, foldTimeline, stateAfter } from './timeline';
+import { type ChildrenDiff, diffChildren, diffStates, type FieldChange, foldTimeline, stateAfter } from './timeline';
 
 /** GET /api/history/{entity}/{id}: one entity's events, oldest first, each with what it changed. */
 
@@ -60,15 +62,17 @@ export function parseHistoryQuery(params: { entity: string; id: string }, query:
 
 /**
  * One page of the entity's history, after the cursor. The caller must see the row now (the model
- * API's scope: `read`), else 404, as for a row that never existed. The whole stream is folded for
- * every page: a change's `before` is the state the events before it left.
+ * API's scope: `read`), else 404, as for a row that never existed. The stream is read and folded
+ * from its start up to one event past the page (a change's `before` is the state the events before
+ * it left): the first pages of a long history cost what they show, a late page what precedes it.
  */
 export async function findHistory(deps: { knex: Knex; store: EventStore }, q: HistoryQuery, read: ReadOptions): Promise<{ data: HistoryEntry[]; nextCursor: string | null }> {
   const entity = ENTITIES[q.entity];
   if (!(await isRowVisible(deps.knex, entity, q.id, read))) throw notFound(`${entity.name} ${q.id} does not exist`, { entity: entity.name, id: q.id });
-  const { events, initial, origin } = await entityEvents(deps, entity, q.id);
-  const steps = foldTimeline(q.entity, events, initial ?? {});
   const after = q.after === null ? null : BigInt(q.after);
+  const enough = (read: EventEnvelope[]) => read.filter((e) => after === null || BigInt(e.position) > after).length > q.take;
+  const { events, initial, origin } = await entityEvents(deps, entity, q.id, enough);
+  const steps = foldTimeline(q.entity, events, initial ?? {});
   const rest = steps.filter((s) => after === null || BigInt(s.event.position) > after);
   const page = rest.slice(0, q.take);
   const userIds = [...new Set(page.map((s) => s.event.metadata.actor.userId).filter((u): u is number => u !== null))];
@@ -90,30 +94,44 @@ export async function findHistory(deps: { knex: Knex; store: EventStore }, q: Hi
   };
 }
 
+/** Events of an entity's stream read first by a timeline page that needs only its start; each further read twice as many. */
+const FIRST_CHUNK = 200;
+
 /**
  * An entity's events in order, for folding: its own stream, preceded by the import chunk that
  * created it when an import wrote it in bulk (as the Created event it stands for). `initial`: the
  * state before the first event when that is not a creation (a bulk row whose chunk is not found:
- * the read model's row), else null.
+ * the read model's row), else null. With `enough`, the stream is read in chunks from its start
+ * until the events read satisfy it (all of them: the whole history).
  */
-async function entityEvents(deps: { knex: Knex; store: EventStore }, entity: EntityDef, id: number): Promise<{ events: EventEnvelope[]; initial: Record<string, unknown> | null; origin: ImportOrigin | null }> {
-  const own = await deps.store.readStream(streamOf(entity, id));
-  if (entity.name === 'repositoryCase') {
-    // Its quarantine is an aggregate of its own (services/quarantine/): in the case's timeline, in the order of the log.
-    own.push(...(await deps.store.readStream(quarantineStream(id))));
-    own.sort((a, b) => (BigInt(a.position) < BigInt(b.position) ? -1 : 1));
+async function entityEvents(
+  deps: { knex: Knex; store: EventStore }, entity: EntityDef, id: number, enough?: (events: EventEnvelope[]) => boolean,
+): Promise<{ events: EventEnvelope[]; initial: Record<string, unknown> | null; origin: ImportOrigin | null }> {
+  // Its quarantine is an aggregate of its own (services/quarantine/): in the case's timeline, in the order of the log.
+  const beside = entity.name === 'repositoryCase' ? await deps.store.readStream(quarantineStream(id)) : [];
+  const own: EventEnvelope[] = [];
+  let merged: EventEnvelope[] = [];
+  for (let size = FIRST_CHUNK; ; size *= 2) {
+    const chunk = await deps.store.readStream(streamOf(entity, id), enough ? { fromRevision: BigInt(own.length), maxCount: size } : {});
+    own.push(...chunk);
+    const complete = !enough || chunk.length < size;
+    // Events beside the stream up to its last event read (all of them once it is read whole).
+    const last = own.length === 0 ? null : BigInt(own[own.length - 1].position);
+    merged = [...own, ...beside.filter((e) => complete || (last !== null && BigInt(e.position) < last))];
+    merged.sort((a, b) => (BigInt(a.position) < BigInt(b.position) ? -1 : 1));
+    if (complete || enough!(merged)) break;
   }
-  const createdFirst = own[0] !== undefined && /Created$|Registered$/.test(own[0].type);
+  const createdFirst = merged[0] !== undefined && /Created$|Registered$/.test(merged[0].type);
   const origin = createdFirst ? null : await importOriginOf(deps.knex, deps.store, entity, id);
   if (origin) {
     const created = { ...origin.event, type: `${entity.name[0].toUpperCase()}${entity.name.slice(1)}Created`, data: origin.values };
-    return { events: [created, ...own], initial: null, origin };
+    return { events: [created, ...merged], initial: null, origin };
   }
-  if (own.length > 0 && !createdFirst) {
+  if (merged.length > 0 && !createdFirst) {
     const row = (await deps.knex(entity.table).where({ id }).first()) as Record<string, unknown> | undefined;
-    if (row) return { events: own, initial: (await entityStateOf(deps.knex, entity, row)).values, origin: null };
+    if (row) return { events: merged, initial: (await entityStateOf(deps.knex, entity, row)).values, origin: null };
   }
-  return { events: own, initial: null, origin: null };
+  return { events: merged, initial: null, origin: null };
 }
 
 /** A point of the log: a position, or a time (the events recorded at or before it). */
@@ -145,7 +163,7 @@ const upTo = (point: Point) => (event: EventEnvelope) =>
  * children (a case's steps, a result's step results and field values) item by item. Whether it
  * existed at each point is said: before its creation, every field was null.
  */
-export async function findDiff(deps: { knex: Knex; store: EventStore }, q: DiffQuery, read: ReadOptions) {
+export async function findDiff(deps: { knex: Knex; store: EventStore; writeTimeoutMs?: number }, q: DiffQuery, read: ReadOptions) {
   const entity = ENTITIES[q.entity];
   if (!(await isRowVisible(deps.knex, entity, q.id, read))) throw notFound(`${entity.name} ${q.id} does not exist`, { entity: entity.name, id: q.id });
   const { events, initial } = await entityEvents(deps, entity, q.id);
@@ -156,5 +174,19 @@ export async function findDiff(deps: { knex: Knex; store: EventStore }, q: DiffQ
   const { changes, children } = diffStates(q.entity, from.values, to.values);
   const point = (p: Point | null, list: EventEnvelope[], state: { exists: boolean }) =>
     ({ ...(p ?? { position: events.at(-1)?.position ?? null }), exists: state.exists, events: list.length });
+  if (q.entity === 'testRun') Object.assign(children, await runChildrenDiff(deps, q, read));
   return { entity: entity.name, id: q.id, from: point(q.from, before, from), to: point(q.to, after, to), changes, children };
+}
+
+/** What a run's diff adds: its run cases and results, each their own aggregate, compared as the read model held them at both points (`asOf`). */
+const RUN_CHILDREN = [['testRunCases', 'testRunCase'], ['results', 'testRunResult']] as const;
+
+async function runChildrenDiff(deps: { knex: Knex; store: EventStore; writeTimeoutMs?: number }, q: DiffQuery, read: ReadOptions) {
+  const at = async (p: Point | null) => (p === null ? undefined : resolveAsOf({ knex: deps.knex, store: deps.store, waitMs: deps.writeTimeoutMs ?? 5000 }, p));
+  const [from, to] = [await at(q.from), await at(q.to)];
+  const rows = (entity: EntityName, asOf: string | undefined) => runFind(deps.knex, ENTITIES[entity], 'findMany',
+    parseFindArgs(ENTITIES[entity], 'findMany', { where: { testRunId: q.id }, orderBy: { id: 'asc' } }), { ...read, maxRows: DEFAULT_MAX_ROWS, ...(asOf !== undefined && { asOf }) });
+  const children: Record<string, ChildrenDiff> = {};
+  for (const [name, entity] of RUN_CHILDREN) children[name] = diffChildren(await rows(entity, from), await rows(entity, to));
+  return children;
 }

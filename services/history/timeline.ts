@@ -148,6 +148,26 @@ export interface ChildrenDiff {
 }
 
 /** Field changes from one state to another; owned children (a case's steps) item by item, by id. */
+/** Two lists of children (objects with an `id`) compared by id: added, removed, and changed field by field. */
+export function diffChildren(before: unknown, after: unknown): ChildrenDiff {
+  const items = (list: unknown) => new Map((Array.isArray(list) ? list : []).filter(isObject).map((item) => [JSON.stringify(item.id), item]));
+  const a = items(before);
+  const b = items(after);
+  const diff: ChildrenDiff = {
+    added: [...b].filter(([id]) => !a.has(id)).map(([, item]) => item),
+    removed: [...a].filter(([id]) => !b.has(id)).map(([, item]) => item),
+    changed: [],
+  };
+  for (const [id, item] of b) {
+    const old = a.get(id);
+    if (!old) continue;
+    const itemChanges = [...new Set([...Object.keys(old), ...Object.keys(item)])].filter((k) => !same(old[k] ?? null, item[k] ?? null))
+      .map((k) => ({ field: k, before: old[k] ?? null, after: item[k] ?? null }));
+    if (itemChanges.length > 0) diff.changed.push({ id: item.id, changes: itemChanges });
+  }
+  return diff;
+}
+
 export function diffStates(entityName: EntityName, from: Record<string, unknown>, to: Record<string, unknown>): { changes: FieldChange[]; children: Record<string, ChildrenDiff> } {
   const entity = ENTITIES[entityName];
   const owned = new Set(ownedRelations(entity).map(([relation]) => relation));
@@ -157,22 +177,7 @@ export function diffStates(entityName: EntityName, from: Record<string, unknown>
     const before = from[field] ?? (field === entity.softDeleteField ? false : null);
     const after = to[field] ?? (field === entity.softDeleteField ? false : null);
     if (owned.has(field)) {
-      const items = (list: unknown) => new Map((Array.isArray(list) ? list : []).filter(isObject).map((item) => [JSON.stringify(item.id), item]));
-      const a = items(before);
-      const b = items(after);
-      const diff: ChildrenDiff = {
-        added: [...b].filter(([id]) => !a.has(id)).map(([, item]) => item),
-        removed: [...a].filter(([id]) => !b.has(id)).map(([, item]) => item),
-        changed: [],
-      };
-      for (const [id, item] of b) {
-        const old = a.get(id);
-        if (!old) continue;
-        const itemChanges = [...new Set([...Object.keys(old), ...Object.keys(item)])].filter((k) => !same(old[k] ?? null, item[k] ?? null))
-          .map((k) => ({ field: k, before: old[k] ?? null, after: item[k] ?? null }));
-        if (itemChanges.length > 0) diff.changed.push({ id: item.id, changes: itemChanges });
-      }
-      children[field] = diff;
+      children[field] = diffChildren(before, after);
       continue;
     }
     if (!same(before, after)) changes.push({ field, before, after });

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { EntityDef, FieldDef } from '../../contracts/entities';
 import { havingAggregateField, type AggregateArgs, type Aggregates, type GroupByArgs } from './args';
-import { applyPage, applyScope, applyWhere, columnOf, columnsOf, fetchRows, limitToRowBudget, spendRowBudget, sqlContext, type ReadOptions } from './query';
+import { applyPage, applyScope, applyWhere, columnOf, columnsOf, fetchRows, limitToRowBudget, rowsOf, spendRowBudget, sqlContext, type ReadOptions } from './query';
 import { toApiValue, type ApiObject, type Row } from './shape';
 
 /**
@@ -21,7 +21,7 @@ export async function runAggregate(knex: Knex, entity: EntityDef, args: Aggregat
   const sql = sqlContext(knex, options);
   const alias = sql.nextAlias();
   // orderBy/cursor/take/skip choose the rows *before* aggregation: a subquery.
-  const rows = knex({ [alias]: entity.table }).select(columnsOf(entity, alias));
+  const rows = rowsOf(sql, entity, alias).select(columnsOf(entity, alias));
   applyWhere(sql, rows, entity, alias, args.where);
   applyScope(sql, rows, entity, alias);
   if (args.take !== undefined || args.skip || args.cursor !== undefined) applyPage(sql, rows, entity, alias, args);
@@ -43,7 +43,7 @@ export async function runGroupBy(knex: Knex, entity: EntityDef, args: GroupByArg
   const alias = sql.nextAlias();
   const byColumns = args.by.map((field) => columnOf(entity, alias, field));
   const plan = aggregatePlan(entity, args.aggregates);
-  const groups = knex({ [alias]: entity.table })
+  const groups = rowsOf(sql, entity, alias)
     .select(byColumns.map((column, i) => ({ [`g${i}`]: column })))
     .select(plan.map((item) => item.select(knex, alias)))
     .groupBy(byColumns);

@@ -1,5 +1,5 @@
 import { Router, type Request } from 'express';
-import { ENTITIES, isEntityName } from '../../contracts/entities';
+import { ENTITIES, type EntityDef, isEntityName } from '../../contracts/entities';
 import { asyncHandler } from '../shared/http';
 import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
@@ -11,6 +11,7 @@ import { ENTITY_COMMANDS, assertWritable } from './model.commands';
 import { DEFAULT_MAX_ROWS, findRowById, runFind, uniqueRowId } from './query';
 import { authorizeWrite, checkVisible, policyFor, targetsOf } from './policy';
 import { checkWriteAnswer } from './writeAnswer';
+import { parseAsOf, resolveAsOf } from './asOf';
 import { parseEntityCreate, parseEntityUpdate } from './writeArgs';
 
 const READS: readonly FindOperation[] = ['findMany', 'findFirst', 'findUnique', 'count'];
@@ -53,6 +54,20 @@ function argumentsOf(req: Request): unknown {
 }
 
 /**
+ * A read's `asOf` taken out of its arguments and resolved to the position it reads at (asOf.ts);
+ * the arguments of a write never take one.
+ */
+async function readPoint(deps: CommandDeps, entity: EntityDef, operation: string, args: unknown): Promise<{ body: unknown; asOf?: string }> {
+  const isRead = (READS as readonly string[]).includes(operation) || operation in OR_THROW || AGGREGATES.includes(operation);
+  if (!isRead || args === null || typeof args !== 'object' || Array.isArray(args) || !('asOf' in args)) return { body: args };
+  const { asOf, ...body } = args as Record<string, unknown>;
+  if (entity.keepsHistory === false) {
+    throw badRequest('invalid-argument', `asOf: ${entity.name} is kept as it is now only (statistics: their days are their history, docs/analytics.md)`, { path: 'asOf' });
+  }
+  return { body, asOf: await resolveAsOf({ knex: deps.knex, store: deps.store, waitMs: deps.writeTimeoutMs }, parseAsOf(asOf)) };
+}
+
+/**
  * /api/model/{entity}/{operation} with Prisma-style arguments, answering `{ data }`. A read's
  * answer holds at most `modelMaxRows` rows, included rows counted (400 too-many-rows: page it).
  */
@@ -72,9 +87,9 @@ export function modelRoutes(deps: CommandDeps & { modelMaxRows?: number }): Rout
       throw new HttpError(405, 'method-not-allowed', `${operation} is not available through ${req.method}`, { allowed: methods });
     }
     const entity = ENTITIES[entityName];
-    const body = argumentsOf(req);
+    const { body, asOf } = await readPoint(deps, entity, operation, argumentsOf(req));
     const policy = await policyFor(deps.knex, req.auth!.user);
-    const bounded = { ...policy.read, maxRows };
+    const bounded = { ...policy.read, maxRows, ...(asOf !== undefined && { asOf }) };
 
     if ((READS as readonly string[]).includes(operation)) {
       const op = operation as FindOperation;
@@ -90,7 +105,7 @@ export function modelRoutes(deps: CommandDeps & { modelMaxRows?: number }): Rout
     }
 
     if (operation === 'aggregate') {
-      res.json({ data: await runAggregate(deps.knex, entity, parseAggregateArgs(entity, body), policy.read) });
+      res.json({ data: await runAggregate(deps.knex, entity, parseAggregateArgs(entity, body), { ...policy.read, ...(asOf !== undefined && { asOf }) }) });
       return;
     }
     if (operation === 'groupBy') {

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { preparedStatementsOf } from '../../infra/postgres/preparedStatements';
-import { ENTITIES, type EntityDef, type RelationDef } from '../../contracts/entities';
+import { ENTITIES, type EntityDef, historyTableOf, type RelationDef } from '../../contracts/entities';
 import { assertNever, badRequest, type HttpError, notFound } from '../shared/errors';
 import {
   defaultShape, type FindArgs, type FindOperation, type ListQuery, type OrderBy, type RelationLoad, type Shape, type SortDirection, type UniqueWhere, type Where,
@@ -31,6 +31,12 @@ export interface ReadOptions {
    * query, so a reader's memory stays bounded whatever the table sizes.
    */
   maxRows?: number;
+  /**
+   * Read as of this event position (docs/history.md): every row, include, relation filter, count
+   * and sort key as the read model held them right after it, from the history tables. The scope
+   * (who may see what) is still decided on the tables as they are now.
+   */
+  asOf?: string;
 }
 
 /** Every query gets fresh table aliases so correlated subqueries on the same table (folder → children) stay apart. */
@@ -42,6 +48,8 @@ export interface SqlContext {
   scoping?: ReadonlySet<string>;
   /** The rows this answer may still hold (ReadOptions.maxRows), shared by every query of the read. */
   rows?: { max: number; used: number };
+  /** ReadOptions.asOf. */
+  asOf?: string;
 }
 
 const RANK = '__rank';
@@ -96,7 +104,32 @@ export function sqlContext(knex: Knex, options: ReadOptions = {}): SqlContext {
   return {
     knex, nextAlias: () => `t${next++}`, ...(options.scope && { scope: options.scope }),
     ...(options.maxRows !== undefined && { rows: { max: options.maxRows, used: 0 } }),
+    ...(options.asOf !== undefined && { asOf: options.asOf }),
   };
+}
+
+/**
+ * The rows of `table` under `alias`, for a from or a join: the table, or with `asOf` the rows as
+ * they were right after that position (the rows written at or before it and not replaced since,
+ * and the replaced versions that were current then; projections/migrations/023_history.ts). A
+ * scope is applied on the tables as they are now: access is decided by the caller's rights now.
+ */
+export function tableAs(sql: SqlContext, table: string, columns: readonly string[], alias: string): Record<string, string> | Knex.Raw {
+  // Accounts are the identity projection's, kept without history: read as they are now.
+  if (sql.asOf === undefined || (sql.scoping && sql.scoping.size > 0) || table === 'users') return { [alias]: table };
+  const list = columns.map((c) => `"${c}"`).join(', ');
+  return sql.knex.raw(`(SELECT ${list} FROM "${table}" WHERE coalesce(valid_from, 0) <= ?
+    UNION ALL SELECT ${list} FROM "${historyTableOf(table)}" WHERE coalesce(valid_from, 0) <= ? AND valid_to > ?) AS ??`, [sql.asOf, sql.asOf, sql.asOf, alias]);
+}
+
+/** A query over the rows of `entity` under `alias` (see tableAs). */
+export function rowsOf(sql: SqlContext, entity: EntityDef, alias: string): Knex.QueryBuilder {
+  return sql.knex.from(tableAs(sql, entity.table, catalogueColumns(entity), alias));
+}
+
+function linkRowsAs(sql: SqlContext, relation: RelationDef, alias: string): Record<string, string> | Knex.Raw {
+  const { table, sourceKey, targetKey } = relation.through!;
+  return tableAs(sql, table, [sourceKey, targetKey], alias);
 }
 
 /** The default of MODEL_MAX_ROWS: an answer of this many rows is a few megabytes of JSON, and some 20 MB while it is built. */
@@ -200,7 +233,7 @@ function scopeOf(sql: SqlContext, entity: EntityDef): Where | undefined {
 async function selectRows(sql: SqlContext, entity: EntityDef, query: ListQuery & { distinct?: string[] }): Promise<Row[]> {
   if (query.take === 0) return [];
   const alias = sql.nextAlias();
-  const select = sql.knex({ [alias]: entity.table }).select(columnsOf(entity, alias));
+  const select = rowsOf(sql, entity, alias).select(columnsOf(entity, alias));
   applyWhere(sql, select, entity, alias, query.where);
   applyScope(sql, select, entity, alias);
   if (query.distinct) return selectDistinct(sql, entity, select, alias, query as ListQuery & { distinct: string[] });
@@ -248,7 +281,7 @@ async function selectDistinct(sql: SqlContext, entity: EntityDef, select: Knex.Q
 
 async function countRows(sql: SqlContext, entity: EntityDef, where: Where | undefined): Promise<number> {
   const alias = sql.nextAlias();
-  const count = sql.knex({ [alias]: entity.table }).count({ n: '*' });
+  const count = rowsOf(sql, entity, alias).count({ n: '*' });
   applyWhere(sql, count, entity, alias, where);
   applyScope(sql, count, entity, alias);
   const [row] = await fetchRows(count);
@@ -326,7 +359,7 @@ function applyCursor(
   sameParent?: (cursorRow: Knex.QueryBuilder, cursorAlias: string) => void,
 ): void {
   const cursorAlias = sql.nextAlias();
-  const cursorRow = sql.knex({ [cursorAlias]: entity.table }).select(sql.knex.raw('1')).where(`${cursorAlias}.id`, cursor);
+  const cursorRow = rowsOf(sql, entity, cursorAlias).select(sql.knex.raw('1')).where(`${cursorAlias}.id`, cursor);
   sameParent?.(cursorRow, cursorAlias);
   applyScope(sql, cursorRow, entity, cursorAlias);
   cursorRow.where(atOrAfter(sql, keys, alias, cursorAlias));
@@ -474,7 +507,7 @@ function applyRelationFilter(sql: SqlContext, qb: Knex.QueryBuilder, entity: Ent
 function relatedRows(sql: SqlContext, relation: RelationDef, outerAlias: string): { qb: Knex.QueryBuilder; alias: string } {
   const target = ENTITIES[relation.target];
   const alias = sql.nextAlias();
-  const qb = sql.knex({ [alias]: target.table });
+  const qb = rowsOf(sql, target, alias);
   if (relation.kind === 'one') qb.where(`${alias}.id`, sql.knex.ref(`${outerAlias}.${relation.foreignKey}`));
   else qb.where(linkTo(sql, qb, relation, alias), sql.knex.ref(`${outerAlias}.id`));
   applyScope(sql, qb, target, alias);
@@ -488,7 +521,7 @@ function relatedRows(sql: SqlContext, relation: RelationDef, outerAlias: string)
 function linkTo(sql: SqlContext, qb: Knex.QueryBuilder, relation: RelationDef, alias: string): string {
   if (!relation.through) return `${alias}.${relation.foreignKey}`;
   const link = sql.nextAlias();
-  qb.join({ [link]: relation.through.table }, `${link}.${relation.through.targetKey}`, `${alias}.id`);
+  qb.join(linkRowsAs(sql, relation, link), `${link}.${relation.through.targetKey}`, `${alias}.id`);
   return `${link}.${relation.through.sourceKey}`;
 }
 
@@ -534,7 +567,7 @@ async function loadMany(sql: SqlContext, relation: RelationDef, parents: Row[], 
 async function selectChildren(sql: SqlContext, relation: RelationDef, parentIds: number[], query: ListQuery): Promise<Row[]> {
   const target = ENTITIES[relation.target];
   const alias = sql.nextAlias();
-  const numbered = sql.knex({ [alias]: target.table }).select(columnsOf(target, alias));
+  const numbered = rowsOf(sql, target, alias).select(columnsOf(target, alias));
   const parent = linkTo(sql, numbered, relation, alias);
   numbered.select({ [PARENT]: parent }).whereRaw('?? = any(?)', [parent, parentIds]);
   applyWhere(sql, numbered, target, alias, query.where);
@@ -546,7 +579,7 @@ async function selectChildren(sql: SqlContext, relation: RelationDef, parentIds:
     if (!relation.through) cursorRow.whereRaw('?? = ??', [`${cursorAlias}.${relation.foreignKey}`, parent]);
     else {
       const link = sql.nextAlias();
-      cursorRow.whereExists(sql.knex({ [link]: relation.through.table }).select(sql.knex.raw('1'))
+      cursorRow.whereExists(sql.knex.from(linkRowsAs(sql, relation, link)).select(sql.knex.raw('1'))
         .whereRaw('?? = ??', [`${link}.${relation.through.targetKey}`, `${cursorAlias}.id`])
         .whereRaw('?? = ??', [`${link}.${relation.through.sourceKey}`, parent]));
     }
@@ -572,7 +605,7 @@ async function loadOne(sql: SqlContext, relation: RelationDef, rows: Row[], load
   const target = ENTITIES[relation.target];
   const ids = distinctIds(rows.map((row) => row[relation.foreignKey]));
   const alias = sql.nextAlias();
-  const select = sql.knex({ [alias]: target.table }).select(columnsOf(target, alias)).whereRaw('?? = any(?)', [`${alias}.id`, ids]);
+  const select = rowsOf(sql, target, alias).select(columnsOf(target, alias)).whereRaw('?? = any(?)', [`${alias}.id`, ids]);
   applyScope(sql, select, target, alias);
   limitToRowBudget(sql, select);
   const related = ids.length === 0 ? [] : await fetchRows(select);
@@ -590,7 +623,7 @@ async function loadCounts(sql: SqlContext, entity: EntityDef, rows: Row[], count
     const relation = entity.relations[name];
     const target = ENTITIES[relation.target];
     const alias = sql.nextAlias();
-    const grouped = sql.knex({ [alias]: target.table });
+    const grouped = rowsOf(sql, target, alias);
     const parent = linkTo(sql, grouped, relation, alias);
     grouped.select({ parent }).count({ n: '*' }).whereRaw('?? = any(?)', [parent, ids]).groupBy(parent);
     applyWhere(sql, grouped, target, alias, where ?? undefined);

@@ -189,7 +189,7 @@ async function insertRows(knex: Knex, table: string, rows: Record<string, unknow
 
 function valueFor(field: FieldDef, id: number, random: () => number, pick: <T>(values: readonly T[]) => T, unique: boolean): unknown {
   if (field.list) {
-    const pool = field.enum ?? POOLS.list;
+    const pool = field.enum ?? (field.type === 'int' ? POOLS.int : POOLS.list);
     return pool.filter(() => random() < 0.4);
   }
   if (field.nullable && random() < 0.2) return null;

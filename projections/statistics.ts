@@ -1,0 +1,310 @@
+import type { Knex } from 'knex';
+
+/**
+ * The analytics read models (docs/analytics.md), recomputed by the read model's projection at the
+ * end of each batch, in its transaction, for what the batch touched: the cases whose executions
+ * changed (their case and daily statistics), the runs (their run statistics) and the projects'
+ * days those fall on. Computed from the read model's own rows, so every way a result arrives (a
+ * result import's chunks, the model API, the external-tool migration) counts the same.
+ *
+ * An **execution** is a run case with at least one result (not deleted, in a run not deleted): its
+ * outcome is its run case's status (pass: a success status, fail: a failure status, other: any
+ * other), at the time of its latest result. A **flip** is an execution whose pass/fail outcome
+ * differs from the previous pass/fail execution of the same case on the same configuration and
+ * branch, the case unchanged in between (same case version at both); a **retry flip** is an
+ * execution with a passed result after a failed one within the run (a test that passed on retry).
+ * A change of a status's success or failure flag counts from the next recomputation of a case on.
+ */
+
+/** What a batch touched: runs changed as a whole, run cases and results by id; case versions added per project and day. */
+export interface Touched {
+  runs: Set<number>;
+  /** Runs whose own statistics alone are recomputed. */
+  runTotals: Set<number>;
+  runCases: Set<number>;
+  results: Set<number>;
+  /** `<projectId>|<day>` → the case versions added that day: first versions (created) and later ones (changed). */
+  caseVersions: Map<string, { projectId: number; day: string; created: number; changed: number }>;
+}
+
+export const touchedNothing = (): Touched => ({ runs: new Set(), runTotals: new Set(), runCases: new Set(), results: new Set(), caseVersions: new Map() });
+
+/** Counts a case version added in the batch (its project, when, and its number). */
+export function countCaseVersion(touched: Touched, projectId: number, at: string | Date, version: number, times = 1): void {
+  // Times in the events are ISO strings in UTC: their day is their first ten characters.
+  const day = typeof at === 'string' && /^\d{4}-\d\d-\d\dT.*Z$/.test(at) ? `${at.slice(0, 10)}T00:00:00.000Z` : dayOf(new Date(at));
+  const key = `${projectId}|${day}`;
+  let counts = touched.caseVersions.get(key);
+  if (!counts) touched.caseVersions.set(key, (counts = { projectId, day, created: 0, changed: 0 }));
+  if (version === 1) counts.created += times;
+  else counts.changed += times;
+}
+
+/** The executions of a case's statistics window (flakiness, last statuses). */
+export const RECENT_EXECUTIONS = 20;
+/** The statuses kept newest first in `lastStatusIds`. */
+export const LAST_STATUSES = 10;
+
+export interface Execution {
+  runCaseId: number;
+  caseId: number;
+  projectId: number;
+  configId: number | null;
+  branch: string | null;
+  statusId: number | null;
+  outcome: 'pass' | 'fail' | 'other';
+  executedAt: Date;
+  durationMs: number | null;
+  retryFlip: boolean;
+  caseVersion: number | null;
+}
+
+type Row = Record<string, unknown>;
+
+const dayOf = (at: Date) => new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate())).toISOString();
+const round = (n: number, digits = 4) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** Nearest-rank percentile of sorted values. */
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)];
+}
+
+/**
+ * Marks the flips: per case, configuration and branch, in time order, each pass or fail execution
+ * against the previous one. Returns, per execution (by run case id), whether it flipped.
+ */
+export function crossRunFlips(executions: readonly Execution[]): Set<number> {
+  const flipped = new Set<number>();
+  const last = new Map<string, Execution>();
+  for (const e of [...executions].sort(byTime)) {
+    if (e.outcome === 'other') continue;
+    const key = `${e.caseId}|${e.configId}|${e.branch}`;
+    const previous = last.get(key);
+    if (previous && previous.outcome !== e.outcome && previous.caseVersion === e.caseVersion) flipped.add(e.runCaseId);
+    last.set(key, e);
+  }
+  return flipped;
+}
+
+const byTime = (a: Execution, b: Execution) => a.executedAt.getTime() - b.executedAt.getTime() || a.runCaseId - b.runCaseId;
+
+/** The case statistics of one case's executions: one row per configuration (null included) and one over all of them. */
+export function caseStatistics(executions: readonly Execution[], flipped: ReadonlySet<number>): Row[] {
+  const groups = new Map<string, { configId: number | null; all: boolean; executions: Execution[] }>();
+  for (const e of executions) {
+    for (const [key, configId, all] of [[`c${e.configId}`, e.configId, false], ['all', null, true]] as const) {
+      let group = groups.get(key);
+      if (!group) groups.set(key, (group = { configId, all, executions: [] }));
+      group.executions.push(e);
+    }
+  }
+  return [...groups.values()].map(({ configId, all, executions: list }) => {
+    const sorted = [...list].sort(byTime);
+    const passed = sorted.filter((e) => e.outcome === 'pass').length;
+    const failed = sorted.filter((e) => e.outcome === 'fail').length;
+    const durations = sorted.map((e) => e.durationMs).filter((d): d is number => d !== null).sort((a, b) => a - b);
+    const recent = sorted.slice(-RECENT_EXECUTIONS);
+    const flips = recent.reduce((n, e) => n + (flipped.has(e.runCaseId) ? 1 : 0) + (e.retryFlip ? 1 : 0), 0);
+    return {
+      repository_case_id: sorted[0].caseId,
+      project_id: sorted[sorted.length - 1].projectId,
+      config_id: configId,
+      all_configurations: all,
+      executions: sorted.length,
+      passed,
+      failed,
+      pass_rate: passed + failed === 0 ? null : round(passed / (passed + failed)),
+      first_seen_at: sorted[0].executedAt.toISOString(),
+      last_seen_at: sorted[sorted.length - 1].executedAt.toISOString(),
+      mean_duration_ms: durations.length === 0 ? null : round(durations.reduce((a, b) => a + b, 0) / durations.length, 2),
+      p95_duration_ms: durations.length === 0 ? null : percentile(durations, 0.95),
+      last_status_ids: sorted.slice(-LAST_STATUSES).reverse().map((e) => e.statusId).filter((s): s is number => s !== null),
+      recent_executions: recent.length,
+      flips,
+      flakiness: round(flips / recent.length),
+    };
+  });
+}
+
+/** The daily statistics of executions: one row per case, day (UTC), configuration and branch. */
+export function caseDailyStatistics(executions: readonly Execution[], flipped: ReadonlySet<number>): Row[] {
+  const days = new Map<string, Row & { executions: number; passed: number; failed: number; other: number; flips: number; retry_flips: number; duration_ms: number }>();
+  for (const e of executions) {
+    const day = dayOf(e.executedAt);
+    const key = `${e.caseId}|${day}|${e.configId}|${e.branch}`;
+    let row = days.get(key);
+    if (!row) {
+      days.set(key, (row = {
+        repository_case_id: e.caseId, project_id: e.projectId, day, config_id: e.configId, branch: e.branch,
+        executions: 0, passed: 0, failed: 0, other: 0, flips: 0, retry_flips: 0, duration_ms: 0,
+      }));
+    }
+    row.executions++;
+    if (e.outcome === 'pass') row.passed++;
+    else if (e.outcome === 'fail') row.failed++;
+    else row.other++;
+    if (flipped.has(e.runCaseId)) row.flips++;
+    if (e.retryFlip) row.retry_flips++;
+    row.duration_ms += e.durationMs ?? 0;
+  }
+  return [...days.values()];
+}
+
+const CHUNK = 2000;
+
+/** The executions of these cases, from the read model (see the header). */
+async function loadExecutions(trx: Knex.Transaction, caseIds: number[]): Promise<Execution[]> {
+  const executions: Execution[] = [];
+  for (let i = 0; i < caseIds.length; i += CHUNK) {
+    const { rows } = await trx.raw(`
+      SELECT rc.id AS run_case_id, rc.repository_case_id AS case_id, r.project_id, r.config_id, r.branch, rc.status_id,
+        coalesce(s.is_success, false) AS success, coalesce(s.is_failure, false) AS failure,
+        x.executed_at, coalesce(rc.elapsed_ms, x.duration_ms) AS duration_ms, x.retry_flip,
+        (SELECT max(v.version) FROM repository_case_versions v WHERE v.repository_case_id = rc.repository_case_id AND v.created_at <= x.executed_at) AS case_version
+      FROM test_run_cases rc
+      JOIN test_runs r ON r.id = rc.test_run_id AND NOT r.is_deleted
+      LEFT JOIN statuses s ON s.id = rc.status_id
+      JOIN LATERAL (
+        SELECT max(y.at) AS executed_at, (array_agg(y.duration_ms ORDER BY y.attempt DESC, y.at DESC, y.id DESC))[1] AS duration_ms,
+          coalesce(bool_or(y.success AND y.failed_before), false) AS retry_flip
+        FROM (
+          SELECT res.id, res.attempt, res.duration_ms, coalesce(res.executed_at, res.created_at) AS at, rs.is_success AS success,
+            coalesce(bool_or(rs.is_failure) OVER (ORDER BY res.attempt, coalesce(res.executed_at, res.created_at), res.id
+              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), false) AS failed_before
+          FROM test_run_results res JOIN statuses rs ON rs.id = res.status_id
+          WHERE res.test_run_case_id = rc.id AND NOT res.is_deleted
+        ) y
+      ) x ON x.executed_at IS NOT NULL
+      WHERE rc.repository_case_id = ANY(?::integer[]) AND NOT rc.is_deleted`, [caseIds.slice(i, i + CHUNK)]);
+    for (const r of rows) {
+      executions.push({
+        runCaseId: r.run_case_id, caseId: r.case_id, projectId: r.project_id, configId: r.config_id, branch: r.branch, statusId: r.status_id,
+        outcome: r.success ? 'pass' : r.failure ? 'fail' : 'other', executedAt: new Date(r.executed_at), durationMs: r.duration_ms,
+        retryFlip: r.retry_flip, caseVersion: r.case_version,
+      });
+    }
+  }
+  return executions;
+}
+
+async function insertRows(trx: Knex.Transaction, table: string, types: Record<string, string>, rows: Row[]): Promise<void> {
+  const columns = Object.keys(types);
+  const list = columns.map((c) => `"${c}"`).join(', ');
+  const record = columns.map((c) => `"${c}" ${types[c]}`).join(', ');
+  for (let i = 0; i < rows.length; i += CHUNK) {
+    await trx.raw(`INSERT INTO "${table}" (${list}) SELECT ${list} FROM jsonb_to_recordset(?::jsonb) AS x(${record})`, [JSON.stringify(rows.slice(i, i + CHUNK))]);
+  }
+}
+
+const CASE_TYPES = {
+  repository_case_id: 'integer', project_id: 'integer', config_id: 'integer', all_configurations: 'boolean', executions: 'integer', passed: 'integer',
+  failed: 'integer', pass_rate: 'double precision', first_seen_at: 'timestamptz', last_seen_at: 'timestamptz', mean_duration_ms: 'double precision',
+  p95_duration_ms: 'double precision', last_status_ids: 'integer[]', recent_executions: 'integer', flips: 'integer', flakiness: 'double precision',
+};
+const DAILY_TYPES = {
+  repository_case_id: 'integer', project_id: 'integer', day: 'timestamptz', config_id: 'integer', branch: 'text', executions: 'integer', passed: 'integer',
+  failed: 'integer', other: 'integer', flips: 'integer', retry_flips: 'integer', duration_ms: 'integer',
+};
+
+/**
+ * Recomputes the statistics of what `touched` names (see the header): the case and daily case
+ * statistics of every case with a touched execution, whole; the touched runs'; and the project
+ * days by difference (what the cases' daily rows counted before and count now, and the case
+ * versions added), so a busy day is never counted again from the start.
+ */
+export async function refreshStatistics(trx: Knex.Transaction, touched: Touched): Promise<void> {
+  const { before, daily } = touched.runs.size + touched.runTotals.size + touched.runCases.size + touched.results.size === 0
+    ? { before: [], daily: [] } : await refreshExecutions(trx, touched);
+
+  // Each project day by difference: executions counted now less those counted before, case versions added.
+  const days = new Map<string, ProjectDay>();
+  const dayRow = (projectId: number, at: string | Date) => {
+    const day = new Date(at).toISOString();
+    const key = `${projectId}|${day}`;
+    let row = days.get(key);
+    if (!row) days.set(key, (row = { project_id: projectId, day, executions: 0, passed: 0, failed: 0, other: 0, cases_created: 0, cases_changed: 0 }));
+    return row;
+  };
+  for (const [rows, sign] of [[before, -1], [daily, 1]] as const) {
+    for (const r of rows) {
+      const row = dayRow(r.project_id as number, r.day as string);
+      for (const k of ['executions', 'passed', 'failed', 'other'] as const) row[k] += sign * Number(r[k]);
+    }
+  }
+  for (const v of touched.caseVersions.values()) {
+    const row = dayRow(v.projectId, v.day);
+    row.cases_created += v.created;
+    row.cases_changed += v.changed;
+  }
+  await addProjectDays(trx, [...days.values()].filter((r) => DAY_COUNTS.some((k) => r[k] !== 0)));
+}
+
+/**
+ * The case, daily case and run statistics of the executions touched: results and run cases lead
+ * to their run cases, runs and cases; a run changed as a whole (its configuration, branch,
+ * deletion) to every case it ran. Answers the daily rows the cases had before, and have now.
+ */
+async function refreshExecutions(trx: Knex.Transaction, touched: Touched): Promise<{ before: Row[]; daily: Row[] }> {
+  const { rows: [found] } = await trx.raw(`
+    WITH rc AS (
+      SELECT test_run_id, repository_case_id FROM test_run_cases WHERE id = ANY(?::integer[])
+      UNION SELECT rc.test_run_id, rc.repository_case_id FROM test_run_results r JOIN test_run_cases rc ON rc.id = r.test_run_case_id WHERE r.id = ANY(?::integer[])
+      UNION SELECT test_run_id, repository_case_id FROM test_run_cases WHERE test_run_id = ANY(?::integer[])
+    )
+    SELECT coalesce(array_agg(DISTINCT repository_case_id), '{}') AS cases, coalesce(array_agg(DISTINCT test_run_id), '{}') AS runs FROM rc`,
+  [[...touched.runCases], [...touched.results], [...touched.runs]]);
+  const caseIds = found.cases as number[];
+  const runIds = [...new Set([...touched.runs, ...touched.runTotals, ...(found.runs as number[])])];
+
+  const executions = await loadExecutions(trx, caseIds);
+  const flipped = crossRunFlips(executions);
+  const byCase = new Map<number, Execution[]>();
+  for (const e of executions) {
+    const list = byCase.get(e.caseId);
+    if (list) list.push(e);
+    else byCase.set(e.caseId, [e]);
+  }
+  const { rows: before } = await trx.raw(`DELETE FROM case_daily_statistics WHERE repository_case_id = ANY(?::integer[])
+    RETURNING project_id, day, executions, passed, failed, other`, [caseIds]);
+  await trx.raw('DELETE FROM case_statistics WHERE repository_case_id = ANY(?::integer[])', [caseIds]);
+  const daily = caseDailyStatistics(executions, flipped);
+  await insertRows(trx, 'case_statistics', CASE_TYPES, [...byCase.values()].flatMap((list) => caseStatistics(list, flipped)));
+  await insertRows(trx, 'case_daily_statistics', DAILY_TYPES, daily);
+  await refreshRuns(trx, runIds);
+  return { before: before as Row[], daily };
+}
+
+interface ProjectDay { project_id: number; day: string; executions: number; passed: number; failed: number; other: number; cases_created: number; cases_changed: number }
+const DAY_COUNTS = ['executions', 'passed', 'failed', 'other', 'cases_created', 'cases_changed'] as const;
+
+/** Run statistics: each run's run cases counted by outcome, with its milestone, configuration and branch. */
+async function refreshRuns(trx: Knex.Transaction, runIds: number[]): Promise<void> {
+  if (runIds.length === 0) return;
+  await trx.raw('DELETE FROM test_run_statistics WHERE test_run_id = ANY(?::integer[])', [runIds]);
+  await trx.raw(`
+    INSERT INTO test_run_statistics (test_run_id, project_id, milestone_id, config_id, branch, day, is_completed, total, executed, passed, failed, other, untested, duration_ms, pass_rate)
+    SELECT r.id, r.project_id, r.milestone_id, r.config_id, r.branch, date_trunc('day', coalesce(r.completed_at, r.created_at), 'UTC'), r.is_completed,
+      count(rc.id), count(rc.status_id), count(*) FILTER (WHERE s.is_success), count(*) FILTER (WHERE s.is_failure),
+      count(*) FILTER (WHERE rc.status_id IS NOT NULL AND NOT s.is_success AND NOT s.is_failure), count(rc.id) - count(rc.status_id),
+      coalesce(sum(rc.elapsed_ms), 0),
+      round((count(*) FILTER (WHERE s.is_success))::numeric / nullif(count(*) FILTER (WHERE s.is_success OR s.is_failure), 0), 4)
+    FROM test_runs r
+    LEFT JOIN test_run_cases rc ON rc.test_run_id = r.id AND NOT rc.is_deleted
+    LEFT JOIN statuses s ON s.id = rc.status_id
+    WHERE r.id = ANY(?::integer[]) AND NOT r.is_deleted
+    GROUP BY r.id`, [runIds]);
+}
+
+/** Adds the differences to the project days (a day counting nothing any more is removed: only one that lost counts can). */
+async function addProjectDays(trx: Knex.Transaction, days: ProjectDay[]): Promise<void> {
+  if (days.length === 0) return;
+  const lost = days.filter((d) => DAY_COUNTS.some((k) => d[k] < 0));
+  const columns = ['project_id', 'day', ...DAY_COUNTS];
+  await trx.raw(`
+    INSERT INTO project_daily_statistics (${columns.join(', ')})
+    SELECT ${columns.join(', ')} FROM jsonb_to_recordset(?::jsonb) AS x(project_id integer, day timestamptz, ${DAY_COUNTS.map((k) => `${k} integer`).join(', ')})
+    ON CONFLICT (project_id, day) DO UPDATE SET ${DAY_COUNTS.map((k) => `${k} = project_daily_statistics.${k} + EXCLUDED.${k}`).join(', ')}`, [JSON.stringify(days)]);
+  if (lost.length === 0) return;
+  await trx.raw(`DELETE FROM project_daily_statistics p USING unnest(?::integer[], ?::timestamptz[]) AS x(project_id, day)
+    WHERE p.project_id = x.project_id AND p.day = x.day AND ${DAY_COUNTS.map((k) => `p.${k} = 0`).join(' AND ')}`, [lost.map((d) => d.project_id), lost.map((d) => d.day)]);
+}
