@@ -6,12 +6,12 @@ import { HttpClient } from '../test/support/server';
 import { BenchSanityError, describeCode, describeMachine, round, writeResult } from './support';
 
 /**
- * History for analysts (issue 20), the part built so far: the timeline of one entity with many
- * events (GET /api/history/{entity}/{id}, a page of 50) over HTTP, p50 and p95, against reading
- * the entity's stream alone in the same run. The application runs in this process (startTestApp:
+ * History for analysts (issue 20): the timeline of one entity with many events
+ * (GET /api/history/{entity}/{id}, a page of 50) over HTTP, p50 and p95, its first page (the goal)
+ * and its last (the stream read up to it), against reading the entity's stream alone in the same run. The application runs in this process (startTestApp:
  * the whole API over loopback, the PostgreSQL event store, a throw-away database). Goal: p50 < 50 ms
- * at 10,000 events. Not measured yet, because not built: `asOf` reads against the current read
- * model and the temporal projection's rebuild throughput.
+ * at 10,000 events. `asOf` reads against the current read model and the rebuild throughput of the
+ * read model with its history are measured by `npm run bench -- rebuild` (1,000,000 events).
  */
 export interface HistoryBenchOptions {
   /** Events of the entity (its creation, then updates). */
@@ -58,6 +58,21 @@ export async function runHistory(o: HistoryBenchOptions): Promise<boolean> {
       stream.push(performance.now() - started);
     }
     if (read !== o.events || entries !== 50) throw new BenchSanityError(`${read} events read (not ${o.events}), a page of ${entries} entries (not 50)`);
+    // The last page: a timeline reads its stream up to one event past the page, so the last page costs the most.
+    let cursor: string | null = null;
+    for (let seen = 0; seen < o.events - 50;) {
+      const res = await client.get(`/api/history/repositoryCase/${id}?take=${Math.min(500, o.events - 50 - seen)}${cursor ? `&cursor=${cursor}` : ''}`);
+      seen += res.body.data.length;
+      cursor = res.body.nextCursor;
+    }
+    const lastPage: number[] = [];
+    for (let i = 0; i < o.iterations; i++) {
+      const started = performance.now();
+      const res = await client.get(`/api/history/repositoryCase/${id}?take=50${cursor ? `&cursor=${cursor}` : ''}`);
+      lastPage.push(performance.now() - started);
+      if (res.status !== 200 || res.body.nextCursor !== null) throw new BenchSanityError(`the last page answered ${res.status} with a next cursor ${res.body.nextCursor}`);
+    }
+    lastPage.sort((a, b) => a - b);
     timeline.sort((a, b) => a - b);
     stream.sort((a, b) => a - b);
     const p50 = percentile(timeline, 0.5);
@@ -72,12 +87,13 @@ export async function runHistory(o: HistoryBenchOptions): Promise<boolean> {
       code: describeCode(['services', 'projections', 'bench', 'contracts', 'infra']),
       parameters: { ...o, page: 50, server: 'in this process (startTestApp): API over loopback, PostgreSQL event store' },
       timeline: { p50Ms: round(p50, 1), p95Ms: round(percentile(timeline, 0.95), 1), maxMs: round(timeline[timeline.length - 1], 1) },
+      lastPage: { p50Ms: round(percentile(lastPage, 0.5), 1), p95Ms: round(percentile(lastPage, 0.95), 1), note: 'the stream read and folded up to the page: what precedes it' },
       readStreamAlone: { p50Ms: round(percentile(stream, 0.5), 1), p95Ms: round(percentile(stream, 0.95), 1) },
-      notMeasured: ['asOf query p50 against the current read model (asOf is not built)', 'temporal projection rebuild throughput and size (not built)'],
+      measuredElsewhere: 'asOf reads against the current read model, and the rebuild of the read model with its history: npm run bench -- rebuild',
       goals: { timelineP50Ms: round(p50, 1), timelineGoalMs: GOAL_P50_MS, timelineMet: passed },
       passed,
     });
-    console.log(`  timeline of ${o.events} events, a page of 50: p50 ${p50.toFixed(1)} ms (goal < ${GOAL_P50_MS}) ${passed ? 'ok' : 'MISSED'}; the stream read alone p50 ${percentile(stream, 0.5).toFixed(1)} ms`);
+    console.log(`  timeline of ${o.events} events, a page of 50: p50 ${p50.toFixed(1)} ms (goal < ${GOAL_P50_MS}) ${passed ? 'ok' : 'MISSED'}; the last page p50 ${percentile(lastPage, 0.5).toFixed(1)} ms; the stream read alone p50 ${percentile(stream, 0.5).toFixed(1)} ms`);
     console.log(`  ${passed ? 'goal met' : 'goal missed'}; ${written}`);
     return passed;
   } finally {
