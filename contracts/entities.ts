@@ -111,6 +111,9 @@ const reference = (column: string, nullable = true): FieldDef => ({ column, type
 const actor = (column: string): FieldDef => ({ column, type: 'int', nullable: true, writable: false, fromActor: true });
 
 const id: FieldDef = { column: 'id', type: 'int', nullable: false, writable: false };
+/** What every statistics entity is: computed by the read model's projection, read-only, kept as it is now, in a project. */
+const statistics = (name: EntityName, table: string, category: string) =>
+  ({ name, table, category, writtenAs: 'projected', keepsHistory: false, projectPath: ['project'] }) as const;
 /** A statistic a projection computes (read-only). */
 const stat = (type: ScalarType, column: string, nullable = false): FieldDef => ({ column, type, nullable, writable: false });
 const createdAt: FieldDef = { column: 'created_at', type: 'datetime', nullable: false, writable: false };
@@ -968,14 +971,9 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
 
   // ------------------------------------------------------------------------------- analytics
   // Read-only statistics kept by the read model's projection from runs, run cases and results
-  // (projections/analytics.ts; definitions in docs/analytics.md). Kept for now only: no `asOf`.
+  // (projections/statistics.ts; definitions in docs/analytics.md). Kept for now only: no `asOf`.
   caseStatistic: {
-    name: 'caseStatistic',
-    table: 'case_statistics',
-    category: 'testCases',
-    writtenAs: 'projected',
-    keepsHistory: false,
-    projectPath: ['project'],
+    ...statistics('caseStatistic', 'case_statistics', 'testCases'),
     fields: {
       id,
       repositoryCaseId: reference('repository_case_id', false),
@@ -1003,12 +1001,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     },
   },
   caseDailyStatistic: {
-    name: 'caseDailyStatistic',
-    table: 'case_daily_statistics',
-    category: 'testCases',
-    writtenAs: 'projected',
-    keepsHistory: false,
-    projectPath: ['project'],
+    ...statistics('caseDailyStatistic', 'case_daily_statistics', 'testCases'),
     fields: {
       id,
       repositoryCaseId: reference('repository_case_id', false),
@@ -1031,12 +1024,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     },
   },
   testRunStatistic: {
-    name: 'testRunStatistic',
-    table: 'test_run_statistics',
-    category: 'testRuns',
-    writtenAs: 'projected',
-    keepsHistory: false,
-    projectPath: ['project'],
+    ...statistics('testRunStatistic', 'test_run_statistics', 'testRuns'),
     fields: {
       id,
       testRunId: reference('test_run_id', false),
@@ -1063,12 +1051,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     },
   },
   projectDailyStatistic: {
-    name: 'projectDailyStatistic',
-    table: 'project_daily_statistics',
-    category: 'projects',
-    writtenAs: 'projected',
-    keepsHistory: false,
-    projectPath: ['project'],
+    ...statistics('projectDailyStatistic', 'project_daily_statistics', 'projects'),
     fields: {
       id,
       projectId: reference('project_id', false),

@@ -110,17 +110,19 @@ async function entityEvents(
   // Its quarantine is an aggregate of its own (services/quarantine/): in the case's timeline, in the order of the log.
   const beside = entity.name === 'repositoryCase' ? await deps.store.readStream(quarantineStream(id)) : [];
   const own: EventEnvelope[] = [];
-  let merged: EventEnvelope[] = [];
-  for (let size = FIRST_CHUNK; ; size *= 2) {
-    const chunk = await deps.store.readStream(streamOf(entity, id), enough ? { fromRevision: BigInt(own.length), maxCount: size } : {});
-    own.push(...chunk);
-    const complete = !enough || chunk.length < size;
-    // Events beside the stream up to its last event read (all of them once it is read whole).
-    const last = own.length === 0 ? null : BigInt(own[own.length - 1].position);
-    merged = [...own, ...beside.filter((e) => complete || (last !== null && BigInt(e.position) < last))];
-    merged.sort((a, b) => (BigInt(a.position) < BigInt(b.position) ? -1 : 1));
-    if (complete || enough!(merged)) break;
-  }
+  const read = async (): Promise<EventEnvelope[]> => {
+    for (let size = FIRST_CHUNK; ; size *= 2) {
+      const chunk = await deps.store.readStream(streamOf(entity, id), enough ? { fromRevision: BigInt(own.length), maxCount: size } : {});
+      own.push(...chunk);
+      const complete = !enough || chunk.length < size;
+      // Events beside the stream up to its last event read (all of them once it is read whole).
+      const last = own.length === 0 ? null : BigInt(own[own.length - 1].position);
+      const events = [...own, ...beside.filter((e) => complete || (last !== null && BigInt(e.position) < last))];
+      events.sort((a, b) => (BigInt(a.position) < BigInt(b.position) ? -1 : 1));
+      if (complete || enough!(events)) return events;
+    }
+  };
+  const merged = await read();
   const createdFirst = merged[0] !== undefined && /Created$|Registered$/.test(merged[0].type);
   const origin = createdFirst ? null : await importOriginOf(deps.knex, deps.store, entity, id);
   if (origin) {
