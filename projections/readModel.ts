@@ -6,7 +6,7 @@ import { ENTITIES, type EntityDef, historyTableOf } from '../contracts/entities'
 import { entityEventOf, eventFields, eventTypesOf, idKeyOf, isForeignKey, linkField, linkRelations, ownedRelations, rowsWrittenOf } from '../contracts/entityEvents';
 import { catalogueTables, columnType, historyTables } from './migrations/catalogueTables';
 import type { Projection } from './runtime/projection';
-import { type ColumnTypes, RowBatch, type VersionedRow } from './runtime/rowBatch';
+import { type ColumnTypes, insertRecords, RowBatch, type VersionedRow } from './runtime/rowBatch';
 import { countCaseVersion, refreshStatistics, type Touched, touchedNothing } from './statistics';
 
 /**
@@ -188,16 +188,6 @@ async function insertGiven<T>(trx: Knex.Transaction, table: string, types: Colum
   }
   await insertRecords(trx, table, types, live);
   await insertRecords(trx, historyTableOf(table), { ...types, valid_to: 'bigint' }, past);
-}
-
-async function insertRecords(trx: Knex.Transaction, table: string, types: ColumnTypes, rows: Values[]): Promise<void> {
-  if (rows.length === 0) return;
-  const columns = Object.keys(types);
-  const list = columns.map((c) => `"${c}"`).join(', ');
-  const record = columns.map((c) => `"${c}" ${types[c]}`).join(', ');
-  for (let i = 0; i < rows.length; i += 5000) {
-    await trx.raw(`INSERT INTO "${table}" (${list}) SELECT ${list} FROM jsonb_to_recordset(?::jsonb) AS x(${record})`, [JSON.stringify(rows.slice(i, i + 5000))]);
-  }
 }
 
 /** What a case version keeps: the case's own values after the change (not its ids, counters or timestamps). */

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { insertRecords } from './runtime/rowBatch';
 
 /**
  * The analytics read models (docs/analytics.md), recomputed by the read model's projection at the
@@ -31,8 +32,7 @@ export const touchedNothing = (): Touched => ({ runs: new Set(), runTotals: new 
 
 /** Counts a case version added in the batch (its project, when, and its number). */
 export function countCaseVersion(touched: Touched, projectId: number, at: string | Date, version: number, times = 1): void {
-  // Times in the events are ISO strings in UTC: their day is their first ten characters.
-  const day = typeof at === 'string' && /^\d{4}-\d\d-\d\dT.*Z$/.test(at) ? `${at.slice(0, 10)}T00:00:00.000Z` : dayOf(new Date(at));
+  const day = dayOf(new Date(at));
   const key = `${projectId}|${day}`;
   let counts = touched.caseVersions.get(key);
   if (!counts) touched.caseVersions.set(key, (counts = { projectId, day, created: 0, changed: 0 }));
@@ -187,14 +187,6 @@ async function loadExecutions(trx: Knex.Transaction, caseIds: number[]): Promise
   return executions;
 }
 
-async function insertRows(trx: Knex.Transaction, table: string, types: Record<string, string>, rows: Row[]): Promise<void> {
-  const columns = Object.keys(types);
-  const list = columns.map((c) => `"${c}"`).join(', ');
-  const record = columns.map((c) => `"${c}" ${types[c]}`).join(', ');
-  for (let i = 0; i < rows.length; i += CHUNK) {
-    await trx.raw(`INSERT INTO "${table}" (${list}) SELECT ${list} FROM jsonb_to_recordset(?::jsonb) AS x(${record})`, [JSON.stringify(rows.slice(i, i + CHUNK))]);
-  }
-}
 
 const CASE_TYPES = {
   repository_case_id: 'integer', project_id: 'integer', config_id: 'integer', all_configurations: 'boolean', executions: 'integer', passed: 'integer',
@@ -268,8 +260,8 @@ async function refreshExecutions(trx: Knex.Transaction, touched: Touched): Promi
     RETURNING project_id, day, executions, passed, failed, other`, [caseIds]);
   await trx.raw('DELETE FROM case_statistics WHERE repository_case_id = ANY(?::integer[])', [caseIds]);
   const daily = caseDailyStatistics(executions, flipped);
-  await insertRows(trx, 'case_statistics', CASE_TYPES, [...byCase.values()].flatMap((list) => caseStatistics(list, flipped)));
-  await insertRows(trx, 'case_daily_statistics', DAILY_TYPES, daily);
+  await insertRecords(trx, 'case_statistics', CASE_TYPES, [...byCase.values()].flatMap((list) => caseStatistics(list, flipped)));
+  await insertRecords(trx, 'case_daily_statistics', DAILY_TYPES, daily);
   await refreshRuns(trx, runIds);
   return { before: before as Row[], daily };
 }

@@ -13,6 +13,17 @@ export type ColumnTypes = Record<string, string>;
 
 const CHUNK = 5000;
 
+/** Inserts rows (column → value) into `table`, typed by `types`: one JSON parameter per 5,000 rows through jsonb_to_recordset. */
+export async function insertRecords(trx: Knex.Transaction, table: string, types: ColumnTypes, rows: Record<string, unknown>[]): Promise<void> {
+  if (rows.length === 0) return;
+  const columns = Object.keys(types);
+  const list = columns.map((c) => `"${c}"`).join(', ');
+  const record = columns.map((c) => `"${c}" ${types[c]}`).join(', ');
+  for (let i = 0; i < rows.length; i += CHUNK) {
+    await trx.raw(`INSERT INTO "${table}" (${list}) SELECT ${list} FROM jsonb_to_recordset(?::jsonb) AS x(${record})`, [JSON.stringify(rows.slice(i, i + CHUNK))]);
+  }
+}
+
 /**
  * The rows of one table touched by a batch of events, folded in memory and written back with one
  * upsert per table (the rows travel as one JSON parameter through jsonb_to_recordset): the read
