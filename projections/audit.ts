@@ -66,7 +66,7 @@ class ProjectMap {
       if (missing.length === 0) return;
       const { rows } = await this.trx.raw(
         `SELECT m.entity, m.entity_id, m.project_id, m.parent_entity, m.parent_id FROM ${TABLES.projects} m
-         JOIN jsonb_to_recordset(?::jsonb) AS k(entity text, id integer) ON m.entity = k.entity AND m.entity_id = k.id`,
+         JOIN json_to_recordset(?::json) AS k(entity text, id integer) ON m.entity = k.entity AND m.entity_id = k.id`,
         [JSON.stringify(missing)]);
       for (const k of missing) this.entries.set(keyOf(k.entity, k.id), null);
       for (const r of rows as { entity: string; entity_id: number; project_id: number | null; parent_entity: string | null; parent_id: number | null }[]) {
@@ -110,7 +110,7 @@ class ProjectMap {
     await this.trx.raw(
       `INSERT INTO ${TABLES.projects} (entity, entity_id, project_id, parent_entity, parent_id)
        SELECT entity, entity_id, project_id, parent_entity, parent_id
-       FROM jsonb_to_recordset(?::jsonb) AS x(entity text, entity_id integer, project_id integer, parent_entity text, parent_id integer)
+       FROM json_to_recordset(?::json) AS x(entity text, entity_id integer, project_id integer, parent_entity text, parent_id integer)
        ON CONFLICT (entity, entity_id) DO UPDATE SET project_id = EXCLUDED.project_id, parent_entity = EXCLUDED.parent_entity, parent_id = EXCLUDED.parent_id`,
       [JSON.stringify(rows)]);
   }
@@ -220,7 +220,7 @@ export const auditProjection: Projection = {
     }
     if (pending.length > 0) {
       await trx.raw(`INSERT INTO ${TABLES.pending} (position, entity, entity_id) SELECT position, entity, entity_id
-        FROM jsonb_to_recordset(?::jsonb) AS x(position bigint, entity text, entity_id integer) ON CONFLICT (position) DO NOTHING`, [JSON.stringify(pending)]);
+        FROM json_to_recordset(?::json) AS x(position bigint, entity text, entity_id integer) ON CONFLICT (position) DO NOTHING`, [JSON.stringify(pending)]);
     }
     await map.flush();
     await resolvePending(trx, map);
@@ -238,7 +238,7 @@ async function resolvePending(trx: Knex.Transaction, map: ProjectMap): Promise<v
   await map.load(waiting.map((w) => ({ entity: w.entity, id: w.entity_id })));
   const resolved = waiting.map((w) => ({ position: w.position, project_id: map.resolve(w.entity, w.entity_id) })).filter((r) => r.project_id !== null);
   if (resolved.length === 0) return;
-  await trx.raw(`UPDATE ${TABLES.events} a SET project_id = x.project_id FROM jsonb_to_recordset(?::jsonb) AS x(position bigint, project_id integer)
+  await trx.raw(`UPDATE ${TABLES.events} a SET project_id = x.project_id FROM json_to_recordset(?::json) AS x(position bigint, project_id integer)
     WHERE a.position = x.position`, [JSON.stringify(resolved)]);
   await trx(TABLES.pending).whereIn('position', resolved.map((r) => r.position)).delete();
   await map.flush();

@@ -7,7 +7,7 @@ import { entityEventOf, eventFields, eventTypesOf, idKeyOf, isForeignKey, linkFi
 import { catalogueTables, columnType, historyTables } from './migrations/catalogueTables';
 import type { Projection } from './runtime/projection';
 import { type ColumnTypes, insertRecords, RowBatch, type VersionedRow } from './runtime/rowBatch';
-import { countCaseVersion, refreshStatistics, type Touched, touchedNothing } from './statistics';
+import { countCaseVersion, ProjectDays, refreshStatistics, type Touched, touchedNothing } from './statistics';
 
 /**
  * The read model behind the model API: one table per catalogue entity, kept from the generic
@@ -124,7 +124,7 @@ class Replacements {
       for (let i = 0; i < fromTable.length; i += 5000) {
         await trx.raw(`INSERT INTO repository_case_versions (repository_case_id, version, title, snapshot, changed_by_id, created_at, valid_from)
           SELECT x.repository_case_id, x.version, c.title, ${SNAPSHOT_SQL}, x.changed_by_id, x.created_at, x.valid_from
-          FROM jsonb_to_recordset(?::jsonb) AS x(repository_case_id integer, version integer, changed_by_id integer, created_at timestamptz, valid_from bigint)
+          FROM json_to_recordset(?::json) AS x(repository_case_id integer, version integer, changed_by_id integer, created_at timestamptz, valid_from bigint)
           JOIN repository_cases c ON c.id = x.repository_case_id`, [JSON.stringify(fromTable.slice(i, i + 5000))]);
       }
     }
@@ -205,125 +205,139 @@ export const readModelProjection: Projection = {
   name: 'readModel',
   tables: [...catalogueTables(), ...historyTables().map(({ table }) => historyTableOf(table)), 'history_kept', 'repository_case_aliases', 'test_run_suite_outputs', 'case_quarantines'],
 
-  async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {
-    const batches = new Map<string, RowBatch>();
-    const batchOf = (entity: EntityDef) => {
-      let batch = batches.get(entity.name);
-      if (!batch) batches.set(entity.name, (batch = new RowBatch(entity.table, columnTypesOf(entity), historyTableOf(entity.table))));
-      return batch;
-    };
-    const replaced = new Replacements();
-    const relevant: { event: EventEnvelope; entity: EntityDef; id: number; kind: 'created' | 'updated' | 'deleted'; bulkJob?: number }[] = [];
-    for (const event of events) {
-      if (event.type === 'ExternalImportRowsWritten') {
-        // Each row as its entity's Created event, at revision -1: the row has no stream of its own yet.
-        const d = event.data as DataOf<'ExternalImportRowsWritten'>;
-        const written = rowsWrittenOf(d);
-        if (!written) continue;
-        const created = eventTypesOf(written.entity).created;
-        // New rows (their ids were reserved for the chunk): nothing to load first, no old children to replace.
-        for (const data of written.rows) {
-          const id = data[idKeyOf(written.entity)] as number;
-          batchOf(written.entity);
-          replaced.fresh.add(`${written.entity.name}:${id}`);
-          relevant.push({ event: { ...event, type: created, data, revision: '-1' }, entity: written.entity, id, kind: 'created', bulkJob: d.jobId });
-        }
-        continue;
-      }
-      const folderKind = event.type.startsWith('RepositoryFolder') ? event.type.slice('RepositoryFolder'.length).toLowerCase() : null;
-      const target = folderKind ? { entity: FOLDERS, kind: folderKind as 'created' | 'updated' | 'deleted' } : entityEventOf(event.type);
-      if (!target) continue;
-      const id = (event.data as Values)[idKeyOf(target.entity)] as number;
-      batchOf(target.entity).want(id);
-      relevant.push({ event, id, ...target });
-    }
-    const imported = events.filter((e) => e.type === 'TestResultsImported');
-    const touched = touchedBy(relevant, imported);
-    if (relevant.length === 0) {
-      await applyImportedChunks(trx, imported);
-      await applyQuarantines(trx, events);
-      await applyAliases(trx, events);
-      return refreshStatistics(trx, touched);
-    }
-    for (const batch of batches.values()) await batch.load(trx);
+  apply: (trx, events) => applyEvents(trx, events),
 
-    for (const { event, entity, id, kind, bulkJob } of relevant) {
-      const rows = batchOf(entity);
-      const data = event.data as Values;
-      const replaceLists = (values: Values) => {
-        for (const [name, relation] of ownedRelations(entity)) {
-          if (values[name] !== undefined) replaced.child(ENTITIES[relation.target].table, id, values[name] as Values[], event.position);
-        }
-        for (const [name, relation] of linkRelations(entity)) {
-          if (values[linkField(name)] !== undefined) replaced.link(relation.through!.table, id, values[linkField(name)] as number[], event.position);
-        }
-      };
-      switch (kind) {
-        case 'created': {
-          const values = entity === FOLDERS ? { name: data.name, projectId: data.projectId, parentId: data.parentId } : (data as Values);
-          rows.apply(id, event, () => {
-            replaceLists(values);
-            return {
-              id,
-              ...createdDefaults(entity),
-              ...toColumns(entity, values),
-              ...(entity.softDeleteField && { [entity.fields[entity.softDeleteField].column]: false }),
-              ...(entity.fields.currentVersion && { current_version: bulkJob === undefined ? Number(event.revision) + 1 : 1 }),
-              ...(bulkJob !== undefined && { external_import_job_id: bulkJob }),
-              created_at: data.createdAt,
-              ...(entity.fields.updatedAt && { updated_at: data.createdAt }),
-            };
-          });
-          break;
-        }
-        case 'updated': {
-          const changes = data.changes as Values;
-          rows.apply(id, event, (row) => {
-            if (!row) return undefined;
-            replaceLists(changes);
-            return {
-              ...row,
-              ...toColumns(entity, changes),
-              ...(entity.fields.currentVersion && { current_version: nextVersion(row) }),
-              updated_at: data.updatedAt,
-            };
-          });
-          break;
-        }
-        case 'deleted':
-          if (!entity.softDeleteField) {
-            rows.remove(id, event);
-            break;
-          }
-          rows.apply(id, event, (row) => row && {
-            ...row,
-            [entity.fields[entity.softDeleteField!].column]: true,
-            ...(entity.fields.currentVersion && { current_version: nextVersion(row) }),
-            updated_at: data.deletedAt,
-          });
-          break;
+  /** A rebuild counts the project days (statistics) across its batches and writes them once at its end. */
+  rebuilding() {
+    const days = new ProjectDays();
+    return { apply: (trx, events) => applyEvents(trx, events, days), finish: (trx) => days.write(trx) };
+  },
+};
+
+/**
+ * Applies a batch. With `days`, a rebuild's: the project days' counts are added to it rather than
+ * written, and the rows of creations are not looked for.
+ */
+async function applyEvents(trx: Knex.Transaction, events: EventEnvelope[], days?: ProjectDays): Promise<void> {
+  const batches = new Map<string, RowBatch>();
+  const batchOf = (entity: EntityDef) => {
+    let batch = batches.get(entity.name);
+    if (!batch) batches.set(entity.name, (batch = new RowBatch(entity.table, columnTypesOf(entity), historyTableOf(entity.table))));
+    return batch;
+  };
+  const replaced = new Replacements();
+  const relevant: { event: EventEnvelope; entity: EntityDef; id: number; kind: 'created' | 'updated' | 'deleted'; bulkJob?: number }[] = [];
+  for (const event of events) {
+    if (event.type === 'ExternalImportRowsWritten') {
+      // Each row as its entity's Created event, at revision -1: the row has no stream of its own yet.
+      const d = event.data as DataOf<'ExternalImportRowsWritten'>;
+      const written = rowsWrittenOf(d);
+      if (!written) continue;
+      const created = eventTypesOf(written.entity).created;
+      // New rows (their ids were reserved for the chunk): nothing to load first, no old children to replace.
+      for (const data of written.rows) {
+        const id = data[idKeyOf(written.entity)] as number;
+        batchOf(written.entity);
+        replaced.fresh.add(`${written.entity.name}:${id}`);
+        relevant.push({ event: { ...event, type: created, data, revision: '-1' }, entity: written.entity, id, kind: 'created', bulkJob: d.jobId });
       }
-      if (entity === CASES) {
-        const row = batchOf(CASES).peek(id);
-        if (row && row.revision === BigInt(event.revision)) {
-          replaced.versions.push({
-            values: {
-              repository_case_id: id, version: row.current_version as number, changed_by_id: event.metadata.actor.userId ?? null, created_at: event.recordedAt, valid_from: event.position,
-            },
-            row,
-          });
-        }
-      }
+      continue;
     }
-    for (const batch of batches.values()) await batch.flush(trx);
-    await replaced.flush(trx);
+    const folderKind = event.type.startsWith('RepositoryFolder') ? event.type.slice('RepositoryFolder'.length).toLowerCase() : null;
+    const target = folderKind ? { entity: FOLDERS, kind: folderKind as 'created' | 'updated' | 'deleted' } : entityEventOf(event.type);
+    if (!target) continue;
+    const id = (event.data as Values)[idKeyOf(target.entity)] as number;
+    // A rebuild starts from empty tables: the row a creation makes cannot be there yet, so it is not looked for.
+    if (!(days && target.kind === 'created')) batchOf(target.entity).want(id);
+    else batchOf(target.entity);
+    relevant.push({ event, id, ...target });
+  }
+  const imported = events.filter((e) => e.type === 'TestResultsImported');
+  const touched = touchedBy(relevant, imported);
+  if (relevant.length === 0) {
     await applyImportedChunks(trx, imported);
     await applyQuarantines(trx, events);
     await applyAliases(trx, events);
-    for (const { values, row } of replaced.versions) countCaseVersion(touched, row.project_id as number, values.created_at as string, values.version as number);
-    await refreshStatistics(trx, touched);
-  },
-};
+    return refreshStatistics(trx, touched, days);
+  }
+  for (const batch of batches.values()) await batch.load(trx);
+
+  for (const { event, entity, id, kind, bulkJob } of relevant) {
+    const rows = batchOf(entity);
+    const data = event.data as Values;
+    const replaceLists = (values: Values) => {
+      for (const [name, relation] of ownedRelations(entity)) {
+        if (values[name] !== undefined) replaced.child(ENTITIES[relation.target].table, id, values[name] as Values[], event.position);
+      }
+      for (const [name, relation] of linkRelations(entity)) {
+        if (values[linkField(name)] !== undefined) replaced.link(relation.through!.table, id, values[linkField(name)] as number[], event.position);
+      }
+    };
+    switch (kind) {
+      case 'created': {
+        const values = entity === FOLDERS ? { name: data.name, projectId: data.projectId, parentId: data.parentId } : (data as Values);
+        rows.apply(id, event, () => {
+          replaceLists(values);
+          return {
+            id,
+            ...createdDefaults(entity),
+            ...toColumns(entity, values),
+            ...(entity.softDeleteField && { [entity.fields[entity.softDeleteField].column]: false }),
+            ...(entity.fields.currentVersion && { current_version: bulkJob === undefined ? Number(event.revision) + 1 : 1 }),
+            ...(bulkJob !== undefined && { external_import_job_id: bulkJob }),
+            created_at: data.createdAt,
+            ...(entity.fields.updatedAt && { updated_at: data.createdAt }),
+          };
+        });
+        break;
+      }
+      case 'updated': {
+        const changes = data.changes as Values;
+        rows.apply(id, event, (row) => {
+          if (!row) return undefined;
+          replaceLists(changes);
+          return {
+            ...row,
+            ...toColumns(entity, changes),
+            ...(entity.fields.currentVersion && { current_version: nextVersion(row) }),
+            updated_at: data.updatedAt,
+          };
+        });
+        break;
+      }
+      case 'deleted':
+        if (!entity.softDeleteField) {
+          rows.remove(id, event);
+          break;
+        }
+        rows.apply(id, event, (row) => row && {
+          ...row,
+          [entity.fields[entity.softDeleteField!].column]: true,
+          ...(entity.fields.currentVersion && { current_version: nextVersion(row) }),
+          updated_at: data.deletedAt,
+        });
+        break;
+    }
+    if (entity === CASES) {
+      const row = batchOf(CASES).peek(id);
+      if (row && row.revision === BigInt(event.revision)) {
+        replaced.versions.push({
+          values: {
+            repository_case_id: id, version: row.current_version as number, changed_by_id: event.metadata.actor.userId ?? null, created_at: event.recordedAt, valid_from: event.position,
+          },
+          row,
+        });
+      }
+    }
+  }
+  for (const batch of batches.values()) await batch.flush(trx);
+  await replaced.flush(trx);
+  await applyImportedChunks(trx, imported);
+  await applyQuarantines(trx, events);
+  await applyAliases(trx, events);
+  for (const { values, row } of replaced.versions) countCaseVersion(touched, row.project_id as number, values.created_at as string, values.version as number);
+  await refreshStatistics(trx, touched, days);
+}
 
 /**
  * What the statistics (projections/statistics.ts) recompute after this batch: the runs, run cases

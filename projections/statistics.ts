@@ -202,34 +202,49 @@ const DAILY_TYPES = {
  * Recomputes the statistics of what `touched` names (see the header): the case and daily case
  * statistics of every case with a touched execution, whole; the touched runs'; and the project
  * days by difference (what the cases' daily rows counted before and count now, and the case
- * versions added), so a busy day is never counted again from the start.
+ * versions added), so a busy day is never counted again from the start. With `deferred`, the
+ * project days' differences are added to it instead, for one write at the end of a rebuild.
  */
-export async function refreshStatistics(trx: Knex.Transaction, touched: Touched): Promise<void> {
+export async function refreshStatistics(trx: Knex.Transaction, touched: Touched, deferred?: ProjectDays): Promise<void> {
   const { before, daily } = touched.runs.size + touched.runTotals.size + touched.runCases.size + touched.results.size === 0
     ? { before: [], daily: [] } : await refreshExecutions(trx, touched);
 
   // Each project day by difference: executions counted now less those counted before, case versions added.
-  const days = new Map<string, ProjectDay>();
-  const dayRow = (projectId: number, at: string | Date) => {
-    const day = new Date(at).toISOString();
-    const key = `${projectId}|${day}`;
-    let row = days.get(key);
-    if (!row) days.set(key, (row = { project_id: projectId, day, executions: 0, passed: 0, failed: 0, other: 0, cases_created: 0, cases_changed: 0 }));
-    return row;
-  };
+  const days = deferred ?? new ProjectDays();
   for (const [rows, sign] of [[before, -1], [daily, 1]] as const) {
     for (const r of rows) {
-      const row = dayRow(r.project_id as number, r.day as string);
+      const row = days.of(r.project_id as number, r.day as string);
       for (const k of ['executions', 'passed', 'failed', 'other'] as const) row[k] += sign * Number(r[k]);
     }
   }
   for (const v of touched.caseVersions.values()) {
-    const row = dayRow(v.projectId, v.day);
+    const row = days.of(v.projectId, v.day);
     row.cases_created += v.created;
     row.cases_changed += v.changed;
   }
-  await addProjectDays(trx, [...days.values()].filter((r) => DAY_COUNTS.some((k) => r[k] !== 0)));
+  if (!deferred) await days.write(trx);
 }
+
+/** Differences to the project days' counts, added up (in a batch, or across a rebuild's batches) and written at once. */
+export class ProjectDays {
+  private readonly days = new Map<string, ProjectDay>();
+
+  of(projectId: number, at: string | Date): ProjectDay {
+    const day = new Date(at).toISOString();
+    const key = `${projectId}|${day}`;
+    let row = this.days.get(key);
+    if (!row) this.days.set(key, (row = { project_id: projectId, day, executions: 0, passed: 0, failed: 0, other: 0, cases_created: 0, cases_changed: 0 }));
+    return row;
+  }
+
+  async write(trx: Knex.Transaction): Promise<void> {
+    const changed = [...this.days.values()].filter((r) => DAY_COUNTS.some((k) => r[k] !== 0));
+    this.days.clear();
+    for (let i = 0; i < changed.length; i += DAYS_PER_STATEMENT) await addProjectDays(trx, changed.slice(i, i + DAYS_PER_STATEMENT));
+  }
+}
+
+const DAYS_PER_STATEMENT = 5000;
 
 /**
  * The case, daily case and run statistics of the executions touched: results and run cases lead
@@ -294,7 +309,7 @@ async function addProjectDays(trx: Knex.Transaction, days: ProjectDay[]): Promis
   const columns = ['project_id', 'day', ...DAY_COUNTS];
   await trx.raw(`
     INSERT INTO project_daily_statistics (${columns.join(', ')})
-    SELECT ${columns.join(', ')} FROM jsonb_to_recordset(?::jsonb) AS x(project_id integer, day timestamptz, ${DAY_COUNTS.map((k) => `${k} integer`).join(', ')})
+    SELECT ${columns.join(', ')} FROM json_to_recordset(?::json) AS x(project_id integer, day timestamptz, ${DAY_COUNTS.map((k) => `${k} integer`).join(', ')})
     ON CONFLICT (project_id, day) DO UPDATE SET ${DAY_COUNTS.map((k) => `${k} = project_daily_statistics.${k} + EXCLUDED.${k}`).join(', ')}`, [JSON.stringify(days)]);
   if (lost.length === 0) return;
   await trx.raw(`DELETE FROM project_daily_statistics p USING unnest(?::integer[], ?::timestamptz[]) AS x(project_id, day)

@@ -18,4 +18,16 @@ export interface Projection {
    * must still work when given the whole event (Kafka, EventStoreDB, rebuilds).
    */
   shallow?: readonly string[];
+  /**
+   * A rebuild applies every event in one transaction, so nothing it writes is read before it
+   * ends: a projection may gather work across the rebuild's batches and do it once. When present,
+   * a rebuild applies its batches with the session's `apply` (same contract as `apply`) and calls
+   * `finish` after the last one, in the same transaction, before the tables' indexes are built.
+   */
+  rebuilding?(): RebuildSession;
+}
+
+export interface RebuildSession {
+  apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void>;
+  finish(trx: Knex.Transaction): Promise<void>;
 }

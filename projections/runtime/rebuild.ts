@@ -1,14 +1,15 @@
 import type { Knex } from 'knex';
 import type { EventStore } from '../../services/shared/eventStore';
 import { lockCheckpoint, saveCheckpoint } from './checkpoints';
-import type { Projection } from './projection';
+import type { Projection, RebuildSession } from './projection';
 
 export interface RebuildResult { projection: string; events: number; position: string; seconds: number }
 
 /**
  * Rebuilds a read model from position 0 in one transaction: its tables are emptied, every event is
  * applied again, the checkpoint lands on the last position. A crash half-way leaves the old read
- * model as it was. The checkpoint row stays locked meanwhile, so a running projector waits.
+ * model as it was. The checkpoint row stays locked meanwhile, so a running projector waits. A
+ * projection with a rebuild session (Projection.rebuilding) applies the pages through it.
  */
 export async function rebuildProjection(
   projection: Projection,
@@ -26,6 +27,7 @@ export async function rebuildProjection(
     await lockCheckpoint(trx, projection.name);
     await trx.raw(`TRUNCATE ${projection.tables.map((t) => `"${t}"`).join(', ')} RESTART IDENTITY`);
     const indexes = await dropSecondaryIndexes(trx, projection.tables);
+    const session: RebuildSession = projection.rebuilding?.() ?? { apply: (t, events) => projection.apply(t, events), finish: async () => undefined };
     // The next page is read (on the store's own connections) while this one is applied.
     let next = deps.store.readAll({ after, maxCount: pageSize });
     const until = deps.until === undefined ? null : BigInt(deps.until);
@@ -35,12 +37,13 @@ export async function rebuildProjection(
       if (page.length === 0) break;
       next = deps.store.readAll({ after: page[page.length - 1].position, maxCount: pageSize });
       next.catch(() => undefined); // if applying fails first, this read's failure is not unhandled
-      await projection.apply(trx, page);
+      await session.apply(trx, page);
       events += page.length;
       after = page[page.length - 1].position;
       deps.onProgress?.(events, after);
       if (page.length < read.length) break;
     }
+    await session.finish(trx);
     for (const definition of indexes) await trx.raw(definition);
     await saveCheckpoint(trx, projection.name, BigInt(after));
     // On the Kafka transport the checkpoints are per partition: everything up to `after` is applied now.

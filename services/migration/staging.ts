@@ -40,7 +40,7 @@ export async function stageExport(knex: Knex, jobId: number, file: string, limit
       if (batch.length === 0) return;
       await trx.raw(`INSERT INTO external_import_staging (job_id, dataset, row_index, source_id, parent_id, row)
         SELECT ?, x.dataset, x.row_index, x.source_id, x.parent_id, x.row
-        FROM jsonb_to_recordset(?::jsonb) AS x(dataset text, row_index integer, source_id text, parent_id text, row jsonb)
+        FROM json_to_recordset(?::json) AS x(dataset text, row_index integer, source_id text, parent_id text, row jsonb)
         ON CONFLICT DO NOTHING`, [jobId, JSON.stringify(batch)]);
       batch = [];
     };

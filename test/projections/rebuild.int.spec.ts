@@ -1,9 +1,10 @@
 import { expect } from 'chai';
 import type { Knex } from 'knex';
-import type { EventMetadata } from '../../contracts/envelope';
+import type { EventEnvelope, EventMetadata } from '../../contracts/envelope';
 import { createKnex } from '../../infra/postgres/database';
 import { migrateReadModel } from '../../projections/migrations';
 import { readModelProjection } from '../../projections/readModel';
+import type { Projection } from '../../projections/runtime/projection';
 import { rebuildProjection } from '../../projections/runtime/rebuild';
 import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { MemoryEventStore } from '../support/memoryEventStore';
@@ -52,9 +53,13 @@ describe('rebuildProjection (PostgreSQL)', () => {
 
   it('a rebuild that fails half-way leaves the rows and the indexes as they were', async () => {
     const before = { indexes: await indexes(), cases: await cases() };
-    const failing = { ...readModelProjection, apply: async (trx: Knex.Transaction, events: Parameters<typeof readModelProjection.apply>[1]) => {
-      await readModelProjection.apply(trx, events);
-      if (events.some((e) => e.streamId === 'repositoryCase-20')) throw new Error('disk full');
+    // Through the read model's rebuild session (Projection.rebuilding), as a real rebuild applies its pages.
+    const failing: Projection = { ...readModelProjection, rebuilding: () => {
+      const session = readModelProjection.rebuilding!();
+      return { ...session, apply: async (trx: Knex.Transaction, events: EventEnvelope[]) => {
+        await session.apply(trx, events);
+        if (events.some((e) => e.streamId === 'repositoryCase-20')) throw new Error('disk full');
+      } };
     } };
     const error = await rebuildProjection(failing, { store, knex, pageSize: 5 }).catch((e: Error) => e);
     expect((error as Error).message).to.equal('disk full');
