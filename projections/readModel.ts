@@ -6,7 +6,7 @@ import { ENTITIES, type EntityDef, historyTableOf } from '../contracts/entities'
 import { entityEventOf, eventFields, eventTypesOf, idKeyOf, isForeignKey, linkField, linkRelations, ownedRelations, rowsWrittenOf } from '../contracts/entityEvents';
 import { catalogueTables, columnType, historyTables } from './migrations/catalogueTables';
 import type { Projection } from './runtime/projection';
-import { type ColumnTypes, insertRecords, RowBatch, type VersionedRow } from './runtime/rowBatch';
+import { type ColumnTypes, insertRecords, RowBatch, RowCache, type VersionedRow } from './runtime/rowBatch';
 import { countCaseVersion, ProjectDays, refreshStatistics, type Touched, touchedNothing } from './statistics';
 
 /**
@@ -82,6 +82,9 @@ class Replacements {
    */
   readonly fresh = new Set<string>();
 
+  /** `copy`: in a rebuild, the versions are written with COPY, each with its snapshot (RowBatch's `copy`). */
+  constructor(private readonly copy = false) {}
+
   child(table: string, parentId: number, rows: Values[], position: string): void {
     given(this.children, table, parentId).push({ position, items: rows });
   }
@@ -109,7 +112,10 @@ class Replacements {
           (ownerId, id) => ({ [sourceKey]: ownerId, [targetKey]: id }));
       }
     }
-    if (this.versions.length > 0) {
+    if (this.versions.length > 0 && this.copy) {
+      await copyRows(trx, 'repository_case_versions', ['repository_case_id', 'version', 'title', 'snapshot', 'changed_by_id', 'created_at', 'valid_from'],
+        this.versions.map(({ values: v, row }) => [v.repository_case_id, v.version, row.title, JSON.stringify(caseSnapshot(row)), v.changed_by_id, v.created_at, v.valid_from]));
+    } else if (this.versions.length > 0) {
       // No ON CONFLICT: a version is only added when its case row applied the event, so a redelivery adds none.
       // The latest version of each case is the row as flushed: PostgreSQL builds its snapshot from
       // the table (no JSON round trip); earlier versions in the same batch carry theirs from here.
@@ -207,25 +213,49 @@ export const readModelProjection: Projection = {
 
   apply: (trx, events) => applyEvents(trx, events),
 
-  /** A rebuild counts the project days (statistics) across its batches and writes them once at its end. */
+  /**
+   * A rebuild counts the project days (statistics) across its batches and writes them once at its
+   * end, and keeps the rows it wrote of the tables only RowBatch writes (ROW_CACHED) across batches.
+   */
   rebuilding() {
-    const days = new ProjectDays();
-    return { apply: (trx, events) => applyEvents(trx, events, days), finish: (trx) => days.write(trx) };
+    const rebuild: Rebuild = { days: new ProjectDays(), caches: new Map() };
+    return { apply: (trx, events) => applyEvents(trx, events, rebuild), finish: (trx) => rebuild.days.write(trx) };
   },
 };
 
+interface Rebuild { days: ProjectDays; caches: Map<string, RowCache> }
+
 /**
- * Applies a batch. With `days`, a rebuild's: the project days' counts are added to it rather than
- * written, and the rows of creations are not looked for.
+ * The entities whose rows a rebuild keeps across its batches: not the cases and run cases (result
+ * imports and renames update their rows with SQL of their own), nor owned children (replaced as
+ * lists with their owner).
  */
-async function applyEvents(trx: Knex.Transaction, events: EventEnvelope[], days?: ProjectDays): Promise<void> {
+const ROW_CACHED = new Set(Object.values(ENTITIES).map((e) => e.name).filter((name) => name !== CASES.name && name !== 'testRunCase'
+  && !Object.values(ENTITIES).some((owner) => [...ownedRelations(owner)].some(([, r]) => r.target === name))));
+
+/**
+ * Applies a batch. With `rebuild`, a rebuild's: the project days' counts are added to it rather
+ * than written, the rows of creations are not looked for, rows are written with COPY, and some are
+ * kept in memory across batches.
+ */
+async function applyEvents(trx: Knex.Transaction, events: EventEnvelope[], rebuild?: Rebuild): Promise<void> {
   const batches = new Map<string, RowBatch>();
+  const cacheOf = (entity: EntityDef) => {
+    if (!rebuild || !ROW_CACHED.has(entity.name)) return undefined;
+    let cache = rebuild.caches.get(entity.name);
+    if (!cache) rebuild.caches.set(entity.name, (cache = new RowCache()));
+    return cache;
+  };
   const batchOf = (entity: EntityDef) => {
     let batch = batches.get(entity.name);
-    if (!batch) batches.set(entity.name, (batch = new RowBatch(entity.table, columnTypesOf(entity), historyTableOf(entity.table))));
+    if (!batch) {
+      batches.set(entity.name, (batch = new RowBatch(entity.table, columnTypesOf(entity), historyTableOf(entity.table), { copy: rebuild !== undefined, cache: cacheOf(entity) })));
+    }
     return batch;
   };
-  const replaced = new Replacements();
+  const days = rebuild?.days;
+  const createdHere = new Set<string>();
+  const replaced = new Replacements(rebuild !== undefined);
   const relevant: { event: EventEnvelope; entity: EntityDef; id: number; kind: 'created' | 'updated' | 'deleted'; bulkJob?: number }[] = [];
   for (const event of events) {
     if (event.type === 'ExternalImportRowsWritten') {
@@ -247,8 +277,10 @@ async function applyEvents(trx: Knex.Transaction, events: EventEnvelope[], days?
     const target = folderKind ? { entity: FOLDERS, kind: folderKind as 'created' | 'updated' | 'deleted' } : entityEventOf(event.type);
     if (!target) continue;
     const id = (event.data as Values)[idKeyOf(target.entity)] as number;
-    // A rebuild starts from empty tables: the row a creation makes cannot be there yet, so it is not looked for.
-    if (!(days && target.kind === 'created')) batchOf(target.entity).want(id);
+    // A rebuild starts from empty tables: the row a creation makes cannot be there yet, nor before it is made.
+    const key = `${target.entity.name}:${id}`;
+    if (days && target.kind === 'created') createdHere.add(key);
+    if (!(days && createdHere.has(key))) batchOf(target.entity).want(id);
     else batchOf(target.entity);
     relevant.push({ event, id, ...target });
   }
