@@ -6,7 +6,7 @@ import type { EventEnvelope, EventMetadata, NewEvent } from '../../contracts/env
 import { ConcurrencyError } from '../../services/shared/errors';
 import { listenOn } from '../postgres/listen';
 import type {
-  AppendResult, EventStore, ExpectedRevision, ReadAllOptions, ReadStreamOptions, Subscription,
+  AppendResult, ChainBreak, ChainReport, EventStore, ExpectedRevision, ReadAllOptions, ReadStreamOptions, Subscription,
 } from '../../services/shared/eventStore';
 
 const SCHEMA_SQL = fs.readFileSync(path.join(__dirname, 'postgres.schema.sql'), 'utf8');
@@ -37,6 +37,30 @@ interface EventRow {
 }
 
 const COLUMNS = 'position, id, stream_id, revision, type, schema_version, data, metadata, recorded_at';
+
+/** Positions verified per statement (PostgresEventStore.verifyChain). */
+const VERIFY_RANGE = 50_000n;
+
+interface LinkRow {
+  position: string; stream_id: string; revision: string; type: string; hash: string | null; computed: string; prev_position: string | null; gap: boolean; ok: boolean | null;
+}
+
+/**
+ * The links of the chain over positions $1..$2 (the event before $1 read for its hash): each
+ * event's recorded hash, the one computed from the previous recorded hash and its content, and
+ * whether a position is missing before it.
+ */
+const LINKS_SQL = `SELECT * FROM (
+  SELECT position, stream_id, revision, type, encode(hash, 'hex') AS hash, encode(computed, 'hex') AS computed, prev_position,
+    (prev_position IS DISTINCT FROM position - 1 AND (position > 1 OR prev_position IS NOT NULL)) AS gap, hash = computed AS ok
+  FROM (
+    SELECT e.position, e.stream_id, e.revision, e.type, e.hash, lag(e.position) OVER w AS prev_position,
+      sha256(coalesce(lag(e.hash) OVER w, CASE WHEN lag(e.position) OVER w IS NULL THEN decode(repeat('00', 32), 'hex') END)
+        || es_event_content(e.position, e.id, e.stream_id, e.revision, e.type, e.schema_version, e.recorded_at, e.data, e.metadata)) AS computed
+    FROM es_events e WHERE e.position BETWEEN $1::bigint - 1 AND $2::bigint
+    WINDOW w AS (ORDER BY e.position)
+  ) links WHERE position >= $1::bigint
+) checked`;
 
 /**
  * COLUMNS with the data of the types in parameter $n (text[]) read shallow: top-level keys and
@@ -194,6 +218,67 @@ export class PostgresEventStore implements EventStore {
       else high = middle - 1n;
     }
     return low.toString();
+  }
+
+  /**
+   * The chain recomputed by PostgreSQL (es_event_content, sha256) in ranges of VERIFY_RANGE
+   * positions: each event's hash against the hash of the event stored before it and its own
+   * content, positions without gaps; then the head against the last event. A link that fails is
+   * told apart: when the next event still links to the recorded hash, the content was altered;
+   * when it does not, the recorded hash was.
+   */
+  async verifyChain(range: { from?: string; to?: string } = {}): Promise<ChainReport> {
+    const started = process.hrtime.bigint();
+    const { rows: [head] } = await this.pool.query<{ position: string; hash: string | null; last: string | null; last_hash: string | null }>(
+      `SELECT h.position, encode(h.hash, 'hex') AS hash, l.position AS last, encode(l.hash, 'hex') AS last_hash
+       FROM es_head h LEFT JOIN LATERAL (SELECT position, hash FROM es_events ORDER BY position DESC LIMIT 1) l ON true WHERE h.id = 1`);
+    const from = BigInt(range.from ?? '1');
+    const to = range.to === undefined ? BigInt(head.position) : BigInt(range.to);
+    const report = (checked: number, firstBreak: ChainBreak | null): ChainReport => ({
+      from: from.toString(), to: to.toString(), checked, intact: firstBreak === null, firstBreak,
+      head: { position: head.position, hash: head.hash }, seconds: Number(process.hrtime.bigint() - started) / 1e9,
+    });
+    let checked = 0;
+    for (let start = from; start <= to; start += VERIFY_RANGE) {
+      const end = start + VERIFY_RANGE - 1n < to ? start + VERIFY_RANGE - 1n : to;
+      const { rows } = await this.pool.query<LinkRow>(`${LINKS_SQL} WHERE ok IS NOT TRUE OR gap ORDER BY position LIMIT 1`, [start.toString(), end.toString()]);
+      const { rows: [{ n }] } = await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM es_events WHERE position BETWEEN $1 AND $2', [start.toString(), end.toString()]);
+      if (rows.length === 0) {
+        checked += Number(n);
+        continue;
+      }
+      const bad = rows[0];
+      checked += Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM es_events WHERE position BETWEEN $1 AND $2', [start.toString(), bad.position])).rows[0].n);
+      return report(checked, await this.describeBreak(bad));
+    }
+    const endsAtHead = to >= BigInt(head.position);
+    if (endsAtHead && (head.last ?? '0') !== head.position) {
+      return report(checked, {
+        position: head.position, problem: 'head', recordedHash: head.hash, computedHash: head.last_hash,
+        detail: `the head is at position ${head.position} but the last event is at ${head.last ?? 'none'}: events are missing at the end`,
+      });
+    }
+    if (endsAtHead && head.last !== null && head.hash !== head.last_hash) {
+      return report(checked, {
+        position: head.position, problem: 'head', recordedHash: head.hash, computedHash: head.last_hash,
+        detail: `the head's hash differs from the last event's: the head or the last event was rewritten`,
+      });
+    }
+    return report(checked, null);
+  }
+
+  private async describeBreak(bad: LinkRow): Promise<ChainBreak> {
+    const at = { position: bad.position, recordedHash: bad.hash, computedHash: bad.computed };
+    if (bad.gap) {
+      return { ...at, problem: 'missing', detail: `events are missing before position ${bad.position} (the event before it is at ${bad.prev_position ?? 'none'})` };
+    }
+    if (bad.hash === null) return { ...at, problem: 'unhashed', detail: `the event at position ${bad.position} has no hash` };
+    const next = BigInt(bad.position) + 1n;
+    const { rows: [following] } = await this.pool.query<LinkRow>(`${LINKS_SQL} WHERE position = $2`, [bad.position, next.toString()]);
+    if (following && following.ok === false && !following.gap) {
+      return { ...at, problem: 'hash-altered', detail: `the hash recorded with the event at position ${bad.position} was changed: the event after it was chained to another hash` };
+    }
+    return { ...at, problem: 'altered', detail: `the event at position ${bad.position} (${bad.type} on ${bad.stream_id}, revision ${bad.revision}) no longer gives the hash recorded when it was appended: its content was changed` };
   }
 
   subscribeToAll(options: { after?: string; shallow?: readonly string[] } = {}): Subscription {

@@ -7,6 +7,7 @@ import { identityRoutes, loginRoutes } from '../identity/identity.routes';
 import { recordLoginFailure } from '../identity/loginAttempts';
 import { loginOriginGuard, sessionGuard, sessionMiddleware, type SessionSettings } from '../identity/sessions';
 import { adminRoutes } from '../admin/admin.routes';
+import { integrityRoutes } from '../integrity/integrity.routes';
 import { auditRoutes } from '../audit/audit.routes';
 import { historyRoutes } from '../history/history.routes';
 import { analyticsRoutes } from '../analytics/analytics.routes';
@@ -97,6 +98,7 @@ export function buildApp(deps: AppDeps): Express {
   if (limits) app.use('/api', ...limits.afterAuthentication);
   app.use(identityRoutes(deps));
   app.use(adminRoutes(deps));
+  app.use(integrityRoutes(deps));
   app.use(modelRoutes(deps));
   app.use(auditRoutes(deps));
   app.use(historyRoutes(deps));

@@ -14,6 +14,7 @@ import { externalImportPaths } from '../migration/externalImport.openapi';
 import { lookupPaths } from '../lookup/lookup.openapi';
 import { notificationPaths } from '../notifications/notifications.openapi';
 import { adminPaths } from '../admin/admin.openapi';
+import { integrityPaths } from '../integrity/integrity.openapi';
 import { searchAdminPaths } from '../searchAdmin/searchAdmin.openapi';
 
 /** The API categories of the interface spec, in its order. */
@@ -521,7 +522,7 @@ const CUSTOM_TAGS: Record<string, string> = {
   audit: 'The audit trail of every change',
   history: 'History for analysts: an entity\'s timeline and diffs field by field, two runs compared case by case, quarantined cases, the log itself',
   search: 'Full-text search and facet counts over cases, runs, sessions, failures and more, limited to the projects the caller may read',
-  admin: 'Administration: every user\'s API tokens',
+  admin: 'Administration: every user\'s API tokens, the integrity of the event log',
   docs: 'These OpenAPI descriptions',
   health: 'Liveness and readiness probes, without authentication',
 };
@@ -744,6 +745,7 @@ function customPaths(): OpenAPIV3.PathsObject {
     ...quarantinePaths(),
     ...searchPaths(),
     ...adminPaths(),
+    ...integrityPaths(),
     ...searchAdminPaths(),
     '/healthz': { get: { operationId: 'healthz', tags: ['health'], security: [], summary: 'liveness: the process answers', responses: { 200: { description: 'the process answers' } } } },
     '/readyz': { get: { operationId: 'readyz', tags: ['health'], security: [], summary: 'readiness: every dependency answers and no projection is stuck', responses: { 200: { description: 'ready' }, 503: { description: 'not ready, with reasons' } } } },

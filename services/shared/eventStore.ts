@@ -44,6 +44,35 @@ export interface Subscription extends AsyncIterable<EventEnvelope> {
   close(): Promise<void>;
 }
 
+/** Where the hash chain of the log (docs/compliance.md) first fails to hold. */
+export interface ChainBreak {
+  /** The position the break is found at (for `missing`: the first position after the gap; for `head`: the head's). */
+  position: string;
+  /**
+   * altered: the event's content no longer gives its recorded hash (the event was changed after it
+   * was appended); hash-altered: its recorded hash was changed (the next event was chained to
+   * another one); missing: events are gone before this position; unhashed: the event has no hash;
+   * head: the head (its position and last hash) does not match the last event.
+   */
+  problem: 'altered' | 'hash-altered' | 'missing' | 'unhashed' | 'head';
+  detail: string;
+  /** The hash stored with the event (hex), and the one its content and the previous hash give. */
+  recordedHash: string | null;
+  computedHash: string | null;
+}
+
+export interface ChainReport {
+  /** The positions checked, inclusive. */
+  from: string;
+  to: string;
+  checked: number;
+  intact: boolean;
+  firstBreak: ChainBreak | null;
+  /** The log's head: its position and last hash (hex). */
+  head: { position: string; hash: string | null };
+  seconds: number;
+}
+
 /** The event store port. Adapters: infra/eventstore/postgres.ts, infra/eventstore/esdb.ts. */
 export interface EventStore {
   readonly kind: 'postgres' | 'eventstoredb';
@@ -66,5 +95,11 @@ export interface EventStore {
   headPosition(): Promise<string>;
   /** The last position recorded at or before `time` (an ISO date-time; '0' when none). */
   positionAt(time: string): Promise<string>;
+  /**
+   * Recomputes the hash chain over positions `from`..`to` (inclusive; default the whole log) and
+   * reports the first break. The PostgreSQL adapter keeps the chain; an adapter without one has no
+   * such method (docs/compliance.md).
+   */
+  verifyChain?(range?: { from?: string; to?: string }): Promise<ChainReport>;
   close(): Promise<void>;
 }

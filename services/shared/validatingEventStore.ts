@@ -16,6 +16,7 @@ export function withContracts(store: EventStore, contracts: ContractValidator): 
     subscribeToAll: (options) => store.subscribeToAll(options),
     headPosition: () => store.headPosition(),
     positionAt: (time) => store.positionAt(time),
+    ...(store.verifyChain && { verifyChain: (range) => store.verifyChain!(range) }),
     close: () => store.close(),
   };
 }
