@@ -87,7 +87,7 @@ export type EntityName =
   | 'template' | 'caseField' | 'resultField' | 'fieldOption'
   | 'testRun' | 'testRunCase' | 'testRunResult' | 'testRunStepResult' | 'resultFieldValue' | 'session' | 'sessionResult'
   | 'milestone' | 'milestoneType' | 'configuration' | 'configCategory' | 'configVariant' | 'tag' | 'workflow' | 'status'
-  | 'user' | 'projectAssignment' | 'role' | 'rolePermission'
+  | 'user' | 'projectAssignment' | 'role' | 'rolePermission' | 'signatureMeaning'
   | 'group' | 'groupAssignment' | 'userProjectPermission' | 'groupProjectPermission'
   | 'integration' | 'attachment' | 'comment'
   | 'caseStatistic' | 'caseDailyStatistic' | 'testRunStatistic' | 'projectDailyStatistic';
@@ -834,6 +834,26 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     },
     relations: {
       permissions: many('rolePermission', 'role_id'),
+    },
+  },
+  /**
+   * A meaning an electronic signature can carry (services/signatures/, docs/compliance.md), with
+   * the roles that may sign with it: a caller whose role in the signed record's project is one of
+   * them may; administrators and the project's admins always may. Administrators define them.
+   */
+  signatureMeaning: {
+    name: 'signatureMeaning',
+    table: 'signature_meanings',
+    category: 'users',
+    softDeleteField: 'isDeleted',
+    fields: {
+      id,
+      name: text('name', { requiredOnCreate: true, unique: true }),
+      description: optionalText('description'),
+      ...softDeleteAndTimes,
+    },
+    relations: {
+      roles: linked('role', 'signature_meaning_roles', 'signature_meaning_id', 'role_id'),
     },
   },
   rolePermission: {

@@ -78,6 +78,7 @@ export const LINK_OWNERS: Record<string, EntityName> = {
   template_case_fields: 'template',
   template_result_fields: 'template',
   configuration_variants: 'configuration',
+  signature_meaning_roles: 'signatureMeaning',
 };
 
 /** Which entity, id and event kind an event of the generic aggregate is about; null for others. */

@@ -62,6 +62,23 @@ export type RepositoryCaseAliasAdded = DomainEvent<'RepositoryCaseAliasAdded', {
 export type CaseQuarantined = DomainEvent<'CaseQuarantined', { caseId: number; projectId: number; reason: string; at: Iso }>;
 export type CaseReleased = DomainEvent<'CaseReleased', { caseId: number; projectId: number; reason: string; at: Iso }>;
 
+// ------------------------------------------------------------------------------- evidence
+/** The records an electronic signature applies to (services/signatures/). */
+export type SignedEntity = 'testRun' | 'milestone' | 'repositoryCase';
+export type Reauthentication = 'password' | 'session-login';
+/** An electronic signature (stream `signatures-<entity>-<id>`; docs/compliance.md). */
+export type RecordSigned = DomainEvent<'RecordSigned', {
+  signatureId: string; entity: SignedEntity; entityId: number; projectId: number; meaning: string;
+  signerId: number; signerName: string; signerEmail: string; comment: string | null;
+  contentPosition: string; contentHash: string; contentEvents: number; reauthentication: Reauthentication; signedAt: Iso;
+}>;
+export type SignatureRevoked = DomainEvent<'SignatureRevoked', {
+  signatureId: string; entity: SignedEntity; entityId: number; projectId: number; reason: string;
+  revokerId: number; revokerName: string; reauthentication: Reauthentication; revokedAt: Iso;
+}>;
+/** The log's head hash recorded (stream `integrityAnchors`; services/integrity/anchors.ts). */
+export type IntegrityAnchored = DomainEvent<'IntegrityAnchored', { position: string; hash: string; anchoredAt: Iso; copies: ('file' | 'url')[] }>;
+
 // ------------------------------------------------------------------------------- result import
 // An import job's stream is `importJob-<jobId>` (services/imports/importJob.decider.ts).
 
@@ -282,6 +299,7 @@ export type TestamentEvent =
   | ApiTokenCreated | ApiTokenRevoked | LoginFailed
   | RepositoryFolderCreated | RepositoryFolderUpdated | RepositoryFolderDeleted | RepositoryCaseAliasAdded
   | CaseQuarantined | CaseReleased
+  | RecordSigned | SignatureRevoked | IntegrityAnchored
   | ImportJobEvent
   | StoredFileEvent
   | SearchAdministrationEvent | SearchReindexEvent
@@ -298,6 +316,7 @@ export const HAND_WRITTEN_EVENT_TYPES: readonly EventType[] = [
   'ApiTokenCreated', 'ApiTokenRevoked', 'LoginFailed',
   'RepositoryFolderCreated', 'RepositoryFolderUpdated', 'RepositoryFolderDeleted', 'RepositoryCaseAliasAdded',
   'CaseQuarantined', 'CaseReleased',
+  'RecordSigned', 'SignatureRevoked', 'IntegrityAnchored',
   'ImportRequested', 'ImportFileStored', 'ImportParsed', 'ImportTestRunPlanned', 'TestResultsImported', 'ImportCompleted', 'ImportFailed',
   'FileStored', 'FileAttached', 'FileDeleted',
   'SearchOperationPerformed', 'SearchConnectionChanged',

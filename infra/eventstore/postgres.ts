@@ -1,3 +1,4 @@
+import type { ChainedEvent } from '../../contracts/chain';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -265,6 +266,21 @@ export class PostgresEventStore implements EventStore {
       });
     }
     return report(checked, null);
+  }
+
+  async readChained(query: { streams?: readonly string[]; positions?: readonly string[]; upTo?: string }): Promise<ChainedEvent[]> {
+    const { rows } = await this.pool.query<{
+      position: string; id: string; stream_id: string; revision: string; type: string; schema_version: number; at: string; data: string; metadata: string; hash: string; previous_hash: string;
+    }>(
+      `SELECT e.position, e.id, e.stream_id, e.revision, e.type, e.schema_version, (extract(epoch FROM e.recorded_at) * 1000000)::bigint::text AS at,
+         e.data::text AS data, e.metadata::text AS metadata, encode(e.hash, 'hex') AS hash,
+         encode(CASE WHEN e.position = 1 THEN decode(repeat('00', 32), 'hex') ELSE (SELECT p.hash FROM es_events p WHERE p.position = e.position - 1) END, 'hex') AS previous_hash
+       FROM es_events e WHERE (e.stream_id = ANY($1::text[]) OR e.position = ANY($2::bigint[])) AND ($3::bigint IS NULL OR e.position <= $3::bigint)
+       ORDER BY e.position`, [query.streams ?? [], query.positions ?? [], query.upTo ?? null]);
+    return rows.map((r) => ({
+      position: r.position, id: r.id, streamId: r.stream_id, revision: r.revision, type: r.type, schemaVersion: r.schema_version,
+      recordedAtMicros: r.at, data: r.data, metadata: r.metadata, hash: r.hash ?? '', previousHash: r.previous_hash ?? '',
+    }));
   }
 
   private async describeBreak(bad: LinkRow): Promise<ChainBreak> {

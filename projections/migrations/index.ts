@@ -22,6 +22,7 @@ import * as m021 from './021_external_import_rows_indexes';
 import * as m022 from './022_case_quarantines';
 import * as m023 from './023_history';
 import * as m024 from './024_statistics';
+import * as m025 from './025_signature_meanings';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -48,6 +49,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '022_case_quarantines': m022,
   '023_history': m023,
   '024_statistics': m024,
+  '025_signature_meanings': m025,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

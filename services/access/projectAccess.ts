@@ -34,6 +34,8 @@ export interface ProjectGrant {
   readonly projectAdmin: boolean;
   /** Per area, from the granting role(s); an area not listed grants nothing (read only). */
   readonly permissions: ReadonlyMap<Area, Permission>;
+  /** The roles that grant it (none for a project admin by creation or access level, nor for administrators). */
+  readonly roleIds: readonly number[];
 }
 
 export interface ProjectAccess {
@@ -129,7 +131,7 @@ async function loadRoles(knex: Knex, userId: number, ids: number[]): Promise<Rol
 }
 
 function resolveProject(c: Candidate, user: AuthenticatedUser, roles: Roles): ProjectGrant | null {
-  const admin: ProjectGrant = { projectAdmin: true, permissions: new Map() };
+  const admin: ProjectGrant = { projectAdmin: true, permissions: new Map(), roleIds: [] };
   const fromRoles = (ids: (number | null)[]): ProjectGrant => {
     const permissions = new Map<Area, Permission>();
     for (const id of ids) {
@@ -139,7 +141,8 @@ function resolveProject(c: Candidate, user: AuthenticatedUser, roles: Roles): Pr
       }
     }
     const projectAdmin = ids.some((id) => id !== null && roles.byId.get(id)?.name === PROJECT_ADMIN_ROLE);
-    return { projectAdmin, permissions: projectAdmin ? new Map() : permissions };
+    const roleIds = [...new Set(ids.filter((id): id is number => id !== null && roles.byId.has(id)))];
+    return { projectAdmin, permissions: projectAdmin ? new Map() : permissions, roleIds };
   };
   const roleOf = (accessType: string, roleId: number | null) => (accessType === 'SPECIFIC_ROLE' ? roleId : roles.own);
 

@@ -12,6 +12,7 @@ import { auditRoutes } from '../audit/audit.routes';
 import { historyRoutes } from '../history/history.routes';
 import { analyticsRoutes } from '../analytics/analytics.routes';
 import { quarantineRoutes } from '../quarantine/quarantine.routes';
+import { signatureRoutes } from '../signatures/signatures.routes';
 import { modelRoutes } from '../model/model.routes';
 import { fileRoutes, UPLOAD_PATH } from '../files/files.routes';
 import { importRoutes, IMPORT_PATHS, type ImportWorkers } from '../imports/imports.routes';
@@ -104,6 +105,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(historyRoutes(deps));
   app.use(analyticsRoutes(deps));
   app.use(quarantineRoutes(deps));
+  app.use(signatureRoutes(deps));
   app.use(fileRoutes(deps));
   app.use(importRoutes(deps));
   app.use(suiteOutputRoutes(deps));

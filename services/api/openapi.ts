@@ -7,6 +7,7 @@ import { auditPaths } from '../audit/audit.openapi';
 import { historyPaths } from '../history/history.openapi';
 import { analyticsPaths } from '../analytics/analytics.openapi';
 import { quarantinePaths } from '../quarantine/quarantine.openapi';
+import { signaturePaths } from '../signatures/signatures.openapi';
 import { searchPaths } from '../search/search.openapi';
 import { filePaths } from '../files/files.openapi';
 import { importPaths } from '../imports/imports.openapi';
@@ -522,6 +523,7 @@ const CUSTOM_TAGS: Record<string, string> = {
   audit: 'The audit trail of every change',
   history: 'History for analysts: an entity\'s timeline and diffs field by field, two runs compared case by case, quarantined cases, the log itself',
   search: 'Full-text search and facet counts over cases, runs, sessions, failures and more, limited to the projects the caller may read',
+  evidence: 'Evidence for auditors: electronic signatures of runs, milestones and cases, evidence bundles checked against the hash chain',
   admin: 'Administration: every user\'s API tokens, the integrity of the event log',
   docs: 'These OpenAPI descriptions',
   health: 'Liveness and readiness probes, without authentication',
@@ -743,6 +745,7 @@ function customPaths(): OpenAPIV3.PathsObject {
     ...historyPaths(),
     ...analyticsPaths(),
     ...quarantinePaths(),
+    ...signaturePaths(),
     ...searchPaths(),
     ...adminPaths(),
     ...integrityPaths(),

@@ -11,6 +11,9 @@ import { badRequest, notFound } from '../shared/errors';
 import type { EventStore } from '../shared/eventStore';
 import { idParameter, invalidArgument, isIsoTime, queryParameters } from '../shared/validate';
 import { quarantineStream } from '../quarantine/quarantine.decider';
+import { SIGNED_ENTITIES } from '../signatures/content';
+import { signatureStream } from '../signatures/signature.decider';
+import type { SignedEntity } from '../../contracts/events';
 import { type ImportOrigin, importOriginOf } from './importOrigin';
 import { type ChildrenDiff, diffChildren, diffStates, type FieldChange, foldTimeline, stateAfter } from './timeline';
 
@@ -107,8 +110,9 @@ const FIRST_CHUNK = 200;
 async function entityEvents(
   deps: { knex: Knex; store: EventStore }, entity: EntityDef, id: number, enough?: (events: EventEnvelope[]) => boolean,
 ): Promise<{ events: EventEnvelope[]; initial: Record<string, unknown> | null; origin: ImportOrigin | null }> {
-  // Its quarantine is an aggregate of its own (services/quarantine/): in the case's timeline, in the order of the log.
+  // Its quarantine and its signatures are aggregates of their own (services/quarantine/, services/signatures/): in its timeline, in the order of the log.
   const beside = entity.name === 'repositoryCase' ? await deps.store.readStream(quarantineStream(id)) : [];
+  if ((SIGNED_ENTITIES as readonly string[]).includes(entity.name)) beside.push(...await deps.store.readStream(signatureStream(entity.name as SignedEntity, id)));
   const own: EventEnvelope[] = [];
   const read = async (): Promise<EventEnvelope[]> => {
     for (let size = FIRST_CHUNK; ; size *= 2) {

@@ -1,3 +1,4 @@
+import type { ChainedEvent } from '../../contracts/chain';
 import type { EventEnvelope, EventMetadata, NewEvent } from '../../contracts/envelope';
 
 /**
@@ -101,5 +102,11 @@ export interface EventStore {
    * such method (docs/compliance.md).
    */
   verifyChain?(range?: { from?: string; to?: string }): Promise<ChainReport>;
+  /**
+   * The events of these streams and at these positions, in the order of the log, as the chain
+   * covers them (contracts/chain.ts), with `upTo` the last position read. Only an adapter that
+   * keeps the chain has it.
+   */
+  readChained?(query: { streams?: readonly string[]; positions?: readonly string[]; upTo?: string }): Promise<ChainedEvent[]>;
   close(): Promise<void>;
 }

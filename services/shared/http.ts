@@ -46,8 +46,8 @@ export function accessLog(logger: Logger): RequestHandler {
 /** Status of a domain rule violation, by the shape of its stable code. */
 export function statusOfDomainCode(code: string): number {
   if (code.endsWith('-not-found')) return 404;
-  // A state that refuses the change (quarantined already, not quarantined): a conflict with the row's state.
-  if (code.endsWith('-exists') || code.endsWith('-taken') || code.endsWith('-quarantined')) return 409;
+  // A state that refuses the change (quarantined already, not quarantined, revoked already): a conflict with the row's state.
+  if (code.endsWith('-exists') || code.endsWith('-taken') || code.endsWith('-quarantined') || code.endsWith('-revoked')) return 409;
   return 400;
 }
 

@@ -17,7 +17,7 @@ const META: EventMetadata = { actor: { userId: 1, via: 'api' }, correlationId: '
 type HandWritten = 'IdBlockReserved' | 'UniqueValueClaimed' | 'UniqueValueReleased' | 'DefaultsPlanned' | 'UserRegistered' | 'ApiTokenCreated' | 'ApiTokenRevoked' | 'LoginFailed'
   | 'UserUpdated' | 'UserDeactivated' | 'UserReactivated' | 'UserPasswordChanged' | 'UserDeleted'
   | 'RepositoryFolderCreated' | 'RepositoryFolderUpdated' | 'RepositoryFolderDeleted' | 'RepositoryCaseAliasAdded'
-  | 'CaseQuarantined' | 'CaseReleased'
+  | 'CaseQuarantined' | 'CaseReleased' | 'RecordSigned' | 'SignatureRevoked' | 'IntegrityAnchored'
   | 'ImportRequested' | 'ImportFileStored' | 'ImportParsed' | 'ImportTestRunPlanned' | 'TestResultsImported' | 'ImportCompleted' | 'ImportFailed'
   | 'FileStored' | 'FileAttached' | 'FileDeleted'
   | 'SearchOperationPerformed' | 'SearchConnectionChanged' | 'SearchReindexRequested' | 'SearchReindexStarted' | 'SearchReindexProgressed'
@@ -71,6 +71,16 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   RepositoryCaseAliasAdded: { caseId: 100, projectId: 7, source: 'JUNIT', alias: 'cd'.repeat(11), aliasTitle: 'accepts a password', identityKey: 'ef'.repeat(11), addedAt: AT },
   CaseQuarantined: { caseId: 100, projectId: 7, reason: 'flaky on Fridays: timing in the payment mock', at: AT },
   CaseReleased: { caseId: 100, projectId: 7, reason: 'mock fixed in #4711', at: AT },
+  RecordSigned: {
+    signatureId: '3f0c6c1e-8a3b-4b57-9a55-0c2f1d7e9b10', entity: 'testRun', entityId: 42, projectId: 7, meaning: 'approved',
+    signerId: 3, signerName: 'Quinn QA', signerEmail: 'quinn@example.com', comment: 'release 4.2 verified',
+    contentPosition: '1200', contentHash: 'a'.repeat(64), contentEvents: 31, reauthentication: 'password', signedAt: AT,
+  },
+  SignatureRevoked: {
+    signatureId: '3f0c6c1e-8a3b-4b57-9a55-0c2f1d7e9b10', entity: 'testRun', entityId: 42, projectId: 7, reason: 'signed the wrong run',
+    revokerId: 3, revokerName: 'Quinn QA', reauthentication: 'session-login', revokedAt: AT,
+  },
+  IntegrityAnchored: { position: '1200', hash: 'b'.repeat(64), anchoredAt: AT, copies: ['file'] },
   ImportRequested: {
     jobId: 9, projectId: 7, endpoint: 'test-results', format: 'junit', testRunName: 'Nightly', testRunId: null, stateId: 4, parentFolderId: null,
     configId: null, milestoneId: 2, tagIds: [1, 3], templateId: null, requestedAt: AT,
