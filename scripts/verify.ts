@@ -3,14 +3,18 @@
  * log (docs/compliance.md) and reports the first break. Exit 0: intact; 1: a break (printed with
  * its position and what differs); 2: it could not verify. On the embedded default it opens the
  * same DATA_DIR as the server (stop the server first); with DATABASE_URL it reads that server.
+ *
+ * `npm run verify -- <bundle.zip>`: checks an evidence bundle offline, against itself alone
+ * (services/evidence/verifyBundle.ts); no database is opened. Exit codes as above.
  */
 import { loadConfig } from '../services/process/config';
 import { createLogger } from '../infra/logger';
 import { openPlatform } from '../services/process/platform';
 import { parseIntegrityQuery, verifyIntegrity } from '../services/integrity/integrity';
+import { describeBundleReport, verifyBundle } from '../services/evidence/verifyBundle';
 
 function usage(message: string): never {
-  console.error(`${message}\nusage: npm run verify [-- --from <position>] [--to <position>]`);
+  console.error(`${message}\nusage: npm run verify [-- --from <position>] [--to <position>]\n       npm run verify -- <evidence bundle.zip>`);
   process.exit(2);
 }
 
@@ -25,7 +29,18 @@ function parseArgs(args: string[]): Record<string, string> {
   return out;
 }
 
+async function verifyBundleFile(file: string): Promise<number> {
+  const report = await verifyBundle(file);
+  for (const line of describeBundleReport(file, report)) console.log(line);
+  return report.ok ? 0 : 1;
+}
+
 async function main(): Promise<number> {
+  const args = process.argv.slice(2);
+  if (args.length > 0 && !args[0].startsWith('--')) {
+    if (args.length > 1) usage(`one bundle at a time (given: ${args.join(' ')})`);
+    return verifyBundleFile(args[0]);
+  }
   let query;
   try {
     query = parseIntegrityQuery(parseArgs(process.argv.slice(2)));

@@ -13,6 +13,7 @@ import { historyRoutes } from '../history/history.routes';
 import { analyticsRoutes } from '../analytics/analytics.routes';
 import { quarantineRoutes } from '../quarantine/quarantine.routes';
 import { signatureRoutes } from '../signatures/signatures.routes';
+import { evidenceRoutes } from '../evidence/evidence.routes';
 import { modelRoutes } from '../model/model.routes';
 import { fileRoutes, UPLOAD_PATH } from '../files/files.routes';
 import { importRoutes, IMPORT_PATHS, type ImportWorkers } from '../imports/imports.routes';
@@ -106,6 +107,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(analyticsRoutes(deps));
   app.use(quarantineRoutes(deps));
   app.use(signatureRoutes(deps));
+  app.use(evidenceRoutes(deps));
   app.use(fileRoutes(deps));
   app.use(importRoutes(deps));
   app.use(suiteOutputRoutes(deps));

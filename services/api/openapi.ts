@@ -8,6 +8,7 @@ import { historyPaths } from '../history/history.openapi';
 import { analyticsPaths } from '../analytics/analytics.openapi';
 import { quarantinePaths } from '../quarantine/quarantine.openapi';
 import { signaturePaths } from '../signatures/signatures.openapi';
+import { evidencePaths } from '../evidence/evidence.openapi';
 import { searchPaths } from '../search/search.openapi';
 import { filePaths } from '../files/files.openapi';
 import { importPaths } from '../imports/imports.openapi';
@@ -746,6 +747,7 @@ function customPaths(): OpenAPIV3.PathsObject {
     ...analyticsPaths(),
     ...quarantinePaths(),
     ...signaturePaths(),
+    ...evidencePaths(),
     ...searchPaths(),
     ...adminPaths(),
     ...integrityPaths(),

@@ -71,6 +71,29 @@ export class ServiceClient {
     return body!.data!.id as number;
   }
 
+  /** GET /api/evidence for the run or milestone, written to `file` (through a temporary file beside it: a cut download leaves none). */
+  async downloadEvidence(subject: { runId: number } | { milestoneId: number }, file: string): Promise<number> {
+    const query = 'runId' in subject ? `runId=${subject.runId}` : `milestoneId=${subject.milestoneId}`;
+    const res = await this.send(`/api/evidence?${query}`, { method: 'GET' });
+    if (!res.ok || !res.body) throw errorOf(res, await jsonOf(res));
+    const partial = `${file}.part`;
+    const out = fs.createWriteStream(partial);
+    let bytes = 0;
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        bytes += chunk.length;
+        if (!out.write(chunk)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
+      }
+      await new Promise<void>((resolve, reject) => out.end((e?: Error | null) => (e ? reject(e) : resolve())));
+      fs.renameSync(partial, file);
+    } catch (err) {
+      out.destroy();
+      fs.rmSync(partial, { force: true });
+      throw new CliError(`The download of the evidence stopped: ${(err as Error).message}`);
+    }
+    return bytes;
+  }
+
   async job(jobId: number): Promise<Record<string, unknown>> {
     const res = await this.send(`/api/imports/${jobId}`, { method: 'GET' });
     const body = await jsonOf(res);

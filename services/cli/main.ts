@@ -1,13 +1,15 @@
 /**
- * `testament`: import test results from a terminal or a CI pipeline. A thin client: it expands
+ * `testament`: import test results from a terminal or a CI pipeline; download and check evidence bundles. A thin client: it expands
  * globs, resolves names through POST /api/lookup, uploads the files to /api/test-results/import
  * and follows the stream; parsing happens on the server. Built into standalone binaries by
  * `npm run build:cli` (scripts/build-cli.ts).
  */
+import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { glob } from 'tinyglobby';
 import { version as VERSION } from '../../package.json';
 import { type CiField, ciValueProblem } from '../shared/ciContext';
+import { describeBundleReport, verifyBundle } from '../evidence/verifyBundle';
 import { ciContextFromEnv } from './ciEnv';
 import { type ImportEvent, type ImportFields, ServiceClient } from './client';
 import { CliError, clearStored, effectiveSettings, masked, normaliseUrl, readStored, settingsFile, writeStored } from './settings';
@@ -19,6 +21,8 @@ const HELP: Record<string, string> = {
 
 Usage:
   testament import <file_glob...> -p <project> -n <test run name> [options]
+  testament evidence (--run <id> | --milestone <id>) [-o <file.zip>]
+  testament verify <bundle.zip> [--json]
   testament config set --url <instance_url> --token <API_TOKEN>
   testament config show
   testament config clear
@@ -59,6 +63,26 @@ The last line counts the tests (run cases given a result), results and retries (
 the first of a test) the import recorded, to compare with your runner's totals.
 
 Exit codes: 0 imported; 1 the service refused or failed; 2 wrong usage (no file matched, bad option).`,
+  evidence: `testament evidence (--run <id> | --milestone <id>) [-o <file.zip>]
+
+Downloads the evidence bundle of a test run or a milestone (GET /api/evidence): its events with
+their chain hashes, its runs and results with the cases as executed, its signatures, the files
+kept with it, and a manifest with SHA-256 of every file. Then checks it as \`testament verify\` does.
+
+Options:
+  -r, --run <id>          the test run
+  -m, --milestone <id>    the milestone
+  -o, --output <file>     where to write it (default evidence-run-<id>.zip / evidence-milestone-<id>.zip)
+  -h, --help              this help
+
+Exit codes: 0 downloaded and intact; 1 refused, failed or not intact; 2 wrong usage.`,
+  verify: `testament verify <bundle.zip> [--json]
+
+Checks an evidence bundle offline, against itself alone: every file against the manifest, every
+event's hash from its content and the hash before it, every signature's content hash, every kept
+file against the SHA-256 recorded when it was stored. No service is needed.
+
+Exit codes: 0 intact; 1 not intact (the problems are listed); 2 wrong usage or unreadable file.`,
   config: `testament config set --url <instance_url> --token <API_TOKEN>   store them (file mode 0600)
 testament config show                                         show them (token masked) and where they come from
 testament config clear                                        delete the stored configuration
@@ -79,6 +103,8 @@ export async function run(argv: string[], out: (line: string) => void = (l) => p
     }
     if (command === 'config') return configCommand(rest, out);
     if (command === 'import') return await importCommand(rest, out, err);
+    if (command === 'verify') return await verifyCommand(rest, out);
+    if (command === 'evidence') return await evidenceCommand(rest, out);
     throw new CliError(`Unknown command "${command}". Run testament --help`, 2);
   } catch (error) {
     if (error instanceof CliError) {
@@ -123,6 +149,45 @@ function configCommand(argv: string[], out: (line: string) => void): number {
     default:
       throw new CliError(`Unknown config action "${action}": set, show or clear`, 2);
   }
+}
+
+async function verifyCommand(argv: string[], out: (line: string) => void): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+  if (values.help) {
+    out(HELP.verify);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new CliError('Give one evidence bundle: testament verify <bundle.zip>', 2);
+  const file = positionals[0];
+  if (!fs.existsSync(file) || !fs.statSync(file).isFile()) throw new CliError(`No file ${file}`, 2);
+  const report = await verifyBundle(file);
+  if (values.json) out(JSON.stringify(report));
+  else for (const line of describeBundleReport(file, report)) out(line);
+  return report.ok ? 0 : 1;
+}
+
+async function evidenceCommand(argv: string[], out: (line: string) => void): Promise<number> {
+  const { values } = parseArgs({
+    args: argv, strict: true,
+    options: { run: { type: 'string', short: 'r' }, milestone: { type: 'string', short: 'm' }, output: { type: 'string', short: 'o' }, help: { type: 'boolean', short: 'h' } },
+  });
+  if (values.help) {
+    out(HELP.evidence);
+    return 0;
+  }
+  if ((values.run === undefined) === (values.milestone === undefined)) throw new CliError('Give exactly one of --run <id> and --milestone <id>', 2);
+  const id = (values.run ?? values.milestone)!;
+  if (!isId(id)) throw new CliError(`--${values.run !== undefined ? 'run' : 'milestone'} must be an id (a positive integer)`, 2);
+  const settings = effectiveSettings();
+  if (!settings.url) throw new CliError('No service URL: run testament config set --url <instance_url>, or set SERVICE_URL', 2);
+  if (!settings.token) throw new CliError('No API token: run testament config set --token <API_TOKEN>, or set SERVICE_TOKEN', 2);
+  const client = new ServiceClient(normaliseUrl(settings.url), settings.token, VERSION);
+  const file = values.output ?? `evidence-${values.run !== undefined ? 'run' : 'milestone'}-${Number(id)}.zip`;
+  const bytes = await client.downloadEvidence(values.run !== undefined ? { runId: Number(id) } : { milestoneId: Number(id) }, file);
+  out(`wrote ${file} (${bytes.toLocaleString('en')} bytes)`);
+  const report = await verifyBundle(file);
+  for (const line of describeBundleReport(file, report)) out(line);
+  return report.ok ? 0 : 1;
 }
 
 /** "a,b" or '"with, comma",b' → ['a', 'b'] / ['with, comma', 'b']. */

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { EntityDef } from '../../contracts/entities';
+import { ENTITIES, type EntityDef, type EntityName } from '../../contracts/entities';
 import type { EventEnvelope } from '../../contracts/envelope';
 import { idKeyOf, rowsWrittenOf } from '../../contracts/entityEvents';
 import type { EventStore } from '../shared/eventStore';
@@ -60,6 +60,36 @@ function probe(entity: EntityDef, event: EventEnvelope, id: number): Probe {
     return { found: values };
   }
   return { min: Math.min(...(ids as number[])), max: Math.max(...(ids as number[])) };
+}
+
+/**
+ * Every row a chunk event writes (a result import's TestResultsImported, an external import's
+ * ExternalImportRowsWritten), each with its values as `probe` finds one; none for other events.
+ */
+export function chunkRows(event: EventEnvelope): { entity: string; id: number; values: Record<string, unknown> }[] {
+  const data = event.data as Record<string, unknown>;
+  if (event.type === 'ExternalImportRowsWritten') {
+    const written = rowsWrittenOf(data as { entity: string; fields: string[]; rows: unknown[][] });
+    if (!written) return [];
+    const key = idKeyOf(written.entity);
+    return written.rows.map((row) => ({ entity: written.entity.name, id: row[key] as number, values: row }));
+  }
+  if (event.type !== 'TestResultsImported') return [];
+  const rows: { entity: string; id: number; values: Record<string, unknown> }[] = [];
+  for (const [entity, shape] of Object.entries(RESULT_TABLES)) {
+    const columns = isObject(data[shape!.table]) ? (data[shape!.table] as Record<string, unknown[]>) : undefined;
+    const ids = columns?.[shape!.id];
+    if (!Array.isArray(ids)) continue;
+    ids.forEach((id, at) => {
+      const values: Record<string, unknown> = {};
+      for (const [column, list] of Object.entries(columns!)) if (Array.isArray(list) && column !== shape!.id) values[column] = list[at] ?? null;
+      // The chunk names the run and the project once for all of its rows.
+      if (ENTITIES[entity as EntityName].fields.testRunId) values.testRunId = data.testRunId;
+      if (ENTITIES[entity as EntityName].fields.projectId) values.projectId = data.projectId;
+      rows.push({ entity, id: id as number, values });
+    });
+  }
+  return rows;
 }
 
 /** The creating chunk of a row an import wrote in bulk; null when the row was not written so (or its chunk is not found). */

@@ -4,6 +4,7 @@ import { PassThrough, Transform, type Readable } from 'node:stream';
 import { Parse as unzipParse, type Entry } from 'unzip-stream';
 import { JsonReader } from '../imports/formats/jsonStream';
 import { ResultFileError } from '../imports/formats/parsedResult';
+import { isWholeZip, readRange, ZIP_EMPTY_ARCHIVE, ZIP_LOCAL_HEADER } from '../shared/zipFile';
 
 /**
  * Reading an external tool's export (Testmo, as TestPlanIt reads it: shared/reference/
@@ -72,10 +73,6 @@ const DATASET_DATA_KEYS = new Set(['data', 'rows', 'records', 'items']);
 const DATASET_SCHEMA_KEYS = new Set(['schema', 'columns', 'fields']);
 const IGNORED_DATASET_KEYS = new Set(['meta', 'summary']);
 
-const ZIP_LOCAL_HEADER = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
-const ZIP_EMPTY_ARCHIVE = Buffer.from([0x50, 0x4b, 0x05, 0x06]);
-/** The end-of-central-directory record: 22 bytes plus a comment of at most 65,535. */
-const EOCD_SEARCH_BYTES = 22 + 0xffff;
 
 /** Which container a file is, from its first bytes; anything else is `export-not-recognised`. */
 export async function detectContainer(file: string): Promise<ExportContainer> {
@@ -116,10 +113,7 @@ async function* readJsonFile(file: string): AsyncGenerator<ExportRecord> {
 
 async function* readZip(file: string, limits: ExportLimits): AsyncGenerator<ExportRecord> {
   const { size } = await fs.promises.stat(file);
-  // unzip-stream reads front to back and cannot tell a cut-off archive from one that ends early; the
-  // end-of-central-directory record at the tail is the proof the archive is whole.
-  const tailStart = Math.max(0, size - EOCD_SEARCH_BYTES);
-  if (!endsWithCentralDirectory(await readRange(file, tailStart, size - tailStart), tailStart)) {
+  if (!(await isWholeZip(file))) {
     throw new ExportFileError('export-truncated', 'The ZIP archive is truncated or damaged (its end of central directory is missing or does not match)', {
       bytes: size,
     });
@@ -181,23 +175,6 @@ async function* readZip(file: string, limits: ExportLimits): AsyncGenerator<Expo
     unzip.destroy();
     input.destroy();
   }
-}
-
-/**
- * Whether `tail` (the file's last bytes, from `tailStart`) ends with an end-of-central-directory
- * record whose comment reaches exactly the end of the file and whose directory ends where it
- * starts. A cut or padded archive fails this, so unzip-stream never sees one (it would wait forever
- * on a header cut in half).
- */
-function endsWithCentralDirectory(tail: Buffer, tailStart: number): boolean {
-  for (let at = tail.lastIndexOf(ZIP_EMPTY_ARCHIVE); at >= 0; at = at > 0 ? tail.lastIndexOf(ZIP_EMPTY_ARCHIVE, at - 1) : -1) {
-    if (at + 22 > tail.length || at + 22 + tail.readUInt16LE(at + 20) !== tail.length) continue;
-    const directoryBytes = tail.readUInt32LE(at + 12);
-    const directoryOffset = tail.readUInt32LE(at + 16);
-    if (directoryOffset === 0xffffffff || directoryBytes === 0xffffffff) return true; // ZIP64: the sizes live elsewhere
-    return directoryOffset + directoryBytes === tailStart + at;
-  }
-  return false;
 }
 
 /**
@@ -364,13 +341,3 @@ function asExportError(error: unknown, entry: string): unknown {
   return new ExportFileError('export-invalid-json', error.message, { entry, beforeByte });
 }
 
-async function readRange(file: string, start: number, length: number): Promise<Buffer> {
-  const handle = await fs.promises.open(file, 'r');
-  try {
-    const buffer = Buffer.alloc(length);
-    const { bytesRead } = await handle.read(buffer, 0, length, start);
-    return buffer.subarray(0, bytesRead);
-  } finally {
-    await handle.close();
-  }
-}
