@@ -4,6 +4,9 @@
  * its position and what differs); 2: it could not verify. On the embedded default it opens the
  * same DATA_DIR as the server (stop the server first); with DATABASE_URL it reads that server.
  *
+ * `npm run verify -- --anchors <file>`: the anchor copies in the file (one JSON line each, as
+ * INTEGRITY_ANCHOR_FILE gets them) against the hashes the log holds now, as well.
+ *
  * `npm run verify -- <bundle.zip>`: checks an evidence bundle offline, against itself alone
  * (services/evidence/verifyBundle.ts); no database is opened. Exit codes as above.
  */
@@ -12,9 +15,11 @@ import { createLogger } from '../infra/logger';
 import { openPlatform } from '../services/process/platform';
 import { parseIntegrityQuery, verifyIntegrity } from '../services/integrity/integrity';
 import { describeBundleReport, verifyBundle } from '../services/evidence/verifyBundle';
+import { type AnchorRecord, checkAnchors } from '../services/integrity/anchors';
+import fs from 'node:fs';
 
 function usage(message: string): never {
-  console.error(`${message}\nusage: npm run verify [-- --from <position>] [--to <position>]\n       npm run verify -- <evidence bundle.zip>`);
+  console.error(`${message}\nusage: npm run verify [-- --from <position>] [--to <position>] [--anchors <file>]\n       npm run verify -- <evidence bundle.zip>`);
   process.exit(2);
 }
 
@@ -22,11 +27,26 @@ function parseArgs(args: string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (let i = 0; i < args.length; i += 2) {
     const name = args[i].replace(/^--/, '');
-    if (!['from', 'to'].includes(name) || !args[i].startsWith('--')) usage(`unknown argument ${args[i]}`);
-    if (args[i + 1] === undefined) usage(`${args[i]} needs a position`);
+    if (!['from', 'to', 'anchors'].includes(name) || !args[i].startsWith('--')) usage(`unknown argument ${args[i]}`);
+    if (args[i + 1] === undefined) usage(`${args[i]} needs ${name === 'anchors' ? 'a file' : 'a position'}`);
     out[name] = args[i + 1];
   }
   return out;
+}
+
+/** The anchor copies of a file: one JSON object `{position, hash, anchoredAt}` per line. */
+function readAnchorFile(file: string): AnchorRecord[] {
+  const lines = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '');
+  return lines.map((line, i) => {
+    let a: Partial<AnchorRecord> | null = null;
+    try {
+      a = JSON.parse(line) as Partial<AnchorRecord>;
+    } catch { /* reported below */ }
+    if (!a || typeof a.position !== 'string' || !/^[1-9][0-9]*$/.test(a.position) || typeof a.hash !== 'string' || !/^[0-9a-f]{64}$/.test(a.hash)) {
+      throw new Error(`${file}, line ${i + 1}: not an anchor ({"position": "<n>", "hash": "<64 hex>", "anchoredAt": "<time>"})`);
+    }
+    return { position: a.position, hash: a.hash, anchoredAt: String(a.anchoredAt ?? '') };
+  });
 }
 
 async function verifyBundleFile(file: string): Promise<number> {
@@ -42,8 +62,13 @@ async function main(): Promise<number> {
     return verifyBundleFile(args[0]);
   }
   let query;
+  let anchorFile: string | undefined;
+  let anchorCopies: AnchorRecord[] = [];
   try {
-    query = parseIntegrityQuery(parseArgs(process.argv.slice(2)));
+    const { anchors, ...range } = parseArgs(args);
+    query = parseIntegrityQuery(range);
+    anchorFile = anchors;
+    if (anchors !== undefined) anchorCopies = readAnchorFile(anchors);
   } catch (error) {
     usage((error as Error).message);
   }
@@ -54,6 +79,16 @@ async function main(): Promise<number> {
     const rate = Math.round(report.checked / Math.max(report.seconds, 1e-9));
     console.log(`checked ${report.checked.toLocaleString('en')} events, positions ${report.from}..${report.to}, in ${report.seconds.toFixed(2)} s (${rate.toLocaleString('en')} events/s)`);
     console.log(`head: position ${report.head.position}, hash ${report.head.hash ?? 'none'}`);
+    console.log(`anchors in the log: ${report.anchors.checked} checked`);
+    if (report.intact && anchorFile !== undefined) {
+      const copies = await checkAnchors(platform.store, anchorCopies);
+      console.log(`anchors in ${anchorFile}: ${copies.checked} checked`);
+      const m = copies.firstMismatch;
+      if (m) {
+        console.log(`BROKEN: the anchor of ${m.anchoredAt} in ${anchorFile} recorded ${m.hash} at position ${m.position}; the log holds ${m.recordedHash ?? 'no event'} there (the chain was rewritten after it)`);
+        return 1;
+      }
+    }
     if (report.intact) {
       console.log('intact: every event gives the hash recorded when it was appended, and each is chained to the one before');
       return 0;

@@ -268,6 +268,11 @@ export class PostgresEventStore implements EventStore {
     return report(checked, null);
   }
 
+  async chainHead(): Promise<{ position: string; hash: string | null }> {
+    const { rows } = await this.pool.query<{ position: string; hash: string | null }>(`SELECT position, encode(hash, 'hex') AS hash FROM es_head WHERE id = 1`);
+    return rows[0] ?? { position: '0', hash: null };
+  }
+
   async readChained(query: { streams?: readonly string[]; positions?: readonly string[]; upTo?: string }): Promise<ChainedEvent[]> {
     const { rows } = await this.pool.query<{
       position: string; id: string; stream_id: string; revision: string; type: string; schema_version: number; at: string; data: string; metadata: string; hash: string; previous_hash: string;

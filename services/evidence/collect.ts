@@ -24,7 +24,7 @@ export interface StoredFileRef { key: string; name: string; sha256: string; size
 export interface Evidence {
   subject: EvidenceSubject & { projectId: number };
   /** The log's head when the bundle was gathered: nothing after it is in the bundle. */
-  head: { position: string; hash: string };
+  head: { position: string; hash: string | null };
   events: ChainedEvent[];
   /** milestone.json (a milestone's bundle) and runs/<id>.json. */
   documents: { path: string; value: unknown }[];
@@ -65,7 +65,7 @@ async function read(store: EventStore, streams: Set<string>, positions: Set<stri
 
 export async function collectEvidence(deps: { knex: Knex; store: EventStore }, subject: EvidenceSubject & { projectId: number }): Promise<Evidence> {
   const { knex, store } = deps;
-  const { rows: [head] } = await knex.raw(`SELECT position::text AS position, encode(hash, 'hex') AS hash FROM es_head WHERE id = 1`) as { rows: { position: string; hash: string }[] };
+  const head = await store.chainHead!();
   const content = await contentSources(knex, store, subject.entity, subject.id);
   const runIds = subject.entity === 'testRun' ? [subject.id] : ((await knex('test_runs').where({ milestone_id: subject.id }).orderBy('id').pluck('id')) as number[]);
   const streams = new Set(content.streams);

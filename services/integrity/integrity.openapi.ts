@@ -8,7 +8,7 @@ export function integrityPaths(): OpenAPIV3.PathsObject {
   const position: OpenAPIV3.SchemaObject = { type: 'string', pattern: '^[1-9][0-9]*$', description: 'an event position (decimal)' };
   const hash: OpenAPIV3.SchemaObject = { type: 'string', pattern: '^[0-9a-f]{64}$', nullable: true, description: 'SHA-256, hex' };
   const report: OpenAPIV3.SchemaObject = {
-    type: 'object', additionalProperties: false, required: ['from', 'to', 'checked', 'intact', 'firstBreak', 'head', 'seconds'],
+    type: 'object', additionalProperties: false, required: ['from', 'to', 'checked', 'intact', 'firstBreak', 'head', 'seconds', 'anchors'],
     properties: {
       from: position, to: position,
       checked: { type: 'integer', description: 'events checked (up to and including the break, when there is one)' },
@@ -18,9 +18,10 @@ export function integrityPaths(): OpenAPIV3.PathsObject {
         properties: {
           position,
           problem: {
-            type: 'string', enum: ['altered', 'hash-altered', 'missing', 'unhashed', 'head'],
+            type: 'string', enum: ['altered', 'hash-altered', 'missing', 'unhashed', 'head', 'anchor'],
             description: 'altered: the event no longer gives the hash recorded when it was appended; hash-altered: its recorded hash was changed; '
-              + 'missing: events are gone before this position; unhashed: the event has no hash; head: the head does not match the last event',
+              + 'missing: events are gone before this position; unhashed: the event has no hash; head: the head does not match the last event; '
+              + 'anchor: an anchor recorded another hash at this position (the chain was recomputed after a change)',
           },
           detail: { type: 'string' },
           recordedHash: hash, computedHash: hash,
@@ -28,6 +29,17 @@ export function integrityPaths(): OpenAPIV3.PathsObject {
       },
       head: { type: 'object', additionalProperties: false, required: ['position', 'hash'], properties: { position: { type: 'string' }, hash } },
       seconds: { type: 'number' },
+      anchors: {
+        type: 'object', additionalProperties: false, required: ['checked', 'firstMismatch'],
+        description: 'the anchors the log recorded (IntegrityAnchored) for positions in the range, checked once the chain holds',
+        properties: {
+          checked: { type: 'integer' },
+          firstMismatch: {
+            type: 'object', nullable: true, additionalProperties: false, required: ['position', 'hash', 'anchoredAt', 'recordedHash'],
+            properties: { position, hash, anchoredAt: { type: 'string', format: 'date-time' }, recordedHash: hash },
+          },
+        },
+      },
     },
   };
   return {

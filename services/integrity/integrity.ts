@@ -1,4 +1,5 @@
 import type { ChainReport, EventStore } from '../shared/eventStore';
+import { type AnchorCheck, checkAnchors, loggedAnchors } from './anchors';
 import { HttpError } from '../shared/errors';
 import { invalidArgument, queryParameters } from '../shared/validate';
 
@@ -22,8 +23,15 @@ export function parseIntegrityQuery(query: Record<string, unknown>): IntegrityQu
   return { ...(given.from !== undefined && { from: given.from }), ...(given.to !== undefined && { to: given.to }) };
 }
 
-/** Verifies the chain over the range; a range past the head is refused, an event store without a chain is a 501. */
-export async function verifyIntegrity(store: EventStore, query: IntegrityQuery): Promise<ChainReport> {
+/** The chain's report, and the log's anchors in the range checked against it. */
+export type IntegrityReport = ChainReport & { anchors: AnchorCheck };
+
+/**
+ * Verifies the chain over the range, then the anchors recorded in it (services/integrity/anchors.ts):
+ * an anchor whose hash is no longer the one at its position means the chain was recomputed after
+ * a change. A range past the head is refused, an event store without a chain is a 501.
+ */
+export async function verifyIntegrity(store: EventStore, query: IntegrityQuery): Promise<IntegrityReport> {
   if (!store.verifyChain) {
     throw new HttpError(501, 'integrity-not-kept', `The ${store.kind} event store keeps no hash chain: tamper evidence needs the PostgreSQL event store (docs/compliance.md)`, { store: store.kind });
   }
@@ -32,5 +40,16 @@ export async function verifyIntegrity(store: EventStore, query: IntegrityQuery):
     const value = query[name];
     if (value !== undefined && BigInt(value) > head) throw invalidArgument(name, `is past the log's head (${head})`, { head: head.toString() });
   }
-  return store.verifyChain(query);
+  const report = await store.verifyChain(query);
+  if (!report.intact) return { ...report, anchors: { checked: 0, firstMismatch: null } };
+  const anchors = await checkAnchors(store, await loggedAnchors(store, { from: report.from, to: report.to }));
+  const m = anchors.firstMismatch;
+  if (m === null) return { ...report, anchors };
+  return {
+    ...report, intact: false, anchors,
+    firstBreak: {
+      position: m.position, problem: 'anchor', recordedHash: m.recordedHash, computedHash: m.hash,
+      detail: `the anchor of ${m.anchoredAt} recorded hash ${m.hash} at position ${m.position}; the log now holds ${m.recordedHash ?? 'no event'} there: the chain was recomputed after a change`,
+    },
+  };
 }

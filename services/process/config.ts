@@ -58,6 +58,12 @@ export interface Config {
    * bomb limits (EXTERNAL_IMPORT_MAX_EXPANDED_BYTES, EXTERNAL_IMPORT_MAX_COMPRESSION_RATIO).
    */
   externalImports: { maxBytes: number; keepFiles: boolean; chunkSize: number; bulkChunkSize: number; maxExpandedBytes: number; maxCompressionRatio: number };
+  /**
+   * Integrity anchors (docs/compliance.md): how often the log's head hash is recorded
+   * (INTEGRITY_ANCHOR_INTERVAL_MS, 0: never), and where it is copied besides the log
+   * (INTEGRITY_ANCHOR_FILE, INTEGRITY_ANCHOR_URL with INTEGRITY_ANCHOR_TOKEN).
+   */
+  integrityAnchor: { intervalMs: number; file: string | null; url: string | null; token: string | null };
   /** The worker role: jobs run at once per worker, how often it looks for jobs, and how long its lease on a job lasts unrenewed. */
   worker: { concurrency: number; pollMs: number; leaseTtlMs: number };
   /**
@@ -95,6 +101,20 @@ function secret(env: NodeJS.ProcessEnv, name: string): string | null {
   const v = optional(env, name);
   if (v !== null && v.length < 32) throw new ConfigError(`${name} must be at least 32 characters`);
   return v;
+}
+
+function integrityAnchorConfig(env: NodeJS.ProcessEnv): Config['integrityAnchor'] {
+  const url = optional(env, 'INTEGRITY_ANCHOR_URL');
+  if (url !== null) {
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(url);
+    } catch { /* reported below */ }
+    if (!parsed || !/^https?:$/.test(parsed.protocol)) throw new ConfigError(`INTEGRITY_ANCHOR_URL must be an http:// or https:// URL, got "${url}"`);
+  }
+  const token = optional(env, 'INTEGRITY_ANCHOR_TOKEN');
+  if (token !== null && url === null) throw new ConfigError('INTEGRITY_ANCHOR_TOKEN is sent to INTEGRITY_ANCHOR_URL: set that too');
+  return { intervalMs: int(env, 'INTEGRITY_ANCHOR_INTERVAL_MS', 60 * 60_000, 0, 30 * DAY_MS), file: optional(env, 'INTEGRITY_ANCHOR_FILE'), url, token };
 }
 
 /** SESSION_IDLE_TIMEOUT_MS, or SESSION_MAX_AGE_MS, its former name (the same rolling lifetime). */
@@ -258,6 +278,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       maxExpandedBytes: int(env, 'EXTERNAL_IMPORT_MAX_EXPANDED_BYTES', 4 * 1024 ** 3, 1),
       maxCompressionRatio: int(env, 'EXTERNAL_IMPORT_MAX_COMPRESSION_RATIO', 100, 2, 100_000),
     },
+    integrityAnchor: integrityAnchorConfig(env),
     worker: {
       concurrency: int(env, 'WORKER_CONCURRENCY', 2, 1, 64),
       pollMs: int(env, 'WORKER_POLL_MS', 2000, 50, 600_000),

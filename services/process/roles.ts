@@ -1,3 +1,4 @@
+import { startAnchoring } from '../integrity/anchors';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { loadContracts } from '../../contracts/validator';
@@ -192,11 +193,15 @@ export async function runWorker(
     leases: new PostgresJobLeases(platform.pool), logger: log, ...config.worker,
     kinds: [resultImportKind(imports), externalImportKind(external)],
   });
-  log.info({ owner: runner.status().owner, concurrency: config.worker.concurrency }, 'worker running');
+  const anchors = config.integrityAnchor.intervalMs > 0
+    ? startAnchoring({ store: platform.store, logger: log.child({ role: 'integrityAnchor' }), clock: () => new Date(), settings: config.integrityAnchor })
+    : null;
+  log.info({ owner: runner.status().owner, concurrency: config.worker.concurrency, anchorEveryMs: config.integrityAnchor.intervalMs }, 'worker running');
   return {
     runner,
     readiness: { name: 'worker', check: async () => ({ ok: runner.status().state === 'running', details: runner.status() }) },
     async stop() {
+      await anchors?.stop();
       await runner.stop();
       await storedFiles.close();
       await files.close();

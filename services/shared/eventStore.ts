@@ -53,9 +53,10 @@ export interface ChainBreak {
    * altered: the event's content no longer gives its recorded hash (the event was changed after it
    * was appended); hash-altered: its recorded hash was changed (the next event was chained to
    * another one); missing: events are gone before this position; unhashed: the event has no hash;
-   * head: the head (its position and last hash) does not match the last event.
+   * head: the head (its position and last hash) does not match the last event; anchor: an anchor
+   * recorded another hash at this position (services/integrity/anchors.ts: the chain was recomputed).
    */
-  problem: 'altered' | 'hash-altered' | 'missing' | 'unhashed' | 'head';
+  problem: 'altered' | 'hash-altered' | 'missing' | 'unhashed' | 'head' | 'anchor';
   detail: string;
   /** The hash stored with the event (hex), and the one its content and the previous hash give. */
   recordedHash: string | null;
@@ -107,6 +108,8 @@ export interface EventStore {
    * covers them (contracts/chain.ts), with `upTo` the last position read. Only an adapter that
    * keeps the chain has it.
    */
+  /** The log's head: its position and last hash (hex; null before any event). Only an adapter that keeps the chain has it. */
+  chainHead?(): Promise<{ position: string; hash: string | null }>;
   readChained?(query: { streams?: readonly string[]; positions?: readonly string[]; upTo?: string }): Promise<ChainedEvent[]>;
   close(): Promise<void>;
 }

@@ -17,6 +17,7 @@ export function withContracts(store: EventStore, contracts: ContractValidator): 
     headPosition: () => store.headPosition(),
     positionAt: (time) => store.positionAt(time),
     ...(store.verifyChain && { verifyChain: (range) => store.verifyChain!(range) }),
+    ...(store.chainHead && { chainHead: () => store.chainHead!() }),
     ...(store.readChained && { readChained: (query) => store.readChained!(query) }),
     close: () => store.close(),
   };

@@ -30,7 +30,7 @@ export const SIGNED_ENTITIES: readonly SignedEntity[] = ['testRun', 'milestone',
 
 /** The chain is kept by the PostgreSQL event store only: evidence elsewhere is a 501. */
 export function chainedStore(store: EventStore): Required<Pick<EventStore, 'readChained'>> {
-  if (!store.readChained) {
+  if (!store.readChained || !store.chainHead) {
     throw new HttpError(501, 'integrity-not-kept', `The ${store.kind} event store keeps no hash chain: signatures and evidence need the PostgreSQL event store (docs/compliance.md)`, { store: store.kind });
   }
   return { readChained: (q) => store.readChained!(q) };
