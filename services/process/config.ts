@@ -103,15 +103,20 @@ function secret(env: NodeJS.ProcessEnv, name: string): string | null {
   return v;
 }
 
+/** An optional http(s) URL; null when unset. */
+function httpUrl(env: NodeJS.ProcessEnv, name: string): { raw: string; parsed: URL } | null {
+  const raw = optional(env, name);
+  if (raw === null) return null;
+  let parsed: URL | null = null;
+  try {
+    parsed = new URL(raw);
+  } catch { /* reported below */ }
+  if (!parsed || !/^https?:$/.test(parsed.protocol)) throw new ConfigError(`${name} must be an http:// or https:// URL, got "${raw}"`);
+  return { raw, parsed };
+}
+
 function integrityAnchorConfig(env: NodeJS.ProcessEnv): Config['integrityAnchor'] {
-  const url = optional(env, 'INTEGRITY_ANCHOR_URL');
-  if (url !== null) {
-    let parsed: URL | null = null;
-    try {
-      parsed = new URL(url);
-    } catch { /* reported below */ }
-    if (!parsed || !/^https?:$/.test(parsed.protocol)) throw new ConfigError(`INTEGRITY_ANCHOR_URL must be an http:// or https:// URL, got "${url}"`);
-  }
+  const url = httpUrl(env, 'INTEGRITY_ANCHOR_URL')?.raw ?? null;
   const token = optional(env, 'INTEGRITY_ANCHOR_TOKEN');
   if (token !== null && url === null) throw new ConfigError('INTEGRITY_ANCHOR_TOKEN is sent to INTEGRITY_ANCHOR_URL: set that too');
   return { intervalMs: int(env, 'INTEGRITY_ANCHOR_INTERVAL_MS', 60 * 60_000, 0, 30 * DAY_MS), file: optional(env, 'INTEGRITY_ANCHOR_FILE'), url, token };
@@ -178,13 +183,10 @@ const SEARCH_ENGINES: readonly SearchSettings['engine'][] = ['auto', 'postgres',
 /** SEARCH_*: checked even without SEARCH_URL, so that a typo surfaces before the engine is switched. */
 function searchConfig(env: NodeJS.ProcessEnv): SearchSettings {
   const d = DEFAULT_SEARCH_SETTINGS;
-  const url = optional(env, 'SEARCH_URL');
-  if (url !== null) {
-    let parsed: URL | null = null;
-    try {
-      parsed = new URL(url);
-    } catch { /* reported below */ }
-    if (!parsed || !/^https?:$/.test(parsed.protocol)) throw new ConfigError(`SEARCH_URL must be an http:// or https:// URL, got "${url}"`);
+  const given = httpUrl(env, 'SEARCH_URL');
+  const url = given?.raw ?? null;
+  if (given) {
+    const { parsed } = given;
     if (parsed.username || parsed.password) throw new ConfigError('SEARCH_URL must not hold credentials: set SEARCH_USERNAME and SEARCH_PASSWORD (or SEARCH_API_KEY)');
   }
   const engine = (optional(env, 'SEARCH_ENGINE') ?? 'auto') as SearchSettings['engine'];
