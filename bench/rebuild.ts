@@ -40,7 +40,7 @@ const VALIDATE_EVERY = 100;
 
 const TABLES: Record<SeedCategory, string> = { projects: 'projects', folders: 'repository_folders', cases: 'repository_cases' };
 
-async function seedLog(store: PostgresEventStore, o: RebuildOptions) {
+export async function seedLog(store: PostgresEventStore, o: Pick<RebuildOptions, 'events' | 'seedBatch'>) {
   const seed = new SeedLog();
   const contracts = loadContracts();
   const validatedTypes = new Set<string>();

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- append|rebuild|transport|query|import|cli|memory|search|migration|history] [--events=N]`: runs the benchmarks (all by default), each on
+ * `npm run bench [-- append|rebuild|transport|query|import|cli|memory|search|migration|history|integrity] [--events=N]`: runs the benchmarks (all by default), each on
  * its own throw-away database (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres),
  * writes bench/results/<name>.json and prints a summary. Exits 1 when a goal is missed.
  *
@@ -26,10 +26,13 @@
  * by row, far slower than the import: use a small size).
  * history: BENCH_HISTORY_EVENTS (or --history-events=N) sets the events of the entity whose
  * timeline is read, default 10,000.
+ * integrity: BENCH_INTEGRITY_EVENTS (or --integrity-events=N) sets the log verified, default
+ * 1,000,000; --bundle-results=N the results of the run bundled, default 10,000.
  */
 import { APPEND_DEFAULTS, runAppend } from './append';
 import { runCliBench } from './cli';
 import { HISTORY_DEFAULTS, runHistory } from './history';
+import { INTEGRITY_DEFAULTS, runIntegrity } from './integrity';
 import { IMPORT_DEFAULTS, runImport } from './import';
 import { MEMORY_DEFAULTS, runMemory } from './memory';
 import { MIGRATION_DEFAULTS, runMigration } from './migration';
@@ -38,7 +41,7 @@ import { REBUILD_DEFAULTS, runRebuild } from './rebuild';
 import { runSearch, SEARCH_DEFAULTS } from './search';
 import { runTransport, TRANSPORT_DEFAULTS } from './transport';
 
-const BENCHMARKS = ['append', 'rebuild', 'transport', 'query', 'import', 'cli', 'memory', 'search', 'migration', 'history'] as const;
+const BENCHMARKS = ['append', 'rebuild', 'transport', 'query', 'import', 'cli', 'memory', 'search', 'migration', 'history', 'integrity'] as const;
 type Benchmark = (typeof BENCHMARKS)[number];
 
 function positiveInt(name: string, value: string | undefined, fallback: number): number {
@@ -55,7 +58,7 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
     const flag = /^--([a-z-]+)=(.*)$/.exec(arg);
     if (flag) flags.set(flag[1], flag[2]);
     else if ((BENCHMARKS as readonly string[]).includes(arg)) names.push(arg as Benchmark);
-    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N, --cases=N, --iterations=N, --import-cases=N, --memory-results=N, --max-rows=N, --search-cases=N, --search-iterations=N, --migration-cases=N, --migration-runs=N, --migration-results=N, --kill-at=N, --migration-rollback=0|1, --history-events=N`);
+    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N, --cases=N, --iterations=N, --import-cases=N, --memory-results=N, --max-rows=N, --search-cases=N, --search-iterations=N, --migration-cases=N, --migration-runs=N, --migration-results=N, --kill-at=N, --migration-rollback=0|1, --history-events=N, --integrity-events=N, --bundle-results=N`);
   }
   return {
     benchmarks: names.length > 0 ? names : [...BENCHMARKS],
@@ -98,6 +101,11 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
       ...HISTORY_DEFAULTS,
       events: positiveInt('--history-events', flags.get('history-events') ?? env.BENCH_HISTORY_EVENTS, HISTORY_DEFAULTS.events),
     },
+    integrity: {
+      ...INTEGRITY_DEFAULTS,
+      events: positiveInt('--integrity-events', flags.get('integrity-events') ?? env.BENCH_INTEGRITY_EVENTS, INTEGRITY_DEFAULTS.events),
+      results: positiveInt('--bundle-results', flags.get('bundle-results'), INTEGRITY_DEFAULTS.results),
+    },
     search: {
       ...SEARCH_DEFAULTS,
       cases: positiveInt('--search-cases', flags.get('search-cases') ?? env.BENCH_SEARCH_CASES, SEARCH_DEFAULTS.cases),
@@ -119,6 +127,7 @@ async function main(): Promise<void> {
     else if (name === 'search') passed[name] = await runSearch(args.search);
     else if (name === 'migration') passed[name] = await runMigration(args.migration);
     else if (name === 'history') passed[name] = await runHistory(args.history);
+    else if (name === 'integrity') passed[name] = await runIntegrity(args.integrity);
     else passed[name] = await runTransport(args.transport);
   }
   const missed = Object.keys(passed).filter((n) => !passed[n]);

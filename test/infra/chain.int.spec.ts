@@ -100,6 +100,21 @@ describe('PostgreSQL event store: the hash chain', function () {
     expect((await store.verifyChain({ from: '10' })).intact).to.equal(true);
   });
 
+  it('checks ranges a few at a time and still reports the first break in the order of the log', async () => {
+    const small = new PostgresEventStore(pool, db.url, 3n);
+    const count = Number(await store.headPosition());
+    expect(await small.verifyChain()).to.include({ checked: count, intact: true });
+    // Two breaks in ranges checked at once ([1-3] and [4-6]), and one in a later pair: the first is named.
+    for (const p of [2, 5, 9]) await pool.query(`UPDATE es_events SET data = jsonb_set(data, '{broken}', 'true') WHERE position = $1`, [p]);
+    const first = await small.verifyChain();
+    expect(first).to.include({ checked: 2, intact: false });
+    expect(first.firstBreak).to.include({ position: '2', problem: 'altered' });
+    await pool.query(`UPDATE es_events SET data = data - 'broken' WHERE position = 2`);
+    expect((await small.verifyChain()).firstBreak).to.include({ position: '5' });
+    await pool.query(`UPDATE es_events SET data = data - 'broken' WHERE position IN (5, 9)`);
+    expect((await small.verifyChain()).intact).to.equal(true);
+  });
+
   it('a log from before the chain gets its hashes once, when the store is set up; appends go on from its head', async () => {
     const before = await stored();
     await pool.query('UPDATE es_events SET hash = NULL');
