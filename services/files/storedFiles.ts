@@ -1,3 +1,4 @@
+import { archiveRun } from '../evidence/archive';
 import type { Logger } from 'pino';
 import type { EventMetadata } from '../../contracts/envelope';
 import type { FileDeletionReason } from '../../contracts/events';
@@ -27,6 +28,11 @@ export interface StoredFilesSettings {
   importFileRetentionDays: number;
   /** Files one round of the sweep deletes at most (default SWEEP_BATCH). */
   sweepBatch?: number;
+  /**
+   * Where a run's evidence bundle is written before its result files go for retention (ARCHIVE_DIR;
+   * services/evidence/archive.ts); null: they go without one (their FileDeleted events remain).
+   */
+  archiveDir?: string | null;
 }
 
 export interface StoredFilesDeps extends CommandDeps {
@@ -242,7 +248,7 @@ export class StoredFiles {
     const now = clock().getTime();
     const limit = settings.sweepBatch ?? SWEEP_BATCH;
     const { rows } = await knex.raw(`
-      SELECT f.key, f.import_job_id, CASE
+      SELECT f.key, f.import_job_id, j.test_run_id, CASE
           WHEN f.owner = 'attachment' THEN 'attachment-deleted'
           WHEN j.state = 'failed' THEN 'import-failed'
           WHEN j.state = 'completed' THEN 'retention'
@@ -262,9 +268,11 @@ export class StoredFiles {
       limit,
     });
     const byReason = new Map<FileDeletionReason, string[]>();
+    const kept = await this.archiveBeforeRetention(rows as { key: string; test_run_id: number | null; reason: FileDeletionReason }[]);
     for (const row of rows as { key: string; import_job_id: number | null; reason: FileDeletionReason }[]) {
       // A job missing from the read model may only be behind: the log says whether it was ever requested.
       if (row.reason === 'import-not-started' && (await this.deps.store.readStream(`importJob-${row.import_job_id}`, { maxCount: 1 })).length > 0) continue;
+      if (kept.has(row.key)) continue;
       byReason.set(row.reason, [...(byReason.get(row.reason) ?? []), row.key]);
     }
     const deleted: Record<string, number> = {};
@@ -275,6 +283,29 @@ export class StoredFiles {
     if (rows.length > 0) this.deps.logger.info({ deleted, retentionDays: settings.importFileRetentionDays }, 'file sweep: deleted stored files whose owner no longer keeps them');
     // A full round that deleted something: more may be waiting (a round of skipped rows only is no reason to hurry).
     return { deleted, more: (rows.length === limit && Object.keys(deleted).length > 0) || adopted === limit };
+  }
+
+  /**
+   * Before result files go for retention, each of their runs' evidence bundle is written to the
+   * archive and checked (services/evidence/archive.ts). Answers the keys to keep this round: those
+   * of a run whose archive failed (logged; the next round tries again, the files stay meanwhile).
+   */
+  private async archiveBeforeRetention(rows: { key: string; test_run_id: number | null; reason: FileDeletionReason }[]): Promise<Set<string>> {
+    const dir = this.deps.settings.archiveDir ?? null;
+    const kept = new Set<string>();
+    if (dir === null) return kept;
+    const runs = new Map<number, string[]>();
+    for (const row of rows) if (row.reason === 'retention' && row.test_run_id !== null) runs.set(row.test_run_id, [...(runs.get(row.test_run_id) ?? []), row.key]);
+    for (const [runId, keys] of runs) {
+      try {
+        const file = await archiveRun(this.deps, runId, dir);
+        this.deps.logger.info({ runId, file, files: keys.length }, 'file sweep: archived the run\'s evidence before its result files go for retention');
+      } catch (err) {
+        for (const key of keys) kept.add(key);
+        this.deps.logger.error({ err, runId, dir }, 'file sweep: cannot archive the run\'s evidence; its result files are kept until it can');
+      }
+    }
+    return kept;
   }
 
   /** Sweeps now and then every interval (sooner while a round was full), in the background; `close` stops it. */

@@ -44,6 +44,8 @@ export interface Config {
   kafka: { brokers: string[]; topic: string; partitions: number; clientId: string } | null;
   /** Uploaded files, one per upload under its own key (default dataDir/uploads). */
   uploadDir: string;
+  /** Where runs' evidence bundles are archived before their result files go for retention (ARCHIVE_DIR; `off`: null). */
+  archiveDir: string | null;
   /** Largest file POST /api/files/upload accepts, in bytes. */
   maxUploadBytes: number;
   /** Bytes one user's stored files (uploads and import files) may take together; 0: no limit (USER_STORAGE_QUOTA_BYTES). */
@@ -266,6 +268,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0),
     kafka: kafkaConfig(env),
     uploadDir: path.resolve(optional(env, 'UPLOAD_DIR') ?? path.join(dataDir, 'uploads')),
+    archiveDir: optional(env, 'ARCHIVE_DIR') === 'off' ? null : path.resolve(optional(env, 'ARCHIVE_DIR') ?? path.join(dataDir, 'archive')),
     maxUploadBytes: int(env, 'MAX_UPLOAD_BYTES', 50 * 1024 * 1024, 1),
     userStorageQuotaBytes: int(env, 'USER_STORAGE_QUOTA_BYTES', 10 * 1024 ** 3, 0),
     importFileRetentionDays: int(env, 'IMPORT_FILE_RETENTION_DAYS', 30, 0, 36_500),

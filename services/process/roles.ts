@@ -181,7 +181,7 @@ export async function runWorker(
   // The result imports' files are stored files (a failed job's are deleted); their sweep runs in the API role.
   const storedFiles = new StoredFiles({
     ...deps, files, logger: log.child({ role: 'files' }),
-    settings: { quotaBytes: config.userStorageQuotaBytes, importFileRetentionDays: config.importFileRetentionDays },
+    settings: { quotaBytes: config.userStorageQuotaBytes, importFileRetentionDays: config.importFileRetentionDays, archiveDir: config.archiveDir },
   });
   const imports = new ImportSaga({ ...deps, files, storedFiles, logger: log.child({ saga: 'resultImport' }), imports: { ...config.imports, retryBudgetMs: config.retryBudgetMs } });
   const e = config.externalImports;
@@ -234,7 +234,7 @@ export async function runApi(
   const files = await openLocalFileStore({ dir: config.uploadDir, logger });
   const storedFiles = new StoredFiles({
     ...deps, files, logger: logger.child({ role: 'files' }),
-    settings: { quotaBytes: config.userStorageQuotaBytes, importFileRetentionDays: config.importFileRetentionDays },
+    settings: { quotaBytes: config.userStorageQuotaBytes, importFileRetentionDays: config.importFileRetentionDays, archiveDir: config.archiveDir },
   });
   // The search API's counters, shown by the search administration (per process).
   const searchMetrics = new SearchMetrics();
