@@ -233,12 +233,36 @@ interface Rebuild { days: ProjectDays; caches: Map<string, RowCache> }
 const ROW_CACHED = new Set(Object.values(ENTITIES).map((e) => e.name).filter((name) => name !== CASES.name && name !== 'testRunCase'
   && !Object.values(ENTITIES).some((owner) => [...ownedRelations(owner)].some(([, r]) => r.target === name))));
 
+/** Events applied with SQL of their own after the batch's rows are written (result import chunks, renamed cases' keys). */
+const APPLIED_BY_SQL: ReadonlySet<string> = new Set(['TestResultsImported', 'RepositoryCaseAliasAdded']);
+/** Events whose rows RowBatch folds (the generic aggregates, folders, external import rows). */
+const foldsRows = (type: string) => entityEventOf(type) !== null || type.startsWith('RepositoryFolder') || type === 'ExternalImportRowsWritten';
+
 /**
- * Applies a batch. With `rebuild`, a rebuild's: the project days' counts are added to it rather
- * than written, the rows of creations are not looked for, rows are written with COPY, and some are
- * kept in memory across batches.
+ * Applies a batch in segments: rows are folded and written first, the events applied by SQL of
+ * their own after them, so a segment ends where a folded event follows one applied by SQL (a case
+ * an import created, then renamed, then deleted, in one batch: each in the order of the log).
  */
 async function applyEvents(trx: Knex.Transaction, events: EventEnvelope[], rebuild?: Rebuild): Promise<void> {
+  let start = 0;
+  let bySql = false;
+  for (let i = 0; i < events.length; i++) {
+    if (bySql && foldsRows(events[i].type)) {
+      await applySegment(trx, events.slice(start, i), rebuild);
+      start = i;
+      bySql = false;
+    }
+    if (APPLIED_BY_SQL.has(events[i].type)) bySql = true;
+  }
+  await applySegment(trx, start === 0 ? events : events.slice(start), rebuild);
+}
+
+/**
+ * Applies a segment of a batch. With `rebuild`, a rebuild's: the project days' counts are added to
+ * it rather than written, the rows of creations are not looked for, rows are written with COPY,
+ * and some are kept in memory across batches.
+ */
+async function applySegment(trx: Knex.Transaction, events: EventEnvelope[], rebuild?: Rebuild): Promise<void> {
   const batches = new Map<string, RowBatch>();
   const cacheOf = (entity: EntityDef) => {
     if (!rebuild || !ROW_CACHED.has(entity.name)) return undefined;
