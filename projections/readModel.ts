@@ -226,12 +226,23 @@ export const readModelProjection: Projection = {
 interface Rebuild { days: ProjectDays; caches: Map<string, RowCache> }
 
 /**
- * The entities whose rows a rebuild keeps across its batches: not the cases and run cases (result
- * imports and renames update their rows with SQL of their own), nor owned children (replaced as
- * lists with their owner).
+ * The entities whose rows a rebuild keeps across its batches: not the run cases (result imports
+ * update their rows with SQL of their own), nor owned children (replaced as lists with their
+ * owner). Cases are kept too: the few of their rows a result import adopts or a rename re-keys
+ * with SQL of its own are forgotten then (forgetCasesWrittenBySql).
  */
-const ROW_CACHED = new Set(Object.values(ENTITIES).map((e) => e.name).filter((name) => name !== CASES.name && name !== 'testRunCase'
+const ROW_CACHED = new Set(Object.values(ENTITIES).map((e) => e.name).filter((name) => name !== 'testRunCase'
   && !Object.values(ENTITIES).some((owner) => [...ownedRelations(owner)].some(([, r]) => r.target === name))));
+
+/** After applyImportedChunks and applyAliases: the case rows they changed with SQL are read again when next needed. */
+function forgetCasesWrittenBySql(rebuild: Rebuild | undefined, events: EventEnvelope[]): void {
+  const cache = rebuild?.caches.get(CASES.name);
+  if (!cache) return;
+  for (const event of events) {
+    if (event.type === 'TestResultsImported') for (const id of (event.data as DataOf<'TestResultsImported'>).adopted?.caseId ?? []) cache.delete(id);
+    if (event.type === 'RepositoryCaseAliasAdded') cache.delete((event.data as DataOf<'RepositoryCaseAliasAdded'>).caseId);
+  }
+}
 
 /** Events applied with SQL of their own after the batch's rows are written (result import chunks, renamed cases' keys). */
 const APPLIED_BY_SQL: ReadonlySet<string> = new Set(['TestResultsImported', 'RepositoryCaseAliasAdded']);
@@ -314,6 +325,7 @@ async function applySegment(trx: Knex.Transaction, events: EventEnvelope[], rebu
     await applyImportedChunks(trx, imported);
     await applyQuarantines(trx, events);
     await applyAliases(trx, events);
+    forgetCasesWrittenBySql(rebuild, events);
     return refreshStatistics(trx, touched, days);
   }
   for (const batch of batches.values()) await batch.load(trx);
@@ -391,6 +403,7 @@ async function applySegment(trx: Knex.Transaction, events: EventEnvelope[], rebu
   await applyImportedChunks(trx, imported);
   await applyQuarantines(trx, events);
   await applyAliases(trx, events);
+  forgetCasesWrittenBySql(rebuild, events);
   for (const { values, row } of replaced.versions) countCaseVersion(touched, row.project_id as number, values.created_at as string, values.version as number);
   await refreshStatistics(trx, touched, days);
 }
