@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PostgresEventStore, setupPostgresEventStore } from '../infra/eventstore/postgres';
 import { createPool } from '../infra/postgres/database';
-import { verifyBundle } from '../services/evidence/verifyBundle';
+import { verifyBundle } from '../services/shared/evidenceBundle';
 import { createTestDatabase } from '../test/support/database';
 import { api, freePort, startServer, stopServer, writeReport } from './import';
 import { seedLog } from './rebuild';

@@ -8,13 +8,13 @@
  * INTEGRITY_ANCHOR_FILE gets them) against the hashes the log holds now, as well.
  *
  * `npm run verify -- <bundle.zip>`: checks an evidence bundle offline, against itself alone
- * (services/evidence/verifyBundle.ts); no database is opened. Exit codes as above.
+ * (services/shared/evidenceBundle.ts); no database is opened. Exit codes as above.
  */
 import { loadConfig } from '../services/process/config';
 import { createLogger } from '../infra/logger';
 import { openPlatform } from '../services/process/platform';
 import { parseIntegrityQuery, verifyIntegrity } from '../services/integrity/integrity';
-import { describeBundleReport, verifyBundle } from '../services/evidence/verifyBundle';
+import { describeBundleReport, verifyBundle } from '../services/shared/evidenceBundle';
 import { type AnchorRecord, checkAnchors } from '../services/integrity/anchors';
 import fs from 'node:fs';
 

@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { glob } from 'tinyglobby';
 import { version as VERSION } from '../../package.json';
 import { type CiField, ciValueProblem } from '../shared/ciContext';
-import { describeBundleReport, verifyBundle } from '../evidence/verifyBundle';
+import { describeBundleReport, verifyBundle } from '../shared/evidenceBundle';
 import { ciContextFromEnv } from './ciEnv';
 import { type ImportEvent, type ImportFields, ServiceClient } from './client';
 import { CliError, clearStored, effectiveSettings, masked, normaliseUrl, readStored, settingsFile, writeStored } from './settings';

@@ -5,7 +5,7 @@ import type { FileStore } from '../files/fileStore';
 import type { EventStore } from '../shared/eventStore';
 import { writeEvidenceZip } from './bundle';
 import { collectEvidence } from './collect';
-import { verifyBundle } from './verifyBundle';
+import { verifyBundle } from '../shared/evidenceBundle';
 
 /**
  * Retention without loss (docs/compliance.md): before the file sweep deletes a run's kept result

@@ -3,6 +3,7 @@ import { Transform, type Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import yazl from 'yazl';
 import type { FileStore } from '../files/fileStore';
+import { BUNDLE_FORMAT, MANIFEST, type Manifest, type ManifestEntry } from '../shared/evidenceBundle';
 import type { Evidence } from './collect';
 
 /**
@@ -11,21 +12,6 @@ import type { Evidence } from './collect';
  * manifest.json with SHA-256 of every other entry. Written as it streams: a file's hash is known
  * once its bytes went out, the manifest after all of them.
  */
-
-export const BUNDLE_FORMAT = 'testament-evidence/1';
-export const MANIFEST = 'manifest.json';
-
-export interface ManifestEntry { path: string; bytes: number; sha256: string }
-export interface Manifest {
-  format: typeof BUNDLE_FORMAT;
-  generatedAt: string;
-  generatedBy: { userId: number; name: string };
-  subject: Evidence['subject'];
-  /** The log's head when the bundle was made (compare with the service's anchors or /api/admin/integrity). */
-  head: Evidence['head'];
-  events: { count: number; first: string | null; last: string | null };
-  files: ManifestEntry[];
-}
 
 const README = `Testament evidence bundle (${BUNDLE_FORMAT})
 

@@ -6,6 +6,7 @@ import type { DataOf } from '../../contracts/events';
 import { chunkRows, importOriginOf } from '../history/importOrigin';
 import { stateAfter } from '../history/timeline';
 import { ENTITIES } from '../../contracts/entities';
+import type { SignatureEvidence } from '../shared/evidenceBundle';
 import type { EventStore } from '../shared/eventStore';
 import { chainedStore, contentSources } from '../signatures/content';
 import { signatureStream } from '../signatures/signature.decider';
@@ -30,19 +31,6 @@ export interface Evidence {
   documents: { path: string; value: unknown }[];
   signatures: SignatureEvidence[];
   files: StoredFileRef[];
-}
-
-export interface SignatureEvidence {
-  signatureId: string;
-  entity: string;
-  entityId: number;
-  /** The RecordSigned event and, when revoked, the SignatureRevoked one. */
-  position: string;
-  revokedAt: string | null;
-  /** The positions of the signed content, all in the bundle: SHA-256 of their `<position>:<hash>\n` lines is the event's contentHash. */
-  contentPositions: string[];
-  /** Does the bundle hold the whole signed content (its hash recomputed here equals the signed one)? */
-  contentIncluded: boolean;
 }
 
 const envelopeOf = (e: ChainedEvent): EventEnvelope => ({

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { seedDefaults } from '../../services/entities/seed';
-import { verifyBundle } from '../../services/evidence/verifyBundle';
+import { verifyBundle } from '../../services/shared/evidenceBundle';
 import { registerUser } from '../../services/identity/identity.handlers';
 import { systemMetadata } from '../../services/shared/context';
 import { expectCompleted, postImport } from '../imports/importClient';

@@ -7,7 +7,7 @@ import { Parse as unzipParse, type Entry } from 'unzip-stream';
 import yazl from 'yazl';
 import { run as cli } from '../../../services/cli/main';
 import { seedDefaults } from '../../../services/entities/seed';
-import { verifyBundle } from '../../../services/evidence/verifyBundle';
+import { verifyBundle } from '../../../services/shared/evidenceBundle';
 import { registerUser } from '../../../services/identity/identity.handlers';
 import { systemMetadata } from '../../../services/shared/context';
 import { expectRefusedAs, startTestApp, type TestApp } from '../../support/app';

@@ -3,9 +3,40 @@ import fs from 'node:fs';
 import { PassThrough, type Readable } from 'node:stream';
 import { Parse as unzipParse, type Entry } from 'unzip-stream';
 import { type ChainedEvent, chainHash, contentHash, GENESIS_HASH } from '../../contracts/chain';
-import { isWholeZip } from '../shared/zipFile';
-import { BUNDLE_FORMAT, MANIFEST, type Manifest } from './bundle';
-import type { SignatureEvidence } from './collect';
+import { isWholeZip } from './zipFile';
+
+/**
+ * The evidence bundle's format (docs/compliance.md), shared by the service that writes it
+ * (services/evidence/) and the readers that check it offline (npm run verify, the CLI).
+ */
+export const BUNDLE_FORMAT = 'testament-evidence/1';
+export const MANIFEST = 'manifest.json';
+
+export interface ManifestEntry { path: string; bytes: number; sha256: string }
+export interface Manifest {
+  format: typeof BUNDLE_FORMAT;
+  generatedAt: string;
+  generatedBy: { userId: number; name: string };
+  subject: { entity: 'testRun' | 'milestone'; id: number; projectId: number };
+  /** The log's head when the bundle was made (compare with the service's anchors or /api/admin/integrity). */
+  head: { position: string; hash: string | null };
+  events: { count: number; first: string | null; last: string | null };
+  files: ManifestEntry[];
+}
+
+/** An entry of signatures.json. */
+export interface SignatureEvidence {
+  signatureId: string;
+  entity: string;
+  entityId: number;
+  /** The RecordSigned event and, when revoked, when. */
+  position: string;
+  revokedAt: string | null;
+  /** The positions of the signed content, all in the bundle: SHA-256 of their `<position>:<hash>\n` lines is the event's contentHash. */
+  contentPositions: string[];
+  /** Does the bundle hold the whole signed content (its hash recomputed equals the signed one)? */
+  contentIncluded: boolean;
+}
 
 /**
  * Checks an evidence bundle offline, against nothing but itself (docs/compliance.md): every file
