@@ -12,7 +12,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/common.sh"
 
 KAFKA_STOP_TIMEOUT=${KAFKA_STOP_TIMEOUT:-30}
-down_args 8 "$@"
+down_args "$@"
 
 # Do not race an up.sh that is starting the broker.
 lock_dist "another up.sh/down.sh holds $DIST/up.lock"

@@ -21,6 +21,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 # shellcheck source=SCRIPTDIR/common.sh
 . "$HERE/common.sh"
+up_args "$@"
 
 KAFKA_START_TIMEOUT=${KAFKA_START_TIMEOUT:-120}
 KAFKA_HEAP_OPTS=${KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}

@@ -147,17 +147,32 @@ wait_ready() {
   done
 }
 
-# down_args LAST_HELP_LINE ARG...: down.sh's arguments. Sets WIPE to "" (keep data), data (--wipe)
-# or all (--purge); -h prints lines 2..LAST_HELP_LINE of the script.
+# script_help: prints the script's leading comment block (its usage), without the shebang.
+script_help() {
+  sed -n '2,/^[^#]/{/^#/p}' "$0"
+}
+
+# up_args ARG...: up.sh takes no argument; -h prints its usage.
+up_args() {
+  local arg
+  for arg in "$@"; do
+    case "$arg" in
+      -h|--help) script_help; exit 0 ;;
+      *) fail "unknown argument: $arg (up.sh takes none; -h for its usage)" ;;
+    esac
+  done
+}
+
+# down_args ARG...: down.sh's arguments. Sets WIPE to "" (keep data), data (--wipe) or all
+# (--purge); -h prints its usage.
 down_args() {
-  local help_end=$1 arg
-  shift
+  local arg
   WIPE=""
   for arg in "$@"; do
     case "$arg" in
       --wipe) WIPE=data ;;
       --purge) WIPE=all ;;
-      -h|--help) sed -n "2,${help_end}p" "$0"; exit 0 ;;
+      -h|--help) script_help; exit 0 ;;
       *) fail "unknown argument: $arg (use --wipe or --purge)" ;;
     esac
   done

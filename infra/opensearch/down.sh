@@ -14,7 +14,7 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 . "$HERE/common.sh"
 
 OPENSEARCH_STOP_TIMEOUT=${OPENSEARCH_STOP_TIMEOUT:-30}
-down_args 9 "$@"
+down_args "$@"
 
 # Do not race an up.sh that is starting the node.
 lock_dist "another up.sh/down.sh holds $DIST/up.lock"

@@ -22,6 +22,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 # shellcheck source=SCRIPTDIR/common.sh
 . "$HERE/common.sh"
+up_args "$@"
 
 SEARCH_START_TIMEOUT=${SEARCH_START_TIMEOUT:-120}
 OPENSEARCH_HEAP_OPTS=${OPENSEARCH_HEAP_OPTS:--Xms512m -Xmx512m}
