@@ -89,17 +89,21 @@ function expectedText(e: ExpectedRevision): string {
   return typeof e === 'bigint' ? e.toString() : e;
 }
 
-/** Creates the event store tables and the append function if they are missing. Idempotent. */
-export async function setupPostgresEventStore(pool: pg.Pool): Promise<void> {
+/** Runs set-up SQL under an advisory lock: two processes starting together must not race on CREATE OR REPLACE. */
+export async function runSetupSql(pool: pg.Pool, lock: number, sql: string): Promise<void> {
   const client = await pool.connect();
   try {
-    // Two processes starting together must not race on CREATE OR REPLACE FUNCTION.
-    await client.query('SELECT pg_advisory_lock(7362001)');
-    await client.query(SCHEMA_SQL);
+    await client.query('SELECT pg_advisory_lock($1)', [lock]);
+    await client.query(sql);
   } finally {
-    await client.query('SELECT pg_advisory_unlock(7362001)').catch(() => undefined);
+    await client.query('SELECT pg_advisory_unlock($1)', [lock]).catch(() => undefined);
     client.release();
   }
+}
+
+/** Creates the event store tables and the append function if they are missing. Idempotent. */
+export async function setupPostgresEventStore(pool: pg.Pool): Promise<void> {
+  await runSetupSql(pool, 7362001, SCHEMA_SQL);
 }
 
 /**

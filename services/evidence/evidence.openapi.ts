@@ -22,6 +22,7 @@ export function evidencePaths(): OpenAPIV3.PathsObject {
           401: error('not authenticated'),
           404: error('no such run or milestone, or one the caller cannot read (not-found)'),
           501: error('the event store keeps no hash chain (integrity-not-kept)'),
+          503: error('EventStoreDB: the chain has not reached the bundle\'s events yet (chain-behind); try again shortly'),
         },
       },
     },

@@ -60,7 +60,7 @@ export function integrityPaths(): OpenAPIV3.PathsObject {
           400: error('invalid-argument: from or to not a position, from after to, or past the head (details.path names it)'),
           401: error('not authenticated'),
           403: error('forbidden: the caller is not an administrator (access ADMIN)'),
-          501: error('integrity-not-kept: the event store keeps no hash chain (EventStoreDB)'),
+          501: error('integrity-not-kept: the event store keeps no hash chain'),
         },
       },
     },

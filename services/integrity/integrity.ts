@@ -33,7 +33,7 @@ export type IntegrityReport = ChainReport & { anchors: AnchorCheck };
  */
 export async function verifyIntegrity(store: EventStore, query: IntegrityQuery): Promise<IntegrityReport> {
   if (!store.verifyChain) {
-    throw new HttpError(501, 'integrity-not-kept', `The ${store.kind} event store keeps no hash chain: tamper evidence needs the PostgreSQL event store (docs/compliance.md)`, { store: store.kind });
+    throw new HttpError(501, 'integrity-not-kept', `The ${store.kind} event store keeps no hash chain: tamper evidence needs the PostgreSQL or EventStoreDB adapter (docs/compliance.md)`, { store: store.kind });
   }
   const head = BigInt(await store.headPosition());
   for (const name of ['from', 'to'] as const) {

@@ -6,6 +6,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { loadContracts } from '../../contracts/validator';
 import { connectEventStoreDb } from '../../infra/eventstore/esdb';
+import { ChainLedger, LedgerChainedStore } from '../../infra/eventstore/chainLedger';
 import { PostgresEventStore, setupPostgresEventStore } from '../../infra/eventstore/postgres';
 import { createKnex, createPool } from '../../infra/postgres/database';
 import { usePreparedStatements } from '../../infra/postgres/preparedStatements';
@@ -21,6 +22,13 @@ export interface Platform {
   pool: pg.Pool;
   knex: Knex;
   store: EventStore;
+  /**
+   * The ledger of the log's hash chain when the store cannot chain its events itself (EventStoreDB;
+   * infra/eventstore/chainLedger.ts): the worker role runs its follower. Null on PostgreSQL.
+   */
+  chainLedger: ChainLedger | null;
+  /** The adapter itself (no contract checks, no chain): what the chain's follower reads. */
+  adapter: EventStore;
   secrets: { sessionSecret: string; tokenSecret: string };
   close(): Promise<void>;
 }
@@ -70,16 +78,22 @@ export async function openPlatform(config: Readonly<Config>, logger: Logger, opt
     await migrateReadModel(knex);
 
     let adapter: EventStore;
+    let chained: EventStore;
+    let chainLedger: ChainLedger | null = null;
     if (config.eventstoreUrl) {
       adapter = await connectEventStoreDb(config.eventstoreUrl);
+      chainLedger = new ChainLedger(pool);
+      await chainLedger.setup();
+      chained = new LedgerChainedStore(adapter, chainLedger);
     } else {
       await setupPostgresEventStore(pool);
       adapter = new PostgresEventStore(pool, databaseUrl);
+      chained = adapter;
     }
     closers.push(() => adapter.close());
-    const store = withContracts(adapter, loadContracts());
+    const store = withContracts(chained, loadContracts());
     return {
-      databaseUrl, pool, knex, store,
+      databaseUrl, pool, knex, store, chainLedger, adapter,
       secrets: { sessionSecret: config.sessionSecret ?? stored.sessionSecret, tokenSecret: config.tokenSecret ?? stored.tokenSecret },
       close,
     };

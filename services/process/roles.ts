@@ -1,4 +1,5 @@
 import { startAnchoring } from '../integrity/anchors';
+import { startChainFollower } from '../../infra/eventstore/chainLedger';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { loadContracts } from '../../contracts/validator';
@@ -193,15 +194,26 @@ export async function runWorker(
     leases: new PostgresJobLeases(platform.pool), logger: log, ...config.worker,
     kinds: [resultImportKind(imports), externalImportKind(external)],
   });
+  // EventStoreDB: the log's hash chain is this follower's projection (docs/compliance.md).
+  const chain = platform.chainLedger
+    ? startChainFollower({ store: platform.adapter, ledger: platform.chainLedger, logger: log.child({ role: 'chainFollower' }), retry: { budgetMs: config.retryBudgetMs } })
+    : null;
   const anchors = config.integrityAnchor.intervalMs > 0
     ? startAnchoring({ store: platform.store, logger: log.child({ role: 'integrityAnchor' }), clock: () => new Date(), settings: config.integrityAnchor })
     : null;
   log.info({ owner: runner.status().owner, concurrency: config.worker.concurrency, anchorEveryMs: config.integrityAnchor.intervalMs }, 'worker running');
   return {
     runner,
-    readiness: { name: 'worker', check: async () => ({ ok: runner.status().state === 'running', details: runner.status() }) },
+    readiness: {
+      name: 'worker',
+      check: async () => ({
+        ok: runner.status().state === 'running' && chain?.status().state !== 'failed',
+        details: { ...runner.status(), ...(chain && { chain: chain.status() }) },
+      }),
+    },
     async stop() {
       await anchors?.stop();
+      await chain?.stop();
       await runner.stop();
       await storedFiles.close();
       await files.close();

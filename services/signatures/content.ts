@@ -28,10 +28,10 @@ export interface RecordContent {
 
 export const SIGNED_ENTITIES: readonly SignedEntity[] = ['testRun', 'milestone', 'repositoryCase'];
 
-/** The chain is kept by the PostgreSQL event store only: evidence elsewhere is a 501. */
+/** The chain is kept by both adapters (EventStoreDB's by a projection): a store without one is a 501. */
 export function chainedStore(store: EventStore): Required<Pick<EventStore, 'readChained'>> {
   if (!store.readChained || !store.chainHead) {
-    throw new HttpError(501, 'integrity-not-kept', `The ${store.kind} event store keeps no hash chain: signatures and evidence need the PostgreSQL event store (docs/compliance.md)`, { store: store.kind });
+    throw new HttpError(501, 'integrity-not-kept', `The ${store.kind} event store keeps no hash chain: signatures and evidence need the PostgreSQL or EventStoreDB adapter (docs/compliance.md)`, { store: store.kind });
   }
   return { readChained: (q) => store.readChained!(q) };
 }

@@ -40,6 +40,7 @@ export function signaturePaths(): OpenAPIV3.PathsObject {
     401: error('not authenticated; or the re-authentication failed (reauthentication-failed: a wrong password, counted as a failed login) or is missing (reauthentication-required)'),
     404: error('no such record (or signature), or one the caller cannot see (not-found)'),
     501: error('the event store keeps no hash chain (integrity-not-kept)'),
+    503: error('EventStoreDB: the chain has not reached the record\'s events yet (chain-behind); try again shortly'),
   };
   return {
     '/api/signatures': {

@@ -1,5 +1,12 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import pg from 'pg';
+import pino from 'pino';
+import { chainHash } from '../../contracts/chain';
+import { ChainLedger, LedgerChainedStore, startChainFollower } from '../../infra/eventstore/chainLedger';
 import { connectEventStoreDb } from '../../infra/eventstore/esdb';
-import { eventStoreContract } from './eventStoreContract';
+import { createTestDatabase } from '../support/database';
+import { eventStoreContract, meta } from './eventStoreContract';
 
 /*
  * The event store contract against a real EventStoreDB: the server at EVENTSTORE_URL
@@ -94,5 +101,39 @@ describe('EventStoreDB event store', function () {
       // The database cannot be dropped: each test gets its own client, and nothing to dispose.
       return { store: await connectEventStoreDb(server.url), dispose: async () => undefined };
     });
+  });
+
+  // The chain kept by a projection into PostgreSQL (infra/eventstore/chainLedger.ts; its tampering
+  // cases are in test/infra/chainLedger.int.spec.ts): over the server's real positions and times.
+  it('a chain follower chains the log, and verification recomputes it from the events read back', async function () {
+    this.timeout(120_000);
+    if (!server) throw new Error('no EventStoreDB server');
+    const db = await createTestDatabase('esdbchain');
+    const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+    const base = await connectEventStoreDb(server.url);
+    try {
+      const ledger = new ChainLedger(pool);
+      await ledger.setup();
+      const store = new LedgerChainedStore(base, ledger);
+      const stream = `chained-${randomUUID()}`;
+      await base.append(stream, [{ type: 'Made', data: { title: 'ü 漢字', n: 1.5 } }, { type: 'Changed', data: { nested: { list: [1, null] } } }], { expectedRevision: 'no-stream', metadata: meta });
+      const follower = startChainFollower({ store: base, ledger, logger: pino({ level: 'silent' }), pollMs: 50 });
+      try {
+        expect(await follower.catchUp()).to.equal(await base.headPosition());
+      } finally {
+        await follower.stop();
+      }
+      const report = await store.verifyChain();
+      expect(report).to.include({ intact: true });
+      expect(report.checked).to.be.greaterThan(1);
+      const events = await store.readChained({ streams: [stream] });
+      expect(events).to.have.length(2);
+      for (const e of events) expect(chainHash(e.previousHash, e)).to.equal(e.hash);
+      expect(events[1].previousHash).to.equal(events[0].hash);
+    } finally {
+      await base.close();
+      await pool.end();
+      await db.drop();
+    }
   });
 });

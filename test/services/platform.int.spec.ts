@@ -3,8 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
+import { ChainLedger, LedgerChainedStore } from '../../infra/eventstore/chainLedger';
 import { loadConfig } from '../../services/process/config';
 import { openPlatform } from '../../services/process/platform';
+import { runWorker } from '../../services/process/roles';
+import { meta } from '../infra/eventStoreContract';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 
 const SECRET = 'x'.repeat(32);
@@ -43,5 +46,44 @@ describe('platform: generated secrets', function () {
     expect(onlyToken.unset).to.deep.equal(['TOKEN_SECRET']);
     const [both] = generated(await openAndLog(db, {}));
     expect(both.msg).to.equal('generated secrets: set SESSION_SECRET and TOKEN_SECRET in production');
+  });
+});
+
+describe('platform: the worker role runs the hash chain\'s follower when the chain is a projection (EventStoreDB)', function () {
+  this.timeout(60_000);
+  let db: TestDatabase;
+  before(async () => {
+    db = await createTestDatabase('platformchain');
+  });
+  after(() => db?.drop());
+
+  it('chains what is appended, and shows the follower in its readiness', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-platform-'));
+    const logger = pino({ level: 'silent' });
+    const config = loadConfig({ DATABASE_URL: db.url, DATA_DIR: dataDir, SESSION_SECRET: SECRET, TOKEN_SECRET: SECRET, INTEGRITY_ANCHOR_INTERVAL_MS: '0' });
+    const platform = await openPlatform(config, logger, { poolSize: 4 });
+    try {
+      // The PostgreSQL platform as openPlatform builds it for EventStoreDB: the adapter's log, its chain in a ledger.
+      expect(platform.chainLedger).to.equal(null);
+      const ledger = new ChainLedger(platform.pool);
+      await ledger.setup();
+      const store = new LedgerChainedStore(platform.adapter, ledger);
+      const worker = await runWorker(config, { ...platform, store, chainLedger: ledger }, logger);
+      try {
+        await store.append('chained-1', [{ type: 'Made', data: { n: 1 } }], { expectedRevision: 'no-stream', metadata: meta });
+        const head = await store.headPosition();
+        for (let i = 0; i < 100 && (await store.chainHead()).position !== head; i++) await new Promise((r) => setTimeout(r, 50));
+        expect((await store.chainHead()).position).to.equal(head);
+        const ready = await worker.readiness.check();
+        expect(ready.ok).to.equal(true);
+        expect((ready.details as { chain: { state: string; position: string } }).chain).to.include({ state: 'running' });
+        expect(await store.verifyChain()).to.include({ intact: true });
+      } finally {
+        await worker.stop();
+      }
+    } finally {
+      await platform.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -80,7 +80,7 @@ for (const start of ['postgres', 'opensearch'] as const) describe(`search admini
     store = new ConnectionSettingsStore(app.deps.knex, secretBox(randomBytes(32)));
     connection = new SearchConnection(appliedSettings(environment, await store.latest()), environment, { knex: app.deps.knex, logger, retry: FAST_RETRY });
     const platform: Platform = {
-      databaseUrl: app.databaseUrl, pool: app.appDeps.pool, knex: app.deps.knex, store: app.deps.store,
+      databaseUrl: app.databaseUrl, pool: app.appDeps.pool, knex: app.deps.knex, store: app.deps.store, adapter: app.deps.store, chainLedger: null,
       secrets: { sessionSecret: 's'.repeat(40), tokenSecret: 't'.repeat(40) }, close: async () => undefined,
     };
     indexer = runIndexer(platform, logger, null, FAST_RETRY, connection, environment);
