@@ -42,8 +42,11 @@ CREATE TABLE IF NOT EXISTS chain_head (
 INSERT INTO chain_head (id, seq, position, hash) VALUES (1, 0, 0, NULL) ON CONFLICT DO NOTHING;
 `;
 
-/** Events read and links compared per page, by the follower and by verification. */
+/** Events read per page by the follower, and events and links compared per page by verification. */
 const PAGE = 1000;
+const VERIFY_PAGE = 2000;
+/** A page of events stops once its data passes this many bytes (PostgreSQL; EventStoreDB reads the page's count). */
+const PAGE_BYTES = 16 * 1024 * 1024;
 /** How long readChained waits for the follower to chain what it is asked for. */
 const CHAINED_WAIT_MS = 15_000;
 
@@ -169,7 +172,7 @@ export function startChainFollower(deps: {
     for (;;) {
       const head = await deps.ledger.head();
       status.position = head.position;
-      const events = await deps.store.readAll({ after: head.position, maxCount: PAGE });
+      const events = await deps.store.readAll({ after: head.position, maxCount: PAGE, maxBytes: PAGE_BYTES });
       if (events.length === 0) return 0;
       if (await deps.ledger.extend(head, events)) {
         status.position = events[events.length - 1].position;
@@ -232,19 +235,29 @@ export function startChainFollower(deps: {
   };
 }
 
-/** Reads events of the log in order, a page at a time, from just after a position. */
-class EventCursor {
-  private page: EventEnvelope[] = [];
+/**
+ * Reads in order a page at a time, the next page asked for as soon as one arrives, so that reading
+ * (the store, the database) and hashing (here) overlap.
+ */
+class Cursor<T> {
+  private page: T[] = [];
   private index = 0;
-  private done = false;
-  constructor(private readonly store: EventStore, private after: string) {}
+  private next: Promise<T[]> | null;
+  constructor(private readonly fetch: (after: T | null) => Promise<T[]>) {
+    this.next = this.ask(null);
+  }
 
-  async peek(): Promise<EventEnvelope | null> {
-    if (this.index >= this.page.length && !this.done) {
-      this.page = await this.store.readAll({ after: this.after, maxCount: PAGE });
+  private ask(after: T | null): Promise<T[]> {
+    const p = this.fetch(after);
+    p.catch(() => undefined); // awaited in peek(); a cursor left early must not leave it unhandled
+    return p;
+  }
+
+  async peek(): Promise<T | null> {
+    if (this.index >= this.page.length && this.next) {
+      this.page = await this.next;
       this.index = 0;
-      if (this.page.length === 0) this.done = true;
-      else this.after = this.page[this.page.length - 1].position;
+      this.next = this.page.length > 0 ? this.ask(this.page[this.page.length - 1]) : null;
     }
     return this.page[this.index] ?? null;
   }
@@ -307,16 +320,14 @@ export class LedgerChainedStore implements EventStore {
       head: { position: head.position, hash: head.hash }, seconds: Number(process.hrtime.bigint() - started) / 1e9,
     });
     const before = await this.ledger.linkBefore(from);
-    const events = new EventCursor(this.base, before.position);
+    const events = new Cursor<EventEnvelope>((last) => this.base.readAll({ after: last?.position ?? before.position, maxCount: VERIFY_PAGE, maxBytes: PAGE_BYTES }));
+    const links = new Cursor<LinkRow>((last) => this.ledger.links(last ? BigInt(last.seq) + 1n : before.seq + 1n, to, VERIFY_PAGE));
     let previous = { seq: before.seq, position: before.position, hash: before.hash };
-    let links = await this.ledger.links(before.seq + 1n, to, PAGE);
-    let index = 0;
     const notChained = (e: EventEnvelope): ChainBreak => ({
       position: e.position, problem: 'unhashed', recordedHash: null, computedHash: null,
       detail: `the event at position ${e.position} (${e.type} on ${e.streamId}, revision ${e.revision}) is not in the chain: it was added to the log after the events around it were chained`,
     });
-    while (index < links.length) {
-      const link = links[index];
+    for (let link = await links.peek(); link !== null; link = await links.peek()) {
       if (BigInt(link.seq) !== previous.seq + 1n) {
         return report({
           position: link.position, problem: 'missing', recordedHash: link.hash, computedHash: null,
@@ -333,11 +344,12 @@ export class LedgerChainedStore implements EventStore {
       }
       const computed = chainHash(previous.hash, envelopeContent(event));
       events.skip();
+      links.skip();
       if (computed !== link.hash) {
         // The next event still chained to the recorded hash: the event changed; not: the hash did.
-        const [next] = index + 1 < links.length ? [links[index + 1]] : await this.ledger.links(BigInt(link.seq) + 1n, head.position, 1);
+        const [next] = (await links.peek()) ? [await links.peek()] : await this.ledger.links(BigInt(link.seq) + 1n, head.position, 1);
         const nextEvent = await events.peek();
-        const hashAltered = next !== undefined && nextEvent !== null && nextEvent.position === next.position
+        const hashAltered = next != null && nextEvent !== null && nextEvent.position === next.position
           && chainHash(link.hash, envelopeContent(nextEvent)) !== next.hash;
         return report({
           position: link.position, problem: hashAltered ? 'hash-altered' : 'altered', recordedHash: link.hash, computedHash: computed,
@@ -348,11 +360,6 @@ export class LedgerChainedStore implements EventStore {
       }
       checked++;
       previous = { seq: BigInt(link.seq), position: link.position, hash: link.hash };
-      index++;
-      if (index === links.length && links.length === PAGE) {
-        links = await this.ledger.links(previous.seq + 1n, to, PAGE);
-        index = 0;
-      }
     }
     // Within the range, no event of the log may lie past the last link.
     const after = await events.peek();
