@@ -53,7 +53,8 @@ async function read(store: EventStore, streams: Set<string>, positions: Set<stri
 
 export async function collectEvidence(deps: { knex: Knex; store: EventStore }, subject: EvidenceSubject & { projectId: number }): Promise<Evidence> {
   const { knex, store } = deps;
-  const head = await store.chainHead!();
+  // What the log holds now; readChained waits for a chain kept by a projection (EventStoreDB) to reach it.
+  const upTo = await store.headPosition();
   const content = await contentSources(knex, store, subject.entity, subject.id);
   const runIds = subject.entity === 'testRun' ? [subject.id] : ((await knex('test_runs').where({ milestone_id: subject.id }).orderBy('id').pluck('id')) as number[]);
   const streams = new Set(content.streams);
@@ -79,7 +80,8 @@ export async function collectEvidence(deps: { knex: Knex; store: EventStore }, s
     .orderBy('f.key').select('f.key', 'f.name', 'f.sha256', 'f.size')) as { key: string; name: string; sha256: string; size: string }[];
   for (const f of files) streams.add(`file-${f.key}`);
 
-  const events = await read(store, streams, positions, head.position);
+  const events = await read(store, streams, positions, upTo);
+  const head = await store.chainHead!();
   const envelopes = new Map<string, EventEnvelope[]>();
   const created = new Map<string, { position: string; values: Record<string, unknown> }>();
   for (const e of events) {
