@@ -7,16 +7,9 @@ import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { HttpClient, runScript, startServer, type RunningServer } from '../support/server';
+import { expectError } from '../support/errors';
 
 const ADMIN = { email: 'admin@example.com', password: 'correct horse battery' };
-
-function expectError(res: { status: number; body: any }, status: number, code: string) {
-  expect(res.status, JSON.stringify(res.body)).to.equal(status);
-  expect(res.body).to.have.all.keys('error', 'code', 'details');
-  expect(res.body.code).to.equal(code);
-  expect(res.body.error).to.be.a('string');
-  expect(res.body.details).to.be.an('object');
-}
 
 const KAFKA_BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
 

@@ -7,17 +7,12 @@ import { registerUser } from '../../services/identity/identity.handlers';
 import { systemMetadata } from '../../services/shared/context';
 import { startTestApp, type TestApp } from '../support/app';
 import { HttpClient } from '../support/server';
+import { expectError } from '../support/errors';
 
 const LIMIT = 64 * 1024;
 const sha256 = (content: string | Buffer) => createHash('sha256').update(content).digest('hex');
 
 interface Part { field?: string; name?: string; content: string | Buffer; type?: string }
-
-function expectError(res: { status: number; body: any }, status: number, code: string) {
-  expect(res.status, JSON.stringify(res.body)).to.equal(status);
-  expect(res.body).to.have.all.keys('error', 'code', 'details');
-  expect(res.body.code).to.equal(code);
-}
 
 /** The files of the store's directory, by kind. */
 function listing(dir: string) {

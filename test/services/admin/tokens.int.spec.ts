@@ -4,18 +4,12 @@ import { hashToken } from '../../../services/identity/secrets';
 import { systemMetadata } from '../../../services/shared/context';
 import { TEST_TOKEN_SECRET, startTestApp, type TestApp } from '../../support/app';
 import { HttpClient } from '../../support/server';
+import { expectError } from '../../support/errors';
 
 const ADMIN = { email: 'root@example.com', password: 'root-password-1' };
 const ANN = { email: 'ann@example.com', password: 'ann-password-1' };
 const BOB = { email: 'bob@example.com', password: 'bob-password-1' };
 const TOKEN_KEYS = ['id', 'owner', 'name', 'prefix', 'createdAt', 'expiresAt', 'lastUsedAt', 'revokedAt'];
-
-function expectError(res: { status: number; body: any }, status: number, code: string, path?: string) {
-  expect(res.status, JSON.stringify(res.body)).to.equal(status);
-  expect(res.body).to.have.all.keys('error', 'code', 'details');
-  expect(res.body.code).to.equal(code);
-  if (path !== undefined) expect(res.body.details.path).to.equal(path);
-}
 
 describe('admin: GET /api/admin/tokens, DELETE /api/admin/tokens/:id', function () {
   this.timeout(60_000);

@@ -3,16 +3,10 @@ import { registerUser } from '../../../services/identity/identity.handlers';
 import { systemMetadata } from '../../../services/shared/context';
 import { startTestApp, type TestApp } from '../../support/app';
 import { HttpClient } from '../../support/server';
+import { expectError } from '../../support/errors';
 
 const ADMIN = { email: 'root@example.com', password: 'root-password-1' };
 const ANN = { email: 'ann@example.com', password: 'ann-password-1' };
-
-function expectError(res: { status: number; body: any }, status: number, code: string, path?: string) {
-  expect(res.status, JSON.stringify(res.body)).to.equal(status);
-  expect(res.body).to.have.all.keys('error', 'code', 'details');
-  expect(res.body.code).to.equal(code);
-  if (path !== undefined) expect(res.body.details.path).to.equal(path);
-}
 
 describe('GET /api/admin/integrity: the hash chain of the log, checked through the API', function () {
   this.timeout(60_000);
