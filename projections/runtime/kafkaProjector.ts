@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { EventEnvelope } from '../../contracts/envelope';
 import type { ContractValidator } from '../../contracts/validator';
 import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
+import { Pauses } from '../../services/shared/pauses';
 import { decodeValue, headerText, type ConsumerRunConfig, type Kafka, type KafkaMessage } from '../../infra/kafka';
 import { applyBatch } from './applyBatch';
 import { advanceCheckpoint } from './checkpoints';
@@ -171,6 +172,8 @@ export function startKafkaProjector(deps: {
       status.partitions[partition] = checkpoint.toString();
     }
 
+    const pauses = new Pauses();
+
     /** Ends the projection: failed, logged once, its consumer disconnected after what it applied is committed. */
     function giveUp(error: unknown): void {
       if (supervisor.stopping) return;
@@ -181,7 +184,7 @@ export function startKafkaProjector(deps: {
       status.correlationId = randomUUID();
       log.error({ err: error, correlationId: status.correlationId, partitions: status.partitions }, 'projection failed; stopped until restarted');
       deps.onFailed?.({ name: status.name, position: status.position, state: status.state, lastError: status.lastError, correlationId: status.correlationId });
-      wakeAll();
+      pauses.close();
       // Not awaited: a batch still running (maybe the caller) must end before kafkajs disconnects.
       supervisor.starting = supervisor.starting.then(async () => {
         clearInterval(committer);
@@ -189,20 +192,6 @@ export function startKafkaProjector(deps: {
         await consumer.disconnect().catch(() => undefined);
       });
     }
-
-    const sleepers = new Set<() => void>();
-    function wakeAll(): void {
-      for (const wake of [...sleepers]) wake();
-    }
-    const pause = (ms: number) => new Promise<void>((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        sleepers.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      sleepers.add(wake);
-    });
 
     /**
      * Applies a partition's batch; a transient failure applies it again after a pause (heartbeating,
@@ -247,7 +236,7 @@ export function startKafkaProjector(deps: {
           }
           log.warn({ err: error, partition, backoffMs: delay, failures: budget.failures }, 'cannot apply the batch (the database is away?); applying it again after a pause');
           for (let left = delay; left > 0 && !supervisor.stopping; left -= HEARTBEAT_SLICE_MS) {
-            await pause(Math.min(left, HEARTBEAT_SLICE_MS));
+            await pauses.sleep(Math.min(left, HEARTBEAT_SLICE_MS));
             if (supervisor.stopping) break;
             try {
               await heartbeat();
@@ -331,7 +320,7 @@ export function startKafkaProjector(deps: {
       if (supervisor.restarts.next() === null) return giveUp(new RetryBudgetSpent(e.payload.error, supervisor.restarts));
       log.warn({ err: e.payload.error }, 'kafka consumer crashed; kafkajs starts it again');
     });
-    return { consumer, supervisor, committer, offsets, wakeAll };
+    return { consumer, supervisor, committer, offsets, pauses };
   });
 
   return {
@@ -341,9 +330,9 @@ export function startKafkaProjector(deps: {
       return { ...s, partitions: { ...s.partitions }, position: max.toString() };
     }),
     async stop() {
-      await Promise.all(consumers.map(async ({ consumer, supervisor, committer, offsets, wakeAll }) => {
+      await Promise.all(consumers.map(async ({ consumer, supervisor, committer, offsets, pauses }) => {
         supervisor.stopping = true;
-        wakeAll();
+        pauses.close();
         clearTimeout(supervisor.timer);
         clearInterval(committer);
         await supervisor.starting;

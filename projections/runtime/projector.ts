@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { EventEnvelope } from '../../contracts/envelope';
 import type { EventStore, Subscription } from '../../services/shared/eventStore';
 import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
+import { Pauses } from '../../services/shared/pauses';
 import { applyBatch } from './applyBatch';
 import { inBatches } from './batches';
 import { readCheckpoints } from './checkpoints';
@@ -53,20 +54,7 @@ export function startProjector(deps: {
   const states = new Map<string, ProjectionStatus>();
   const subscriptions = new Set<Subscription>();
   let stopping = false;
-  let wakeSleepers: (() => void)[] = [];
-
-  // A pause asked for once stop() has woken the sleepers (after an await in between) ends at once.
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (stopping) return resolve();
-      const wake = () => {
-        clearTimeout(t);
-        wakeSleepers = wakeSleepers.filter((w) => w !== wake);
-        resolve();
-      };
-      const t = setTimeout(wake, ms);
-      wakeSleepers.push(wake);
-    });
+  const pauses = new Pauses();
 
   async function recordFailure(projection: Projection, event: EventEnvelope, error: unknown): Promise<void> {
     const known = await knex('projection_failures').where({ projection: projection.name, event_id: event.id }).first();
@@ -104,7 +92,7 @@ export function startProjector(deps: {
       return false;
     }
     logger.warn({ err: error, projection: projection.name, position: status.position, backoffMs: pause, failures: budget.failures }, message);
-    await sleep(pause);
+    await pauses.sleep(pause);
     return !stopping;
   }
 
@@ -209,7 +197,7 @@ export function startProjector(deps: {
           return null;
         }
         logger.warn({ err: error, backoffMs: pause }, 'cannot read the checkpoints; trying again after a pause');
-        await sleep(pause);
+        await pauses.sleep(pause);
       }
     }
     return null;
@@ -234,8 +222,7 @@ export function startProjector(deps: {
     status: () => [...states.values()].map((s) => ({ ...s })),
     async stop() {
       stopping = true;
-      wakeSleepers.forEach((w) => w());
-      wakeSleepers = [];
+      pauses.close();
       await Promise.all([...subscriptions].map((s) => s.close()));
       await started.catch(() => undefined);
       for (const status of states.values()) if (status.state !== 'failed') status.state = 'stopped';

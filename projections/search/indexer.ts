@@ -6,6 +6,7 @@ import { decodeValue, type Kafka, type KafkaMessage } from '../../infra/kafka';
 import type { EventStore, Subscription } from '../../services/shared/eventStore';
 import { ReadModelWaitFailed } from '../../services/shared/errors';
 import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
+import { Pauses } from '../../services/shared/pauses';
 import { SearchUnavailable, searchPositionKey, type SearchEngine } from '../../services/shared/search';
 import { inBatches } from '../runtime/batches';
 import { CheckpointWatcher } from '../runtime/checkpointWatcher';
@@ -119,23 +120,11 @@ export function startSearchIndexer(deps: {
   const failed = () => current.state === 'failed';
   let subscription: Subscription | null = null;
   let versionTimer: NodeJS.Timeout | null = null;
-  const sleepers = new Set<() => void>();
+  const pauses = new Pauses();
   const watcher = new CheckpointWatcher(knex, deps.databaseUrl, SOURCE_PROJECTIONS,
     kafka ? (projection, partition) => kafkaCheckpointKey(projection, Number(partition)) : undefined, { retry: deps.retry, logger });
   const budget = budgetOf(deps.retry, { firstMs: FIRST_BACKOFF_MS, maxMs: MAX_BACKOFF_MS });
   const writer = { engine, knex, logger, bulkSize: deps.bulkSize, stopping: () => stopping };
-
-  // A pause asked for once stop() has woken the sleepers (after an await in between) ends at once.
-  const sleep = (ms: number) => new Promise<void>((resolve) => {
-    if (stopping) return resolve();
-    const wake = () => {
-      clearTimeout(timer);
-      sleepers.delete(wake);
-      resolve();
-    };
-    const timer = setTimeout(wake, ms);
-    sleepers.add(wake);
-  });
 
   function fail(error: unknown): void {
     if (failed() || stopping) return;
@@ -208,7 +197,7 @@ export function startSearchIndexer(deps: {
           return 'stopped';
         }
         logger.warn({ err: error, backoffMs: pause, failures: retryBudget.failures, version }, 'search engine or database away; writing the batch again after a pause');
-        await sleep(pause);
+        await pauses.sleep(pause);
       }
     }
   }
@@ -289,7 +278,7 @@ export function startSearchIndexer(deps: {
         const pause = budget.next();
         if (pause === null) return fail(new RetryBudgetSpent(error, budget));
         logger.warn({ err: error, backoffMs: pause }, 'cannot read the event store; following it again after a pause');
-        await sleep(pause);
+        await pauses.sleep(pause);
       } finally {
         subscription = null;
         await sub.close();
@@ -452,7 +441,7 @@ export function startSearchIndexer(deps: {
     async stop() {
       stopping = true;
       if (versionTimer) clearInterval(versionTimer);
-      for (const wake of [...sleepers]) wake();
+      pauses.close();
       if (restartTimer) clearTimeout(restartTimer);
       await subscription?.close();
       // Ends a wait for the read model at once (the batch stops, its checkpoint unmoved).

@@ -4,6 +4,7 @@ import type { SearchReindexEvent, SearchTypeName } from '../../contracts/events'
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { ConcurrencyError, DomainError } from '../shared/errors';
 import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient, type RetryBudget, retryBudget, RetryBudgetSpent } from '../shared/faults';
+import { Pauses } from '../shared/pauses';
 import { DEFAULT_SEARCH_SETTINGS, SearchUnavailable, type SearchEngine, type SearchType } from '../shared/search';
 import type { ReindexWorker } from './reindex.routes';
 import {
@@ -92,7 +93,7 @@ export class ReindexSaga implements ReindexWorker {
   private timer: NodeJS.Timeout | null = null;
   private round: Promise<void> | null = null;
   private again = false;
-  private readonly sleepers = new Set<() => void>();
+  private readonly pauses = new Pauses();
   /** Full jobs cancelled while no worker ran them: their versions are dropped at the next round. */
   private readonly cancelledVersions = new Set<number>();
 
@@ -141,7 +142,7 @@ export class ReindexSaga implements ReindexWorker {
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
-    for (const wake of [...this.sleepers]) wake();
+    this.pauses.close();
     await this.round;
   }
 
@@ -333,21 +334,9 @@ export class ReindexSaga implements ReindexWorker {
         const pause = budget.next();
         if (pause === null) throw new RetryBudgetSpent(err, budget);
         this.deps.logger.warn({ err, pauseMs: pause, failures: budget.failures }, 'reindex job interrupted (engine or database away); trying again');
-        await this.sleep(pause);
+        await this.pauses.sleep(pause);
       }
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.sleepers.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      this.sleepers.add(wake);
-    });
   }
 
   /** Fails the job once, saying why; a full job's unfinished version is dropped. If even that cannot be written, the next round tries the job again. */
