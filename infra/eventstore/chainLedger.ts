@@ -7,6 +7,7 @@ import type {
   AppendResult, ChainBreak, ChainReport, EventStore, ExpectedRevision, ReadAllOptions, ReadStreamOptions, Subscription,
 } from '../../services/shared/eventStore';
 import { RetryBudgetSpent, type RetryPolicy, budgetOf, describeError, isTransient } from '../../services/shared/faults';
+import { Pauses } from '../../services/shared/pauses';
 
 /*
  * The hash chain of a log whose store cannot chain its events as it appends them (EventStoreDB):
@@ -76,7 +77,9 @@ export class ChainLedger {
   async head(): Promise<Head> {
     const { rows: [r] } = await this.pool.query<{ seq: string; position: string; hash: string | null }>(
       `SELECT seq, position, encode(hash, 'hex') AS hash FROM chain_head WHERE id = 1`);
-    return r ? { seq: BigInt(r.seq), position: r.position, hash: r.hash } : { seq: 0n, position: '0', hash: null };
+    // setup() writes the row; without it every extend would lose its compare-and-set, for ever.
+    if (!r) throw new Error('The hash chain ledger has no head row (chain_head, id 1): its tables were changed by hand. Restore them from a backup, or empty both (TRUNCATE chain_links, chain_head) and restart the worker to chain the log anew');
+    return { seq: BigInt(r.seq), position: r.position, hash: r.hash };
   }
 
   /**
@@ -141,7 +144,7 @@ export class ChainLedger {
   }
 }
 
-export interface ChainFollowerStatus { state: 'running' | 'failed' | 'stopped'; position: string; chained: number; lastError: string | null }
+export interface ChainFollowerStatus { state: 'running' | 'retrying' | 'failed' | 'stopped'; position: string; chained: number; lastError: string | null }
 
 export interface ChainFollower {
   /** Chains everything appended so far; resolves with the chain's head position then. */
@@ -164,7 +167,7 @@ export function startChainFollower(deps: {
   const budget = budgetOf(deps.retry, { firstMs: 500, maxMs: 30_000 });
   const status: ChainFollowerStatus = { state: 'running', position: '0', chained: 0, lastError: null };
   let stopping = false;
-  let wake: (() => void) | null = null;
+  const pauses = new Pauses();
   let busy: Promise<number> = Promise.resolve(0);
 
   /** One page: events after the head chained onto it. The number chained, 0 when none was new. */
@@ -198,12 +201,9 @@ export function startChainFollower(deps: {
       try {
         await serial(drain);
         budget.reset();
+        status.state = 'running';
         status.lastError = null;
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-          setTimeout(resolve, pollMs).unref();
-        });
-        wake = null;
+        await pauses.sleep(pollMs);
       } catch (err) {
         status.lastError = describeError(err);
         const pause = isTransient(err) ? budget.next() : null;
@@ -213,8 +213,9 @@ export function startChainFollower(deps: {
           deps.logger.error({ err: reason, position: status.position }, 'chain follower failed: events after this position are not chained');
           return;
         }
+        status.state = 'retrying';
         deps.logger.warn({ err, pauseMs: pause }, 'chain follower: retrying');
-        await sleep(pause);
+        await pauses.sleep(pause);
       }
     }
   })();
@@ -227,10 +228,10 @@ export function startChainFollower(deps: {
     status: () => ({ ...status }),
     async stop() {
       stopping = true;
-      wake?.();
+      pauses.close();
       await loop;
       await busy;
-      if (status.state === 'running') status.state = 'stopped';
+      if (status.state !== 'failed') status.state = 'stopped';
     },
   };
 }
@@ -310,9 +311,11 @@ export class LedgerChainedStore implements EventStore {
    * events read back in order. The range ends at the chain's head: later events are not chained yet.
    */
   async verifyChain(range: { from?: string; to?: string } = {}): Promise<ChainReport> {
+    const from = range.from ?? '1';
+    // A range that starts past the chain's head waits for the follower (a 503 chain-behind after a while).
+    if (range.from !== undefined) await this.waitChained(from);
     const started = process.hrtime.bigint();
     const head = await this.ledger.head();
-    const from = range.from ?? '1';
     const to = range.to === undefined || BigInt(range.to) > BigInt(head.position) ? head.position : range.to;
     let checked = 0;
     const report = (firstBreak: ChainBreak | null): ChainReport => ({
@@ -374,11 +377,13 @@ export class LedgerChainedStore implements EventStore {
   }
 
   /**
-   * The events of these streams and at these positions up to `upTo` (default: the log's head) with
-   * their links, once the follower has chained that far (a 503 `chain-behind` after a wait).
+   * The events of these streams and at these positions up to `upTo` (default: the log's head, or
+   * the last position asked for when no stream is) with their links, once the follower has chained
+   * that far (a 503 `chain-behind` after a wait).
    */
   async readChained(query: { streams?: readonly string[]; positions?: readonly string[]; upTo?: string }): Promise<ChainedEvent[]> {
-    const upTo = query.upTo ?? (await this.base.headPosition());
+    const upTo = query.upTo
+      ?? ((query.streams ?? []).length === 0 ? (query.positions ?? []).reduce((a, b) => (BigInt(b) > BigInt(a) ? b : a), '0') : await this.base.headPosition());
     await this.waitChained(upTo);
     const byPosition = new Map<string, EventEnvelope>();
     for (const stream of query.streams ?? []) {

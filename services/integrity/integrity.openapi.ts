@@ -61,6 +61,7 @@ export function integrityPaths(): OpenAPIV3.PathsObject {
           401: error('not authenticated'),
           403: error('forbidden: the caller is not an administrator (access ADMIN)'),
           501: error('integrity-not-kept: the event store keeps no hash chain'),
+          503: error('EventStoreDB: `from` is past the chain\'s head and its follower has not reached it yet (chain-behind); try again shortly'),
         },
       },
     },

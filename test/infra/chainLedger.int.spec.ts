@@ -10,6 +10,7 @@ import { verifyIntegrity } from '../../services/integrity/integrity';
 import { HttpError } from '../../services/shared/errors';
 import type { EventStore, ExpectedRevision, ReadAllOptions, ReadStreamOptions, Subscription } from '../../services/shared/eventStore';
 import { createTestDatabase, type TestDatabase } from '../support/database';
+import { stopOutcome } from '../support/wait';
 import { eventStoreContract, meta } from './eventStoreContract';
 
 /**
@@ -268,6 +269,78 @@ describe('Hash chain kept by a projection (for EventStoreDB)', function () {
         expect(e.hash).to.match(/^[0-9a-f]{64}$/);
       } finally {
         await follower.stop();
+      }
+    });
+
+    it('checks anchors and ranges the chain holds without waiting for the rest of the log; a range past its head waits, then 503', async () => {
+      const anchoring = follow();
+      try {
+        await anchoring.catchUp();
+        await anchorNow({ store, logger: silent, clock: () => new Date(), settings: { intervalMs: 0, file: null, url: null, token: null } });
+        await anchoring.catchUp();
+      } finally {
+        await anchoring.stop();
+      }
+      const anchors = await loggedAnchors(store, { from: '1', to: (await store.chainHead()).position });
+      const anchor = anchors[anchors.length - 1];
+      await base.append('ahead', [{ type: 'Made', data: {} }], { expectedRevision: 'no-stream', metadata: meta });
+      const logHead = await store.headPosition();
+      expect(BigInt((await store.chainHead()).position) < BigInt(logHead)).to.equal(true);
+      // The anchor's position is chained: its hash at once, though the log has moved on.
+      const [atAnchor] = await store.readChained({ positions: [anchor.position] });
+      expect(atAnchor).to.include({ position: anchor.position, hash: anchor.hash });
+      const report = await verifyIntegrity(store, {});
+      expect(report).to.include({ intact: true, to: (await store.chainHead()).position });
+      expect(report.anchors).to.deep.equal({ checked: anchors.length, firstMismatch: null });
+      const behind = await store.verifyChain({ from: logHead }).then(() => null, (e: unknown) => e);
+      expect(behind).to.be.instanceOf(HttpError);
+      expect(behind).to.include({ status: 503, code: 'chain-behind' });
+      const follower = follow();
+      try {
+        await follower.catchUp();
+        expect(await store.verifyChain({ from: logHead })).to.include({ from: logHead, to: logHead, checked: 1, intact: true });
+      } finally {
+        await follower.stop();
+      }
+    });
+
+    it('a follower retrying a fault the store may get over says so, and stops at once in the middle of a pause', async () => {
+      const broken = Object.assign(Object.create(base) as EventStore, {
+        readAll: async () => {
+          throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:2113'), { code: 'ECONNREFUSED' });
+        },
+      });
+      const follower = startChainFollower({ store: broken, ledger, pollMs: 20, logger: { ...silent, warn: () => undefined }, retry: { budgetMs: 600_000, firstMs: 60_000, maxMs: 60_000 } });
+      for (let i = 0; i < 100 && follower.status().state !== 'retrying'; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(follower.status()).to.include({ state: 'retrying' });
+      // Its pause is a minute long: stop() ends it.
+      expect(await stopOutcome(follower.stop(), 'stop() waited out the retry pause')).to.equal('stopped');
+      expect(follower.status().state).to.equal('stopped');
+    });
+
+    it('a ledger whose head row was deleted by hand fails its follower once, saying what to do, instead of spinning', async () => {
+      const { rows: [saved] } = await pool.query('SELECT * FROM chain_head');
+      await pool.query('DELETE FROM chain_head');
+      try {
+        let reads = 0;
+        const counting = Object.assign(Object.create(base) as EventStore, {
+          readAll: async (o: ReadAllOptions) => {
+            reads++;
+            return base.readAll(o);
+          },
+        });
+        const errors: unknown[] = [];
+        const follower = startChainFollower({ store: counting, ledger, pollMs: 20, logger: { ...silent, warn: () => undefined, error: (o: object) => void errors.push(o) } });
+        for (let i = 0; i < 100 && follower.status().state !== 'failed'; i++) await new Promise((r) => setTimeout(r, 20));
+        expect(follower.status().state).to.equal('failed');
+        expect(follower.status().lastError).to.match(/no head row.*TRUNCATE chain_links, chain_head/);
+        expect(reads).to.equal(0);
+        expect(errors).to.have.length(1);
+        expect(await stopOutcome(follower.stop(), 'stop() hung', 2000)).to.equal('stopped');
+        const verifying = await store.verifyChain().then(() => null, (e: unknown) => e);
+        expect(String(verifying)).to.match(/no head row/);
+      } finally {
+        await pool.query('INSERT INTO chain_head (id, seq, position, hash) VALUES ($1, $2, $3, $4)', [saved.id, saved.seq, saved.position, saved.hash]);
       }
     });
 
