@@ -99,3 +99,35 @@ export function errorBox(err: unknown): HTMLElement {
   const code = err instanceof ApiError ? err.code : null;
   return h('div', { class: 'error', role: 'alert' }, h('p', null, message), code ? h('p', { class: 'meta' }, `code: ${code}`) : null);
 }
+
+export interface ActionOptions {
+  /** The button's id (tests and labels find it by it). */
+  id: string;
+  /** Its class: '' for the page's main action, 'secondary' (default) or 'danger'. */
+  cls?: string;
+  /** Where the outcome is said: the operation's own answer, or its error. */
+  status: HTMLElement;
+  /** Asked first with window.confirm; nothing happens unless the user agrees. */
+  confirm?: string;
+  /** Said in `status` while it runs (default: the label and an ellipsis). */
+  busy?: string;
+  disabled?: boolean;
+}
+
+/** A button that runs an operation: disabled while it runs, the outcome said in `status`. */
+export function action(label: string, run: () => Promise<Child>, o: ActionOptions): HTMLButtonElement {
+  const button = h('button', { type: 'button', id: o.id, class: o.cls ?? 'secondary', disabled: o.disabled ?? false }, label);
+  button.addEventListener('click', async () => {
+    if (o.confirm !== undefined && !window.confirm(o.confirm)) return;
+    button.disabled = true;
+    replace(o.status, h('p', null, o.busy ?? `${label}…`));
+    try {
+      replace(o.status, await run());
+    } catch (err) {
+      replace(o.status, errorBox(err));
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return button;
+}

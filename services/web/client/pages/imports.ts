@@ -1,6 +1,6 @@
 import { get, post, put, upload, type User } from '../api';
 import { bytes, type Child, count, h, progressBar, replace, when } from '../dom';
-import { errorBox, frame } from '../layout';
+import { action, errorBox, frame } from '../layout';
 
 /**
  * `/admin/imports` and `/admin/imports/{jobId}`: the migration wizard over
@@ -188,29 +188,16 @@ function mappingsStep(job: Job, redraw: () => void): HTMLElement {
   const status = h('div', { class: 'status', 'aria-live': 'polite' });
   const current: Mappings = structuredClone(job.mappings ?? job.suggestions ?? {});
   const keys = Object.keys(TARGETS).filter((k) => (job.sources?.[k]?.length ?? 0) > 0);
-  const save = h('button', { type: 'button', id: 'save-mappings' }, 'Save mappings');
-  const reset = h('button', { type: 'button', id: 'reset-mappings', class: 'secondary' }, 'Reset to suggestions');
-  save.addEventListener('click', async () => {
-    save.disabled = true;
-    try {
-      await put(`${JOBS}/${job.jobId}/configuration`, { mappings: current });
-      replace(status, h('p', null, 'Mappings saved.'));
-      redraw();
-    } catch (err) {
-      replace(status, errorBox(err));
-    } finally {
-      save.disabled = false;
-    }
-  });
-  reset.addEventListener('click', async () => {
-    try {
-      await put(`${JOBS}/${job.jobId}/configuration`, { reset: true });
-      replace(status, h('p', null, 'The suggested mappings are back.'));
-      redraw();
-    } catch (err) {
-      replace(status, errorBox(err));
-    }
-  });
+  const save = action('Save mappings', async () => {
+    await put(`${JOBS}/${job.jobId}/configuration`, { mappings: current });
+    redraw();
+    return h('p', null, 'Mappings saved.');
+  }, { id: 'save-mappings', cls: '', status });
+  const reset = action('Reset to suggestions', async () => {
+    await put(`${JOBS}/${job.jobId}/configuration`, { reset: true });
+    redraw();
+    return h('p', null, 'The suggested mappings are back.');
+  }, { id: 'reset-mappings', status });
   return h('section', { class: 'card', 'aria-labelledby': 'mappings-title' },
     h('h2', { id: 'mappings-title' }, 'Step 3: mappings'),
     h('p', null, 'For each row of the export\'s configuration: map it to an entity that exists here, create it, or skip it. Users are matched by e-mail; a missing account can be created as an inactive placeholder.'),
@@ -271,36 +258,21 @@ function loadTargets(entity: string, field: string): Promise<Array<{ id: number;
 function reviewStep(job: Job, redraw: () => void): HTMLElement {
   const status = h('div', { class: 'status', 'aria-live': 'polite' });
   const result = h('div');
-  const preview = h('button', { type: 'button', id: 'preview', class: 'secondary' }, 'Preview');
-  const execute = h('button', { type: 'button', id: 'execute', disabled: job.phase !== 'configured' }, 'Execute the import');
-  preview.addEventListener('click', async () => {
-    preview.disabled = true;
-    replace(status, h('p', null, 'Working out what the import would do…'));
-    try {
-      const p = (await post<{ data: Preview }>(`${JOBS}/${job.jobId}/preview`)).data;
-      replace(status);
-      replace(result, h('table', null,
-        h('caption', null, 'What executing would do'),
-        h('thead', null, h('tr', null, ['Dataset', 'Rows', 'Create', 'Map', 'Skip'].map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', null, p.datasets.map((d) => h('tr', null, h('th', { scope: 'row' }, d.dataset),
-          ...[d.rows, d.create, d.map, d.skip].map((n) => h('td', { class: 'num' }, count(n))))))),
-      p.skipped.length > 0 ? h('ul', { class: 'warnings' }, p.skipped.map((s) => h('li', null, `${s.dataset}: ${count(s.rows)} rows not imported (${s.reason})`))) : null);
-    } catch (err) {
-      replace(status, errorBox(err));
-    } finally {
-      preview.disabled = false;
-    }
-  });
-  execute.addEventListener('click', async () => {
-    execute.disabled = true;
-    try {
-      await post(`${JOBS}/${job.jobId}/execute`);
-      redraw();
-    } catch (err) {
-      replace(status, errorBox(err));
-      execute.disabled = false;
-    }
-  });
+  const preview = action('Preview', async () => {
+    const p = (await post<{ data: Preview }>(`${JOBS}/${job.jobId}/preview`)).data;
+    replace(result, h('table', null,
+      h('caption', null, 'What executing would do'),
+      h('thead', null, h('tr', null, ['Dataset', 'Rows', 'Create', 'Map', 'Skip'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', null, p.datasets.map((d) => h('tr', null, h('th', { scope: 'row' }, d.dataset),
+        ...[d.rows, d.create, d.map, d.skip].map((n) => h('td', { class: 'num' }, count(n))))))),
+    p.skipped.length > 0 ? h('ul', { class: 'warnings' }, p.skipped.map((s) => h('li', null, `${s.dataset}: ${count(s.rows)} rows not imported (${s.reason})`))) : null);
+    return null;
+  }, { id: 'preview', status, busy: 'Working out what the import would do…' });
+  const execute = action('Execute the import', async () => {
+    await post(`${JOBS}/${job.jobId}/execute`);
+    redraw();
+    return null;
+  }, { id: 'execute', cls: '', status, disabled: job.phase !== 'configured' });
   return h('section', { class: 'card', 'aria-labelledby': 'review-title' },
     h('h2', { id: 'review-title' }, 'Step 4: review and execute'),
     job.phase === 'configured' ? h('p', null, 'The mappings are saved. Preview what the import does, then execute it; it runs in the background, so this page may be left.')
@@ -311,21 +283,12 @@ function reviewStep(job: Job, redraw: () => void): HTMLElement {
 /** Step 5: progress per dataset while importing; then the outcome, with cancel and rollback. */
 function progressStep(job: Job, redraw: () => void): HTMLElement {
   const status = h('div', { class: 'status', 'aria-live': 'polite' });
-  const act = (label: string, id: string, action: string, question: string) => {
-    const button = h('button', { type: 'button', id, class: action === 'rollback' ? 'danger' : 'secondary' }, label);
-    button.addEventListener('click', async () => {
-      if (!window.confirm(question)) return;
-      button.disabled = true;
-      try {
-        await post(`${JOBS}/${job.jobId}/${action}`);
-        redraw();
-      } catch (err) {
-        replace(status, errorBox(err));
-        button.disabled = false;
-      }
-    });
-    return button;
-  };
+  const act = (label: string, id: string, operation: 'cancel' | 'rollback', question: string) =>
+    action(label, async () => {
+      await post(`${JOBS}/${job.jobId}/${operation}`);
+      redraw();
+      return null;
+    }, { id, status, confirm: question, cls: operation === 'rollback' ? 'danger' : 'secondary' });
   const running = job.phase === 'queued' || job.phase === 'importing';
   const ended = ['completed', 'failed', 'cancelled'].includes(job.phase);
   const datasets = job.datasets.filter((d) => d.progress !== null);

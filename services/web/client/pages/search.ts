@@ -1,7 +1,7 @@
 import { call, get, post, put, type User } from '../api';
 import { lineChart } from '../chart';
-import { bytes, type Child, count, h, progressBar, replace, when } from '../dom';
-import { errorBox, frame } from '../layout';
+import { bytes, count, h, progressBar, replace, when } from '../dom';
+import { action, errorBox, frame } from '../layout';
 
 /**
  * `/admin/search`: the search administration panel over /api/admin/search/… (docs/search.md,
@@ -64,23 +64,6 @@ async function load(body: HTMLElement, draw: () => Promise<unknown>): Promise<vo
   }
 }
 
-/** Runs an operation from a button: disabled meanwhile, the outcome said in `status`. */
-function action(label: string, id: string, run: () => Promise<Child>, status: HTMLElement, cls = 'secondary'): HTMLButtonElement {
-  const button = h('button', { type: 'button', id, class: cls }, label);
-  button.addEventListener('click', async () => {
-    button.disabled = true;
-    replace(status, h('p', null, `${label}…`));
-    try {
-      replace(status, await run());
-    } catch (err) {
-      replace(status, errorBox(err));
-    } finally {
-      button.disabled = false;
-    }
-  });
-  return button;
-}
-
 const field = (id: string, label: string, control: HTMLElement, hint?: string): HTMLElement =>
   h('div', { class: 'field' }, h('label', { for: id }, label), control, hint ? h('p', { class: 'meta', id: `${id}-hint` }, hint) : null);
 
@@ -129,17 +112,17 @@ async function connectionView(body: HTMLElement): Promise<void> {
       h('div', { class: 'check' }, sslVerify, h('label', { for: 'conn-sslverify' }, 'Verify the engine\'s TLS certificate')),
       field('conn-sslcapath', 'CA certificate file on the server', sslCaPath),
       h('div', { class: 'actions' },
-        action('Test these settings', 'conn-test', async () => probeView(await post(`${API}/connection/test`, change())), status),
-        action('Save and switch', 'conn-save', async () => {
+        action('Test these settings', async () => probeView(await post(`${API}/connection/test`, change())), { id: 'conn-test', status }),
+        action('Save and switch', async () => {
           await put(`${API}/connection`, change());
           void load(body, () => connectionView(body));
           return h('p', null, 'Saved; search uses it now.');
-        }, status, ''),
-        c.source === 'administrator' ? action('Back to the SEARCH_* variables', 'conn-reset', async () => {
+        }, { id: 'conn-save', status, cls: '' }),
+        c.source === 'administrator' ? action('Back to the SEARCH_* variables', async () => {
           await call('DELETE', `${API}/connection`);
           void load(body, () => connectionView(body));
           return h('p', null, 'Back to the environment\'s settings.');
-        }, status) : null),
+        }, { id: 'conn-reset', status }) : null),
       status));
 }
 
@@ -201,11 +184,11 @@ function indicesView(list: IndexList, redraw: () => void): HTMLElement {
         h('td', null, h('button', { type: 'button', class: 'link', onclick: () => askDelete(index) }, `Delete`, h('span', { class: 'visually-hidden' }, ` ${index.name}`))))))),
     confirmArea,
     h('div', { class: 'actions' },
-      action('Create missing indices', 'create-indices', async () => {
+      action('Create missing indices', async () => {
         const r = await post<{ version: number; created: string[]; aliasesRepaired: string[] }>(`${API}/indices`);
         redraw();
         return h('p', null, r.created.length + r.aliasesRepaired.length === 0 ? 'Nothing was missing.' : `Created ${r.created.join(', ') || 'nothing'}; aliases repaired: ${r.aliasesRepaired.join(', ') || 'none'}.`);
-      }, status),
+      }, { id: 'create-indices', status }),
       h('button', { type: 'button', class: 'secondary', id: 'reload-indices', onclick: redraw }, 'Reload the list')),
     status);
 }
@@ -214,10 +197,10 @@ function maintenance(): HTMLElement {
   const status = h('div', { class: 'status', 'aria-live': 'polite' });
   const segments = h('input', { id: 'max-segments', type: 'number', min: 1, max: 100, placeholder: 'engine default' });
   const operation = (label: string, id: string, path: string, body: () => Record<string, unknown> = () => ({})) =>
-    action(label, id, async () => {
+    action(label, async () => {
       await post(`${API}/operations/${path}`, body());
       return h('p', null, `${label}: done.`);
-    }, status);
+    }, { id, status });
   return h('div', { class: 'maintenance' },
     h('h3', null, 'Upkeep'),
     field('max-segments', 'Force merge down to segments (1–100)', segments),
