@@ -7,7 +7,7 @@ import { registerUser } from '../../services/identity/identity.handlers';
 import { systemMetadata } from '../../services/shared/context';
 import type { AccessLevel } from '../../contracts/events';
 import { expectRefused, startTestApp, type TestApp } from '../support/app';
-import { HttpClient } from '../support/server';
+import { HttpClient, newToken, signIn } from '../support/server';
 
 const PASSWORD = 'file-access-password-1';
 const sha256 = (content: string) => createHash('sha256').update(content).digest('hex');
@@ -55,12 +55,11 @@ describe('files: owners and permissions', function () {
   const onDisk = (key: string) => fs.existsSync(path.join(app.uploadDir, key));
   const streamOf = async (key: string) => app.deps.store.readStream(`file-${key}`);
 
-  async function signIn(name: string, access: AccessLevel): Promise<Caller> {
+  async function registered(name: string, access: AccessLevel): Promise<Caller> {
     const email = `${name}@example.com`;
     const id = await registerUser(app.deps, { email, name, password: PASSWORD, access }, systemMetadata('test'));
-    const client = new HttpClient(app.url);
-    expect((await client.post('/api/auth/login', { email, password: PASSWORD })).status).to.equal(200);
-    const token = (await client.post('/api/tokens', { name: 'files' })).body.token as string;
+    const client = await signIn(app.url, email, PASSWORD);
+    const { token } = await newToken(client, 'files');
     return { id, token, client };
   }
 
@@ -68,7 +67,7 @@ describe('files: owners and permissions', function () {
     app = await startTestApp();
     await seedDefaults(app.deps, systemMetadata('test')); // roles Project Admin, Tester (add/edit, no delete), Viewer
     for (const [name, access] of [['admin', 'ADMIN'], ['tester', 'USER'], ['colleague', 'USER'], ['testerB', 'USER'], ['outsider', 'USER'], ['none', 'NONE']] as const)
-      users[name] = await signIn(name, access);
+      users[name] = await registered(name, access);
     ids.a = (await model('admin', 'project', 'create', { data: { name: 'A' } })).id;
     ids.b = (await model('admin', 'project', 'create', { data: { name: 'B' } })).id;
     const viewer = (await model('admin', 'role', 'findFirst', { where: { name: 'Viewer' } })).id;

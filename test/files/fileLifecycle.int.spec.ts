@@ -13,7 +13,7 @@ import { systemMetadata } from '../../services/shared/context';
 import type { AccessLevel } from '../../contracts/events';
 import { expectCompleted, postImport } from '../imports/importClient';
 import { expectRefused, startTestApp, type TestApp } from '../support/app';
-import { HttpClient } from '../support/server';
+import { HttpClient, newToken, signIn } from '../support/server';
 import { waitUntil } from '../support/wait';
 
 const PASSWORD = 'file-lifecycle-password-1';
@@ -29,12 +29,11 @@ const JUNIT = (name: string) => `<?xml version="1.0" encoding="UTF-8"?>
 
 interface Caller { id: number; token: string; client: HttpClient }
 
-async function signIn(app: TestApp, name: string, access: AccessLevel): Promise<Caller> {
+async function registered(app: TestApp, name: string, access: AccessLevel): Promise<Caller> {
   const email = `${name}@example.com`;
   const id = await registerUser(app.deps, { email, name, password: PASSWORD, access }, systemMetadata('test'));
-  const client = new HttpClient(app.url);
-  expect((await client.post('/api/auth/login', { email, password: PASSWORD })).status).to.equal(200);
-  return { id, token: (await client.post('/api/tokens', { name: 'files' })).body.token as string, client };
+  const client = await signIn(app.url, email, PASSWORD);
+  return { id, token: (await newToken(client, 'files')).token, client };
 }
 
 async function upload(app: TestApp, who: Caller, projectId: number, sizes: number[]) {
@@ -65,8 +64,8 @@ describe('files: the storage quota', function () {
   before(async () => {
     app = await startTestApp({ storedFiles: { quotaBytes: 1000 } });
     await seedDefaults(app.deps, systemMetadata('test'));
-    alice = await signIn(app, 'alice', 'PROJECTADMIN');
-    bob = await signIn(app, 'bob', 'ADMIN');
+    alice = await registered(app, 'alice', 'PROJECTADMIN');
+    bob = await registered(app, 'bob', 'ADMIN');
     projectId = (await alice.client.post('/api/model/project/create', { data: { name: 'Quota' } })).body.data.id;
   });
   after(() => app?.stop());
@@ -128,9 +127,9 @@ describe('files: the files of result imports', function () {
     const sink = new Writable({ write(chunk, _encoding, done) { logged.push(String(chunk)); done(); } });
     app = await startTestApp({ logger: pino({ level: 'info' }, sink), storedFiles: { importFileRetentionDays: 30, sweepBatch: SWEEP_BATCH } });
     await seedDefaults(app.deps, systemMetadata('test'));
-    admin = await signIn(app, 'admin', 'ADMIN');
-    tester = await signIn(app, 'tester', 'USER');
-    testerB = await signIn(app, 'testerb', 'USER');
+    admin = await registered(app, 'admin', 'ADMIN');
+    tester = await registered(app, 'tester', 'USER');
+    testerB = await registered(app, 'testerb', 'USER');
     ids.a = (await admin.client.post('/api/model/project/create', { data: { name: 'A' } })).body.data.id;
     ids.b = (await admin.client.post('/api/model/project/create', { data: { name: 'B' } })).body.data.id;
     await admin.client.post('/api/model/projectAssignment/create', { data: { user: connect(tester.id), project: connect(ids.a) } });
@@ -260,8 +259,8 @@ describe('files: attachments of files stored before files had records', function
   after(() => app?.stop());
 
   it('an attachment adopts its legacy file (FileStored by the system, FileAttached): its readers read it, nobody else; a missing one is left alone', async () => {
-    const alice = await signIn(app, 'legacy-alice', 'ADMIN');
-    const outsider = await signIn(app, 'legacy-outsider', 'USER');
+    const alice = await registered(app, 'legacy-alice', 'ADMIN');
+    const outsider = await registered(app, 'legacy-outsider', 'USER');
     const projectId = (await alice.client.post('/api/model/project/create', { data: { name: 'Legacy' } })).body.data.id as number;
     // The layout of the earlier store: content under its SHA-256, the first upload's name and type beside it.
     const content = 'a log kept since before\n';

@@ -8,7 +8,7 @@ import { seedDefaults } from '../../services/entities/seed';
 import { registerUser } from '../../services/identity/identity.handlers';
 import { systemMetadata } from '../../services/shared/context';
 import { expectRefused, startTestApp, type TestApp } from '../support/app';
-import { HttpClient } from '../support/server';
+import { HttpClient, newToken, signIn } from '../support/server';
 import { expectCompleted, postImport, type ResultFile } from './importClient';
 
 const PASSWORD = 'import-password-1';
@@ -59,11 +59,7 @@ describe('result import (JUnit endpoint and the multi-format one)', function () 
     postImport(app.url, '/api/junit/import', fields, files, token);
   const results = (fields: Record<string, any>, files: ResultFile[], token: string | null = adminToken) =>
     postImport(app.url, '/api/test-results/import', fields, files, token);
-  const tokenOf = async (email: string) => {
-    const c = new HttpClient(app.url);
-    expect((await c.post('/api/auth/login', { email, password: PASSWORD })).status).to.equal(200);
-    return (await c.post('/api/tokens', { name: 'import' })).body.token as string;
-  };
+  const tokenOf = async (email: string) => (await newToken(await signIn(app.url, email, PASSWORD), 'import')).token;
 
   before(async () => {
     app = await startTestApp({ maxUploadBytes: 64 * 1024, imports: { chunkSize: 2 } });

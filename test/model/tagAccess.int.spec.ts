@@ -3,7 +3,7 @@ import { seedDefaults } from '../../services/entities/seed';
 import { registerUser } from '../../services/identity/identity.handlers';
 import { systemMetadata } from '../../services/shared/context';
 import { startTestApp, type TestApp } from '../support/app';
-import { HttpClient } from '../support/server';
+import { HttpClient, newToken, signIn } from '../support/server';
 
 /**
  * Tags are global: renaming or deleting one changes every project that uses it. A
@@ -20,11 +20,7 @@ describe('tags used beyond the caller\'s projects', function () {
   const PASSWORD = 'tags-password-1';
   const connect = (id: number) => ({ connect: { id } });
 
-  const clientOf = async (email: string) => {
-    const c = new HttpClient(app.url);
-    expect((await c.post('/api/auth/login', { email, password: PASSWORD })).status).to.equal(200);
-    return new HttpClient(app.url, (await c.post('/api/tokens', { name: 'tags' })).body.token);
-  };
+  const clientOf = async (email: string) => new HttpClient(app.url, (await newToken(await signIn(app.url, email, PASSWORD), 'tags')).token);
   const created = async (entity: string, data: Record<string, unknown>) => {
     const res = await admin.post(`/api/model/${entity}/create`, { data });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);

@@ -3,7 +3,7 @@ import { seedDefaults } from '../../services/entities/seed';
 import { registerUser } from '../../services/identity/identity.handlers';
 import { systemMetadata } from '../../services/shared/context';
 import { expectRefused, startTestApp, type TestApp } from '../support/app';
-import { HttpClient } from '../support/server';
+import { HttpClient, signIn } from '../support/server';
 
 /**
  * Writes that would cross a project boundary or skip a permission (issue 15, part 1). Two
@@ -22,11 +22,7 @@ describe('model API writes across projects and permissions', function () {
   const PASSWORD = 'write-access-password-1';
   const connect = (id: number) => ({ connect: { id } });
 
-  const login = async (email: string) => {
-    const c = new HttpClient(app.url);
-    expect((await c.post('/api/auth/login', { email, password: PASSWORD })).status).to.equal(200);
-    return c;
-  };
+  const login = (email: string) => signIn(app.url, email, PASSWORD);
   const created = async (c: HttpClient, entity: string, data: unknown) => {
     const res = await c.post(`/api/model/${entity}/create`, { data });
     expect(res.status, `${entity}: ${JSON.stringify(res.body)}`).to.equal(201);

@@ -112,3 +112,18 @@ export class HttpClient {
     return this.request('GET', path);
   }
 }
+
+/** A client of `base` signed in as `email` (its session cookie kept); the test fails if the sign-in is refused. */
+export async function signIn(base: string, email: string, password: string): Promise<HttpClient> {
+  const client = new HttpClient(base);
+  const res = await client.post('/api/auth/login', { email, password });
+  if (res.status !== 200) throw new Error(`signing in as ${email} answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return client;
+}
+
+/** A new API token of the signed-in `client` (named `name`); the test fails if it is refused. */
+export async function newToken(client: HttpClient, name: string, expiresAt?: string): Promise<{ token: string; id: number }> {
+  const res = await client.post('/api/tokens', { name, ...(expiresAt && { expiresAt }) });
+  if (res.status !== 201) throw new Error(`creating token ${name} answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return { token: res.body.token as string, id: res.body.id as number };
+}

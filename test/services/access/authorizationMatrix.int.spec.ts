@@ -6,7 +6,7 @@ import { registerUser } from '../../../services/identity/identity.handlers';
 import { systemMetadata } from '../../../services/shared/context';
 import { startTestApp, type TestApp } from '../../support/app';
 import { sampleCreate, sampleUpdate } from '../../support/entityFixtures';
-import { HttpClient } from '../../support/server';
+import { HttpClient, newToken, signIn } from '../../support/server';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PostgresSearchEngine } from '../../../infra/search/postgres';
@@ -88,11 +88,8 @@ describe('authorization matrix: every model operation and route, for every kind 
     return res.body.data.id as number;
   };
   const tokenFor = async (email: string, expiresAt?: string) => {
-    const c = new HttpClient(app.url);
-    expect((await c.post('/api/auth/login', { email, password: PASSWORD })).status).to.equal(200);
-    const res = await c.post('/api/tokens', { name: 'matrix', ...(expiresAt && { expiresAt }) });
-    expect(res.status, JSON.stringify(res.body)).to.equal(201);
-    return { session: c, token: res.body.token as string, id: res.body.id as number };
+    const session = await signIn(app.url, email, PASSWORD);
+    return { session, ...(await newToken(session, 'matrix', expiresAt)) };
   };
   /** Calls and checks the status; a refusal must append nothing and carry the error shape. */
   const check = async (persona: Persona, method: string, path: string, body: unknown, status: number) => {

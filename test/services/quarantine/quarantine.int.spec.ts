@@ -3,7 +3,7 @@ import { seedDefaults } from '../../../services/entities/seed';
 import { registerUser } from '../../../services/identity/identity.handlers';
 import { systemMetadata } from '../../../services/shared/context';
 import { expectRefusedAs, startTestApp, type TestApp } from '../../support/app';
-import { HttpClient } from '../../support/server';
+import { HttpClient, signIn } from '../../support/server';
 import { expectCompleted, postImport } from '../../imports/importClient';
 
 const PASSWORD = 'quarantine-password-1';
@@ -23,11 +23,7 @@ describe('quarantine: POST /api/cases/{id}/quarantine, /release, GET /api/quaran
   let projectId: number;
   let caseId: number;
 
-  const login = async (email: string) => {
-    const c = new HttpClient(app.url);
-    expect((await c.post('/api/auth/login', { email, password: PASSWORD })).status).to.equal(200);
-    return c;
-  };
+  const login = (email: string) => signIn(app.url, email, PASSWORD);
   const model = async (entity: string, op: string, body: unknown) => {
     const res = await admin.post(`/api/model/${entity}/${op}`, body);
     expect(res.status, JSON.stringify(res.body)).to.equal(op === 'create' ? 201 : 200);

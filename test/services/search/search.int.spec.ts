@@ -9,7 +9,7 @@ import { registerUser } from '../../../services/identity/identity.handlers';
 import { systemMetadata } from '../../../services/shared/context';
 import { DEFAULT_SEARCH_SETTINGS, MAX_RESULT_WINDOW, type SearchDocument, type SearchEngine } from '../../../services/shared/search';
 import { startTestApp, type TestApp } from '../../support/app';
-import { HttpClient } from '../../support/server';
+import { HttpClient, newToken, signIn } from '../../support/server';
 import { searchDocument } from '../../infra/search/documents';
 
 /**
@@ -34,13 +34,7 @@ describe('search API (GET/POST /api/search, GET /api/search/facets)', function (
   let B: string;
   const docs: Record<string, SearchDocument> = {};
 
-  const tokenFor = async (email: string) => {
-    const c = new HttpClient(app.url);
-    expect((await c.post('/api/auth/login', { email, password: PASSWORD })).status).to.equal(200);
-    const res = await c.post('/api/tokens', { name: 'search' });
-    expect(res.status).to.equal(201);
-    return new HttpClient(url, res.body.token as string);
-  };
+  const tokenFor = async (email: string) => new HttpClient(url, (await newToken(await signIn(app.url, email, PASSWORD), 'search')).token);
 
   before(async () => {
     app = await startTestApp();

@@ -15,7 +15,7 @@ import { DEFAULT_SEARCH_SETTINGS, type SearchSettings } from '../../../services/
 import { expectRefused, startTestApp, type TestApp } from '../../support/app';
 import { dropIndices, requireOpenSearch, searchAnswers, searchFetch, SEARCH_TEST_URL, uniqueIndexPrefix } from '../../support/search';
 import { serveSearchAdmin } from '../../support/searchAdminApp';
-import { HttpClient } from '../../support/server';
+import { HttpClient, newToken, signIn } from '../../support/server';
 import { waitUntil } from '../../support/wait';
 
 const PATH = '/api/admin/search/connection';
@@ -89,11 +89,7 @@ for (const start of ['postgres', 'opensearch'] as const) describe(`search admini
     replica.onSwitch(async () => void replicaSwitches++);
     replicaFollower = followSavedSettings(replica, store, environment, { logger, budgetMs: 5000, pollMs: 200 });
     panel = await serveSearchAdmin(app, () => connection.engine(), { connection, connectionSettings: store });
-    const tokenOf = async (email: string) => {
-      const browser = new HttpClient(app.url);
-      expect((await browser.post('/api/auth/login', { email, password: PASSWORD })).status).to.equal(200);
-      return (await browser.post('/api/tokens', { name: 'connection' })).body.token as string;
-    };
+    const tokenOf = async (email: string) => (await newToken(await signIn(app.url, email, PASSWORD), 'connection')).token;
     admin = new HttpClient(panel.url, await tokenOf('admin@example.com'));
     alice = new HttpClient(panel.url, await tokenOf('alice@example.com'));
     anonymous = new HttpClient(panel.url);
