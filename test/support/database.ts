@@ -98,10 +98,10 @@ function migratedTemplate(): Promise<string> {
         await pool.end();
       }
       await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
-      // The newest other template stays: a run of another checkout (CI's clean clone beside a working
-      // tree with a new migration) may be cloning it between two of its suites. Older ones go.
+      // The five newest other templates stay: runs of other checkouts (CI's clean clone, worktrees
+      // with migrations of their own) may be cloning them between two of their suites. Older ones go.
       const { rows } = await admin.query<{ datname: string }>(
-        `SELECT datname FROM pg_database WHERE datname LIKE 'testament\\_template\\_%' AND datname <> $1 ORDER BY oid DESC OFFSET 1`, [name]);
+        `SELECT datname FROM pg_database WHERE datname LIKE 'testament\\_template\\_%' AND datname <> $1 ORDER BY oid DESC OFFSET 5`, [name]);
       for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${datname}`).catch(() => undefined); // in use right now: kept
       return name;
     } finally {
