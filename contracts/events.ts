@@ -78,6 +78,8 @@ export type SignatureRevoked = DomainEvent<'SignatureRevoked', {
 }>;
 /** The log's head hash recorded (stream `integrityAnchors`; services/integrity/anchors.ts). */
 export type IntegrityAnchored = DomainEvent<'IntegrityAnchored', { position: string; hash: string; anchoredAt: Iso; copies: ('file' | 'url')[] }>;
+/** An administrator's retry of parked events (stream `projectionAdministration`; services/parking/). */
+export type ParkedEventsRetried = DomainEvent<'ParkedEventsRetried', { projection: string | null; ids: number[] | null; resolved: number; stillParked: number; retriedAt: Iso }>;
 
 // ------------------------------------------------------------------------------- result import
 // An import job's stream is `importJob-<jobId>` (services/imports/importJob.decider.ts).
@@ -299,7 +301,7 @@ export type TestamentEvent =
   | ApiTokenCreated | ApiTokenRevoked | LoginFailed
   | RepositoryFolderCreated | RepositoryFolderUpdated | RepositoryFolderDeleted | RepositoryCaseAliasAdded
   | CaseQuarantined | CaseReleased
-  | RecordSigned | SignatureRevoked | IntegrityAnchored
+  | RecordSigned | SignatureRevoked | IntegrityAnchored | ParkedEventsRetried
   | ImportJobEvent
   | StoredFileEvent
   | SearchAdministrationEvent | SearchReindexEvent
@@ -316,7 +318,7 @@ export const HAND_WRITTEN_EVENT_TYPES: readonly EventType[] = [
   'ApiTokenCreated', 'ApiTokenRevoked', 'LoginFailed',
   'RepositoryFolderCreated', 'RepositoryFolderUpdated', 'RepositoryFolderDeleted', 'RepositoryCaseAliasAdded',
   'CaseQuarantined', 'CaseReleased',
-  'RecordSigned', 'SignatureRevoked', 'IntegrityAnchored',
+  'RecordSigned', 'SignatureRevoked', 'IntegrityAnchored', 'ParkedEventsRetried',
   'ImportRequested', 'ImportFileStored', 'ImportParsed', 'ImportTestRunPlanned', 'TestResultsImported', 'ImportCompleted', 'ImportFailed',
   'FileStored', 'FileAttached', 'FileDeleted',
   'SearchOperationPerformed', 'SearchConnectionChanged',

@@ -219,7 +219,18 @@ export const readModelProjection: Projection = {
    */
   rebuilding() {
     const rebuild: Rebuild = { days: new ProjectDays(), caches: new Map() };
-    return { apply: (trx, events) => applyEvents(trx, events, rebuild), finish: (trx) => rebuild.days.write(trx) };
+    return {
+      apply: (trx, events) => applyEvents(trx, events, rebuild),
+      finish: (trx) => rebuild.days.write(trx),
+      mark: () => {
+        const days = rebuild.days.copy();
+        return () => {
+          rebuild.days = days;
+          // The rows kept may be the failed page's: they are read again from the tables.
+          rebuild.caches.clear();
+        };
+      },
+    };
   },
 };
 

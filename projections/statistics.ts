@@ -237,6 +237,13 @@ export class ProjectDays {
     return row;
   }
 
+  /** A copy of the counts so far (a rebuild puts it back when a page fails). */
+  copy(): ProjectDays {
+    const copy = new ProjectDays();
+    for (const [key, row] of this.days) copy.days.set(key, { ...row });
+    return copy;
+  }
+
   async write(trx: Knex.Transaction): Promise<void> {
     const changed = [...this.days.values()].filter((r) => DAY_COUNTS.some((k) => r[k] !== 0));
     this.days.clear();

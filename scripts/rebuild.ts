@@ -53,6 +53,10 @@ async function main(): Promise<void> {
         },
       });
       logger.info({ ...result, eventsPerSecond: Math.round(result.events / Math.max(result.seconds, 1e-9)) }, 'rebuilt');
+      if (result.parked > 0) {
+        logger.warn({ projection: projection.name, parked: result.parked },
+          'events the projection cannot apply were parked, and everything else rebuilt: GET /api/admin/parked-events lists them; retry them after a fix (docs/architecture.md)');
+      }
     }
     if (search) await rebuildSearchIndices(config, logger, platform);
   } finally {

@@ -1,28 +1,51 @@
 import type { Knex } from 'knex';
 import type { EventEnvelope } from '../../contracts/envelope';
-import { lockCheckpoint, saveCheckpoint } from './checkpoints';
+import { lockCheckpointRow, saveCheckpoint } from './checkpoints';
+import { heldError, parkingOf, recordParked, type ParkedStreams, type Parking } from './parking';
 import type { Projection } from './projection';
+
+/** What a projector parks with a batch (projections/runtime/parking.ts). */
+export interface BatchParking {
+  /** The projection's parked streams: their events in the batch are held, recorded instead of applied. */
+  streams: ParkedStreams;
+  /** Events or messages to record as parked with the batch (an event past its tries, a message that is not an event). */
+  park?: Parking[];
+  /** Moves the checkpoint at least this far (the last position of the messages handled). */
+  through?: bigint;
+  /** Kafka: where each event came from, recorded with those held. */
+  messageOf?: (event: EventEnvelope) => { partition: number; offset: string } | undefined;
+}
 
 /**
  * Applies a batch in one transaction with the checkpoint: events at or below the checkpoint (and
  * repeats inside the batch) are dropped first, so a redelivered event changes nothing.
  * `checkpointKey` is the projection's name on the direct transport, and `<name>#<partition>` on
- * Kafka, where each partition carries an increasing subsequence of the global order.
+ * Kafka, where each partition carries an increasing subsequence of the global order. With
+ * `parking`, events of parked streams are recorded as held instead of applied, in the same
+ * transaction, as are the batch's own parked events.
  * Returns the checkpoint after the batch.
  */
-export async function applyBatch(knex: Knex, projection: Projection, events: EventEnvelope[], checkpointKey = projection.name): Promise<bigint> {
+export async function applyBatch(knex: Knex, projection: Projection, events: EventEnvelope[], checkpointKey = projection.name, parking?: BatchParking): Promise<bigint> {
   return knex.transaction(async (trx) => {
-    let checkpoint = await lockCheckpoint(trx, checkpointKey);
+    const locked = await lockCheckpointRow(trx, checkpointKey);
+    if (parking) await parking.streams.sync(trx, checkpointKey, locked.generation);
+    let checkpoint = locked.position;
     const fresh: EventEnvelope[] = [];
+    const held: Parking[] = [];
     for (const event of events) {
       const position = BigInt(event.position);
       if (position <= checkpoint) continue;
-      fresh.push(event);
       checkpoint = position;
+      const behind = parking?.streams.behind(checkpointKey, event.streamId);
+      if (behind === undefined) fresh.push(event);
+      else held.push(parkingOf(event, 'held', heldError(event.streamId, behind), undefined, parking!.messageOf?.(event)));
     }
-    if (fresh.length === 0) return checkpoint;
-    await projection.apply(trx, fresh);
-    await saveCheckpoint(trx, checkpointKey, checkpoint);
+    // An event parked again after a redelivery is past the checkpoint already: recorded once. (A message that is not an event has no position to trust: the partition and offset recognise it.)
+    const parked = [...(parking?.park ?? []).filter((p) => p.kind === 'invalid' || p.position === null || BigInt(p.position) > locked.position), ...held];
+    if (parking?.through !== undefined && parking.through > checkpoint) checkpoint = parking.through;
+    if (fresh.length > 0) await projection.apply(trx, fresh);
+    if (parked.length > 0) await recordParked(trx, projection.name, parked);
+    if (checkpoint > locked.position) await saveCheckpoint(trx, checkpointKey, checkpoint);
     return checkpoint;
   });
 }

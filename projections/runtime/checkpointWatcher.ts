@@ -3,18 +3,20 @@ import type pg from 'pg';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { listenOn } from '../../infra/postgres/listen';
-import { ReadModelWaitFailed } from '../../services/shared/errors';
+import { EventParked, ReadModelWaitFailed } from '../../services/shared/errors';
 import type { ReadModelWatcher } from '../../services/shared/commandBus';
 import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
 import { CHECKPOINT_CHANNEL, readCheckpoints } from './checkpoints';
 
-interface Waiter { keys: string[]; position: bigint; resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+interface Waiter { keys: string[]; position: bigint; resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout; parkedMatters: boolean }
 
 /** Which checkpoint row holds a stream's events for a projection: its name (direct), or `<name>#<partition>` (Kafka). */
 export type CheckpointKeyOf = (projection: string, streamId: string) => string;
 export const directCheckpointKey: CheckpointKeyOf = (projection) => projection;
 
 const SAFETY_POLL_MS = 1000;
+/** Parked positions kept in memory for the writes waiting on them: the newest this many. */
+const PARKED_KEPT = 50_000;
 const RECONNECT_FIRST_MS = 1000;
 const RECONNECT_MAX_MS = 30_000;
 
@@ -25,9 +27,16 @@ export interface WatcherStatus { state: 'listening' | 'reconnecting' | 'failed';
  * Read-your-writes: resolves when every named projection has applied a position. Checkpoint moves
  * arrive by LISTEN/NOTIFY from whichever process runs the projector; while anyone waits, the
  * checkpoints are also re-read once a second in case a notification was lost with its connection.
+ * A projection that parks an event (projections/runtime/parking.ts) says so on the same channel
+ * (`!<projection>:<position>`, before its checkpoint moves past it): a write waiting for that
+ * event is then refused with EventParked, naming the projections, as soon as they moved past it.
  */
 export class CheckpointWatcher implements ReadModelWatcher {
   private readonly positions = new Map<string, bigint>();
+  /** Parked positions (newest PARKED_KEPT) and the projections that parked each. */
+  private readonly parked = new Map<bigint, Set<string>>();
+  /** The last parked_events row read (the re-read of the checkpoints reads those after it). */
+  private parkedSeen: string | null = null;
   private readonly waiters = new Set<Waiter>();
   private client: pg.Client | null = null;
   private poller: NodeJS.Timeout | null = null;
@@ -59,7 +68,10 @@ export class CheckpointWatcher implements ReadModelWatcher {
     const client = await listenOn(this.connectionString, CHECKPOINT_CHANNEL, {
       onNotification: (payload) => {
         const colon = payload.lastIndexOf(':');
-        if (colon > 0) this.advance(payload.slice(0, colon), BigInt(payload.slice(colon + 1)));
+        if (colon <= 0) return;
+        const position = BigInt(payload.slice(colon + 1));
+        if (payload.startsWith('!')) this.noteParked(payload.slice(1, colon), position);
+        else this.advance(payload.slice(0, colon), position);
       },
       onLost: (lost) => {
         if (this.client === lost) this.client = null;
@@ -115,7 +127,25 @@ export class CheckpointWatcher implements ReadModelWatcher {
   }
 
   private async refresh(): Promise<void> {
+    // Parked events first: a checkpoint read after them is past them already.
+    if (this.parkedSeen === null) {
+      const [row] = await this.knex('parked_events').max('id as id');
+      this.parkedSeen = String(row?.id ?? 0);
+    } else {
+      const rows: { id: string; projection: string; position: string }[] = await this.knex('parked_events')
+        .where('id', '>', this.parkedSeen).whereNotNull('position').orderBy('id').limit(PARKED_KEPT).select('id', 'projection', 'position');
+      for (const r of rows) this.noteParked(r.projection, BigInt(r.position));
+      if (rows.length > 0) this.parkedSeen = String(rows[rows.length - 1].id);
+    }
     for (const [name, position] of await readCheckpoints(this.knex)) this.advance(name, position);
+  }
+
+  private noteParked(projection: string, position: bigint): void {
+    if (!this.projectionNames.includes(projection)) return;
+    const by = this.parked.get(position);
+    if (by) return void by.add(projection);
+    this.parked.set(position, new Set([projection]));
+    if (this.parked.size > PARKED_KEPT) this.parked.delete(this.parked.keys().next().value!);
   }
 
   private advance(name: string, position: bigint): void {
@@ -129,6 +159,8 @@ export class CheckpointWatcher implements ReadModelWatcher {
   }
 
   private settle(w: Waiter, error?: Error): void {
+    const parkedBy = error === undefined && w.parkedMatters ? this.parked.get(w.position) : undefined;
+    if (parkedBy) error = new EventParked(w.position.toString(), [...parkedBy].sort());
     clearTimeout(w.timer);
     this.waiters.delete(w);
     if (this.waiters.size === 0 && this.poller) {
@@ -150,17 +182,33 @@ export class CheckpointWatcher implements ReadModelWatcher {
     return this.reached(keys, BigInt(write.position));
   }
 
-  /** Resolves once every read model holds the write's event; rejects with ReadModelWaitFailed `read-model-lagging` after `timeoutMs` (the API answers 503). */
-  waitFor(write: { position: string; streamId: string }, timeoutMs: number): Promise<void> {
+  /** The read models that parked the event at this position and hold it parked still (none: []). */
+  async parkedBy(write: { position: string }): Promise<string[]> {
+    const rows: { projection: string }[] = await this.knex('parked_events')
+      .whereIn('projection', this.projectionNames).andWhere({ position: write.position }).whereNull('resolved_at').select('projection');
+    return rows.map((r) => r.projection).sort();
+  }
+
+  /**
+   * Resolves once every read model holds the write's event; rejects with ReadModelWaitFailed
+   * `read-model-lagging` after `timeoutMs` (the API answers 503), or with EventParked once they
+   * moved past it having parked it (the API answers 500 `event-parked`), unless `ignoreParked`
+   * (a reader that needs the checkpoints only, such as the search indexer).
+   */
+  waitFor(write: { position: string; streamId: string }, timeoutMs: number, opts: { ignoreParked?: boolean } = {}): Promise<void> {
     const { position } = write;
     const target = BigInt(position);
     const keys = this.projectionNames.map((name) => this.keyOf(name, write.streamId));
-    if (this.reached(keys, target)) return Promise.resolve();
+    const parkedMatters = !opts.ignoreParked;
+    if (this.reached(keys, target)) {
+      const parkedBy = parkedMatters ? this.parked.get(target) : undefined;
+      return parkedBy ? Promise.reject(new EventParked(position, [...parkedBy].sort())) : Promise.resolve();
+    }
     // Stopped: no timer and no poller started for a wait nobody ends.
     if (this.closed) return Promise.reject(new ReadModelWaitFailed('shutting-down', 'The server is shutting down'));
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
-        keys, position: target, resolve, reject,
+        keys, position: target, resolve, reject, parkedMatters,
         timer: setTimeout(() => this.settle(waiter, new ReadModelWaitFailed('read-model-lagging',
           'The change was recorded but the read model has not applied it yet; read again shortly', { position })), timeoutMs),
       };

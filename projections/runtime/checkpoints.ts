@@ -4,9 +4,18 @@ export const CHECKPOINT_CHANNEL = 'projection_checkpoint';
 
 /** Locks the projection's checkpoint row for this transaction and returns its position. */
 export async function lockCheckpoint(trx: Knex.Transaction, name: string): Promise<bigint> {
+  return (await lockCheckpointRow(trx, name)).position;
+}
+
+/**
+ * Locks the checkpoint row and returns its position and its parked generation: the number a retry
+ * of parked events moves (projections/runtime/parking.ts), so a projector knows to re-read which
+ * of its streams are parked.
+ */
+export async function lockCheckpointRow(trx: Knex.Transaction, name: string): Promise<{ position: bigint; generation: bigint }> {
   await trx.raw('INSERT INTO projection_checkpoints (name, position) VALUES (?, 0) ON CONFLICT (name) DO NOTHING', [name]);
-  const { rows } = await trx.raw('SELECT position FROM projection_checkpoints WHERE name = ? FOR UPDATE', [name]);
-  return BigInt(rows[0].position);
+  const { rows } = await trx.raw('SELECT position, parked_generation FROM projection_checkpoints WHERE name = ? FOR UPDATE', [name]);
+  return { position: BigInt(rows[0].position), generation: BigInt(rows[0].parked_generation) };
 }
 
 /** Moves the checkpoint; waiters are told on commit (NOTIFY is transactional). */

@@ -7,12 +7,11 @@ import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudge
 import { Pauses } from '../../services/shared/pauses';
 import { decodeValue, headerText, type ConsumerRunConfig, type Kafka, type KafkaMessage } from '../../infra/kafka';
 import { applyBatch } from './applyBatch';
-import { advanceCheckpoint } from './checkpoints';
+import { applyIsolating, ParkedStreams, parkingOf, triesError, type Parking } from './parking';
 import { OffsetCommitter } from './offsetCommitter';
 import type { Projection } from './projection';
 import type { ProjectionStatus, Projector } from './projector';
 
-const PARKED_REASON = 'stream parked after an earlier failure';
 const OFFSET_COMMIT_INTERVAL_MS = 1000;
 const PARTITIONS_IN_PARALLEL = 3;
 const RESTART_FIRST_MS = 1000;
@@ -30,7 +29,8 @@ export interface KafkaProjectorHooks {
 export const kafkaCheckpointKey = (projection: string, partition: number) => `${projection}#${partition}`;
 export const consumerGroupOf = (topic: string, projection: string) => `${topic}.projection.${projection}`;
 
-interface Failure { position: string | null; eventId: string | null; eventType: string | null; streamId: string | null; partition: number; offset: string; reason: string }
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const uuidOrNull = (text: string | null) => (text !== null && UUID.test(text) ? text : null);
 
 /**
  * The Kafka transport: one consumer group per projection. Each message's envelope and data are
@@ -39,12 +39,12 @@ interface Failure { position: string | null; eventId: string | null; eventType: 
  * message delivered again — by Kafka after a crash before the offset commit, or by the relay
  * after its own restart — is recognised by its position and changes nothing.
  *
- * Failure policy: a message that is not a valid event (malformed JSON, contract violation) is
- * recorded in projection_failures and skipped. An event that cannot be applied (an error that is
- * not transient, see services/shared/faults.ts) is recorded at once, skipped, and its stream is
- * parked: later events of that stream are recorded and skipped too (applying them out of order
- * would corrupt the row), while every other stream goes on. Parked streams and failures are
- * reported by /readyz and the logs.
+ * Failure policy, the same as the direct transport's (projections/runtime/parking.ts): a message
+ * that is not a valid event (malformed JSON, contract violation) is parked (`invalid`) and
+ * skipped. An event that cannot be applied (an error that is not transient, see
+ * services/shared/faults.ts), tried MAX_TRIES times, is parked, and so are the later events of its
+ * stream (applying them out of order would corrupt the row), while every other stream goes on.
+ * Parked events are reported by /readyz (`degraded`) and the logs, and retried on request.
  *
  * Transient failures (the database away while a batch is applied, the broker away) are retried
  * within the retry budget (RETRY_BUDGET_MS) from the first failure of the run: a batch is applied
@@ -58,6 +58,8 @@ interface Failure { position: string | null; eventId: string | null; eventType: 
 export function startKafkaProjector(deps: {
   kafka: Kafka; knex: Knex; topic: string; projections: readonly Projection[]; contracts: ContractValidator; logger: Logger; hooks?: KafkaProjectorHooks;
   retry?: RetryPolicy; onFailed?: (status: ProjectionStatus) => void;
+  /** Told after an event was parked (committed). */
+  onParked?: (projection: string, event: EventEnvelope) => void;
 }): Projector {
   const states = new Map<string, ProjectionStatus & { partitions: Record<number, string>; parkedStreams: number }>();
   const consumers = deps.projections.map((projection) => {
@@ -67,7 +69,6 @@ export function startKafkaProjector(deps: {
       correlationId: undefined as string | undefined, partitions: {} as Record<number, string>, parkedStreams: 0,
     };
     states.set(projection.name, status);
-    const parked = new Set<string>();
     const offsets = new OffsetCommitter(
       (batch) => consumer.commitOffsets(batch.map(({ partition, offset }) => ({ topic: deps.topic, partition, offset }))),
       (err) => log.debug({ err }, 'offset commit failed; retried on the next tick'),
@@ -75,101 +76,86 @@ export function startKafkaProjector(deps: {
     const committer = setInterval(() => void offsets.flush(), OFFSET_COMMIT_INTERVAL_MS);
     const consumer = deps.kafka.consumer({ groupId: consumerGroupOf(deps.topic, projection.name), allowAutoTopicCreation: false });
 
-    async function record(f: Failure): Promise<void> {
-      log.error({ ...f }, 'event skipped by the projection');
-      const known = await deps.knex('projection_failures')
-        .where({ projection: projection.name, kafka_partition: f.partition, kafka_offset: f.offset }).first('id');
-      if (!known) {
-        await deps.knex('projection_failures').insert({
-          projection: projection.name, position: f.position ?? '0', event_id: f.eventId, event_type: f.eventType,
-          stream_id: f.streamId, kafka_partition: f.partition, kafka_offset: f.offset, reason: f.reason,
-        });
-      }
-    }
-
-    function decode(message: KafkaMessage, partition: number): { event: EventEnvelope } | { failure: Failure } {
-      const base = {
-        position: headerText(message.headers, 'position'), eventId: headerText(message.headers, 'event-id'),
-        eventType: headerText(message.headers, 'event-type'), streamId: message.key?.toString() ?? null, partition, offset: message.offset,
-      };
+    function decode(message: KafkaMessage, partition: number): { event: EventEnvelope } | { invalid: Parking } {
       try {
         const event = deps.contracts.checkEnvelope(decodeValue(message));
         if (message.key?.toString() !== event.streamId) throw new Error(`key ${message.key?.toString()} is not the stream ${event.streamId}`);
         return { event };
       } catch (error) {
-        const reason = error instanceof Error ? error.message : String(error);
-        return { failure: { ...base, position: base.position && /^\d+$/.test(base.position) ? base.position : null, reason: `invalid message: ${reason}` } };
+        const position = headerText(message.headers, 'position');
+        const at = new Date();
+        return { invalid: {
+          kind: 'invalid', position: position && /^\d{1,19}$/.test(position) ? position : null, eventId: uuidOrNull(headerText(message.headers, 'event-id')),
+          eventType: headerText(message.headers, 'event-type'), streamId: message.key?.toString() ?? null, revision: null,
+          error: `invalid message: ${error instanceof Error ? error.message : String(error)}`, attempts: 1, firstAttemptAt: at, lastAttemptAt: at,
+          partition, offset: message.offset,
+        } };
       }
     }
 
     const databaseAnswers = () => deps.knex.raw('SELECT 1').then(() => true, () => false);
+    const streams = new ParkedStreams(projection.name);
 
     /**
-     * Streams parked by an unresolved failure of this projection, whichever consumer recorded it:
-     * a rebalance may just have handed this partition over, and a rebuild may have resolved it.
+     * Applies a partition's messages: those that are not valid events are parked (`invalid`), the
+     * events applied with the partition's checkpoint; one that fails for a reason that is not
+     * transient is parked after its tries, with the later events of its stream
+     * (projections/runtime/parking.ts). A transient failure is thrown: the caller applies the
+     * whole batch again after a pause (what landed is recognised by the checkpoint).
      */
-    async function refreshParked(messages: KafkaMessage[]): Promise<void> {
-      const streams = [...new Set(messages.flatMap((m) => (m.key ? [m.key.toString()] : [])))];
-      const rows: { stream_id: string }[] = await deps.knex('projection_failures')
-        .where({ projection: projection.name }).whereNull('resolved_at').whereIn('stream_id', streams)
-        .andWhere('reason', '<>', PARKED_REASON).andWhereNot('reason', 'like', 'invalid message:%')
-        .distinct('stream_id');
-      const inDatabase = new Set(rows.map((r) => r.stream_id));
-      for (const stream of streams) {
-        if (inDatabase.has(stream)) parked.add(stream);
-        else parked.delete(stream);
-      }
-      status.parkedStreams = parked.size;
-    }
-
     async function handle(partition: number, messages: KafkaMessage[], heartbeat: () => Promise<void>): Promise<void> {
       const key = kafkaCheckpointKey(projection.name, partition);
-      await refreshParked(messages);
       const offsetOf = new Map<EventEnvelope, string>();
       const events: EventEnvelope[] = [];
-      const decodedPositions: bigint[] = [];
-      let applied = -1n;
+      const invalid: Parking[] = [];
       for (const message of messages) {
         const decoded = decode(message, partition);
-        if (!('failure' in decoded)) decodedPositions.push(BigInt(decoded.event.position));
-        if ('failure' in decoded) await record(decoded.failure);
-        else if (parked.has(decoded.event.streamId)) {
-          const e = decoded.event;
-          await record({ position: e.position, eventId: e.id, eventType: e.type, streamId: e.streamId, partition, offset: message.offset, reason: PARKED_REASON });
-        } else {
+        if ('invalid' in decoded) invalid.push(decoded.invalid);
+        else {
           events.push(decoded.event);
           offsetOf.set(decoded.event, message.offset);
         }
       }
-      try {
-        if (events.length > 0) applied = await applyBatch(deps.knex, projection, events, key);
-      } catch (batchError) {
-        // The database away: the whole batch is applied again (by the caller, within the budget).
-        if (isTransient(batchError)) throw batchError;
-        // Find the culprit: apply one by one; a failing event parks its stream.
-        for (const event of events) {
-          if (parked.has(event.streamId)) {
-            await record({ position: event.position, eventId: event.id, eventType: event.type, streamId: event.streamId, partition, offset: offsetOf.get(event)!, reason: PARKED_REASON });
-            continue;
-          }
-          try {
-            await applyBatch(deps.knex, projection, [event], key);
-          } catch (error) {
-            // A database that does not answer is not this event's fault: nothing recorded, applied again.
-            if (isTransient(error) || !(await databaseAnswers())) throw error;
-            parked.add(event.streamId);
-            status.parkedStreams = parked.size;
-            status.lastError = describeError(error);
-            await record({ position: event.position, eventId: event.id, eventType: event.type, streamId: event.streamId, partition, offset: offsetOf.get(event)!, reason: status.lastError });
-          }
-          await heartbeat();
-        }
+      const messageOf = (event: EventEnvelope) => ({ partition, offset: offsetOf.get(event)! });
+      let checkpoint = 0n;
+      const applied = (position: bigint) => {
+        if (position > checkpoint) checkpoint = position;
+      };
+      if (invalid.length > 0) {
+        for (const m of invalid) log.error({ partition, offset: m.offset, position: m.position, streamId: m.streamId, reason: m.error }, 'message skipped by the projection: parked');
+        // The checkpoint stays: a message that is not a valid event gives no position to trust.
+        applied(await applyBatch(deps.knex, projection, [], key, { streams, park: invalid }));
       }
-      // Parked events are behind us too: the checkpoint covers the last valid event seen (never a
-      // position taken from a message that was not a valid event).
-      const lastValid = decodedPositions.length > 0 ? decodedPositions[decodedPositions.length - 1] : 0n;
-      const checkpoint = applied >= lastValid ? applied : await advanceCheckpoint(deps.knex, key, lastValid);
-      status.partitions[partition] = checkpoint.toString();
+      await applyIsolating(events, {
+        attempt: async (batch) => applied(await applyBatch(deps.knex, projection, batch, key, { streams, messageOf })),
+        // A database that does not answer is not the event's fault: nothing parked, the batch applied again.
+        transient: async (error) => supervisor.stopping || isTransient(error) || !(await databaseAnswers()),
+        pauseAfter: async (error) => {
+          throw error;
+        },
+        pause: async (ms) => {
+          await pauses.sleep(ms);
+          if (supervisor.stopping) return false;
+          await heartbeat();
+          return true;
+        },
+        park: async (event, tries) => {
+          applied(await applyBatch(deps.knex, projection, [], key, {
+            streams, park: [parkingOf(event, 'failed', triesError(tries), tries, messageOf(event))], through: BigInt(event.position),
+          }));
+          streams.add(key, event.streamId, event.position);
+          status.parkedStreams = streams.size;
+          log.error({
+            err: tries.error, partition, offset: offsetOf.get(event), correlationId: event.metadata.correlationId, attempts: tries.attempts,
+            eventPosition: event.position, eventId: event.id, eventType: event.type, streamId: event.streamId,
+          }, 'projection cannot apply an event: parked it (and the later events of its stream) and went on');
+          deps.onParked?.(projection.name, event);
+          await heartbeat();
+        },
+      });
+      if (supervisor.stopping) throw new Error('stopping');
+      status.parkedStreams = streams.size;
+      if (checkpoint > 0n) status.partitions[partition] = checkpoint.toString();
     }
 
     const pauses = new Pauses();

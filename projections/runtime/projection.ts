@@ -30,4 +30,10 @@ export interface Projection {
 export interface RebuildSession {
   apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void>;
   finish(trx: Knex.Transaction): Promise<void>;
+  /**
+   * What the session holds now: the function returned puts it back. A rebuild applies each page
+   * in a savepoint and, when the page fails, rolls the savepoint back and calls it, so the session
+   * holds nothing of the failed page. Needed when `apply` keeps anything between pages.
+   */
+  mark?(): () => void;
 }

@@ -6,6 +6,7 @@ import type { EventStore, Subscription } from '../../services/shared/eventStore'
 import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
 import { Pauses } from '../../services/shared/pauses';
 import { applyBatch } from './applyBatch';
+import { applyIsolating, ParkedStreams, parkingOf, triesError } from './parking';
 import { inBatches } from './batches';
 import { readCheckpoints } from './checkpoints';
 import type { Projection } from './projection';
@@ -14,13 +15,14 @@ export interface ProjectionStatus {
   name: string;
   position: string;
   /**
-   * running; failing: retrying transient failures (a database or event store away) within its
-   * budget; failed: stopped for good (an event it cannot apply, an error that is not transient, or
-   * a budget spent), until the process is restarted; stopped: ended by stop().
+   * running (events it cannot apply are parked, and it goes on: /readyz then says `degraded`);
+   * failing: retrying transient failures (a database or event store away) within its budget;
+   * failed: stopped for good (a budget spent, a read of the store that fails for good, a bug in the
+   * loop: never an event), until the process is restarted; stopped: ended by stop().
    */
   state: 'running' | 'failing' | 'failed' | 'stopped';
   lastError: string | null;
-  /** When failed: the id its error-level log line carries (the culprit event's correlation id, when an event is the cause). */
+  /** When failed: the id its error-level log line carries. */
   correlationId?: string;
 }
 
@@ -35,20 +37,22 @@ const MAX_BACKOFF_MS = 30_000;
 
 /**
  * The direct transport: each projection follows the event store's global log from its own
- * checkpoint, and never skips an event (the read model would silently diverge).
+ * checkpoint, and never skips an event silently.
  *
  * Failures (services/shared/faults.ts): a transient one (the database or the event store away) is
  * retried with backoff (0.5 s doubling to 30 s) from the last position applied, the projection
  * reported `failing`, for at most the retry budget (RETRY_BUDGET_MS) from the first failure of the
- * run. Any other error while applying a batch is narrowed down event by event: the events before
- * the culprit land, the culprit is recorded once in projection_failures, and the projection stops
- * there (`failed`, logged once at error level). A budget spent, or a read of the store that fails
- * for good, also ends in `failed`. A failed projection stays stopped until the process restarts
- * (after the cause is fixed; `npm run rebuild` resolves the recorded failures); the others go on.
- * `onFailed` is told each time a projection fails.
+ * run. Any other error while applying a batch is narrowed down by halving the batch: the event at
+ * fault is tried MAX_TRIES times, then parked with the later events of its stream
+ * (projections/runtime/parking.ts), logged once at error level with its correlation id, and
+ * `onParked` told; every other event is applied. A budget spent, or a read of the store that fails
+ * for good, ends in `failed`: stopped until the process restarts; the others go on. `onFailed` is
+ * told each time a projection fails.
  */
 export function startProjector(deps: {
   store: EventStore; knex: Knex; projections: readonly Projection[]; logger: Logger; retry?: RetryPolicy; onFailed?: (status: ProjectionStatus) => void;
+  /** Told after an event was parked (committed). */
+  onParked?: (projection: string, event: EventEnvelope) => void;
 }): Projector {
   const { store, knex, logger } = deps;
   const states = new Map<string, ProjectionStatus>();
@@ -56,25 +60,15 @@ export function startProjector(deps: {
   let stopping = false;
   const pauses = new Pauses();
 
-  async function recordFailure(projection: Projection, event: EventEnvelope, error: unknown): Promise<void> {
-    const known = await knex('projection_failures').where({ projection: projection.name, event_id: event.id }).first();
-    if (!known) {
-      await knex('projection_failures').insert({ projection: projection.name, position: event.position, event_id: event.id, event_type: event.type, reason: describeError(error) });
-    }
-  }
-
   const databaseAnswers = () => knex.raw('SELECT 1').then(() => true, () => false);
 
   /** Stops the projection for good: reported `failed`, logged once. */
-  function fail(projection: Projection, error: unknown, event?: EventEnvelope): void {
+  function fail(projection: Projection, error: unknown): void {
     const status = states.get(projection.name)!;
     status.state = 'failed';
     status.lastError = describeError(error);
-    status.correlationId = event?.metadata.correlationId ?? randomUUID();
-    logger.error({
-      err: error, projection: projection.name, position: status.position, correlationId: status.correlationId,
-      ...(event && { eventPosition: event.position, eventId: event.id, eventType: event.type, streamId: event.streamId }),
-    }, event ? 'projection cannot apply an event; stopped at it until restarted' : 'projection failed; stopped until restarted');
+    status.correlationId = randomUUID();
+    logger.error({ err: error, projection: projection.name, position: status.position, correlationId: status.correlationId }, 'projection failed; stopped until restarted');
     deps.onFailed?.({ ...status });
   }
 
@@ -96,52 +90,37 @@ export function startProjector(deps: {
     return !stopping;
   }
 
-  /** Applies a batch; false when the projection failed on it (or is stopping). */
-  async function applyEvents(projection: Projection, budget: RetryBudget, events: EventEnvelope[]): Promise<boolean> {
+  /**
+   * Applies a batch; an event that fails for a reason that is not transient is parked after its
+   * tries (projections/runtime/parking.ts) and the rest applied. False when the projection failed
+   * (a budget spent) or is stopping.
+   */
+  async function applyEvents(projection: Projection, budget: RetryBudget, events: EventEnvelope[], streams: ParkedStreams): Promise<boolean> {
     const status = states.get(projection.name)!;
     const applied = (position: bigint) => {
-      status.position = position.toString();
+      if (position > BigInt(status.position)) status.position = position.toString();
       status.state = 'running';
       status.lastError = null;
       budget.reset();
     };
-    retrying: while (!stopping) {
-      try {
-        applied(await applyBatch(knex, projection, events));
-        return true;
-      } catch (batchError) {
-        if (isTransient(batchError)) {
-          if (await pauseOrGiveUp(projection, budget, batchError, 'the database is away; applying the batch again after a pause')) continue;
-          return false;
-        }
-      }
-      // Apply one by one: everything before the culprit lands, the culprit is recorded.
-      for (const event of events) {
-        if (BigInt(event.position) <= BigInt(status.position)) continue;
-        try {
-          applied(await applyBatch(knex, projection, [event]));
-        } catch (error) {
-          // A database that does not answer is not this event's fault: nothing to record, applied again.
-          if (isTransient(error) || !(await databaseAnswers())) {
-            if (await pauseOrGiveUp(projection, budget, error, 'the database is away; applying again after a pause')) continue retrying;
-            return false;
-          }
-          try {
-            await recordFailure(projection, event, error);
-          } catch (recordError) {
-            if (isTransient(recordError)) {
-              if (await pauseOrGiveUp(projection, budget, recordError, 'cannot record the failure; trying the event again after a pause')) continue retrying;
-              return false;
-            }
-            logger.error({ err: recordError, projection: projection.name }, 'cannot record projection failure');
-          }
-          fail(projection, error, event);
-          return false;
-        }
-      }
-      return true;
-    }
-    return false;
+    return applyIsolating(events, {
+      attempt: async (batch) => applied(await applyBatch(knex, projection, batch, projection.name, { streams })),
+      // A database that does not answer is not the event's fault: nothing parked, applied again.
+      transient: async (error) => stopping || isTransient(error) || !(await databaseAnswers()),
+      pauseAfter: async (error) => !stopping && pauseOrGiveUp(projection, budget, error, 'the database is away; applying the batch again after a pause'),
+      pause: async (ms) => (await pauses.sleep(ms), !stopping),
+      park: async (event, tries) => {
+        applied(await applyBatch(knex, projection, [], projection.name, {
+          streams, park: [parkingOf(event, 'failed', triesError(tries), tries)], through: BigInt(event.position),
+        }));
+        streams.add(projection.name, event.streamId, event.position);
+        logger.error({
+          err: tries.error, projection: projection.name, correlationId: event.metadata.correlationId, attempts: tries.attempts,
+          eventPosition: event.position, eventId: event.id, eventType: event.type, streamId: event.streamId,
+        }, 'projection cannot apply an event: parked it (and the later events of its stream) and went on');
+        deps.onParked?.(projection.name, event);
+      },
+    });
   }
 
   /**
@@ -152,13 +131,14 @@ export function startProjector(deps: {
   async function run(projection: Projection): Promise<void> {
     const status = states.get(projection.name)!;
     const budget = budgetOf(deps.retry, { firstMs: FIRST_BACKOFF_MS, maxMs: MAX_BACKOFF_MS });
+    const streams = new ParkedStreams(projection.name);
     while (!stopping) {
       const subscription = store.subscribeToAll({ after: status.position, shallow: projection.shallow });
       subscriptions.add(subscription);
       let readError: unknown;
       try {
         for await (const batch of inBatches(subscription, BATCH_SIZE)) {
-          if (stopping || !(await applyEvents(projection, budget, batch))) return;
+          if (stopping || !(await applyEvents(projection, budget, batch, streams))) return;
         }
         return;
       } catch (error) {

@@ -151,7 +151,7 @@ export function startSearchIndexer(deps: {
     for (;;) {
       if (stopping) throw new IndexingStopped();
       try {
-        await watcher.waitFor({ position, streamId: partition === null ? '' : String(partition) }, READ_MODEL_WAIT_MS);
+        await watcher.waitFor({ position, streamId: partition === null ? '' : String(partition) }, READ_MODEL_WAIT_MS, { ignoreParked: true });
         return;
       } catch (error) {
         if (!(error instanceof ReadModelWaitFailed) || error.code === 'shutting-down') throw stopping ? new IndexingStopped() : error;

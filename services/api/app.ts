@@ -7,6 +7,8 @@ import { identityRoutes, loginRoutes } from '../identity/identity.routes';
 import { recordLoginFailure } from '../identity/loginAttempts';
 import { loginOriginGuard, sessionGuard, sessionMiddleware, type SessionSettings } from '../identity/sessions';
 import { adminRoutes } from '../admin/admin.routes';
+import { parkedEventsRoutes } from '../parking/parkedEvents.routes';
+import type { ParkedEventsPort } from '../shared/parkedEvents';
 import { integrityRoutes } from '../integrity/integrity.routes';
 import { auditRoutes } from '../audit/audit.routes';
 import { historyRoutes } from '../history/history.routes';
@@ -58,6 +60,8 @@ export interface AppDeps extends CommandDeps, SessionSettings {
   search?: Pick<SearchDeps, 'engine' | 'checkpointKeys' | 'metrics'>;
   /** The search administration panel (/api/admin/search/*, administrators only); absent: those routes are 404. */
   searchAdmin?: SearchAdminExtras;
+  /** The projections' parked events (/api/admin/parked-events): their retry. */
+  parkedEvents: ParkedEventsPort;
 }
 
 /** The HTTP application: plain wiring of routers over the dependencies given. */
@@ -100,6 +104,7 @@ export function buildApp(deps: AppDeps): Express {
   if (limits) app.use('/api', ...limits.afterAuthentication);
   app.use(identityRoutes(deps));
   app.use(adminRoutes(deps));
+  app.use(parkedEventsRoutes(deps));
   app.use(integrityRoutes(deps));
   app.use(modelRoutes(deps));
   app.use(auditRoutes(deps));

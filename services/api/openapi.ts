@@ -16,6 +16,7 @@ import { externalImportPaths } from '../migration/externalImport.openapi';
 import { lookupPaths } from '../lookup/lookup.openapi';
 import { notificationPaths } from '../notifications/notifications.openapi';
 import { adminPaths } from '../admin/admin.openapi';
+import { parkedEventsPaths } from '../parking/parkedEvents.openapi';
 import { integrityPaths } from '../integrity/integrity.openapi';
 import { searchAdminPaths } from '../searchAdmin/searchAdmin.openapi';
 
@@ -750,10 +751,11 @@ function customPaths(): OpenAPIV3.PathsObject {
     ...evidencePaths(),
     ...searchPaths(),
     ...adminPaths(),
+    ...parkedEventsPaths(),
     ...integrityPaths(),
     ...searchAdminPaths(),
     '/healthz': { get: { operationId: 'healthz', tags: ['health'], security: [], summary: 'liveness: the process answers', responses: { 200: { description: 'the process answers' } } } },
-    '/readyz': { get: { operationId: 'readyz', tags: ['health'], security: [], summary: 'readiness: every dependency answers and no projection is stuck', responses: { 200: { description: 'ready' }, 503: { description: 'not ready, with reasons' } } } },
+    '/readyz': { get: { operationId: 'readyz', tags: ['health'], security: [], summary: 'readiness: every dependency answers and no projection is stuck', responses: { 200: { description: 'status ready; or degraded: ready, but a projection holds parked events it cannot apply (degraded names the checks; GET /api/admin/parked-events lists them)' }, 503: { description: 'not ready, with reasons' } } } },
   };
 }
 

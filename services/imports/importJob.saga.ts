@@ -11,7 +11,7 @@ import { caseKey, type IdentityParts, identityScope } from '../repository/caseId
 import type { FileStore } from '../files/fileStore';
 import type { StoredFiles } from '../files/storedFiles';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
-import { ConcurrencyError, ContractViolation, DomainError } from '../shared/errors';
+import { ConcurrencyError, ContractViolation, DomainError, EventParked } from '../shared/errors';
 import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient, type RetryBudget, retryBudget, RetryBudgetSpent } from '../shared/faults';
 import { parserFor } from './formats';
 import { type ImportFormat, type Outcome, type ParsedCase, ResultFileError, type SuiteOutput } from './formats/parsedResult';
@@ -167,7 +167,7 @@ export class ImportSaga {
       });
       if (job.state.status !== 'running') return false;
       const outcome = await job.apply({ type: 'Complete', counts: await this.countsOf(job.state), now: this.deps.clock().toISOString() });
-      if (outcome) await readYourWrites({ ...this.deps, writeTimeoutMs: this.deps.imports.finalizeTimeoutMs }, outcome);
+      if (outcome) await readYourWrites({ ...this.deps, writeTimeoutMs: this.deps.imports.finalizeTimeoutMs }, outcome).catch(parkedIsTheAnswers);
       return true;
     } catch (err) {
       if (err instanceof Stopped) return false;
@@ -407,6 +407,15 @@ class ChunkRefused extends Error {
 }
 
 /** The code, message and details a job fails with, for an error that is not transient. */
+/**
+ * A read model that parked the job's events (it cannot apply them) holds the rest of the job's
+ * stream parked behind them: the job goes on and ends as it would, its results recorded, and its
+ * answer says which read models do not show them (imports.routes.ts, jobAnswer). Not a failure of the job.
+ */
+function parkedIsTheAnswers(err: unknown): void {
+  if (!(err instanceof EventParked)) throw err;
+}
+
 function failureOf(err: unknown): { code: string; message: string; details: Record<string, unknown> } {
   if (err instanceof ResultFileError || err instanceof DomainError) return err;
   if (err instanceof ChunkRefused) {
@@ -471,7 +480,8 @@ class JobStream {
 
   async caughtUp(): Promise<void> {
     if (this.lastPosition === null) return;
-    await readYourWrites({ ...this.deps, writeTimeoutMs: this.deps.imports.finalizeTimeoutMs }, { position: this.lastPosition, streamId: importJobStream(this.state.jobId) });
+    await readYourWrites({ ...this.deps, writeTimeoutMs: this.deps.imports.finalizeTimeoutMs }, { position: this.lastPosition, streamId: importJobStream(this.state.jobId) })
+      .catch(parkedIsTheAnswers);
   }
 }
 

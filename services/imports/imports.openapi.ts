@@ -67,6 +67,11 @@ export function importPaths(): OpenAPIV3.PathsObject {
         description: 'completed (or failed) only once every read model applied the event that finished the job: a client that then reads the run finds every row',
       },
       finalizing: { type: 'boolean', description: 'true while the job is finished but not every read model has applied it yet (state is then running; X-Event-Position names the position to wait for)' },
+      parked: nullable({
+        type: 'object', required: ['projections', 'position'],
+        description: 'a completed job whose events some read models parked (they cannot apply them: docs/architecture.md): its results are recorded but not shown by those read models until an administrator retries them (GET /api/admin/parked-events); the streamed answer ends with the error event-parked instead of complete',
+        properties: { projections: { type: 'array', items: { type: 'string' } }, position: { type: 'string' } },
+      }),
       projectId: { type: 'integer' },
       testRunId: nullable({ type: 'integer' }),
       testRunName: nullable({ type: 'string' }),

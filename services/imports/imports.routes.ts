@@ -13,7 +13,7 @@ import type { CommandDeps } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
 import { textProblem } from '../shared/text';
 import { type CiContext, type CiField, ciValueProblem } from '../shared/ciContext';
-import { badRequest, ConcurrencyError, HttpError, notFound } from '../shared/errors';
+import { badRequest, ConcurrencyError, EventParked, HttpError, notFound } from '../shared/errors';
 import { isTransient } from '../shared/faults';
 import type { JobLeases } from '../shared/jobLeases';
 import { detectFormat } from './formats/detect';
@@ -111,20 +111,25 @@ export function importRoutes(deps: ImportRoutesDeps): Router {
  * its own, ahead of the others: a job it holds as completed (or failed) is shown so only once
  * every read model applied the event that finished it, so a client that reads the run after
  * seeing `completed` finds every row; until then it is `running` with `finalizing: true`.
+ * A read model that parked the job's events (it cannot apply them: docs/architecture.md) holds
+ * the finishing event parked too: `parked` then names those read models, whose rows lack the
+ * job's results until an administrator retries them.
  * `position` is that event's (for X-Event-Position), null before the job finished.
  */
 export async function jobAnswer(deps: Pick<CommandDeps, 'watcher'>, row: Record<string, unknown>): Promise<{ view: ReturnType<typeof jobView>; position: string | null }> {
   const view = jobView(row);
   const position = row.final_position === null || row.final_position === undefined ? null : String(row.final_position);
-  if (position !== null && !(await deps.watcher.applied({ position, streamId: importJobStream(row.job_id as number) }))) {
+  if (position === null) return { view, position };
+  if (!(await deps.watcher.applied({ position, streamId: importJobStream(row.job_id as number) }))) {
     return { view: { ...view, state: 'running', finalizing: true }, position };
   }
-  return { view, position };
+  const parkedBy = await deps.watcher.parkedBy({ position });
+  return { view: parkedBy.length > 0 ? { ...view, parked: { projections: parkedBy, position } } : view, position };
 }
 
 function jobView(row: Record<string, unknown>) {
   return {
-    jobId: row.job_id, state: row.state as string, finalizing: false, projectId: row.project_id, testRunId: row.test_run_id, testRunName: row.test_run_name,
+    jobId: row.job_id, state: row.state as string, finalizing: false, parked: null as { projections: string[]; position: string } | null, projectId: row.project_id, testRunId: row.test_run_id, testRunName: row.test_run_name,
     endpoint: row.endpoint, format: row.format, ci: row.ci ?? null, options: row.options, files: row.files,
     totalCases: row.total_cases, processedCases: row.processed_cases, chunks: row.chunks, counts: row.counts,
     warnings: row.warnings, warningCount: row.warning_count, error: row.error,
@@ -428,6 +433,12 @@ async function followJob(deps: ImportRoutesDeps, res: Response, jobId: number, d
       }
       const next = progressOf(view, jobId, held, Date.now() - listedAt);
       if (next) say(next.progress, next.status);
+      if (view.state === 'completed' && view.parked) {
+        const parked = new EventParked(view.parked.position, view.parked.projections);
+        deps.logger.error({ jobId, ...parked.details }, 'import job completed, but its events are parked');
+        send({ error: parked.message, code: parked.code, details: { ...parked.details, jobId, testRunId: view.testRunId, ...dup } });
+        break;
+      }
       if (view.state === 'completed') {
         send({ complete: true, testRunId: view.testRunId, jobId, ...dup });
         break;

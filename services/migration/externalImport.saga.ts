@@ -13,7 +13,7 @@ import { notify, planNotificationId } from '../notifications/notify';
 import { deleteFolder } from '../repository/repository.handlers';
 import { folderStream } from '../repository/repositoryFolder.decider';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
-import { ConcurrencyError, ContractViolation, DomainError, HttpError, ReadModelWaitFailed } from '../shared/errors';
+import { ConcurrencyError, ContractViolation, DomainError, EventParked, HttpError, ReadModelWaitFailed } from '../shared/errors';
 import type { EventStore } from '../shared/eventStore';
 import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient } from '../shared/faults';
 import { analyseExport } from './analysis';
@@ -545,6 +545,8 @@ function failureOf(err: unknown): { code: string; message: string; details: Reco
     return asFailure(new DomainError('external-import-row-refused', err.message, { dataset: err.dataset, sourceId: err.sourceId, reason }));
   }
   if (err instanceof ExportFileError) return { code: err.code, message: err.message, details: err.details };
+  // A row was written, but a read model parked its event: later rows may refer to it, so the job stops here (a rollback removes its rows).
+  if (err instanceof EventParked) return { code: err.code, message: err.message, details: err.details };
   if (err instanceof DomainError || err instanceof HttpError) return { code: err.code, message: err.message, details: err.details };
   return asFailure(new DomainError('external-import-internal-error', `The import failed on an unexpected error: ${describeError(err)} (logged with the correlation id)`));
 }

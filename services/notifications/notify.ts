@@ -42,7 +42,7 @@ export function planNotificationId(deps: Pick<CommandDeps, 'ids'>, metadata: Eve
  * it (deps.onWrite hears the position). A planned id held by another recipient or kind is
  * `notification-exists`: a caller's mistake, not a repeat.
  */
-export async function notify(deps: CommandDeps, input: NotifyInput, metadata: EventMetadata): Promise<number> {
+export async function notify(deps: Pick<CommandDeps, 'store' | 'ids' | 'clock' | 'onWrite'>, input: NotifyInput, metadata: EventMetadata): Promise<number> {
   const content = {
     userId: input.userId, kind: input.kind, title: input.title, body: input.body, link: input.link ?? null, subject: input.subject ?? null,
   };

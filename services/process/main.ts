@@ -27,7 +27,11 @@ async function main(): Promise<void> {
   const worker = await runWorker(config, platform, logger, checkpointKeyOf(link));
   const readiness = [...projectorReadiness(projector, platform), ...(relay ? [relayReadiness(relay)] : []), indexerReadiness(indexer), worker.readiness];
   const api = await runApi(config, platform, logger, readiness, checkpointKeyOf(link), { connection: search.connection, settings: search.settings, link }, () => worker.runner.wake());
-  onShutdown(logger, [() => api.stop(), () => worker.stop(), async () => relay?.stop(), () => indexer.stop(), () => projector.stop(), () => search.close(), () => platform.close()]);
+  onShutdown(logger, [
+    { name: 'api', stop: () => api.stop() }, { name: 'worker', stop: () => worker.stop() }, { name: 'relay', stop: async () => relay?.stop() },
+    { name: 'indexer', stop: () => indexer.stop() }, { name: 'projector', stop: () => projector.stop() }, { name: 'search', stop: () => search.close() },
+    { name: 'platform', stop: () => platform.close() },
+  ], config.shutdownTimeoutMs);
 }
 
 main().catch((err) => {

@@ -14,6 +14,9 @@ import { kafkaReadModelCheckpoints, startSearchIndexer, type SearchIndexer, type
 import { publishIndexingRate } from '../../projections/search/indexingRate';
 import { searchBuilder } from '../../projections/search/rebuild';
 import { startRelay, type Relay, type RelayStatus } from './relay/relay';
+import { startParkingNotices } from '../parking/notices';
+import { parkedSummary } from '../parking/parkedEvents.routes';
+import { parkedEventsPort } from '../../projections/runtime/parking';
 import type { SearchConnection } from './searchConnection';
 import type { ConnectionSettingsStore } from '../searchAdmin/connectionSettings';
 import { kafkaCheckpointKeys } from '../search/search.service';
@@ -53,16 +56,27 @@ export function checkpointKeyOf(link: KafkaLink | null): CheckpointKeyOf {
   return (projection, streamId) => kafkaCheckpointKey(projection, partitionOf(streamId, link.partitions));
 }
 
-/** The projector role: direct subscriptions to the event store, or one Kafka consumer group per projection. */
+/**
+ * The projector role: direct subscriptions to the event store, or one Kafka consumer group per
+ * projection; administrators are told of the events they park (services/parking/notices.ts).
+ */
 export function runProjector(
   platform: Platform, logger: Logger, link: KafkaLink | null, retry: RetryPolicy, onFailed?: (status: ProjectionStatus) => void,
 ): Projector {
-  if (link) {
-    return startKafkaProjector({
-      kafka: link.kafka, knex: platform.knex, topic: link.topic, projections: ALL_PROJECTIONS, contracts: loadContracts(), logger, retry, onFailed,
-    });
-  }
-  return startProjector({ store: platform.store, knex: platform.knex, projections: ALL_PROJECTIONS, logger: logger.child({ role: 'projector' }), retry, onFailed });
+  const notices = startParkingNotices({ knex: platform.knex, store: platform.store, ids: new IdAllocator(platform.store), clock: () => new Date() }, logger.child({ role: 'parkingNotices' }));
+  const onParked = () => notices.wake();
+  const projector = link
+    ? startKafkaProjector({
+      kafka: link.kafka, knex: platform.knex, topic: link.topic, projections: ALL_PROJECTIONS, contracts: loadContracts(), logger, retry, onFailed, onParked,
+    })
+    : startProjector({ store: platform.store, knex: platform.knex, projections: ALL_PROJECTIONS, logger: logger.child({ role: 'projector' }), retry, onFailed, onParked });
+  return {
+    status: () => projector.status(),
+    async stop() {
+      await projector.stop();
+      await notices.stop();
+    },
+  };
 }
 
 /** What /readyz and a supervisor see of the indexer role: the engine connection, then the indexer. */
@@ -139,6 +153,11 @@ export function relayReadiness(relay: Relay): ReadinessCheck {
   return { name: 'relay', check: async () => ({ ok: relay.status().state === 'running', details: relay.status() }) };
 }
 
+/**
+ * The database, the event store and the projections in /readyz. A projection holding parked
+ * events (it could not apply them, and went on: docs/architecture.md) is `degraded`: still ready
+ * (the service answers; taking it out of rotation would not help), and named with what it holds.
+ */
 export function projectorReadiness(projector: Projector | null, platform: Platform): ReadinessCheck[] {
   const checks: ReadinessCheck[] = [
     { name: 'database', check: async () => (await platform.knex.raw('SELECT 1'), { ok: true }) },
@@ -148,11 +167,16 @@ export function projectorReadiness(projector: Projector | null, platform: Platfo
     checks.push({
       name: 'projections',
       check: async () => {
-        const status = projector.status();
-        const failures = await platform.knex('projection_failures').whereNull('resolved_at').orderBy('id', 'desc').limit(10)
-          .select('projection', 'position', 'event_id as eventId', 'event_type as eventType', 'stream_id as streamId',
-            'kafka_partition as partition', 'kafka_offset as offset', 'reason', 'failed_at as failedAt');
-        return { ok: status.every((s) => s.state === 'running'), details: { projections: status, recentFailures: failures } };
+        const parked = await parkedSummary(platform.knex);
+        const status = projector.status().map((s) => (s.state === 'running' && parked.some((p) => p.projection === s.name) ? { ...s, state: 'degraded' as const } : s));
+        const recentParked = await platform.knex('parked_events').whereNull('resolved_at').whereNot({ kind: 'held' }).orderBy('id', 'desc').limit(10)
+          .select('id', 'projection', 'kind', 'position', 'event_id as eventId', 'event_type as eventType', 'stream_id as streamId',
+            'kafka_partition as partition', 'kafka_offset as offset', 'error', 'attempts', 'parked_at as parkedAt');
+        return {
+          ok: status.every((s) => s.state === 'running' || s.state === 'degraded'),
+          degraded: parked.length > 0,
+          details: { projections: status, parked, recentParked },
+        };
       },
     });
   }
@@ -281,6 +305,7 @@ export async function runApi(
       ...(search.link && { indexerPartitionOf: (streamId: string) => partitionOf(streamId, search.link!.partitions) }),
     } }),
     rateLimits: config.rateLimits && { settings: config.rateLimits, store: new PostgresRateLimitStore(platform.pool) },
+    parkedEvents: parkedEventsPort({ knex: platform.knex, store: platform.store, projections: ALL_PROJECTIONS }),
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
@@ -302,7 +327,8 @@ export async function runApi(
         server.close(() => resolve());
         // Idle keep-alive connections would hold close() open.
         server.closeIdleConnections();
-        setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs).unref();
+        // Requests get half of SHUTDOWN_TIMEOUT_MS; the roles stopped after the API, the rest (services/process/shutdown.ts).
+        setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs / 2).unref();
       });
       await claims.stop();
       await reindex?.stop();

@@ -7,10 +7,15 @@ import { IdAllocator } from './ids';
  * projections/runtime implements it). Positions are strings: 64-bit.
  */
 export interface ReadModelWatcher {
-  /** Resolves once every read model holds the write's event; rejects with ReadModelWaitFailed after `timeoutMs`. */
+  /**
+   * Resolves once every read model holds the write's event; rejects with ReadModelWaitFailed after
+   * `timeoutMs`, or with EventParked once a read model moved past the event having parked it.
+   */
   waitFor(write: { position: string; streamId: string }, timeoutMs: number): Promise<void>;
   /** Whether every read model holds the write's event now (read, not waited for). */
   applied(write: { position: string; streamId: string }): Promise<boolean>;
+  /** The read models that parked the event at this position and hold it parked still (none: []). */
+  parkedBy(write: { position: string }): Promise<string[]>;
   /** A value that changes whenever the projection's checkpoint moves (a cache key). */
   generation(projection: string): string;
 }

@@ -59,6 +59,27 @@ export class ReadModelWaitFailed extends Error {
   }
 }
 
+/**
+ * A write was recorded, but a projection parked its event (it cannot apply it: docs/architecture.md,
+ * "A projection never stops the service"): the change is in the log, not in what those
+ * projections show. Raised below the HTTP layer (the checkpoint watcher); the API answers 500
+ * `event-parked` naming the projections, at once rather than after the write timeout.
+ */
+export class EventParked extends Error {
+  readonly code = 'event-parked';
+  constructor(
+    readonly position: string,
+    readonly projections: string[],
+  ) {
+    super(`The change was recorded (position ${position}), but ${projections.join(', ')} could not apply it: it is not shown until an administrator retries it after a fix. Do not repeat the write.`);
+    this.name = 'EventParked';
+  }
+
+  get details(): Record<string, unknown> {
+    return { position: this.position, projections: this.projections };
+  }
+}
+
 /** Declared with the contracts (which depend on nothing of ours); every layer above names it from here. */
 export { ContractViolation } from '../../contracts/contractViolation';
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { ConcurrencyError, ContractViolation, DomainError, HttpError, ReadModelWaitFailed, badRequest } from './errors';
+import { ConcurrencyError, ContractViolation, DomainError, EventParked, HttpError, ReadModelWaitFailed, badRequest } from './errors';
+import { isTransient } from './faults';
 import { findTextProblem } from './text';
 
 /** Wraps an async handler so that a rejection reaches the error middleware. */
@@ -90,6 +91,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (err instanceof HttpError) return body(err.status, err.code, err.message, err.details);
     if (err instanceof DomainError) return body(statusOfDomainCode(err.code), err.code, err.message, err.details);
     if (err instanceof ReadModelWaitFailed) return body(503, err.code, err.message, err.details);
+    if (err instanceof EventParked) {
+      logger.error({ correlationId: cid, method: req.method, url: req.originalUrl, ...err.details }, 'the write was recorded but its event is parked');
+      return body(500, err.code, err.message, { ...err.details, correlationId: cid });
+    }
     if (err instanceof ConcurrencyError)
       return body(409, err.code, 'The entity was changed by someone else; read it again and retry', { streamId: err.streamId });
     const type = (err as { type?: string }).type;
@@ -103,6 +108,11 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     // Express's router: a path parameter that is not percent-encoded UTF-8 (`%ED%A0%80`, the bytes of a lone surrogate).
     if (err instanceof URIError && status === 400) return body(status, 'bad-request', err.message, { type: 'param.malformed' });
+    // The database or the event store away (restarting, refusing connections): retrying later can succeed.
+    if (isTransient(err)) {
+      logger.warn({ err, correlationId: cid, method: req.method, url: req.originalUrl }, 'request failed: a dependency does not answer');
+      return body(503, 'service-unavailable', 'The database or the event store does not answer right now; retry shortly', { correlationId: cid });
+    }
     const level = err instanceof ContractViolation ? 'fatal' : 'error';
     logger[level]({ err, correlationId: cid, method: req.method, url: req.originalUrl }, 'request failed');
     return body(500, 'internal-error', 'Internal server error', { correlationId: cid });

@@ -1,7 +1,7 @@
 // The direct transport's projector (projections follow the event store themselves) when the
 // database goes away under it: the read that fails does not stop the projection for good; when it
-// stays away past the retry budget, or an event cannot be applied, the projection ends `failed`
-// once instead of retrying forever.
+// stays away past the retry budget the projection ends `failed` once instead of retrying forever;
+// an event it cannot apply is parked, and it goes on.
 import { expect } from 'chai';
 import type { Knex } from 'knex';
 import type pg from 'pg';
@@ -9,7 +9,7 @@ import pino from 'pino';
 import { PostgresEventStore, setupPostgresEventStore } from '../../infra/eventstore/postgres';
 import { createKnex, createPool } from '../../infra/postgres/database';
 import { migrateReadModel } from '../../projections/migrations';
-import { startProjector, type ProjectionStatus, type Projector } from '../../projections/runtime/projector';
+import { startProjector, type Projector } from '../../projections/runtime/projector';
 import type { Platform } from '../../services/process/platform';
 import { projectorReadiness } from '../../services/process/roles';
 import { createMigratedDatabase, cutConnections, restoreConnections, withApplicationName, type TestDatabase } from '../support/database';
@@ -101,7 +101,7 @@ describe('direct projector: what cannot succeed fails once (PostgreSQL)', functi
     await db.drop();
   });
 
-  it('a handler that throws on one event: the events before it land, the event is recorded once, the projection stops there (failed); another projection goes on', async () => {
+  it('a handler that throws on one event: tried 3 times, then parked with the later events of its stream; every other event applied; /readyz degraded; another projection goes on', async () => {
     await appendCase(store, 1, 3);
     await appendCase(store, 2, 4);
     await appendCase(store, 3, 2);
@@ -113,7 +113,7 @@ describe('direct projector: what cannot succeed fails once (PostgreSQL)', functi
       projections: [
         { ...refusing, async apply(trx, events) {
           if (events.some(culprit)) {
-            triesOnCulprit++;
+            if (events.length === 1) triesOnCulprit++;
             throw new TypeError('cannot read properties of undefined (reading \'title\')');
           }
           return refusing.apply(trx, events);
@@ -125,27 +125,33 @@ describe('direct projector: what cannot succeed fails once (PostgreSQL)', functi
     const head = await store.headPosition();
     const stateOf = (name: string) => projector.status().find((s) => s.name === name);
 
-    await waitUntil(() => stateOf('refusing')?.state === 'failed', 'the refusing projection to fail', 20_000, () => JSON.stringify(projector.status()));
+    await waitUntil(() => stateOf('refusing')?.position === head, 'the refusing projection to move past everything', 20_000, () => JSON.stringify(projector.status()));
     await waitUntil(() => stateOf('other')?.position === head, 'the other projection to apply every event', 20_000);
 
     const events = await store.readAll({ after: '0', maxCount: 100 });
     const culpritEvent = events.find(culprit)!;
-    const before = events.filter((e) => BigInt(e.position) < BigInt(culpritEvent.position)).map((e) => e.position);
-    expect((await appliedRows(knex, 'refusing')).map((r) => r.position), 'the events before the culprit').to.deep.equal(before);
-    expect(stateOf('refusing')).to.deep.include({ position: before.at(-1), lastError: "cannot read properties of undefined (reading 'title')", correlationId: culpritEvent.metadata.correlationId });
-    const recorded = await knex('projection_failures').select('projection', 'position', 'event_id', 'reason');
-    expect(recorded).to.deep.equal([{ projection: 'refusing', position: culpritEvent.position, event_id: culpritEvent.id, reason: "cannot read properties of undefined (reading 'title')" }]);
-    // The batch, then the culprit alone: never again.
-    expect(triesOnCulprit).to.equal(2);
+    const behind = events.filter((e) => e.streamId === caseStream(2) && BigInt(e.position) > BigInt(culpritEvent.position));
+    expect(behind).to.have.length(1);
+    const applied = events.filter((e) => e !== culpritEvent && !behind.includes(e)).map((e) => e.position);
+    expect((await appliedRows(knex, 'refusing')).map((r) => r.position), 'every event but the culprit and those behind it').to.deep.equal(applied);
+    expect(stateOf('refusing')).to.deep.include({ state: 'running', lastError: null });
+    const parked = await knex('parked_events').orderBy('position').select('projection', 'kind', 'position', 'event_id', 'stream_id', 'error', 'attempts');
+    expect(parked).to.deep.equal([
+      { projection: 'refusing', kind: 'failed', position: culpritEvent.position, event_id: culpritEvent.id, stream_id: caseStream(2), error: "cannot read properties of undefined (reading 'title')", attempts: 3 },
+      { projection: 'refusing', kind: 'held', position: behind[0].position, event_id: behind[0].id, stream_id: caseStream(2), error: `held behind the parked event at position ${culpritEvent.position} of stream ${caseStream(2)}`, attempts: 0 },
+    ]);
+    expect(triesOnCulprit, 'tried 3 times alone, then parked').to.equal(3);
     expect(stateOf('other')?.state).to.equal('running');
 
-    // /readyz: not ready, the failed projection with its error, the event among the recent failures.
+    // /readyz: ready but degraded, naming the projection and the event at fault.
     const [, , projections] = projectorReadiness(projector, { knex, store } as unknown as Platform);
     const readiness = await projections.check();
-    expect(readiness.ok).to.equal(false);
-    const details = readiness.details as { projections: ProjectionStatus[]; recentFailures: { eventId: string }[] };
-    expect(details.projections.find((p) => p.name === 'refusing')).to.deep.include({ state: 'failed', correlationId: culpritEvent.metadata.correlationId });
-    expect(details.recentFailures.map((f) => f.eventId)).to.deep.equal([culpritEvent.id]);
+    expect(readiness).to.deep.include({ ok: true, degraded: true });
+    const details = readiness.details as { projections: { name: string; state: string }[]; parked: unknown[]; recentParked: { eventId: string }[] };
+    expect(details.projections.find((p) => p.name === 'refusing')).to.deep.include({ state: 'degraded' });
+    expect(details.projections.find((p) => p.name === 'other')).to.deep.include({ state: 'running' });
+    expect(details.parked).to.deep.equal([{ projection: 'refusing', failed: 1, held: 1, invalid: 0 }]);
+    expect(details.recentParked.map((f) => f.eventId)).to.deep.equal([culpritEvent.id]);
   });
 
   it('the database stays away longer than the retry budget: the projection ends failed with the last error, and a restart follows on', async () => {
@@ -172,6 +178,6 @@ describe('direct projector: what cannot succeed fails once (PostgreSQL)', functi
     const restarted = startProjector({ store, knex, projections: [recordingProjection()], logger });
     stops.push(() => restarted.stop());
     await waitUntil(async () => (await appliedRows(knex)).length === 8, 'the restarted projector to apply the rest');
-    expect(await knex('projection_failures').count({ n: '*' }).first()).to.deep.equal({ n: '0' });
+    expect(await knex('parked_events').count({ n: '*' }).first()).to.deep.equal({ n: '0' });
   });
 });

@@ -13,6 +13,8 @@ import { ALL_PROJECTIONS } from '../../projections';
 import { migrateReadModel } from '../../projections/migrations';
 import { CheckpointWatcher } from '../../projections/runtime/checkpointWatcher';
 import { startProjector } from '../../projections/runtime/projector';
+import { parkedEventsPort } from '../../projections/runtime/parking';
+import type { Projection } from '../../projections/runtime/projection';
 import { buildApp, type AppDeps } from '../../services/api/app';
 import { DEFAULT_IMPORT_SETTINGS, ImportSaga, type ImportSettings } from '../../services/imports/importJob.saga';
 import { StoredFiles, type StoredFilesSettings } from '../../services/files/storedFiles';
@@ -78,6 +80,8 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
   worker?: Partial<ExternalImportSettings> & { pollMs?: number; leaseTtlMs?: number };
   /** false: no worker here runs result imports (they stay queued until a test starts one over `imports`). */
   resultImportWorker?: boolean;
+  /** The projections the app runs and waits for (default: ALL_PROJECTIONS); a test may wrap one to make it fail. */
+  projections?: readonly Projection[];
 } = {}): Promise<TestApp> {
   const db = await createMigratedDatabase('app');
   const pool = createPool(db.url);
@@ -87,8 +91,9 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
   await migrateReadModel(knex);
   await setupPostgresEventStore(pool);
   const store = withContracts(new PostgresEventStore(pool, db.url), loadContracts());
-  const projector = startProjector({ store, knex, projections: ALL_PROJECTIONS, logger });
-  const watcher = new CheckpointWatcher(knex, db.url, ALL_PROJECTIONS.map((p) => p.name));
+  const projections = options.projections ?? ALL_PROJECTIONS;
+  const projector = startProjector({ store, knex, projections, logger });
+  const watcher = new CheckpointWatcher(knex, db.url, projections.map((p) => p.name));
   await watcher.start();
   const clock = new TestClock();
   const deps: CommandDeps = { store, ids: new IdAllocator(store), knex, watcher, writeTimeoutMs: 10_000, clock: clock.read };
@@ -112,6 +117,7 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
     imports: { wakeWorkers: () => worker.wake(), leases },
     externalImports: { maxBytes: options.externalImportMaxBytes ?? 1024 ** 3, wakeWorkers: () => worker.wake() },
     rateLimits: options.rateLimits === null ? null : { settings: { ...UNREACHED_RATE_LIMITS, ...options.rateLimits }, store: new PostgresRateLimitStore(pool) },
+    parkedEvents: parkedEventsPort({ knex, store, projections }),
   };
   const app = buildApp(appDeps);
   const server = await new Promise<Server>((resolve) => {

@@ -520,8 +520,9 @@ export async function expectCheckpointsAtPartitionHeads(t: TransportTest, projec
   }
 }
 
+/** The events and messages a projection parked (projections/runtime/parking.ts), oldest first; `reason` is the error recorded. */
 export async function failures(knex: Knex, projection?: string): Promise<Record<string, unknown>[]> {
-  const q = knex('projection_failures').orderBy('id').select('projection', 'position', 'stream_id', 'kafka_partition', 'kafka_offset', 'reason');
+  const q = knex('parked_events').orderBy('id').select('projection', 'kind', 'position', 'stream_id', 'kafka_partition', 'kafka_offset', 'error as reason', 'attempts');
   if (projection) q.where({ projection });
   return q;
 }

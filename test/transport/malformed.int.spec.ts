@@ -1,6 +1,6 @@
-// Messages that are not valid events, and an event a projection cannot apply: each is recorded in
-// projection_failures once, and everything else on the topic (also behind them on the same
-// partition) is applied.
+// Messages that are not valid events, and an event a projection cannot apply: each is parked
+// once (projections/runtime/parking.ts), and everything else on the topic (also behind them on
+// the same partition) is applied.
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type { EventEnvelope } from '../../contracts/envelope';
@@ -14,7 +14,7 @@ import {
 } from '../support/kafka';
 
 const PROJECTIONS = [readModelProjection.name, RECORDER];
-const PARKED = 'stream parked after an earlier failure';
+const held = (stream: string, position: string) => `held behind the parked event at position ${position} of stream ${stream}`;
 type Message = ReturnType<typeof encodeEvent>;
 
 /** The first `count` case ids whose stream lands on `partition`. */
@@ -114,7 +114,7 @@ describe('Kafka transport: malformed messages and failing events (real broker)',
     await expectFailuresOnce();
   });
 
-  it('an event the projection cannot apply is recorded, its stream parked, every other stream goes on', async () => {
+  it('an event the projection cannot apply is parked after 3 tries with the later events of its stream, every other stream goes on', async () => {
     const tt = await suite.open({ partitions: 3 });
     const [broken, neighbour] = casesOn(0, 3, 2);
     const others = [...casesOn(1, 3, 3), ...casesOn(2, 3, 3)];
@@ -132,10 +132,11 @@ describe('Kafka transport: malformed messages and failing events (real broker)',
 
     const brokenEvents = await tt.store.readStream(caseStream(broken));
     const recorded = await failures(tt.knex, RECORDER);
-    expect(recorded.map((f) => [f.stream_id, String(f.position), f.kafka_partition, f.reason])).to.deep.equal([
-      [caseStream(broken), brokenEvents[1].position, 0, `recorder refuses ${caseStream(broken)}@1`],
-      ...brokenEvents.slice(2).map((e) => [caseStream(broken), e.position, 0, PARKED]),
+    expect(recorded.map((f) => [f.kind, f.stream_id, String(f.position), f.kafka_partition, f.reason])).to.deep.equal([
+      ['failed', caseStream(broken), brokenEvents[1].position, 0, `recorder refuses ${caseStream(broken)}@1`],
+      ...brokenEvents.slice(2).map((e) => ['held', caseStream(broken), e.position, 0, held(caseStream(broken), brokenEvents[1].position)]),
     ]);
+    expect(recorded[0].attempts, 'tried 3 times, then parked').to.equal(3);
     expect(new Set(recorded.map((f) => f.kafka_offset)).size, 'one failure per message').to.equal(recorded.length);
     expect(await failures(tt.knex, readModelProjection.name), 'the other projection is not affected').to.deep.equal([]);
     expect(projector.status().find((s) => s.name === RECORDER)).to.include({ state: 'running', parkedStreams: 1 });
@@ -155,7 +156,7 @@ describe('Kafka transport: malformed messages and failing events (real broker)',
     await appendCase(tt.store, broken, 1);
     await waitForRelay(tt);
     await waitForConsumers(tt, PROJECTIONS);
-    expect((await failures(tt.knex, RECORDER)).at(-1)).to.include({ stream_id: caseStream(broken), reason: PARKED });
+    expect((await failures(tt.knex, RECORDER)).at(-1)).to.include({ stream_id: caseStream(broken), kind: 'held', reason: held(caseStream(broken), brokenEvents[1].position) });
     expect(restarted.status().find((s) => s.name === RECORDER)).to.include({ parkedStreams: 1 });
   });
 
@@ -190,7 +191,7 @@ describe('Kafka transport: malformed messages and failing events (real broker)',
     const brokenEvents = await tt.store.readStream(caseStream(broken));
     expect((await failures(tt.knex, RECORDER)).map((f) => [String(f.position), f.reason])).to.deep.equal([
       [brokenEvents[1].position, `recorder refuses ${caseStream(broken)}@1`],
-      ...brokenEvents.slice(2).map((e) => [e.position, PARKED]),
+      ...brokenEvents.slice(2).map((e) => [e.position, held(caseStream(broken), brokenEvents[1].position)]),
     ]);
   });
 });

@@ -15,7 +15,7 @@ async function main(): Promise<void> {
   const link = await openKafka(config, logger);
   const search = await connectSearch(config, platform, logger);
   const api = await runApi(config, platform, logger, projectorReadiness(null, platform), checkpointKeyOf(link), { connection: search.connection, settings: search.settings, link });
-  onShutdown(logger, [() => api.stop(), () => search.close(), () => platform.close()]);
+  onShutdown(logger, [{ name: 'api', stop: () => api.stop() }, { name: 'search', stop: () => search.close() }, { name: 'platform', stop: () => platform.close() }], config.shutdownTimeoutMs);
 }
 
 main().catch((err) => {

@@ -20,7 +20,7 @@ async function main(): Promise<void> {
   // An indexer that failed for good has nothing left to do: it exits non-zero, so whatever
   // supervises it sees the failure.
   const indexer = runIndexer(platform, logger, await openKafka(config, logger), retry, search.connection, config.search, () => void stop('the search indexer failed', 1));
-  const stop = onShutdown(logger, [() => indexer.stop(), () => search.close(), () => platform.close()]);
+  const stop = onShutdown(logger, [{ name: 'indexer', stop: () => indexer.stop() }, { name: 'search', stop: () => search.close() }, { name: 'platform', stop: () => platform.close() }], config.shutdownTimeoutMs);
 }
 
 main().catch((err) => {

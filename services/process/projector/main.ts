@@ -17,7 +17,7 @@ async function main(): Promise<void> {
   const projector = runProjector(platform, logger, await openKafka(config, logger), { budgetMs: config.retryBudgetMs }, () => {
     if (allFailed()) void stop('every projection failed', 1);
   });
-  const stop = onShutdown(logger, [() => projector.stop(), () => platform.close()]);
+  const stop = onShutdown(logger, [{ name: 'projector', stop: () => projector.stop() }, { name: 'platform', stop: () => platform.close() }], config.shutdownTimeoutMs);
   if (allFailed()) void stop('every projection failed', 1);
 }
 

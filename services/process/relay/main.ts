@@ -15,7 +15,7 @@ async function main(): Promise<void> {
   // A relay that failed for good leaves nothing for this process to do: it exits non-zero, so
   // whatever supervises it sees the failure (the reason is in the log line before).
   const relay = runRelay(platform, logger, (await openKafka(config, logger))!, { budgetMs: config.retryBudgetMs }, () => void stop('relay failed', 1));
-  const stop = onShutdown(logger, [() => relay.stop(), () => platform.close()]);
+  const stop = onShutdown(logger, [{ name: 'relay', stop: () => relay.stop() }, { name: 'platform', stop: () => platform.close() }], config.shutdownTimeoutMs);
   if (relay.status().state === 'failed') void stop('relay failed', 1);
 }
 

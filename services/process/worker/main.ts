@@ -18,7 +18,7 @@ async function main(): Promise<void> {
   const platform = await openPlatform(config, logger);
   const link = await openKafka(config, logger);
   const worker = await runWorker(config, platform, logger, checkpointKeyOf(link));
-  onShutdown(logger, [() => worker.stop(), () => platform.close()]);
+  onShutdown(logger, [{ name: 'worker', stop: () => worker.stop() }, { name: 'platform', stop: () => platform.close() }], config.shutdownTimeoutMs);
 }
 
 main().catch((err) => {
