@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { BulkWriteFailed, type DocumentKey, type SearchDocument, type SearchEngine, type WriteFailure } from '../../services/shared/search';
+import { describeError, isTransient } from '../../services/shared/faults';
+import { BulkWriteFailed, SearchUnavailable, type DocumentKey, type SearchDocument, type SearchEngine, type WriteFailure } from '../../services/shared/search';
 import { affectedBy, fanOutPages } from './affected';
 import { isIndexedType, loadDocuments, type IndexedType } from './documents';
 
@@ -32,8 +33,12 @@ const keyOf = (k: DocumentKey) => `${k.type}/${k.id}`;
  * Writes documents to a version; a bulk write the engine refused in part (BulkWriteFailed) is
  * written again for the refused documents only, DOCUMENT_ATTEMPTS times, then each document still
  * refused is recorded in `search_failures` (engine, version, type, id, where in the log, why) and
- * the writer goes on: recorded, never skipped silently. SearchUnavailable (and anything else) is
- * the caller's: the batch is written again, its checkpoint unmoved. Answers the documents acknowledged.
+ * the writer goes on: recorded, never skipped silently. A write refused as a whole for a reason
+ * that is not transient (a statement the PostgreSQL engine cannot run for one document) is
+ * halved until the documents at fault are found, and those are refused the same way: one document
+ * never stops the indexer (docs/architecture.md, "A projection never stops the service").
+ * SearchUnavailable and transient errors are the caller's: the batch is written again, its
+ * checkpoint unmoved. Answers the documents acknowledged.
  */
 export async function writeDocuments(
   deps: WriterDeps, version: number, ops: { upsert: SearchDocument[]; remove: DocumentKey[] }, position: string,
@@ -47,7 +52,14 @@ export async function writeDocuments(
       written += pending.upsert.length + pending.remove.length;
       await resolveFailures(deps, version, pending);
       return written;
-    } catch (error) {
+    } catch (caught) {
+      const error = checkpoints === undefined ? await refusalsOf(deps, version, pending, caught) : caught;
+      if (error === null) {
+        // Every half was written after all.
+        written += pending.upsert.length + pending.remove.length;
+        await resolveFailures(deps, version, pending);
+        return written;
+      }
       if (!(error instanceof BulkWriteFailed)) throw error;
       const refused = new Map(error.failures.map((f) => [keyOf(f), f]));
       written += pending.upsert.length + pending.remove.length - refused.size;
@@ -66,6 +78,49 @@ export async function writeDocuments(
       await sleep(ATTEMPT_PAUSE_MS * attempt);
     }
   }
+}
+
+/**
+ * A write that failed as a whole for a reason that is not transient: its halves are written on
+ * their own, down to single documents, whose error becomes their refusal. Answers the
+ * BulkWriteFailed of the documents refused (null: every half was written after all), or the error
+ * itself when it is the caller's (transient, or a write of checkpoints only).
+ */
+async function refusalsOf(deps: WriterDeps, version: number, ops: { upsert: SearchDocument[]; remove: DocumentKey[] }, error: unknown): Promise<unknown> {
+  if (error instanceof BulkWriteFailed || error instanceof SearchUnavailable || isTransient(error) || error instanceof IndexingStopped) return error;
+  const items: ({ upsert: SearchDocument } | { remove: DocumentKey })[] = [...ops.upsert.map((upsert) => ({ upsert })), ...ops.remove.map((remove) => ({ remove }))];
+  const refused: WriteFailure[] = [];
+  const writeSome = async (some: typeof items, failure: unknown): Promise<void> => {
+    if (some.length <= 1) {
+      if (some.length === 0) return;
+      const key = 'upsert' in some[0] ? some[0].upsert : some[0].remove;
+      refused.push({ type: key.type, id: key.id, reason: describeError(failure) });
+      return;
+    }
+    const half = Math.ceil(some.length / 2);
+    for (const part of [some.slice(0, half), some.slice(half)]) {
+      if (deps.stopping?.()) throw new IndexingStopped();
+      try {
+        await deps.engine.write(version, { upsert: part.flatMap((i) => ('upsert' in i ? [i.upsert] : [])), remove: part.flatMap((i) => ('remove' in i ? [i.remove] : [])) });
+      } catch (partError) {
+        if (partError instanceof BulkWriteFailed) refused.push(...partError.failures);
+        else if (partError instanceof SearchUnavailable || isTransient(partError)) throw partError;
+        else await writeSome(part, partError);
+      }
+    }
+  };
+  if (items.length === 0) return error;
+  deps.logger.warn({ err: error, documents: items.length, version }, 'the search engine refused a write as a whole; writing it in halves to find the documents at fault');
+  await writeSome(items, error);
+  if (refused.length === items.length) {
+    // Every document refused: the fault may be no document's (a bug, a broken table). A write of nothing tells.
+    try {
+      await deps.engine.write(version, { upsert: [], remove: [] });
+    } catch {
+      return error;
+    }
+  }
+  return refused.length === 0 ? null : new BulkWriteFailed(refused);
 }
 
 /** Documents written at last: their earlier failures (if any) are resolved. */

@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   const indexer = runIndexer(platform, logger, link, retry, search.connection, config.search);
   // One worker runs here (docker-compose runs them as a service of their own).
   const worker = await runWorker(config, platform, logger, checkpointKeyOf(link));
-  const readiness = [...projectorReadiness(projector, platform), ...(relay ? [relayReadiness(relay)] : []), indexerReadiness(indexer), worker.readiness];
+  const readiness = [...projectorReadiness(projector, platform), ...(relay ? [relayReadiness(relay)] : []), indexerReadiness(indexer, platform.knex), worker.readiness];
   const api = await runApi(config, platform, logger, readiness, checkpointKeyOf(link), { connection: search.connection, settings: search.settings, link }, () => worker.runner.wake());
   onShutdown(logger, [
     { name: 'api', stop: () => api.stop() }, { name: 'worker', stop: () => worker.stop() }, { name: 'relay', stop: async () => relay?.stop() },

@@ -136,11 +136,15 @@ export function runIndexer(
  * The indexer in /readyz: not ready once failed for good. While the engine is away it reports
  * `retrying` (or `starting`) with the last error but stays ready: the API answers everything except
  * search (503 search-unavailable), and the indexer catches up from its checkpoint when the engine returns.
+ * Documents the engine refused (recorded in search_failures, and gone on from) make it `degraded`.
  */
-export function indexerReadiness(indexer: IndexerRole): ReadinessCheck {
+export function indexerReadiness(indexer: IndexerRole, knex: Platform['knex']): ReadinessCheck {
   return { name: 'searchIndexer', check: async () => {
     const status = indexer.status();
-    return { ok: status.state !== 'failed', details: status };
+    const [{ n }] = status.version === null ? [{ n: 0 }]
+      : await knex('search_failures').whereNull('resolved_at').where({ engine: status.engine, version: status.version }).count({ n: '*' });
+    const refused = Number(n);
+    return { ok: status.state !== 'failed', degraded: refused > 0, details: { ...status, refusedDocuments: refused } };
   } };
 }
 

@@ -283,6 +283,27 @@ describe('search indexer (direct transport, PostgreSQL search)', function () {
     expect((await app.deps.knex('search_failures').where({ doc_id: String(bad) }).first()).resolved_at).to.be.instanceOf(Date);
   });
 
+  it('a write refused as a whole because of one document (a statement PostgreSQL cannot run): that document recorded, the rest written, the indexer goes on', async () => {
+    let refuse = true;
+    const refusing = wrapWrites(engine, async (real, version, ops, checkpoints) => {
+      if (refuse && ops.upsert.some((d) => d.title === 'Too big to index')) {
+        throw Object.assign(new Error('string is too long for tsvector (1048576 bytes, max 1048575 bytes)'), { code: '54000' });
+      }
+      return real(version, ops, checkpoints);
+    });
+    indexer = startIndexer(app, refusing);
+    await caughtUp(app, indexer, engine);
+    for (const title of ['Before it', 'Too big to index', 'After it']) await world.model('repositoryCase', 'create', { data: { title, project: world.connect(world.ids.project) } });
+    await caughtUp(app, indexer, engine);
+    const cases = [...(await documents(engine, 'repository_cases')).values()].map((d) => d.title);
+    expect(cases).to.include.members(['Before it', 'After it']);
+    expect(cases).not.to.include('Too big to index');
+    const rows = await app.deps.knex('search_failures').where({ type: 'repository_cases' }).whereNull('resolved_at').select('doc_id', 'reason');
+    expect(rows.map((r) => r.reason)).to.deep.equal(['string is too long for tsvector (1048576 bytes, max 1048575 bytes) (54000)']);
+    expect(indexer.status()).to.deep.include({ state: 'running', lastError: null });
+    refuse = false;
+  });
+
   it('an error that is not transient fails it: `failed`, logged once at error level with a correlation id, checkpoint unmoved', async () => {
     let broken = false;
     const buggy = wrapWrites(engine, async (real, version, ops, checkpoints) => {
