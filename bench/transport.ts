@@ -826,8 +826,8 @@ async function checkSession(s: Session): Promise<void> {
     // Each row's revision is its stream's last; sum(revision + 1) counts every event the row absorbed.
     if (Number(r.events) !== s.seed.eventsPerCategory[category]) problems.push(`${table}: rows account for ${r.events} events, ${s.seed.eventsPerCategory[category]} seeded`);
   }
-  const { rows: [f] } = await s.knex.raw('SELECT count(*)::bigint AS n FROM projection_failures');
-  if (Number(f.n) !== 0) problems.push(`${f.n} rows in projection_failures`);
+  const { rows: [f] } = await s.knex.raw('SELECT count(*)::bigint AS n FROM parked_events');
+  if (Number(f.n) !== 0) problems.push(`${f.n} events parked (parked_events)`);
   const checkpoints: { name: string; position: string }[] = await s.knex('projection_checkpoints').select('name', 'position');
   const byName = new Map(checkpoints.map((c) => [c.name, BigInt(c.position)]));
   for (const [key, head] of s.heads) if (byName.get(key) !== head) problems.push(`checkpoint ${key} at ${byName.get(key)}, last position appended to it ${head}`);

@@ -418,7 +418,7 @@ export function startSearchIndexer(deps: {
       const event = decodeValue(message) as EventEnvelope;
       return event && typeof event.type === 'string' && typeof event.position === 'string' ? [event] : [];
     } catch {
-      return []; // not an event: the projections record it (projection_failures); nothing to index
+      return []; // not an event: the projections park it (parked_events); nothing to index
     }
   }
 
