@@ -75,6 +75,8 @@ export function buildApp(deps: AppDeps): Express {
   app.use((req, res, next) => {
     req.correlationId = correlationId(req.header('x-correlation-id'));
     res.setHeader('X-Correlation-Id', req.correlationId);
+    // Every answer is what its Content-Type says: a browser never guesses (a JSON answer read as HTML or script).
+    res.setHeader('X-Content-Type-Options', 'nosniff');
     next();
   });
   app.use(accessLog(deps.logger));
