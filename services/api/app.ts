@@ -121,7 +121,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(lookupRoutes(deps));
   app.use(notificationRoutes(deps));
   app.use(externalImportRoutes({ ...deps, externalImportMaxBytes: deps.externalImports.maxBytes, wakeWorkers: deps.externalImports.wakeWorkers }));
-  if (deps.search) app.use(searchRouter({ ...deps.search, knex: deps.knex, writeTimeoutMs: deps.writeTimeoutMs, logger: deps.logger }));
+  if (deps.search) app.use(searchRouter({ ...deps.search, knex: deps.knex, store: deps.store, writeTimeoutMs: deps.writeTimeoutMs, logger: deps.logger }));
   if (deps.searchAdmin) app.use(searchAdminRouter({ ...deps, ...deps.searchAdmin }));
   app.use(notFoundRoute);
   app.use(errorHandler(deps.logger));
