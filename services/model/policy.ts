@@ -205,17 +205,25 @@ export function targetsOf(entity: EntityDef, write: EntityWrite): { entity: Enti
 export async function checkVisible(knex: Knex, policy: Policy, targets: { entity: EntityName; ids: number[]; path: string }[]): Promise<void> {
   if (!policy.read.scope) return;
   for (const { entity: name, ids, path } of targets) {
-    const unique = [...new Set(ids)];
-    if (unique.length === 0) continue;
-    const entity = ENTITIES[name];
-    const sql = sqlContext(knex, policy.read);
-    const alias = sql.nextAlias();
-    const query = knex({ [alias]: entity.table }).whereIn(`${alias}.id`, unique).select(`${alias}.id`);
-    applyScope(sql, query, entity, alias);
-    const seen = new Set((await query).map((r: { id: number }) => r.id));
-    const missing = unique.filter((id) => !seen.has(id));
+    const seen = await visibleIds(knex, policy, ENTITIES[name], ids);
+    const missing = [...new Set(ids)].filter((id) => !seen.has(id));
     if (missing.length > 0) {
       throw notFound(`No ${name} with id ${missing.join(', ')}`, { path, missing });
     }
   }
+}
+
+/**
+ * Which of these rows of the entity the caller sees, by the read scope every model read applies
+ * (for routes that find rows themselves: lookups by name or by a migrated row's source id).
+ * Administrators see every row given.
+ */
+export async function visibleIds(knex: Knex, policy: Pick<Policy, 'read'>, entity: EntityDef, ids: readonly number[]): Promise<Set<number>> {
+  const unique = [...new Set(ids)];
+  if (unique.length === 0 || !policy.read.scope) return new Set(unique);
+  const sql = sqlContext(knex, policy.read);
+  const alias = sql.nextAlias();
+  const query = knex({ [alias]: entity.table }).whereIn(`${alias}.id`, unique).select(`${alias}.id`);
+  applyScope(sql, query, entity, alias);
+  return new Set((await query).map((r: { id: number }) => r.id));
 }
