@@ -97,9 +97,10 @@ export function buildApp(deps: AppDeps): Express {
     onLoginThrottled: (req, email) => recordLoginFailure(deps, { email, userId: null, reason: 'rate-limited', at: deps.clock() }, req),
   });
   if (!limits) deps.logger.warn('rate limiting is off (RATE_LIMIT_ENABLED=false)');
+  // Every password check (login, signing, revoking) counts against one limit per account and address.
+  const passwordLimiter = limits ? limits.passwords : null;
   app.post('/api/auth/login', loginOriginGuard(deps));
-  if (limits) app.post('/api/auth/login', limits.login);
-  app.use(loginRoutes(deps));
+  app.use(loginRoutes({ ...deps, passwordLimiter }));
   app.use(docsRoutes());
   if (limits) app.use('/api', limits.anonymous);
   app.use('/api', sessionGuard(deps), requireAuthentication({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage }));
@@ -113,7 +114,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(historyRoutes(deps));
   app.use(analyticsRoutes(deps));
   app.use(quarantineRoutes(deps));
-  app.use(signatureRoutes(deps));
+  app.use(signatureRoutes({ ...deps, passwordLimiter }));
   app.use(evidenceRoutes(deps));
   app.use(fileRoutes(deps));
   app.use(importRoutes(deps));
