@@ -1,3 +1,5 @@
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import {
   BulkWriteFailed, IndexNotFound, MAINTENANCE_TIMEOUT_MS, MappingNeedsReindex, SEARCH_TYPES, SearchUnavailable,
   type ClusterHealth, type CreatedIndices, type DocumentKey, type EngineInfo, type FacetRequest, type HealthStatus, type IndexStats,
@@ -17,6 +19,25 @@ import {
  */
 
 type Json = Record<string, unknown>;
+
+/**
+ * The CA the clients trust: the settings' PEM text, else the file sslCaPath names. A file that
+ * cannot be read as a certificate is "not readable", nothing more: the connection test answers
+ * the reason to the panel, which must not learn what is on the server's disk (which files exist,
+ * what they hold). The cause stays on the error for the log.
+ */
+export function trustedCa(settings: Pick<SearchSettings, 'sslCa' | 'sslCaPath'>): { ca?: string | Buffer } {
+  if (settings.sslCa) return { ca: settings.sslCa };
+  if (!settings.sslCaPath) return {};
+  try {
+    const ca = readFileSync(settings.sslCaPath);
+    new X509Certificate(ca);
+    return { ca };
+  } catch (cause) {
+    throw new Error('sslCaPath is not readable', { cause });
+  }
+}
+
 export type DocumentEngineName = Exclude<EngineInfo['engine'], 'postgres'>;
 
 export interface EngineRequest {

@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { Client } from '@elastic/elasticsearch';
 import type { SearchSettings } from '../../services/shared/search';
-import { DocumentSearchEngine, classifyClientError, type EngineTransport } from './documentEngine';
+import { DocumentSearchEngine, classifyClientError, trustedCa, type EngineTransport } from './documentEngine';
 
 /**
  * Elasticsearch 8.x/9.x through @elastic/elasticsearch (which refuses any server that is not
@@ -24,7 +23,7 @@ export function createElasticsearchClient(settings: SearchSettings): Client {
       : settings.username ? { auth: { username: settings.username, password: settings.password ?? '' } } : {}),
     tls: {
       rejectUnauthorized: settings.sslVerify,
-      ...(settings.sslCa ? { ca: settings.sslCa } : settings.sslCaPath ? { ca: readFileSync(settings.sslCaPath) } : {}),
+      ...trustedCa(settings),
     },
   });
 }

@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { Client } from '@opensearch-project/opensearch';
 import type { SearchSettings } from '../../services/shared/search';
-import { DocumentSearchEngine, classifyClientError, type EngineTransport } from './documentEngine';
+import { DocumentSearchEngine, classifyClientError, trustedCa, type EngineTransport } from './documentEngine';
 
 /**
  * OpenSearch 2.x/3.x through @opensearch-project/opensearch: only the client; the requests are
@@ -19,7 +18,7 @@ export function createOpenSearchClient(settings: SearchSettings): Client {
     ...(settings.apiKey ? { headers: { authorization: `ApiKey ${settings.apiKey}` } } : {}),
     ssl: {
       rejectUnauthorized: settings.sslVerify,
-      ...(settings.sslCa ? { ca: settings.sslCa } : settings.sslCaPath ? { ca: readFileSync(settings.sslCaPath) } : {}),
+      ...trustedCa(settings),
     },
   });
 }

@@ -75,6 +75,8 @@ export function buildApp(deps: AppDeps): Express {
   app.use((req, res, next) => {
     req.correlationId = correlationId(req.header('x-correlation-id'));
     res.setHeader('X-Correlation-Id', req.correlationId);
+    // Every answer is what its Content-Type says: a browser never guesses (a JSON answer read as HTML or script).
+    res.setHeader('X-Content-Type-Options', 'nosniff');
     next();
   });
   app.use(accessLog(deps.logger));
@@ -95,9 +97,10 @@ export function buildApp(deps: AppDeps): Express {
     onLoginThrottled: (req, email) => recordLoginFailure(deps, { email, userId: null, reason: 'rate-limited', at: deps.clock() }, req),
   });
   if (!limits) deps.logger.warn('rate limiting is off (RATE_LIMIT_ENABLED=false)');
+  // Every password check (login, signing, revoking) counts against one limit per account and address.
+  const passwordLimiter = limits ? limits.passwords : null;
   app.post('/api/auth/login', loginOriginGuard(deps));
-  if (limits) app.post('/api/auth/login', limits.login);
-  app.use(loginRoutes(deps));
+  app.use(loginRoutes({ ...deps, passwordLimiter }));
   app.use(docsRoutes());
   if (limits) app.use('/api', limits.anonymous);
   app.use('/api', sessionGuard(deps), requireAuthentication({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage }));
@@ -111,7 +114,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(historyRoutes(deps));
   app.use(analyticsRoutes(deps));
   app.use(quarantineRoutes(deps));
-  app.use(signatureRoutes(deps));
+  app.use(signatureRoutes({ ...deps, passwordLimiter }));
   app.use(evidenceRoutes(deps));
   app.use(fileRoutes(deps));
   app.use(importRoutes(deps));
@@ -119,7 +122,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(lookupRoutes(deps));
   app.use(notificationRoutes(deps));
   app.use(externalImportRoutes({ ...deps, externalImportMaxBytes: deps.externalImports.maxBytes, wakeWorkers: deps.externalImports.wakeWorkers }));
-  if (deps.search) app.use(searchRouter({ ...deps.search, knex: deps.knex, writeTimeoutMs: deps.writeTimeoutMs, logger: deps.logger }));
+  if (deps.search) app.use(searchRouter({ ...deps.search, knex: deps.knex, store: deps.store, writeTimeoutMs: deps.writeTimeoutMs, logger: deps.logger }));
   if (deps.searchAdmin) app.use(searchAdminRouter({ ...deps, ...deps.searchAdmin }));
   app.use(notFoundRoute);
   app.use(errorHandler(deps.logger));

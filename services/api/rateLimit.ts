@@ -1,7 +1,7 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { emailDigest, normaliseEmail } from '../identity/loginAttempts';
+import { emailDigest, type PasswordLimiter } from '../identity/loginAttempts';
 import type { RequestAuth } from '../shared/context';
 import { HttpError } from '../shared/errors';
 import type { CounterWindow, RateLimitSettings, RateLimitStore } from '../shared/rateLimitStore';
@@ -9,8 +9,9 @@ import type { CounterWindow, RateLimitSettings, RateLimitStore } from '../shared
 /**
  * Request rate limits: per API token and per session user (authenticated /api requests), per
  * client address (requests without credentials, and failed authentications), and a stricter one
- * for POST /api/auth/login per address, and per address and e-mail address (see loginEnforced:
- * never per e-mail address alone, by which anyone could lock its owner out). Counters live behind the
+ * for every password check (login, signing, revoking a signature) per address, and per address and
+ * account's e-mail address (see loginEnforced: never per e-mail address alone, by which anyone could
+ * lock its owner out). Counters live behind the
  * RateLimitStore port, shared by every API replica (PostgreSQL: infra/rateLimit/postgres.ts).
  *
  * Windows are fixed: a counter counts the requests of one window and the next window starts from
@@ -118,8 +119,8 @@ export function verdict(states: readonly LimitState[]): { shown: LimitState; exc
 export const LOGIN_TRIES_UNDER_ATTACK = 2;
 
 /**
- * Which of a login's counters (by address; by e-mail address; by address and e-mail address) may
- * refuse it. The address's: LOGIN_RATE_LIMIT_MAX attempts over every e-mail address, so guessing
+ * Which of a password check's counters (by address; by e-mail address; by address and e-mail
+ * address) may refuse it. The address's: LOGIN_RATE_LIMIT_MAX attempts over every e-mail address, so guessing
  * from one address stops there. The e-mail address's own counter (attempts from every address)
  * refuses nobody, since keyed on it alone anyone could lock its owner out from anywhere; instead,
  * while it is over the limit, each address has only LOGIN_TRIES_UNDER_ATTACK attempts at that
@@ -128,7 +129,6 @@ export const LOGIN_TRIES_UNDER_ATTACK = 2;
  */
 export function loginEnforced(states: readonly LimitState[]): LimitState[] {
   const [byAddress, byEmail, byAddressAndEmail] = states;
-  if (!byEmail) return [byAddress];
   if (byEmail.count <= byEmail.limit.max) return [byAddress, byAddressAndEmail];
   const max = Math.min(byAddressAndEmail.limit.max, LOGIN_TRIES_UNDER_ATTACK);
   return [byAddress, { ...byAddressAndEmail, limit: { ...byAddressAndEmail.limit, max } }];
@@ -173,25 +173,22 @@ export function clientAddress(ip: string | undefined): string {
 // ---------------------------------------------------------------------------------------------
 // Middleware.
 
-declare module 'express-serve-static-core' {
-  interface Request {
-    /** Set by the login limit: gives this attempt back (a successful login does not count). Never rejects. */
-    refundRateLimit?: () => Promise<void>;
-  }
-}
-
 export interface RateLimitDeps {
   store: RateLimitStore;
   settings: RateLimitSettings;
   clock: () => Date;
   logger: Logger;
-  /** Called once per window and key, when a login counter first goes over its limit (LoginFailed, reason rate-limited). */
+  /** Called once per window and key, when a password counter first goes over its limit (LoginFailed, reason rate-limited). */
   onLoginThrottled?: (req: Request, normalisedEmail: string) => Promise<void>;
 }
 
 export interface RateLimiters {
-  /** POST /api/auth/login, before its handler: per address, and per address and e-mail (loginEnforced); refuses before any password is checked. */
-  login: RequestHandler;
+  /**
+   * Every password check (login, signing, revoking a signature; services/identity/loginAttempts.ts
+   * checkPassword): per address, and per address and account (loginEnforced); refuses before the
+   * password is checked. A malformed request never gets here, so it never counts.
+   */
+  passwords: PasswordLimiter;
   /** /api requests that carry no credentials (no Authorization header, no logged-in session): per address. */
   anonymous: RequestHandler;
   /** Right after authentication on /api: a 401 counts for the address; an authenticated request for its token or user. */
@@ -263,30 +260,30 @@ export function rateLimiters(deps: RateLimitDeps): RateLimiters {
   };
   const byAddress = (req: Request): Limit => ({ key: `ip:${clientAddress(req.ip)}`, max: s.anonymousMax, windowMs: s.windowMs });
 
-  const login: RequestHandler = (req, res, next) => {
-    const raw: unknown = (req.body as { email?: unknown } | undefined)?.email;
-    const email = typeof raw === 'string' ? normaliseEmail(raw) : '';
-    const known = email.length > 0 && email.length <= 320;
-    const address = clientAddress(req.ip);
-    const limits: Limit[] = [{ key: `login-ip:${address}`, max: s.loginMax, windowMs: s.loginWindowMs }];
-    if (known) {
+  const passwords: PasswordLimiter = {
+    async attempt(req, res, email) {
+      const address = clientAddress(req.ip);
       const digest = emailDigest(email);
-      limits.push({ key: `login-email:${digest}`, max: s.loginMax, windowMs: s.loginWindowMs }, { key: `login-ip-email:${address}:${digest}`, max: s.loginMax, windowMs: s.loginWindowMs });
-    }
-    // Unlike the others this limit fails closed: password guessing must never run unthrottled.
-    take(res, limits, loginEnforced).then(async ({ states, refused }) => {
+      const limits: Limit[] = [
+        { key: `login-ip:${address}`, max: s.loginMax, windowMs: s.loginWindowMs },
+        { key: `login-email:${digest}`, max: s.loginMax, windowMs: s.loginWindowMs },
+        { key: `login-ip-email:${address}:${digest}`, max: s.loginMax, windowMs: s.loginWindowMs },
+      ];
+      // Unlike the others this limit fails closed (the store's error is thrown): password guessing must never run unthrottled.
+      const { states, refused } = await take(res, limits, loginEnforced);
       if (refused) {
-        if (known && deps.onLoginThrottled && loginEnforced(states).some((st) => st.count === st.limit.max + 1)) {
+        if (deps.onLoginThrottled && loginEnforced(states).some((st) => st.count === st.limit.max + 1)) {
           // Recorded or not, the attempt is refused: a failure to record it is logged, the answer stays 429.
-          await deps.onLoginThrottled(req, email).catch((err) => logger.error({ err, correlationId: req.correlationId }, 'cannot record a throttled login'));
+          await deps.onLoginThrottled(req, email).catch((err) => logger.error({ err, correlationId: req.correlationId }, 'cannot record a throttled password check'));
         }
-        return next(refused);
+        throw refused;
       }
-      req.refundRateLimit = () => store.refund(states.map((st) => st.counter)).catch((err) => {
-        logger.warn({ err, correlationId: req.correlationId }, 'cannot give a successful login back to the rate limit');
-      });
-      next();
-    }).catch(next);
+      return {
+        succeeded: () => store.refund(states.map((st) => st.counter)).catch((err) => {
+          logger.warn({ err, correlationId: req.correlationId }, 'cannot give a right password back to the rate limit');
+        }),
+      };
+    },
   };
 
   const anonymous: RequestHandler = (req, res, next) => {
@@ -305,5 +302,5 @@ export function rateLimiters(deps: RateLimitDeps): RateLimiters {
     limitOpen(req, res, next, { key: callerKey(req.auth), max: s.max, windowMs: s.windowMs });
   };
 
-  return { login, anonymous, afterAuthentication: [authenticationFailed, caller] };
+  return { passwords, anonymous, afterAuthentication: [authenticationFailed, caller] };
 }

@@ -1,4 +1,5 @@
 import type { EntityDef } from '../../contracts/entities';
+import { attachmentUrlProblem } from '../files/fileUrl';
 import { ciValueProblem } from '../shared/ciContext';
 import { DomainError } from '../shared/errors';
 import type { Fact, Facts } from './entity.decider';
@@ -51,6 +52,11 @@ export function checkEntityRules(entity: EntityDef, values: Record<string, unkno
         if (problem) throw new DomainError('invalid-ci-context', `${name} ${problem}`, { path: `data.${name}` });
       }
       break;
+    case 'attachment': {
+      const problem = typeof values.url === 'string' ? attachmentUrlProblem(values.url) : null;
+      if (problem) throw new DomainError('invalid-value', problem, { path: 'data.url' });
+      break;
+    }
     case 'fieldOption':
       if ((values.caseFieldId == null) === (values.resultFieldId == null)) {
         throw new DomainError('invalid-value', 'A field option belongs to exactly one case field or result field', { path: 'data.caseField' });

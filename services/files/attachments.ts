@@ -3,6 +3,7 @@ import type { EntityWrite } from '../entities/entity.handlers';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { handleCommand, loadAggregate } from '../shared/decider';
 import { badRequest } from '../shared/errors';
+import { fileKeyOfUrl } from './fileUrl';
 import { fileStream, storedFileDecider } from './storedFile.decider';
 
 /**
@@ -10,16 +11,9 @@ import { fileStream, storedFileDecider } from './storedFile.decider';
  * bare key) takes that file over: the file must be an upload of the attachment's project that no
  * attachment holds yet (else 404 file-not-found, 400 file-in-use, before anything is written), and
  * `FileAttached` records it; from then on the file is read with the attachment and deleted after
- * it (the file sweep). Any other url is a link and stays as it is. The file of an attachment is
- * set when it is created.
+ * it (the file sweep). Any other url is a link to an http(s) address (fileUrl.ts; the entity rules
+ * refuse the rest) and stays as it is. The file of an attachment is set when it is created.
  */
-
-const FILE_URL = /^(?:\/api\/files\/)?([a-f0-9]{64})$/;
-
-/** The key of the stored file an attachment's url names, or null for a link. */
-export function fileKeyOfUrl(url: unknown): string | null {
-  return typeof url === 'string' ? (FILE_URL.exec(url)?.[1] ?? null) : null;
-}
 
 interface Commands {
   create(deps: CommandDeps, write: EntityWrite, metadata: EventMetadata): Promise<number>;

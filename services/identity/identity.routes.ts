@@ -7,8 +7,7 @@ import { metadataFor } from '../shared/context';
 import { HttpError, badRequest } from '../shared/errors';
 import { findActiveUser } from './authentication';
 import { createApiToken, listApiTokens, revokeApiToken } from './identity.handlers';
-import { findLoginAccount, normaliseEmail, recordLoginFailure } from './loginAttempts';
-import { DUMMY_PASSWORD_HASH, verifyPassword } from './secrets';
+import { checkPassword, findLoginAccount, normaliseEmail, type PasswordLimiter } from './loginAttempts';
 import { endSession, startSession } from './sessions';
 
 const parseLogin = bodyParser<{ email: string; password: string }>({
@@ -24,24 +23,26 @@ const parseNewToken = bodyParser<{ name: string; expiresAt?: string | null }>({
   },
 } as JSONSchemaType<{ name: string; expiresAt?: string | null }>);
 
-/** POST /api/auth/login: public. A refusal is recorded as LoginFailed (never the password). */
-export function loginRoutes(deps: Pick<CommandDeps, 'knex' | 'clock' | 'store'>): Router {
+/**
+ * POST /api/auth/login: public. A well-formed attempt is a password check (checkPassword: the
+ * shared limit, then the password); a refusal is recorded as LoginFailed (never the password).
+ */
+export function loginRoutes(deps: Pick<CommandDeps, 'knex' | 'clock' | 'store'> & { passwordLimiter: PasswordLimiter | null }): Router {
   const router = Router();
   router.post('/api/auth/login', asyncHandler(async (req, res) => {
     const { email: given, password } = parseLogin(req.body);
     const email = normaliseEmail(given);
     if (email === '') throw badRequest('invalid-argument', 'email must not be blank', { path: 'email' });
     const user = await findActiveUser(deps.knex, { email });
-    // Verify against a dummy hash when there is no such user, so timing does not reveal accounts.
-    const ok = await verifyPassword(user?.passwordHash ?? DUMMY_PASSWORD_HASH, password);
-    if (!user || !ok) {
+    const ok = await checkPassword(deps, req, res, {
+      email, passwordHash: user?.passwordHash ?? null, password,
       // Every refusal takes the same steps (one lookup, one append), whatever its reason.
-      const account = await findLoginAccount(deps.knex, email);
-      const reason = !account ? 'unknown-user' : !account.isActive ? 'inactive-user' : 'wrong-password';
-      await recordLoginFailure(deps, { email, userId: account?.id ?? null, reason, at: deps.clock() }, req);
-      throw new HttpError(401, 'invalid-credentials', 'E-mail or password is wrong');
-    }
-    await req.refundRateLimit?.();
+      refused: async () => {
+        const account = await findLoginAccount(deps.knex, email);
+        return { userId: account?.id ?? null, reason: !account ? 'unknown-user' : !account.isActive ? 'inactive-user' : 'wrong-password' };
+      },
+    });
+    if (!user || !ok) throw new HttpError(401, 'invalid-credentials', 'E-mail or password is wrong');
     await startSession(req, user.id, deps.clock());
     res.json({ user: { id: user.id, email: user.email, name: user.name, access: user.access } });
   }));

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
+import type { Request, Response } from 'express';
 import type { Knex } from 'knex';
 import type { EventMetadata } from '../../contracts/envelope';
 import type { AccessLevel, DataOf } from '../../contracts/events';
 import type { AuthenticatedUser } from '../shared/context';
 import type { EventStore } from '../shared/eventStore';
+import { DUMMY_PASSWORD_HASH, verifyPassword } from './secrets';
 
 export type LoginFailureReason = DataOf<'LoginFailed'>['reason'];
 
@@ -47,4 +49,41 @@ export async function recordLoginFailure(
     email: failure.email, userId: failure.userId, reason: failure.reason, ip: request.ip ? request.ip.slice(0, 100) : null, attemptedAt: failure.at.toISOString(),
   };
   await deps.store.append(loginAttemptsStream(failure.email), [{ type: 'LoginFailed', data }], { expectedRevision: 'any', metadata: loginMetadata(request) });
+}
+
+/**
+ * The one limit on password checks (services/api/rateLimit.ts implements it): per client address,
+ * and per address and account (with the account's own counter deciding how many attempts each
+ * address has while it is over; see loginEnforced). Login, signing and revoking a signature all
+ * count here, so a password guessed one way is not guessed afresh another way.
+ */
+export interface PasswordLimiter {
+  /**
+   * Counts one password check of the account at `normalisedEmail` from the request's address,
+   * before the password is looked at: throws 429 rate-limited when over the limit (the headers
+   * set on `res`). `succeeded` gives the attempt back: a right password does not count.
+   */
+  attempt(req: Request, res: Response, normalisedEmail: string): Promise<{ succeeded(): Promise<void> }>;
+}
+
+/**
+ * Every password check: counted by the limiter first (when it is on), then verified (against a
+ * dummy hash when there is no account to check, so the time taken says nothing); a right password
+ * is given back to the limiter, a wrong one recorded as LoginFailed with what `refused` says.
+ * Only a well-formed request reaches it: a malformed body is no password check.
+ */
+export async function checkPassword(
+  deps: { store: EventStore; clock: () => Date; passwordLimiter: PasswordLimiter | null },
+  req: Request, res: Response,
+  check: { email: string; passwordHash: string | null; password: string; refused: () => Promise<{ userId: number | null; reason: LoginFailureReason }> },
+): Promise<boolean> {
+  const attempt = await deps.passwordLimiter?.attempt(req, res, check.email);
+  const right = await verifyPassword(check.passwordHash ?? DUMMY_PASSWORD_HASH, check.password);
+  if (right && check.passwordHash !== null) {
+    await attempt?.succeeded();
+    return true;
+  }
+  const { userId, reason } = await check.refused();
+  await recordLoginFailure(deps, { email: check.email, userId, reason, at: deps.clock() }, req);
+  return false;
 }

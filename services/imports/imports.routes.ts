@@ -2,8 +2,11 @@ import { createHash } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import type { EventEnvelope, EventMetadata } from '../../contracts/envelope';
+import { ENTITIES } from '../../contracts/entities';
 import type { UniqueValueClaimed } from '../../contracts/events';
 import { resolveProjectAccess, permits } from '../access/projectAccess';
+import { policyFor } from '../model/policy';
+import { isRowVisible } from '../model/query';
 import { asyncHandler } from '../shared/http';
 import { sanitiseFileName, normaliseMimeType } from '../files/fileMeta';
 import type { FileStore } from '../files/fileStore';
@@ -96,8 +99,8 @@ export function importRoutes(deps: ImportRoutesDeps): Router {
     const jobId = Number(req.params.jobId);
     if (!Number.isSafeInteger(jobId) || jobId < 1) throw badRequest('invalid-argument', 'jobId must be a positive integer', { path: 'jobId' });
     const row = await deps.knex('import_jobs').where({ job_id: jobId }).first();
-    const user = req.auth!.user;
-    const visible = row && (user.access === 'ADMIN' || row.created_by_id === user.id || (await resolveProjectAccess(deps.knex, user)).projects.has(row.project_id));
+    // Read as the model API reads its project (and run): not by being its creator, and never by access NONE.
+    const visible = row && (await isRowVisible(deps.knex, ENTITIES.project, row.project_id, (await policyFor(deps.knex, req.auth!.user)).read));
     if (!visible) throw new HttpError(404, 'import-job-not-found', `No import job ${jobId}`, { jobId });
     const { view, position } = await jobAnswer(deps, row);
     if (position !== null) res.setHeader('X-Event-Position', position);

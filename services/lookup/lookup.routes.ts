@@ -1,25 +1,30 @@
 import { Router } from 'express';
 import type { Knex } from 'knex';
-import { ENTITIES } from '../../contracts/entities';
-import { resolveProjectAccess } from '../access/projectAccess';
+import { ENTITIES, type EntityName } from '../../contracts/entities';
 import { lookupExternal } from '../migration/externalLookup';
 import { asyncHandler } from '../shared/http';
 import { createEntity } from '../entities/entity.handlers';
-import { policyFor } from '../model/policy';
+import { type Policy, policyFor } from '../model/policy';
+import { applyScope, isRowVisible, sqlContext } from '../model/query';
 import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
 import { badRequest, HttpError, notFound } from '../shared/errors';
 
 /**
  * POST /api/lookup {type, name, projectId?, createIfMissing?}: a name → its id, for the CLI and
- * scripts, seen through the caller's permissions (a project they cannot see is not found, as in
- * the model API). Names match exactly. 404 `not-found` for none, 409 `ambiguous-name` for several
- * (except test runs: the newest of that name). Tags missing with `createIfMissing` are created
- * when the caller may create tags.
+ * scripts, seen exactly as the model API shows rows (services/model/policy.ts: a row the caller's
+ * read scope leaves out, a project they cannot see, anything for access NONE, is not found). Names
+ * match exactly. 404 `not-found` for none, 409 `ambiguous-name` for several (except test runs: the
+ * newest of that name). Tags missing with `createIfMissing` are created when the caller may
+ * create tags.
  */
 
 export const LOOKUP_TYPES = ['project', 'state', 'config', 'milestone', 'tag', 'folder', 'testRun', 'template'] as const;
 export type LookupType = (typeof LOOKUP_TYPES)[number];
+/** The entity each type names. */
+const ENTITY_OF: Record<LookupType, EntityName> = {
+  project: 'project', state: 'workflow', config: 'configuration', milestone: 'milestone', tag: 'tag', folder: 'repositoryFolder', testRun: 'testRun', template: 'template',
+};
 /** Types whose names are unique only within a project. */
 const IN_PROJECT: ReadonlySet<LookupType> = new Set(['milestone', 'folder', 'testRun']);
 
@@ -30,7 +35,7 @@ export function lookupRoutes(deps: CommandDeps): Router {
   router.post('/api/lookup', asyncHandler(async (req, res) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
     // By the id a row had in the tool it was migrated from (services/migration/externalLookup.ts).
-    if (body.externalId !== undefined) return void res.json({ data: await lookupExternal(deps.knex, req.auth!.user, body) });
+    if (body.externalId !== undefined) return void res.json({ data: await lookupExternal(deps.knex, await policyFor(deps.knex, req.auth!.user), body) });
     for (const key of Object.keys(body)) {
       if (!['type', 'name', 'projectId', 'createIfMissing'].includes(key)) throw badRequest('invalid-argument', `Unknown field "${key}"`, { path: key });
     }
@@ -46,19 +51,17 @@ export function lookupRoutes(deps: CommandDeps): Router {
       throw badRequest('invalid-argument', 'createIfMissing must be a boolean', { path: 'createIfMissing' });
     if (body.createIfMissing === true && type !== 'tag') throw badRequest('invalid-argument', 'Only tags are created when missing', { path: 'createIfMissing' });
 
-    const access = await resolveProjectAccess(deps.knex, req.auth!.user);
-    const visible = (id: number) => access.all || access.projects.has(id);
-    if (projectId !== undefined && (!visible(projectId as number) || !(await deps.knex('projects').where({ id: projectId, is_deleted: false }).first('id'))))
+    const policy = await policyFor(deps.knex, req.auth!.user);
+    if (projectId !== undefined && (!(await isRowVisible(deps.knex, ENTITIES.project, projectId as number, policy.read))
+      || !(await deps.knex('projects').where({ id: projectId, is_deleted: false }).first('id'))))
       throw notFound(`Project ${projectId} does not exist`, { path: 'projectId', id: projectId });
 
-    const found = await candidates(deps.knex, type, name, projectId as number | undefined);
-    const seen = type === 'project' ? found.filter((c) => visible(c.id)) : found;
+    const seen = await candidates(deps.knex, policy, type, name, projectId as number | undefined);
     if (seen.length === 1 || (type === 'testRun' && seen.length > 1)) return void res.json({ data: { id: seen[0].id, name: seen[0].name } });
     if (seen.length > 1) {
       throw new HttpError(409, 'ambiguous-name', `${seen.length} ${type}s are named "${name}"; give an id instead`, { type, name, ids: seen.map((c) => c.id) });
     }
     if (body.createIfMissing === true) {
-      const policy = await policyFor(deps.knex, req.auth!.user);
       policy.checkWriteAccess(ENTITIES.tag, 'create');
       const id = await createEntity(withPositionHeader(deps, res), 'tag', { data: { name }, connect: {} }, metadataFor(req.auth!, req));
       return void res.status(201).json({ data: { id, name, created: true } });
@@ -68,17 +71,15 @@ export function lookupRoutes(deps: CommandDeps): Router {
   return router;
 }
 
-/** Rows of the type named exactly so (not deleted); test runs newest first. */
-async function candidates(knex: Knex, type: LookupType, name: string, projectId: number | undefined): Promise<Candidate[]> {
-  const q = (table: string) => knex(table).where({ name, is_deleted: false }).orderBy('id').limit(20).select('id', 'name');
-  switch (type) {
-    case 'project': return q('projects');
-    case 'state': return q('workflows').where({ scope: 'RUNS', is_enabled: true });
-    case 'config': return q('configurations');
-    case 'template': return q('templates');
-    case 'tag': return q('tags');
-    case 'milestone': return q('milestones').where({ project_id: projectId });
-    case 'folder': return q('repository_folders').where({ project_id: projectId });
-    case 'testRun': return q('test_runs').where({ project_id: projectId }).clearOrder().orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]);
-  }
+/** Rows of the type named exactly so (not deleted) that the caller sees; test runs newest first. */
+async function candidates(knex: Knex, policy: Policy, type: LookupType, name: string, projectId: number | undefined): Promise<Candidate[]> {
+  const entity = ENTITIES[ENTITY_OF[type]];
+  const sql = sqlContext(knex, policy.read);
+  const t = sql.nextAlias();
+  const query = knex({ [t]: entity.table }).where({ [`${t}.name`]: name, [`${t}.is_deleted`]: false }).limit(20).select(`${t}.id`, `${t}.name`);
+  if (entity.fields.projectId && projectId !== undefined) query.where(`${t}.project_id`, projectId);
+  if (type === 'state') query.where({ [`${t}.scope`]: 'RUNS', [`${t}.is_enabled`]: true });
+  query.orderBy(type === 'testRun' ? [{ column: `${t}.created_at`, order: 'desc' }, { column: `${t}.id`, order: 'desc' }] : [{ column: `${t}.id`, order: 'asc' }]);
+  applyScope(sql, query, entity, t);
+  return query;
 }

@@ -45,16 +45,23 @@ export async function historyBounds(knex: Knex): Promise<{ applied: bigint; kept
 }
 
 /**
+ * Refuses (400 invalid-argument, `details.head`) a position past the log's head: no read model will
+ * ever apply it, so waiting for it is pointless. `path` names the parameter that gave it. Used by
+ * `asOf` and by search's `after` / X-Event-Position.
+ */
+export async function refusePastHead(store: Pick<EventStore, 'headPosition'>, position: bigint, path: string): Promise<void> {
+  const head = BigInt(await store.headPosition());
+  if (position > head) throw badRequest('invalid-argument', `${path} ${position} is past the log's head (${head})`, { path, head: head.toString() });
+}
+
+/**
  * The position a read as of `asOf` is made at. Refused (400) past the log's head, or before the
  * read model kept history; a point the read model has not applied yet (a time of a moment ago) is
  * waited for up to `waitMs`, then 503 read-model-lagging.
  */
 export async function resolveAsOf(deps: { knex: Knex; store: EventStore; waitMs: number }, asOf: AsOf): Promise<string> {
   const position = 'position' in asOf ? asOf.position : await deps.store.positionAt(asOf.time);
-  const head = BigInt(await deps.store.headPosition());
-  if (BigInt(position) > head) {
-    throw badRequest('invalid-argument', `asOf ${position} is past the log's head (${head})`, { path: 'asOf', head: head.toString() });
-  }
+  await refusePastHead(deps.store, BigInt(position), 'asOf');
   const deadline = Date.now() + deps.waitMs;
   for (;;) {
     const { applied, keptSince } = await historyBounds(deps.knex);

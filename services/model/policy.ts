@@ -45,6 +45,13 @@ const AREA: Partial<Record<EntityName, Area>> = {
   attachment: 'Documentation', comment: 'Documentation',
 };
 
+/**
+ * Records that close, and the area whose canClose governs them: once completed, such a record, and
+ * the rows under it along their project path (a completed run's run cases and results, a completed
+ * session's results), change only with that permission.
+ */
+const CLOSABLE: Partial<Record<EntityName, Area>> = { testRun: 'TestRuns', session: 'Sessions', milestone: 'Milestones' };
+
 const forbidden = (message: string, details: Record<string, unknown>) => new HttpError(403, 'forbidden', message, details);
 const NOTHING: Where = { kind: 'in', field: 'id', negated: false, values: [], insensitive: false };
 
@@ -82,13 +89,16 @@ export async function policyFor(knex: Knex, user: AuthenticatedUser): Promise<Po
 
 /**
  * The per-project check of a write, once every row it names is known to be visible: the caller's
- * grant must permit the action in the entity's area (closing a run, session or milestone, on
- * create as on update, needs canClose; members and access need a project admin) in every project
- * the row is in before the change (`id`: update, delete) and after it (`write`: the project of
- * every row it references, along every relation, nested children's references and links
- * included). A write naming rows of two projects is refused in the project the caller lacks the
- * permission in (403); with the permission in both, the command refuses it (a row does not move
- * between projects, nor reference another project's rows).
+ * grant must permit the action in the entity's area (closing or reopening a row, on create as on
+ * update, needs canClose; members and access need a project admin), and canClose besides for a
+ * write that changes a completed run, session or milestone or a row under a completed run or
+ * session (closedRecordsTouched), in every project the row is in before the change (`id`: update,
+ * delete) and after it (`write`: the project of every row it references, along every relation,
+ * nested children's references and links included). A write naming rows of two projects is
+ * refused in the project the caller lacks the permission in (403); with the permission in both,
+ * the command refuses it (a row does not move between projects, nor reference another project's
+ * rows). Every write path of the model API (create, update, delete, their bulk forms, upsert,
+ * nested children, which are part of their parent's write) comes here.
  */
 export async function authorizeWrite(knex: Knex, policy: Policy, entity: EntityDef, operation: WriteOperation, target: { id?: number; write?: EntityWrite }): Promise<void> {
   if (entity.name === 'tag' && operation !== 'create' && target.id !== undefined) await authorizeTagChange(knex, policy.access, operation, target.id, target.write);
@@ -99,13 +109,18 @@ export async function authorizeWrite(knex: Knex, policy: Policy, entity: EntityD
     if (before !== null) projects.add(before);
   }
   if (entity.name !== 'project' && target.write) for (const projectId of await projectsReferenced(knex, entity, target.write)) projects.add(projectId);
+  const closing = await changesCompletion(knex, entity, operation, target);
+  const closed = await closedRecordsTouched(knex, entity, operation, target);
   // None: the command itself refuses a row without its project.
-  for (const projectId of projects) authorizeInProject(policy, entity, operation, projectId, target.write);
+  for (const projectId of projects) authorizeInProject(policy, entity, operation, projectId, closing, closed);
 }
 
-function authorizeInProject(policy: Policy, entity: EntityDef, operation: WriteOperation, projectId: number, write: EntityWrite | undefined): void {
+function authorizeInProject(
+  policy: Policy, entity: EntityDef, operation: WriteOperation, projectId: number, closing: boolean, closed: { entity: EntityName; id: number; area: Area }[],
+): void {
   const grant = policy.access.projects.get(projectId);
-  const refuse = (why: string) => forbidden(`You may not ${operation} ${entity.name} rows in project ${projectId}: ${why}`, { entity: entity.name, operation, projectId });
+  const refuse = (why: string, more: Record<string, unknown> = {}) =>
+    forbidden(`You may not ${operation} ${entity.name} rows in project ${projectId}: ${why}`, { entity: entity.name, operation, projectId, ...more });
   if (!grant) throw refuse('no access');
   if (entity.name === 'project' || PROJECT_ADMINISTRATION.has(entity.name)) {
     if (!grant.projectAdmin) throw refuse('only its project admins may');
@@ -113,9 +128,58 @@ function authorizeInProject(policy: Policy, entity: EntityDef, operation: WriteO
   }
   const area = AREA[entity.name];
   if (!area) throw refuse('only administrators may');
-  const closing = operation !== 'delete' && entity.fields.isCompleted !== undefined && write?.data.isCompleted === true;
+  for (const record of closed) {
+    if (!permits(grant, record.area, 'canClose')) {
+      throw refuse(`${record.entity} ${record.id} is completed, and the role has no canClose on ${record.area}`, { completed: { entity: record.entity, id: record.id } });
+    }
+  }
   const action = operation === 'delete' ? 'canDelete' : closing ? 'canClose' : 'canAddEdit';
   if (!permits(grant, area, action)) throw refuse(`the role has no ${action} on ${area}`);
+}
+
+const sameTime = (a: unknown, b: unknown) => (a == null ? null : new Date(a as string).getTime()) === (b == null ? null : new Date(b as string).getTime());
+
+/**
+ * Whether a write closes or reopens its row: a row created completed (`isCompleted: true`, or a
+ * `completedAt`), or an update giving `isCompleted` or `completedAt` a value other than the row's.
+ */
+async function changesCompletion(knex: Knex, entity: EntityDef, operation: WriteOperation, target: { id?: number; write?: EntityWrite }): Promise<boolean> {
+  const data = target.write?.data;
+  if (operation === 'delete' || !data || entity.fields.isCompleted === undefined) return false;
+  const hasTime = entity.fields.completedAt !== undefined;
+  if (operation === 'create' || target.id === undefined) return data.isCompleted === true || (hasTime && data.completedAt != null);
+  if (data.isCompleted === undefined && (!hasTime || data.completedAt === undefined)) return false;
+  const row = await knex(entity.table).where('id', target.id).first({ isCompleted: 'is_completed', ...(hasTime && { completedAt: 'completed_at' }) });
+  if (!row) return false; // the command answers the missing row
+  return (data.isCompleted !== undefined && data.isCompleted !== row.isCompleted) || (hasTime && data.completedAt !== undefined && !sameTime(data.completedAt, row.completedAt));
+}
+
+/**
+ * The completed records (CLOSABLE) a write changes: the row itself, when it is one (update,
+ * delete), and the run or session it is under along the first hop of its project path, as it is
+ * now and as the write would put it (a run case or result of a completed run, a session result of
+ * a completed session). Read from the read model, as the rest of the write's checks.
+ */
+async function closedRecordsTouched(knex: Knex, entity: EntityDef, operation: WriteOperation, target: { id?: number; write?: EntityWrite }): Promise<{ entity: EntityName; id: number; area: Area }[]> {
+  const candidates: { entity: EntityName; id: number }[] = [];
+  if (target.id !== undefined && operation !== 'create' && CLOSABLE[entity.name]) candidates.push({ entity: entity.name, id: target.id });
+  const hop = entity.projectPath?.[0];
+  const parent = hop === undefined ? undefined : entity.relations[hop];
+  if (hop !== undefined && parent && CLOSABLE[parent.target]) {
+    if (target.id !== undefined && operation !== 'create') {
+      const row = await knex(entity.table).where('id', target.id).first({ parentId: parent.foreignKey });
+      if (row?.parentId != null) candidates.push({ entity: parent.target, id: row.parentId });
+    }
+    const after = target.write?.connect[hop];
+    if (after != null) candidates.push({ entity: parent.target, id: after });
+  }
+  const closed: { entity: EntityName; id: number; area: Area }[] = [];
+  for (const c of candidates) {
+    if (closed.some((d) => d.entity === c.entity && d.id === c.id)) continue;
+    const row = await knex(ENTITIES[c.entity].table).where('id', c.id).first('is_completed');
+    if (row?.is_completed === true) closed.push({ ...c, area: CLOSABLE[c.entity]! });
+  }
+  return closed;
 }
 
 /** The project of an existing row, along its project path (one statement). */
@@ -205,17 +269,25 @@ export function targetsOf(entity: EntityDef, write: EntityWrite): { entity: Enti
 export async function checkVisible(knex: Knex, policy: Policy, targets: { entity: EntityName; ids: number[]; path: string }[]): Promise<void> {
   if (!policy.read.scope) return;
   for (const { entity: name, ids, path } of targets) {
-    const unique = [...new Set(ids)];
-    if (unique.length === 0) continue;
-    const entity = ENTITIES[name];
-    const sql = sqlContext(knex, policy.read);
-    const alias = sql.nextAlias();
-    const query = knex({ [alias]: entity.table }).whereIn(`${alias}.id`, unique).select(`${alias}.id`);
-    applyScope(sql, query, entity, alias);
-    const seen = new Set((await query).map((r: { id: number }) => r.id));
-    const missing = unique.filter((id) => !seen.has(id));
+    const seen = await visibleIds(knex, policy, ENTITIES[name], ids);
+    const missing = [...new Set(ids)].filter((id) => !seen.has(id));
     if (missing.length > 0) {
       throw notFound(`No ${name} with id ${missing.join(', ')}`, { path, missing });
     }
   }
+}
+
+/**
+ * Which of these rows of the entity the caller sees, by the read scope every model read applies
+ * (for routes that find rows themselves: lookups by name or by a migrated row's source id).
+ * Administrators see every row given.
+ */
+export async function visibleIds(knex: Knex, policy: Pick<Policy, 'read'>, entity: EntityDef, ids: readonly number[]): Promise<Set<number>> {
+  const unique = [...new Set(ids)];
+  if (unique.length === 0 || !policy.read.scope) return new Set(unique);
+  const sql = sqlContext(knex, policy.read);
+  const alias = sql.nextAlias();
+  const query = knex({ [alias]: entity.table }).whereIn(`${alias}.id`, unique).select(`${alias}.id`);
+  applyScope(sql, query, entity, alias);
+  return new Set((await query).map((r: { id: number }) => r.id));
 }

@@ -15,7 +15,7 @@ export function searchPaths(): OpenAPIV3.PathsObject {
 
   const typeList = `one of ${SEARCH_TYPES.join(', ')}`;
   const after = query('after', { type: 'string', pattern: '^[0-9]{1,19}$' },
-    'an event position (the X-Event-Position of a write): answer once the search index has applied it (waits at most WRITE_TIMEOUT_MS, then 503 search-lagging)');
+    'an event position (the X-Event-Position of a write): answer once the search index has applied it (waits at most WRITE_TIMEOUT_MS, then 503 search-lagging); past the log\'s head: 400 invalid-argument with details.head');
   const eventPosition: OpenAPIV3.ParameterObject = {
     name: 'X-Event-Position', in: 'header', required: false, schema: { type: 'string', pattern: '^[0-9]{1,19}$' }, description: 'as `after`',
   };

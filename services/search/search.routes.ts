@@ -1,6 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { Router, type Request, type Response } from 'express';
+import { refusePastHead } from '../model/asOf';
 import { HttpError } from '../shared/errors';
+import type { EventStore } from '../shared/eventStore';
 import { asyncHandler } from '../shared/http';
 import type { QueryKind } from './metrics';
 import { invalidArgument, parseFacetParameters, parsePosition, parseSearchBody, parseSearchParameters } from './query';
@@ -8,27 +10,34 @@ import { facets, search, waitForIndexer, type SearchDeps } from './search.servic
 
 export type { SearchDeps };
 
+/** The router's dependencies: the service's, and the log's head (a position past it is refused at once). */
+export type SearchRouterDeps = SearchDeps & { store: Pick<EventStore, 'headPosition'> };
+
 /**
  * GET and POST /api/search, GET /api/search/facets (docs/search.md). Authenticated like every
  * /api route (the app mounts this after authentication). Every answer counts and shows only
  * documents of projects the caller may read. A request with `X-Event-Position` or `?after=`
- * waits first until the indexer has applied that position (bounded: WRITE_TIMEOUT_MS). Each
+ * waits first until the indexer has applied that position (bounded: WRITE_TIMEOUT_MS); one past
+ * the log's head is a 400 naming the head, as `asOf` answers (services/model/asOf.ts). Each
  * answer is counted in `deps.metrics` (the search administration's metrics), if given.
  */
-export function searchRouter(deps: SearchDeps): Router {
+export function searchRouter(deps: SearchRouterDeps): Router {
   const router = Router();
 
-  /** The position to wait for: the header's, `after`'s, or the later of both. */
+  /** The position to wait for: the header's, `after`'s, or the later of both; one past the log's head is refused (400), not waited for. */
   const waitAsked = async (req: Request): Promise<void> => {
     const header = req.header('x-event-position');
     const after = req.query.after;
     let position = -1n;
-    if (header !== undefined) position = parsePosition(header, 'X-Event-Position');
+    let path = '';
+    if (header !== undefined) [position, path] = [parsePosition(header, 'X-Event-Position'), 'X-Event-Position'];
     if (after !== undefined) {
       const p = parsePosition(after, 'after');
-      if (p > position) position = p;
+      if (p > position) [position, path] = [p, 'after'];
     }
-    if (position > 0n) await waitForIndexer(deps, position, req.correlationId);
+    if (position <= 0n) return;
+    await refusePastHead(deps.store, position, path);
+    await waitForIndexer(deps, position, req.correlationId);
   };
 
   /** The handler, counted: served with its time taken, or its error's status and code. */

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import type { JSONSchemaType } from 'ajv';
 import type { SignedEntity } from '../../contracts/events';
+import type { PasswordLimiter } from '../identity/loginAttempts';
 import { policyFor } from '../model/policy';
 import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { asyncHandler } from '../shared/http';
@@ -38,7 +39,7 @@ const parseRevoke = bodyParser<RevokeBody>({
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-export function signatureRoutes(deps: CommandDeps): Router {
+export function signatureRoutes(deps: CommandDeps & { passwordLimiter: PasswordLimiter | null }): Router {
   const router = Router();
 
   router.post('/api/signatures', asyncHandler(async (req, res) => {
@@ -46,7 +47,7 @@ export function signatureRoutes(deps: CommandDeps): Router {
     const policy = await policyFor(deps.knex, req.auth!.user);
     const { projectId } = await signedRecord(deps, policy, body.entity, body.id);
     await authorizeMeaning(deps, policy, projectId, body.meaning);
-    const reauthentication = await reauthenticate(deps, req, body.password);
+    const reauthentication = await reauthenticate(deps, req, res, body.password);
     const comment = body.comment?.trim() ? body.comment.trim() : null;
     const signature = await sign(withPositionHeader(deps, res), req, { entity: body.entity, id: body.id, projectId }, { meaning: body.meaning, comment, reauthentication });
     res.status(201).json({ data: signature });
@@ -71,7 +72,7 @@ export function signatureRoutes(deps: CommandDeps): Router {
     const body = parseRevoke(req.body ?? {});
     const policy = await policyFor(deps.knex, req.auth!.user);
     const { projectId } = await signedRecord(deps, policy, body.entity, body.id);
-    const reauthentication = await reauthenticate(deps, req, body.password);
+    const reauthentication = await reauthenticate(deps, req, res, body.password);
     await revoke(withPositionHeader(deps, res), req, policy, { entity: body.entity, id: body.id, projectId }, { signatureId, reason: body.reason.trim(), reauthentication });
     const listed = await listSignatures(deps, body.entity, body.id);
     res.json({ data: listed.data.find((s) => s.id === signatureId) });

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { ENTITIES } from '../../contracts/entities';
 import type { EventEnvelope } from '../../contracts/envelope';
 import type { DataOf, Reauthentication, SignedEntity } from '../../contracts/events';
 import { findActiveUser } from '../identity/authentication';
-import { recordLoginFailure } from '../identity/loginAttempts';
-import { verifyPassword } from '../identity/secrets';
+import { checkPassword, normaliseEmail, type PasswordLimiter } from '../identity/loginAttempts';
 import type { Policy } from '../model/policy';
 import { findRowById } from '../model/query';
 import type { CommandDeps } from '../shared/commandBus';
@@ -57,16 +56,18 @@ export async function signedRecord(deps: Deps, policy: Policy, entity: SignedEnt
 
 /**
  * Re-authentication: the signer's password, or a session signed in within the window. An API
- * token alone never signs. A wrong password counts as a failed login (and may lock the account).
+ * token alone never signs. The password is checked as a login's is (checkPassword): under the
+ * same limit per account and address, a wrong one recorded as a failed login.
  */
-export async function reauthenticate(deps: Deps, req: Request, password: string | undefined): Promise<Reauthentication> {
+export async function reauthenticate(deps: Deps & { passwordLimiter: PasswordLimiter | null }, req: Request, res: Response, password: string | undefined): Promise<Reauthentication> {
   const auth = req.auth!;
   if (password !== undefined) {
     const user = await findActiveUser(deps.knex, { id: auth.user.id });
-    if (!user || !(await verifyPassword(user.passwordHash, password))) {
-      await recordLoginFailure(deps, { email: auth.user.email, userId: auth.user.id, reason: 'wrong-password', at: deps.clock() }, req);
-      throw new HttpError(401, 'reauthentication-failed', 'The password is wrong: nothing was signed');
-    }
+    const ok = await checkPassword(deps, req, res, {
+      email: normaliseEmail(auth.user.email), passwordHash: user?.passwordHash ?? null, password,
+      refused: async () => ({ userId: auth.user.id, reason: 'wrong-password' }),
+    });
+    if (!ok) throw new HttpError(401, 'reauthentication-failed', 'The password is wrong: nothing was signed');
     return 'password';
   }
   const loginAt = auth.via === 'session' ? req.session?.loginAt : undefined;

@@ -38,8 +38,9 @@ const SHELL = `<!doctype html>
 /** The tab's icon: a check mark on the brand's blue. */
 const ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#0a58ca"/><path d="M8 17l5 5 11-12" fill="none" stroke="#fff" stroke-width="4" stroke-linecap="round" stroke-linejoin="round"/></svg>`;
 
-function secure(res: Response): void {
-  res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+/** The headers of every page and of what it loads (the API documentation's too: it runs with the session cookie). */
+export function securePage(res: Response, policy = CONTENT_SECURITY_POLICY): void {
+  res.setHeader('Content-Security-Policy', policy);
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader('Referrer-Policy', 'same-origin');
@@ -53,7 +54,7 @@ export function webRoutes(): Router {
   const serve = (paths: string | string[], type: string, body: () => Promise<string> | string, cache = 'no-cache') =>
     router.get(paths, asyncHandler(async (_req, res) => {
       const content = await body();
-      secure(res);
+      securePage(res);
       res.setHeader('Cache-Control', cache);
       res.type(type).send(content);
     }));

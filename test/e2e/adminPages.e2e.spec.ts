@@ -154,6 +154,24 @@ describe('administrator pages in headless Chromium', function () {
     await context.close();
   });
 
+  it('after signing in, ?next= never leaves the site: a tab, CR or LF in it, a backslash, another origin lead to the start page', async () => {
+    for (const next of ['/\t/evil.example', '/\r/evil.example', '/\n/evil.example', '/\\evil.example', '\t//evil.example', 'http://evil.example/', 'javascript:alert(1)']) {
+      const { context, page, problems } = await session();
+      // Anything outside our server is answered here, not looked up: a page that went there shows it.
+      const left: string[] = [];
+      await context.route((url) => !url.href.startsWith(app.url), (route) => {
+        left.push(route.request().url());
+        return route.fulfill({ status: 200, contentType: 'text/html', body: '<p>left the site</p>' });
+      });
+      await signIn(page, 'user@example.com', `?next=${encodeURIComponent(next)}`);
+      expect(page.url(), JSON.stringify(next)).to.equal(`${app.url}/`);
+      expect(left, JSON.stringify(next)).to.deep.equal([]);
+      await page.getByRole('heading', { name: 'Testament', level: 1 }).waitFor();
+      expect(problems.filter((p) => !p.startsWith('foreign request')), JSON.stringify(next)).to.deep.equal([]);
+      await context.close();
+    }
+  });
+
   it('the wizard: upload, analysis, mappings (a user mapped, a status created, a tag skipped), execute, completed, rollback', async () => {
     const { context, page, problems } = await session();
     await signIn(page, 'admin@example.com', '?next=%2Fadmin%2Fimports');

@@ -181,6 +181,24 @@ describe('files: owners and permissions', function () {
       await model('tester', 'attachment', 'update', { where: { id: attachmentId }, data: { name: 'Screenshot (renamed)' } });
     });
 
+    it('a url is an http(s) address or a stored file, nothing else (400 invalid-value, on create and on update); nothing is written', async () => {
+      const attachments = await model('admin', 'attachment', 'count', {});
+      const link = (await model('tester', 'attachment', 'create', { data: { name: 'Spec', url: 'HTTP://example.com/spec.html', size: 0, project: connect(ids.a) } })).id;
+      for (const url of [
+        'javascript:alert(document.cookie)', ' javascript:alert(1)', 'JaVaScRiPt:alert(1)', 'java\tscript:alert(1)', 'data:text/html,<script>alert(1)</script>',
+        'vbscript:msgbox(1)', 'file:///etc/passwd', '../../api/admin/tokens', '../secret.txt', '/api/files/../admin', '//evil.example/x', '/\t/evil.example',
+        'manual.pdf', 'https://', 'https://example.com/a b', 'https://example.com/\n', `/api/files/${'A'.repeat(64)}`, '',
+      ]) {
+        const created = await expectRefused(app, () => users.tester.client.post('/api/model/attachment/create', { data: { name: 'Bad', url, size: 1, project: connect(ids.a) } }), 400);
+        expect(created, JSON.stringify(url)).to.deep.include({ code: 'invalid-value' });
+        expect(created.details, JSON.stringify(url)).to.deep.include({ path: 'data.url' });
+        const updated = await expectRefused(app, () => users.tester.client.post('/api/model/attachment/update', { where: { id: link }, data: { url } }), 400);
+        expect(updated.code, JSON.stringify(url)).to.equal('invalid-value');
+      }
+      expect(await model('admin', 'attachment', 'count', {})).to.equal(attachments + 1);
+      expect((await model('admin', 'attachment', 'findUnique', { where: { id: link } })).url).to.equal('HTTP://example.com/spec.html');
+    });
+
     it('an attachment deleted: its file is 404 at once, and the sweep removes its content (FileDeleted attachment-deleted, by the system)', async () => {
       await model('admin', 'attachment', 'delete', { where: { id: attachmentId } });
       expect((await call('tester', 'GET', file.url)).status).to.equal(404);

@@ -303,5 +303,27 @@ describe('result import (JUnit endpoint and the multi-format one)', function () 
       expect((await admin.get('/api/imports/999999')).status).to.equal(404);
       expect((await admin.get('/api/imports/abc')).status).to.equal(400);
     });
+
+    it('a job is read as the model API reads its project: its readers see it, its own creator no longer once they lose the project or drop to access NONE', async () => {
+      const lenaId = await registerUser(app.deps, { email: 'lena@example.com', name: 'Lena', password: PASSWORD, access: 'USER' }, systemMetadata('test'));
+      const assignment = await model('projectAssignment', 'create', { data: { user: { connect: { id: lenaId } }, project: { connect: { id: ids.project } } } });
+      const lena = new HttpClient(app.url, await tokenOf('lena@example.com'));
+      const answer = await junit({ name: 'Lena\'s run', projectId: ids.project }, [{ name: 'TEST-login.xml', content: SUREFIRE }], lena.bearer);
+      const jobId = Number(answer.headers.get('x-import-job-id'));
+      await expectCompleted(answer);
+      const reader = new HttpClient(app.url, readerToken);
+      for (const [who, client] of [['lena', lena], ['reader', reader], ['admin', admin]] as const) {
+        expect((await client.get(`/api/imports/${jobId}`)).status, who).to.equal(200);
+      }
+      await model('user', 'update', { where: { id: lenaId }, data: { access: 'NONE' } });
+      const none = await expectRefused(app, () => lena.get(`/api/imports/${jobId}`), 404);
+      expect(none).to.deep.include({ code: 'import-job-not-found', details: { jobId } });
+      expect((await lena.post('/api/model/testRun/findMany', {})).body.data, 'the model API shows NONE nothing').to.deep.equal([]);
+      await model('user', 'update', { where: { id: lenaId }, data: { access: 'USER' } });
+      expect((await lena.get(`/api/imports/${jobId}`)).status).to.equal(200);
+      await model('projectAssignment', 'delete', { where: { id: assignment.id } });
+      expect((await expectRefused(app, () => lena.get(`/api/imports/${jobId}`), 404)).code, 'no longer in the project').to.equal('import-job-not-found');
+      expect((await reader.get(`/api/imports/${jobId}`)).status).to.equal(200);
+    });
   });
 });

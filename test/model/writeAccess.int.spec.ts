@@ -177,6 +177,107 @@ describe('model API writes across projects and permissions', function () {
     });
   });
 
+  describe('a completed run, session or milestone, and what is under a completed run or session, changes only with canClose', () => {
+    let closer: HttpClient;
+    const closed: Record<string, number> = {};
+    const mark = async (entity: string, id: number, isCompleted: boolean) => {
+      const res = await admin.post(`/api/model/${entity}/update`, { where: { id }, data: { isCompleted } });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    };
+
+    before(async () => {
+      // A role with canClose (and add/edit) on runs, sessions and milestones, results and session results add/edit only.
+      const role = await created(admin, 'role', { name: 'Closer' });
+      for (const [area, canClose] of [['TestRuns', true], ['Sessions', true], ['Milestones', true], ['TestRunResults', false], ['SessionResults', false]] as const) {
+        await created(admin, 'rolePermission', { role: connect(role), area, canAddEdit: true, canDelete: false, canClose });
+      }
+      const closerId = await registerUser(app.deps, { email: 'closer@example.com', name: 'Closer', password: PASSWORD, access: 'USER' }, systemMetadata('test'));
+      await created(admin, 'userProjectPermission', { user: connect(closerId), project: connect(ids.a), accessType: 'SPECIFIC_ROLE', role: connect(role) });
+      closer = await login('closer@example.com');
+      closed.run = await created(admin, 'testRun', { name: 'Closed run', project: connect(ids.a) });
+      closed.runCase = await created(admin, 'testRunCase', { testRun: connect(closed.run), repositoryCase: connect(ids.caseA) });
+      closed.result = await created(admin, 'testRunResult', { testRun: connect(closed.run), testRunCase: connect(closed.runCase), status: connect(ids.passed) });
+      closed.session = await created(admin, 'session', { name: 'Closed session', project: connect(ids.a) });
+      closed.sessionResult = await created(admin, 'sessionResult', { session: connect(closed.session), status: connect(ids.passed) });
+      closed.milestone = await created(admin, 'milestone', { name: 'Closed milestone', project: connect(ids.a) });
+      closed.tag = await created(admin, 'tag', { name: 'closed-runs' });
+      for (const entity of ['run', 'session', 'milestone']) await mark(entity === 'run' ? 'testRun' : entity, closed[entity], true);
+    });
+
+    /** Every write a Tester (add/edit, no canClose) tried on closed records; each must be a 403 naming the completed record, appending nothing. */
+    const attempts = (): [string, string, string, unknown, { entity: string; id: number }][] => {
+      const run = { entity: 'testRun', id: closed.run };
+      const session = { entity: 'session', id: closed.session };
+      const milestone = { entity: 'milestone', id: closed.milestone };
+      return [
+        ['reopen the run', 'testRun', 'update', { where: { id: closed.run }, data: { isCompleted: false } }, run],
+        ['reopen the session', 'session', 'update', { where: { id: closed.session }, data: { isCompleted: false } }, session],
+        ['reopen the milestone', 'milestone', 'update', { where: { id: closed.milestone }, data: { isCompleted: false } }, milestone],
+        ['rename the run', 'testRun', 'update', { where: { id: closed.run }, data: { name: 'Renamed' } }, run],
+        ['rename the session', 'session', 'update', { where: { id: closed.session }, data: { note: 'changed' } }, session],
+        ['rename the milestone', 'milestone', 'update', { where: { id: closed.milestone }, data: { name: 'Renamed' } }, milestone],
+        ['tag the run (a link)', 'testRun', 'update', { where: { id: closed.run }, data: { tags: { connect: [{ id: closed.tag }] } } }, run],
+        ['add a run case to it', 'testRunCase', 'create', { data: { testRun: connect(closed.run), repositoryCase: connect(ids.otherCaseA) } }, run],
+        ['add a result to it', 'testRunResult', 'create', { data: { testRun: connect(closed.run), testRunCase: connect(closed.runCase), status: connect(ids.passed) } }, run],
+        ['change its result', 'testRunResult', 'update', { where: { id: closed.result }, data: { notes: 'edited after closing' } }, run],
+        ['clear its result\'s step results (a nested write)', 'testRunResult', 'update', { where: { id: closed.result }, data: { stepResults: { deleteMany: {} } } }, run],
+        ['change its run case', 'testRunCase', 'update', { where: { id: closed.runCase }, data: { notes: 'edited after closing' } }, run],
+        ['add a session result', 'sessionResult', 'create', { data: { session: connect(closed.session), status: connect(ids.passed) } }, session],
+        ['change a session result', 'sessionResult', 'update', { where: { id: closed.sessionResult }, data: { resultData: 'edited' } }, session],
+        ['rename by updateMany', 'testRun', 'updateMany', { where: { id: closed.run }, data: { name: 'Renamed' } }, run],
+        ['reopen by updateMany', 'milestone', 'updateMany', { where: { id: closed.milestone }, data: { isCompleted: false } }, milestone],
+        ['add results by createMany', 'testRunResult', 'createMany', { data: [{ testRun: connect(closed.run), testRunCase: connect(closed.runCase), status: connect(ids.passed) }] }, run],
+        ['rename by upsert', 'testRun', 'upsert', { where: { id: closed.run }, create: { name: 'x', project: connect(ids.a) }, update: { name: 'Renamed' } }, run],
+        ['add a run case by upsert', 'testRunCase', 'upsert', {
+          where: { testRunId_repositoryCaseId: { testRunId: closed.run, repositoryCaseId: ids.otherCaseA } },
+          create: { testRun: connect(closed.run), repositoryCase: connect(ids.otherCaseA) }, update: { notes: 'x' },
+        }, run],
+      ];
+    };
+
+    it('a Tester without canClose is refused every change: reopening, renaming, tagging, run cases and results added or changed, through every write path (403, details.completed, nothing appended)', async () => {
+      for (const [what, entity, op, body, record] of attempts()) {
+        const refusal = await refused(tester, entity, op, body, 403);
+        expect(refusal.code, what).to.equal('forbidden');
+        expect(refusal.details, what).to.deep.include({ projectId: ids.a, completed: record });
+        expect(refusal.error, what).to.match(/is completed.*canClose/);
+      }
+      for (const entity of ['testRun', 'session', 'milestone']) {
+        const now = await row(entity, closed[entity === 'testRun' ? 'run' : entity]);
+        expect(now.isCompleted, entity).to.equal(true);
+        expect(now.name, entity).to.match(/^Closed/);
+      }
+    });
+
+    it('nor may a Tester set completedAt: on an open run, on create', async () => {
+      for (const [entity, id] of [['testRun', ids.runA], ['session', ids.sessionA], ['milestone', ids.milestoneA]] as const) {
+        const refusal = await refused(tester, entity, 'update', { where: { id }, data: { completedAt: '2026-01-01T00:00:00Z' } }, 403);
+        expect(refusal.error, entity).to.match(/canClose/);
+      }
+      await refused(tester, 'testRun', 'create', { data: { name: 'Back-dated', project: connect(ids.a), completedAt: '2026-01-01T00:00:00Z' } }, 403);
+      expect((await row('testRun', ids.runA)).completedAt).to.equal(null);
+    });
+
+    it('open records stay the Tester\'s: a change, and isCompleted: false where it is false already, are no closing', async () => {
+      expect((await tester.post('/api/model/testRun/update', { where: { id: ids.runA }, data: { note: 'still open', isCompleted: false } })).status).to.equal(200);
+      expect((await tester.post('/api/model/testRunResult/update', { where: { id: ids.resultA }, data: { notes: 'open run' } })).status).to.equal(200);
+      expect((await tester.post('/api/model/milestone/update', { where: { id: ids.milestoneA }, data: { name: 'Milestone A', isCompleted: false } })).status).to.equal(200);
+    });
+
+    it('with canClose every one of them is allowed: reopen, change, close again', async () => {
+      for (const [entity, key] of [['testRun', 'run'], ['session', 'session'], ['milestone', 'milestone']] as const) {
+        expect((await closer.post(`/api/model/${entity}/update`, { where: { id: closed[key] }, data: { note: 'after closing' } })).status, entity).to.equal(200);
+        expect((await closer.post(`/api/model/${entity}/update`, { where: { id: closed[key] }, data: { isCompleted: false } })).status, entity).to.equal(200);
+        expect((await closer.post(`/api/model/${entity}/update`, { where: { id: closed[key] }, data: { isCompleted: true, completedAt: '2026-06-01T12:00:00Z' } })).status, entity).to.equal(200);
+      }
+      expect((await closer.post('/api/model/testRunCase/create', { data: { testRun: connect(closed.run), repositoryCase: connect(ids.otherCaseA) } })).status).to.equal(201);
+      expect((await closer.post('/api/model/testRunResult/create', { data: { testRun: connect(closed.run), testRunCase: connect(closed.runCase), status: connect(ids.passed) } })).status).to.equal(201);
+      expect((await closer.post('/api/model/sessionResult/create', { data: { session: connect(closed.session), status: connect(ids.passed) } })).status).to.equal(201);
+      expect((await closer.post('/api/model/testRun/update', { where: { id: ids.otherRunA }, data: { completedAt: '2026-06-01T12:00:00Z' } })).status).to.equal(200);
+      expect((await row('testRun', closed.run)).isCompleted).to.equal(true);
+    });
+  });
+
   describe('nested writes the events do not carry are a 400 at parse time, not a 500 at the contract', () => {
     it('a tag\'s runs, cases and sessions, a field\'s templates, a variant\'s configurations are written from the other side', async () => {
       const tag = await created(admin, 'tag', { name: 'nested-writes' });

@@ -5,7 +5,7 @@ function sampleValue(name: string, field: FieldDef, n: number): unknown {
   if (field.enum) return field.enum[0];
   if (field.list) return [];
   switch (field.type) {
-    case 'string': return `${name}-${n}`;
+    case 'string': return name === 'url' ? `https://example.com/${name}-${n}` : `${name}-${n}`;
     case 'int': return 1;
     case 'float': return 1.5;
     case 'boolean': return true;

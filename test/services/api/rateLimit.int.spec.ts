@@ -5,6 +5,7 @@ import pg from 'pg';
 import { PostgresRateLimitStore } from '../../../infra/rateLimit/postgres';
 import { buildApp } from '../../../services/api/app';
 import type { RateLimitSettings } from '../../../services/shared/rateLimitStore';
+import { createEntity } from '../../../services/entities/entity.handlers';
 import { createApiToken, registerUser } from '../../../services/identity/identity.handlers';
 import { loginAttemptsStream } from '../../../services/identity/loginAttempts';
 import { systemMetadata } from '../../../services/shared/context';
@@ -181,8 +182,53 @@ describe('rate limits over HTTP', function () {
       expect((await send(app.url, '/api/auth/login', { ip: '203.0.113.50', body: { email: `nobody${i}@example.com`, password: 'guess' } })).status).to.equal(401);
     }
     expectRateLimited(await send(app.url, '/api/auth/login', { ip: '203.0.113.50', body: { email: 'ann@example.com', password: 'ann-password-1' } }), 3, 60_000);
-    expectRateLimited(await send(app.url, '/api/auth/login', { ip: '203.0.113.50', body: { password: 'no e-mail at all' } }), 3, 60_000);
     expect((await send(app.url, '/api/auth/login', { ip: '203.0.113.51', body: { email: 'ann@example.com', password: 'ann-password-1' } })).status).to.equal(200);
+  });
+
+  it('a malformed login body is a 400 and no password check: it never counts towards the limit', async () => {
+    const ip = '203.0.113.55';
+    for (const body of [{ password: 'no e-mail at all' }, { email: 'ann@example.com' }, { email: '   ', password: 'x' }, { email: 'ann@example.com', password: '' }, { email: 'ann@example.com', password: 'x', more: 1 }]) {
+      for (let i = 0; i < LIMITS.loginMax; i++) {
+        const res = await send(app.url, '/api/auth/login', { ip, body });
+        expect(res.status, JSON.stringify([body, res.body])).to.equal(400);
+      }
+    }
+    const raw = await fetch(`${app.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': ip }, body: '{"email":' });
+    expect(raw.status).to.equal(400);
+    // The address has all its attempts: loginMax wrong passwords answered as such, then the limit.
+    for (let i = 0; i < LIMITS.loginMax; i++) expect((await send(app.url, '/api/auth/login', { ip, body: { email: 'ann@example.com', password: `wrong-${i}` } })).status).to.equal(401);
+    expectRateLimited(await send(app.url, '/api/auth/login', { ip, body: { email: 'bob@example.com', password: 'bob-password-1' } }), 3, 60_000);
+  });
+
+  it('every password check shares the login limit per account and address: wrong passwords to sign or revoke lock that address out of signing and logging in; the owner signs from elsewhere', async () => {
+    const meta = systemMetadata('test');
+    const doraId = await registerUser(app.deps, { email: 'dora@example.com', name: 'Dora', password: 'dora-password-1', access: 'ADMIN' }, meta);
+    const projectId = await createEntity(app.deps, 'project', { data: { name: 'Signed' }, connect: {} }, meta);
+    const runId = await createEntity(app.deps, 'testRun', { data: { name: 'Release 1' }, connect: { project: projectId } }, meta);
+    // A token per request, so that no token reaches its own limit (LIMITS.max) meanwhile.
+    const token = async () => (await createApiToken({ ...app.deps, tokenSecret: TEST_TOKEN_SECRET }, { userId: doraId, name: `sign ${tokens.length}-${Math.random()}`, expiresAt: null }, meta)).token;
+    const sign = async (password: string, ip: string) => send(app.url, '/api/signatures', { ip, bearer: await token(), body: { entity: 'testRun', id: runId, meaning: 'approved', password } });
+    const guesser = '203.0.113.70';
+    const signed = await sign('dora-password-1', guesser);
+    expect(signed.status, JSON.stringify(signed.body)).to.equal(201);
+    const revoke = async (password: string, ip: string) =>
+      send(app.url, `/api/signatures/${signed.body.data.id}/revoke`, { ip, bearer: await token(), body: { entity: 'testRun', id: runId, reason: 'a typo', password } });
+    // The right password given back, loginMax wrong ones: signing, revoking and logging in alike.
+    for (const wrong of [() => sign('wrong-1', guesser), () => revoke('wrong-2', guesser), () => send(app.url, '/api/auth/login', { ip: guesser, body: { email: 'dora@example.com', password: 'wrong-3' } })]) {
+      const res = await wrong();
+      expect(res.status, JSON.stringify(res.body)).to.equal(401);
+      expect(res.body.code).to.be.oneOf(['reauthentication-failed', 'invalid-credentials']);
+    }
+    // Refused before any password is checked, the right one included, whichever way it comes.
+    for (const right of [() => sign('dora-password-1', guesser), () => revoke('dora-password-1', guesser), () => send(app.url, '/api/auth/login', { ip: guesser, body: { email: 'dora@example.com', password: 'dora-password-1' } })]) {
+      const res = await right();
+      expect(res.status, JSON.stringify(res.body)).to.equal(429);
+      expect(res.body.code).to.equal('rate-limited');
+    }
+    // The owner, from an address of their own, signs.
+    expect((await sign('dora-password-1', '198.51.100.90')).status).to.equal(201);
+    const events = await app.deps.store.readStream(loginAttemptsStream('dora@example.com'));
+    expect(events.map((e) => (e.data as { reason: string }).reason)).to.deep.equal(['wrong-password', 'wrong-password', 'wrong-password', 'rate-limited']);
   });
 
   it('a successful login is given back: logging in again and again is never throttled', async () => {

@@ -60,6 +60,19 @@ describe('the generic entity decider', () => {
     it('a field option belongs to exactly one field', () =>
       given(entityDecider(ENTITIES.fieldOption)).when({ type: 'Create', id: 1, values: { name: 'High', caseFieldId: null, resultFieldId: null }, facts: {}, now: T0 })
         .thenFailsWith('invalid-value'));
+
+    it('an attachment\'s url is an http(s) address or a stored file (its key, or /api/files/<key>)', () => {
+      const attachments = entityDecider(ENTITIES.attachment);
+      const create = (url: string) => given(attachments).when({
+        type: 'Create', id: 1, values: { name: 'a', url, size: 1, mimeType: 'text/plain', note: null, projectId: 7 }, facts: { project: fact('project', 7, 7) }, now: T0,
+      });
+      for (const url of ['https://example.com/a.pdf', 'http://example.com:8080/x?y=1#z', `/api/files/${'ab'.repeat(32)}`, 'ab'.repeat(32)]) {
+        create(url).then([{ type: 'AttachmentCreated', data: { attachmentId: 1, name: 'a', url, size: 1, mimeType: 'text/plain', note: null, projectId: 7, createdAt: T0 } }]);
+      }
+      for (const url of ['javascript:alert(1)', 'data:text/html,x', '../x', '/api/files/../x', '//evil.example', 'x.pdf', 'https:///x', 'https://a\tb.example', 'ftp://example.com/x']) {
+        create(url).thenFailsWith('invalid-value');
+      }
+    });
   });
 
   describe('update', () => {

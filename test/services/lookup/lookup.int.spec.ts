@@ -98,6 +98,13 @@ describe('POST /api/lookup (names to ids, for the CLI)', function () {
     const nobody = new HttpClient(app.url);
     expect((await nobody.post('/api/auth/login', { email: 'none@example.com', password: PASSWORD })).status).to.equal(200);
     expect((await expectRefused(app, () => lookup(nobody, { type: 'tag', name: 'brand-new', createIfMissing: true }), 403)).code).to.equal('forbidden');
+    // The model API shows access NONE nothing; no more does a lookup.
+    const state = (await admin.post('/api/model/workflow/findFirst', { where: { scope: 'RUNS' } })).body.data;
+    for (const body of [{ type: 'tag', name: 'smoke' }, { type: 'config', name: 'Chrome' }, { type: 'state', name: state.name }, { type: 'project', name: 'Shop' }]) {
+      expect((await lookup(user, body)).status, `a user: ${JSON.stringify(body)}`).to.equal(200);
+      expect((await expectRefused(app, () => lookup(nobody, body), 404)).code, `NONE: ${JSON.stringify(body)}`).to.equal('not-found');
+    }
+    expect((await nobody.post('/api/model/tag/findMany', { where: { name: 'smoke' } })).body.data).to.deep.equal([]);
     expect((await expectRefused(app, () => new HttpClient(app.url).post('/api/lookup', { type: 'tag', name: 'smoke' }), 401)).code).to.equal('unauthenticated');
   });
 });

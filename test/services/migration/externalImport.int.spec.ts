@@ -363,6 +363,22 @@ describe('External-tool migration: jobs through the API and a worker', function 
       }
       expect((await admin.post('/api/lookup', { type: 'testRun', externalId: '300' })).status).to.equal(200);
       expect((await expectRefused(app, () => user.post('/api/lookup', { type: 'case', externalId: 'C1001' }), 404)).code, 'a project the user cannot see').to.equal('not-found');
+      // The rules of the model API: a user sees the global configuration (tags, groups, roles), of the
+      // users themselves and those they share a project with; access NONE sees nothing at all.
+      await registerUser(app.deps, { email: 'none-lookup@example.com', name: 'Nobody', password: PASSWORD, access: 'NONE' }, systemMetadata('test'));
+      const none = new HttpClient(app.url);
+      expect((await none.post('/api/auth/login', { email: 'none-lookup@example.com', password: PASSWORD })).status).to.equal(200);
+      for (const [type, externalId, userSees] of [['user', '11', false], ['user', '12', false], ['tag', '2', true], ['group', '3', true], ['role', '2', true]] as const) {
+        const body = { type, externalId };
+        const seen = await admin.post('/api/lookup', body);
+        expect(seen.status, `admin ${JSON.stringify([body, seen.body])}`).to.equal(200);
+        const model = await admin.post(`/api/model/${type}/findUnique`, { where: { id: seen.body.data.id } });
+        expect(model.body.data, `${type} ${externalId}`).not.to.equal(null);
+        expect((await user.post(`/api/model/${type}/findMany`, { where: { id: seen.body.data.id } })).body.data.length, `the model API shows the user ${type} ${externalId}`).to.equal(userSees ? 1 : 0);
+        expect((await user.post('/api/lookup', body)).status, `user ${JSON.stringify(body)}`).to.equal(userSees ? 200 : 404);
+        expect((await none.post(`/api/model/${type}/findMany`, { where: { id: seen.body.data.id } })).body.data, `NONE: model ${type}`).to.deep.equal([]);
+        expect((await expectRefused(app, () => none.post('/api/lookup', body), 404)).code, `NONE ${JSON.stringify(body)}`).to.equal('not-found');
+      }
       expect((await expectRefused(app, () => admin.post('/api/lookup', { type: 'case', externalId: 'C1002' }), 404)).code, 'skipped').to.equal('not-found');
       expect((await expectRefused(app, () => admin.post('/api/lookup', { type: 'tank', externalId: '1' }), 400)).details.path).to.equal('type');
       expect((await expectRefused(app, () => admin.post('/api/lookup', { type: 'case', externalId: '' }), 400)).details.path).to.equal('externalId');

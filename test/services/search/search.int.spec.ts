@@ -99,7 +99,7 @@ describe('search API (GET/POST /api/search, GET /api/search/facets)', function (
     }
     await engine.ensureVersion(1);
     await engine.switchAlias(1);
-    await engine.write(1, { upsert: Object.values(docs), remove: [] }, { search: '100' });
+    await engine.write(1, { upsert: Object.values(docs), remove: [] }, { search: '1' });
   });
   after(async () => {
     await new Promise((resolve) => server?.close(resolve));
@@ -321,32 +321,62 @@ describe('search API (GET/POST /api/search, GET /api/search/facets)', function (
   });
 
   describe('read-your-writes and an engine away', () => {
+    /** The log's head: the indexer is not part of this suite, so the index's checkpoint is what the tests write. */
+    let head: bigint;
+    before(async () => {
+      head = BigInt(await app.deps.store.headPosition());
+      expect(head > 3n, `a log of ${head} events`).to.equal(true);
+    });
+
+    it('?after= (or X-Event-Position) past the log\'s head: 400 at once, naming the head (nothing will ever be applied there)', async () => {
+      const past = (head + 1n).toString();
+      for (const [call, path] of [
+        [() => get('alice', `/api/search?q=zebra&after=${past}`), 'after'],
+        [() => get('alice', `/api/search/facets?after=${past}`), 'after'],
+        [() => post('alice', {}, `?after=${past}`), 'after'],
+        [() => get('alice', '/api/search?q=zebra&after=9223372036854775807'), 'after'],
+        [async () => {
+          const res = await fetch(`${url}/api/search?q=zebra`, { headers: { authorization: `Bearer ${clients.alice.bearer}`, 'x-event-position': past } });
+          return { status: res.status, body: await res.json() };
+        }, 'X-Event-Position'],
+      ] as const) {
+        const started = Date.now();
+        const res = await call();
+        expect(res.status, JSON.stringify(res.body)).to.equal(400);
+        expect(Date.now() - started, 'answered without waiting').to.be.below(WRITE_TIMEOUT_MS);
+        expect(res.body.code).to.equal('invalid-argument');
+        expect(res.body.details).to.deep.equal({ path, head: head.toString() });
+        expect(res.body.error).to.include(`log's head (${head})`);
+      }
+    });
+
     it('?after= a position the index has not applied waits, then answers once the checkpoint moves', async () => {
       const late = searchDocument('repository_cases', 'late', { projectId: A, project: 'Web shop', title: 'Belated zebra case' });
+      const applied = (head - 1n).toString();
       let settled = false;
-      const pending = get('alice', '/api/search?q=zebra&after=150').then((r) => ((settled = true), r));
+      const pending = get('alice', `/api/search?q=zebra&after=${applied}`).then((r) => ((settled = true), r));
       await new Promise((resolve) => setTimeout(resolve, 400));
-      expect(settled, 'answered before the index applied position 150').to.equal(false);
-      await engine.write(1, { upsert: [late], remove: [] }, { search: '150' });
+      expect(settled, `answered before the index applied position ${applied}`).to.equal(false);
+      await engine.write(1, { upsert: [late], remove: [] }, { search: applied });
       const res = await pending;
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(ids(res)).to.deep.equal(['late']);
       // Already applied: no wait.
       const started = Date.now();
-      expect((await get('alice', '/api/search?q=zebra&after=150')).status).to.equal(200);
+      expect((await get('alice', `/api/search?q=zebra&after=${applied}`)).status).to.equal(200);
       expect(Date.now() - started).to.be.below(WRITE_TIMEOUT_MS);
     });
 
     it('X-Event-Position likewise, and facets; beyond the index for longer than the write timeout: 503 search-lagging', async () => {
       const started = Date.now();
-      const res = await fetch(`${url}/api/search?q=zebra`, { headers: { authorization: `Bearer ${clients.alice.bearer}`, 'x-event-position': '151' } });
+      const res = await fetch(`${url}/api/search?q=zebra`, { headers: { authorization: `Bearer ${clients.alice.bearer}`, 'x-event-position': head.toString() } });
       const body = (await res.json()) as { error: string; code: string };
       expect(res.status, JSON.stringify(body)).to.equal(503);
-      expect(body).to.deep.equal({ error: body.error, code: 'search-lagging', details: { position: '151', timeoutMs: WRITE_TIMEOUT_MS } });
+      expect(body).to.deep.equal({ error: body.error, code: 'search-lagging', details: { position: head.toString(), timeoutMs: WRITE_TIMEOUT_MS } });
       expect(Date.now() - started).to.be.within(WRITE_TIMEOUT_MS, WRITE_TIMEOUT_MS + 1500);
-      expect((await get('alice', '/api/search/facets?after=151')).body.code).to.equal('search-lagging');
-      expect((await post('alice', {}, '?after=151')).body.code).to.equal('search-lagging');
-      const header = await fetch(`${url}/api/search?q=zebra`, { headers: { authorization: `Bearer ${clients.alice.bearer}`, 'x-event-position': '150' } });
+      expect((await get('alice', `/api/search/facets?after=${head}`)).body.code).to.equal('search-lagging');
+      expect((await post('alice', {}, `?after=${head}`)).body.code).to.equal('search-lagging');
+      const header = await fetch(`${url}/api/search?q=zebra`, { headers: { authorization: `Bearer ${clients.alice.bearer}`, 'x-event-position': (head - 1n).toString() } });
       expect(header.status).to.equal(200);
       const bad = await fetch(`${url}/api/search?q=zebra`, { headers: { authorization: `Bearer ${clients.alice.bearer}`, 'x-event-position': 'x' } });
       expect(bad.status).to.equal(400);

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import { expect } from 'chai';
 import type { Logger } from 'pino';
 import { secretBox } from '../../../infra/crypto/secretBox';
@@ -172,6 +173,16 @@ for (const start of ['postgres', 'opensearch'] as const) describe(`search admini
     expect((await lastEvent()).data).to.deep.include({ operation: 'connection-test', outcome: 'failed', error: res.body.error, targets: [DEAD_URL] });
     const current = await test({});
     expect(current.body).to.deep.include({ reachable: true, engine: start });
+  });
+
+  it('POST /test: a CA file that cannot be read (missing, a directory, not a certificate, not allowed) is said to be "not readable", nothing more', async () => {
+    const probes = ['/nonexistent-dir-8f3a/ca.pem', '/etc', path.join(__dirname, 'connection.int.spec.ts'), '/proc/1/environ', '/etc/shadow'];
+    for (const sslCaPath of probes) {
+      const res = await test({ engine: 'opensearch', url: DEAD_URL, sslCaPath });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      expect(res.body, sslCaPath).to.deep.include({ reachable: false, error: 'sslCaPath is not readable' });
+      expect((await lastEvent()).data, sslCaPath).to.deep.include({ operation: 'connection-test', outcome: 'failed', error: 'sslCaPath is not readable' });
+    }
   });
 
   it('refuses bad settings with 400 invalid-argument naming the field, never echoing a value, appending nothing', async () => {

@@ -1,12 +1,10 @@
 import { ApiError, post, type User } from '../api';
 import { h, replace } from '../dom';
 import { errorBox, frame } from '../layout';
+import { returnAddress } from '../returnAddress';
 
-/** Where to go after signing in: a path of this site given as ?next=, else the start page. */
-export function nextPath(): string {
-  const next = new URLSearchParams(location.search).get('next');
-  return next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/\\') ? next : '/';
-}
+/** Where to go after signing in: ?next= if it stays on this site (returnAddress), else the start page. */
+export const nextPath = (): string => returnAddress(new URLSearchParams(location.search).get('next'), location);
 
 /** `/login`: e-mail and password; a refusal is said above the form, which keeps the e-mail. */
 export function loginPage(user: User | null): HTMLElement {
