@@ -90,7 +90,7 @@ describe('failed logins are recorded as LoginFailed events', function () {
   it('the projections pass over LoginFailed without failing', async () => {
     const head = await app.deps.store.headPosition();
     await app.deps.watcher.waitFor({ position: head, streamId: loginAttemptsStream('ann@example.com') }, 10_000);
-    expect(await app.deps.knex('projection_failures').count({ n: '*' }).first()).to.deep.equal({ n: '0' });
+    expect(await app.deps.knex('parked_events').count({ n: '*' }).first()).to.deep.equal({ n: '0' });
     const users = await app.deps.knex('users').orderBy('id').pluck('email');
     expect(users).to.deep.equal(['ann@example.com', 'dan@example.com']);
   });
