@@ -17,10 +17,14 @@ export interface ContractValidator {
   knownTypes(): string[];
 }
 
-/** Loads every `contracts/events/<Type>.v<N>.schema.json` once and compiles it with ajv. */
+/**
+ * Loads every `contracts/events/<Type>.v<N>.schema.json` once; each is compiled with ajv when an
+ * event of its type and version is first checked (a process meets few of the ~300 versions).
+ */
 export function loadContracts(dir = EVENTS_SCHEMA_DIR): ContractValidator {
   const ajv = new Ajv({ allErrors: true, strict: true });
   addFormats(ajv);
+  const schemas = new Map<string, unknown>();
   const validators = new Map<string, ValidateFunction>();
   const latest = new Map<string, number>();
   for (const file of fs.readdirSync(dir)) {
@@ -28,14 +32,18 @@ export function loadContracts(dir = EVENTS_SCHEMA_DIR): ContractValidator {
     if (!m) continue;
     const [, type, v] = m;
     const version = Number(v);
-    const schema = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
-    validators.set(`${type}.v${version}`, ajv.compile(schema));
+    schemas.set(`${type}.v${version}`, JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')));
     latest.set(type, Math.max(version, latest.get(type) ?? 0));
   }
+  const validatorOf = (key: string): ValidateFunction | undefined => {
+    let validate = validators.get(key);
+    if (validate === undefined && schemas.has(key)) validators.set(key, (validate = ajv.compile(schemas.get(key) as object)));
+    return validate;
+  };
   const envelope = ajv.compile(JSON.parse(fs.readFileSync(path.join(dir, '..', 'envelope.schema.json'), 'utf8')));
   const check: ContractValidator['check'] = (event) => {
     const version = event.schemaVersion ?? latest.get(event.type);
-    const validate = version === undefined ? undefined : validators.get(`${event.type}.v${version}`);
+    const validate = version === undefined ? undefined : validatorOf(`${event.type}.v${version}`);
     if (!validate) throw new ContractViolation(event.type, [{ message: `no schema for ${event.type} v${version}` }]);
     if (!validate(event.data)) throw new ContractViolation(event.type, validate.errors);
   };

@@ -266,7 +266,7 @@ describe('event contracts', () => {
           expect(() => contracts.check({ type, data: valid })).not.to.throw();
           if (handWritten) {
             expect(() => contracts.check({ type, schemaVersion: 1, data: V1_EXAMPLES[type] ?? valid })).not.to.throw();
-            expect(contracts.latestVersion(type)).to.equal(V1_EXAMPLES[type] ? 2 : 1);
+            expect(contracts.latestVersion(type)).to.equal(Math.max(...FILES.filter((f) => f.type === type).map((f) => f.version)));
           }
         });
 
@@ -286,7 +286,7 @@ describe('event contracts', () => {
         });
 
         for (const [field, schema] of Object.entries(latestSchemaOf(type).properties ?? {})) {
-          if (Object.keys(schema as object).length === 0) continue; // a JSON value: anything goes
+          if (Object.keys(schema as object).length === 0 || '$ref' in (schema as object)) continue; // a JSON value: anything goes
           it(`refuses ${field} of the wrong type`, () => {
             const v = violation({ type, data: { ...valid, [field]: (schema as JsonSchema).type === 'array' ? [{ wrong: field }] : [field] } });
             expect(ajvErrors(v).map((e) => e.instancePath).some((p) => p.startsWith(`/${field}`))).to.equal(true);
