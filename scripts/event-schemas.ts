@@ -61,6 +61,7 @@ export const HAND_WRITTEN_LIMITS: Record<string, LimitName | 'bytes'> = {
   'TestResultsImported.cases.className[]': 'caseTitle',
   'TestResultsImported.results.failureType[]': 'name',
   'TestResultsImported.results.file[]': 'name',
+  'TestResultsImported.results.properties[][].name': 'name',
   'TestResultsImported.suiteOutputs.suite[]': 'caseTitle',
   'ImportRequested.testRunName': 'name',
   'ImportRequested.branch': 'name',
