@@ -6,12 +6,12 @@
  */
 import { ENTITIES, type EntityDef, type FieldDef } from './entities';
 import { eventFields, eventTypesOf, idKeyOf, isForeignKey, linkField, linkRelations, ownedRelations } from './entityEvents';
-import { LIMITS, idSchema, intSchema, jsonValueDefs, jsonValueRef } from './limits';
+import { LIMITS, idSchema, intSchema, jsonValueDefs, jsonValueRef, timeSchema } from './limits';
 
 type Schema = Record<string, unknown>;
 
 const ID = idSchema();
-const TIME = { type: 'string', format: 'date-time' };
+const TIME = timeSchema();
 
 function valueSchema(entity: EntityDef, name: string, f: FieldDef): Schema {
   let item: Schema;

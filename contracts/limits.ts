@@ -30,8 +30,11 @@ export const LIMITS = {
    * (the import cuts a longer one, keeping it whole in a result property). Indexed by digest.
    */
   caseTitle: 2000,
-  /** Free text: descriptions, notes, steps, comments, messages, stack traces, output. */
-  text: 1_000_000,
+  /**
+   * Free text: descriptions, notes, steps, comments, messages, stack traces, output (the result
+   * import cuts longer output). PostgreSQL search indexes it whole (infra/search/postgres.ts).
+   */
+  text: 200_000,
   /** Items of a list: linked ids, owned children (steps, field values), aliases, properties. */
   items: 10_000,
   /** Nesting of a JSON value (field values, result properties, integration settings): 1 is a scalar. */
@@ -61,6 +64,15 @@ type Schema = Record<string, unknown>;
 export const idSchema = (): Schema => ({ type: 'integer', minimum: 1, maximum: INT32_MAX });
 export const intSchema = (): Schema => ({ type: 'integer', minimum: INT32_MIN, maximum: INT32_MAX });
 export const textSchema = (limit: LimitName): Schema => ({ type: 'string', maxLength: LIMITS[limit] });
+
+/**
+ * Years a time may be written in: 0001 to 9999, what PostgreSQL and the model API read (JSON
+ * Schema's date-time also takes year 0000, which PostgreSQL refuses).
+ */
+export const TIME_PATTERN = '^(?!0000)[0-9]{4}-';
+export const timeSchema = (): Schema => ({ type: 'string', format: 'date-time', pattern: TIME_PATTERN });
+/** Whether an ISO date-time is one the contracts take (a file's year 0000 is not). */
+export const isStorableTime = (iso: string): boolean => new RegExp(TIME_PATTERN).test(iso);
 
 /**
  * A JSON value at most LIMITS.jsonDepth deep (a scalar is 1 deep), its strings, lists and objects

@@ -13,7 +13,7 @@ import { ENTITIES } from '../contracts/entities';
 import { GENERIC_ENTITIES } from '../contracts/entityEvents';
 import { entityEventSchemas } from '../contracts/entitySchemas';
 import { HAND_WRITTEN_EVENT_TYPES } from '../contracts/events';
-import { INT32_MAX, INT32_MIN, LIMITS, type LimitName, MAX_BYTES, jsonValueDefs, jsonValueRef } from '../contracts/limits';
+import { INT32_MAX, INT32_MIN, LIMITS, type LimitName, MAX_BYTES, TIME_PATTERN, jsonValueDefs, jsonValueRef } from '../contracts/limits';
 import { EVENTS_SCHEMA_DIR } from '../contracts/validator';
 
 export interface SchemaFileChange { type: string; file: string }
@@ -89,6 +89,7 @@ export function boundedSchema(type: string, schema: Schema): Schema {
       usesJson = true;
       return { ...(s.description !== undefined && { description: s.description }), ...jsonValueRef() };
     }
+    if (types.includes('string') && s.format === 'date-time' && s.pattern === undefined) out.pattern = TIME_PATTERN;
     if (types.includes('string') && !s.enum && !s.const && !s.format) {
       const named = limitOf(path);
       if (named !== undefined) out.maxLength = named;

@@ -16,7 +16,7 @@ import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient, type RetryBudget, 
 import { parserFor } from './formats';
 import { type ImportFormat, type Outcome, type ParsedCase, ResultFileError, type SuiteOutput } from './formats/parsedResult';
 import { type ChunkData, type ImportJobCommand, type ImportJobState, importJobDecider, importJobStream } from './importJob.decider';
-import { INT32_MAX, INT32_MIN, LIMITS } from '../../contracts/limits';
+import { INT32_MAX, INT32_MIN, LIMITS, isStorableTime } from '../../contracts/limits';
 
 /**
  * The saga that runs an import job: parse every file once (counting, warning, failing on bad
@@ -778,7 +778,7 @@ class ChunkBuilder {
       results.testRunCaseId.push(runCase.id);
       results.statusId.push(statusId);
       results.durationMs.push(int32OrNull(parsed.durationMs));
-      results.executedAt.push(parsed.executedAt);
+      results.executedAt.push(parsed.executedAt !== null && isStorableTime(parsed.executedAt) ? parsed.executedAt : null);
       results.message.push(cutOrNull(parsed.message, LIMITS.text));
       results.failureType.push(cutOrNull(parsed.failureType, LIMITS.name));
       results.stackTrace.push(cutOrNull(parsed.stackTrace, LIMITS.text));

@@ -305,7 +305,15 @@ describe('event contracts', () => {
 
     it('refuses a time that is not an ISO date-time', () => {
       const v = violation({ type: 'ApiTokenCreated', data: { ...HAND_VALID.ApiTokenCreated, expiresAt: 'next week' } });
-      expect(ajvErrors(v).map((e) => [e.instancePath, e.keyword])).to.deep.equal([['/expiresAt', 'format']]);
+      expect(ajvErrors(v).map((e) => [e.instancePath, e.keyword])).to.deep.include(['/expiresAt', 'format']);
+    });
+
+    it('refuses a time in the year 0000 (PostgreSQL reads years 0001 to 9999), takes 0001 and 9999', () => {
+      const v = violation({ type: 'ApiTokenCreated', data: { ...HAND_VALID.ApiTokenCreated, expiresAt: '0000-06-01T00:00:00.000Z' } });
+      expect(ajvErrors(v).map((e) => [e.instancePath, e.keyword])).to.deep.equal([['/expiresAt', 'pattern']]);
+      for (const expiresAt of ['0001-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z']) {
+        expect(() => contracts.check({ type: 'ApiTokenCreated', data: { ...HAND_VALID.ApiTokenCreated, expiresAt } })).not.to.throw();
+      }
     });
 
     it('UserRegistered: v1 events (no roleId) stay valid at v1; v2 requires roleId and v1 refuses it', () => {
