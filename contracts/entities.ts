@@ -30,6 +30,8 @@ export interface FieldDef {
   fromActor?: true;
   /** A string field's (or each item's of a string list) most characters; absent: LIMITS.text (contracts/limits.ts). */
   maxLength?: number;
+  /** An int kept in a bigint column: a sum that outgrows PostgreSQL's integer (a day's durations). Read as a number. */
+  wide?: true;
 }
 
 export interface RelationDef {
@@ -120,6 +122,8 @@ const statistics = (name: EntityName, table: string, category: string) =>
   ({ name, table, category, writtenAs: 'projected', keepsHistory: false, projectPath: ['project'] }) as const;
 /** A statistic a projection computes (read-only). */
 const stat = (type: ScalarType, column: string, nullable = false): FieldDef => ({ column, type, nullable, writable: false });
+/** A statistic summed over many executions (durations): a bigint column. */
+const sum = (column: string): FieldDef => ({ ...stat('int', column), wide: true });
 const createdAt: FieldDef = { column: 'created_at', type: 'datetime', nullable: false, writable: false };
 const updatedAt: FieldDef = { column: 'updated_at', type: 'datetime', nullable: false, writable: false };
 /** The external-tool migration job that wrote the row in bulk (services/migration); null for rows written one by one. */
@@ -1039,7 +1043,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       other: stat('int', 'other'),
       flips: stat('int', 'flips'),
       retryFlips: stat('int', 'retry_flips'),
-      durationMs: stat('int', 'duration_ms'),
+      durationMs: sum('duration_ms'),
     },
     relations: {
       repositoryCase: one('repositoryCase', 'repository_case_id', 'repositoryCaseId'),
@@ -1064,7 +1068,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       failed: stat('int', 'failed'),
       other: stat('int', 'other'),
       untested: stat('int', 'untested'),
-      durationMs: stat('int', 'duration_ms'),
+      durationMs: sum('duration_ms'),
       passRate: stat('float', 'pass_rate', true),
     },
     relations: {

@@ -37,11 +37,16 @@ export const LIMITS = {
   text: 200_000,
   /** Items of a list: linked ids, owned children (steps, field values), aliases, properties. */
   items: 10_000,
+  /** Rows of one dataset an external import maps to Testament's (users, states, tags, ...): its sources, suggestions and mappings. */
+  mappedRows: 20_000,
   /** Nesting of a JSON value (field values, result properties, integration settings): 1 is a scalar. */
   jsonDepth: 16,
 } as const;
 
 export type LimitName = keyof typeof LIMITS;
+
+/** An index whose count (index + 1) an integer column keeps: an import's chunk. */
+export const MAX_INDEX = INT32_MAX - 1;
 
 /** Bytes a file or upload may have (bigint columns): what a JavaScript number holds exactly. */
 export const MAX_BYTES = Number.MAX_SAFE_INTEGER;

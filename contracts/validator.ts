@@ -4,6 +4,9 @@ import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { ContractViolation } from './contractViolation';
 import type { EventEnvelope, NewEvent } from './envelope';
+import { eventTypesOf, rowsWrittenOf } from './entityEvents';
+
+type RowsData = Parameters<typeof rowsWrittenOf>[0];
 
 const SCHEMA_FILE = /^([A-Za-z]+)\.v(\d+)\.schema\.json$/;
 export const EVENTS_SCHEMA_DIR = path.join(__dirname, 'events');
@@ -46,6 +49,23 @@ export function loadContracts(dir = EVENTS_SCHEMA_DIR): ContractValidator {
     const validate = version === undefined ? undefined : validatorOf(`${event.type}.v${version}`);
     if (!validate) throw new ContractViolation(event.type, [{ message: `no schema for ${event.type} v${version}` }]);
     if (!validate(event.data)) throw new ContractViolation(event.type, validate.errors);
+    if (event.type === 'ExternalImportRowsWritten') checkRows(event.data as RowsData);
+  };
+  /**
+   * An external import's bulk rows are the data of their entity's Created events: each row must
+   * be what some published version of that contract accepts (the version current when the chunk
+   * was written), so that the read model can apply it as that event.
+   */
+  const checkRows = (data: RowsData) => {
+    const written = rowsWrittenOf(data);
+    if (written === null) return;
+    const type = eventTypesOf(written.entity).created;
+    const versions = Array.from({ length: latest.get(type) ?? 0 }, (_, i) => validatorOf(`${type}.v${i + 1}`)!);
+    written.rows.forEach((row, i) => {
+      if (versions.some((validate) => validate(row))) return;
+      const errors = versions[versions.length - 1].errors ?? [];
+      throw new ContractViolation('ExternalImportRowsWritten', errors.map((e) => ({ ...e, instancePath: `/rows/${i}${e.instancePath}` })));
+    });
   };
   return {
     check,

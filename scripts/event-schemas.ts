@@ -13,7 +13,7 @@ import { ENTITIES } from '../contracts/entities';
 import { GENERIC_ENTITIES } from '../contracts/entityEvents';
 import { entityEventSchemas } from '../contracts/entitySchemas';
 import { HAND_WRITTEN_EVENT_TYPES } from '../contracts/events';
-import { INT32_MAX, INT32_MIN, LIMITS, type LimitName, MAX_BYTES, TIME_PATTERN, jsonValueDefs, jsonValueRef } from '../contracts/limits';
+import { INT32_MAX, INT32_MIN, LIMITS, type LimitName, MAX_BYTES, MAX_INDEX, TIME_PATTERN, jsonValueDefs, jsonValueRef } from '../contracts/limits';
 import { EVENTS_SCHEMA_DIR } from '../contracts/validator';
 
 export interface SchemaFileChange { type: string; file: string }
@@ -38,7 +38,7 @@ type Schema = Record<string, unknown>;
  * lists LIMITS.items, integers PostgreSQL's integer), by `<Type>.<path>` (`[]` for a list's items).
  * A field that already has a limit keeps it unless it is named here.
  */
-export const HAND_WRITTEN_LIMITS: Record<string, LimitName | 'bytes'> = {
+export const HAND_WRITTEN_LIMITS: Record<string, LimitName | 'bytes' | 'index'> = {
   'ApiTokenCreated.prefix': 'name',
   'DefaultsPlanned.items[].key': 'name',
   'DefaultsPlanned.items[].entity': 'name',
@@ -67,9 +67,20 @@ export const HAND_WRITTEN_LIMITS: Record<string, LimitName | 'bytes'> = {
   'ImportRequested.branch': 'name',
   'ImportRequested.ciJobId': 'name',
   'ImportRequested.buildUrl': 'url',
+  'TestResultsImported.chunk': 'index',
   'FileStored.size': 'bytes',
   'ImportFileStored.sizeBytes': 'bytes',
   'ExternalImportUploaded.fileSize': 'bytes',
+};
+
+/** Like HAND_WRITTEN_LIMITS, for fields named by a pattern: an external import's mapping lists, one per kind of row. */
+const PATTERN_LIMITS: [RegExp, LimitName][] = [
+  [/^ExternalImport(Analysed\.(sources|suggestions)|Configured\.mappings)\.[A-Za-z]+$/, 'mappedRows'],
+];
+
+/** Values of lists the validator checks against another contract (contracts/validator.ts). */
+const CHECKED_BY_VALIDATOR: Record<string, string> = {
+  'ExternalImportRowsWritten.rows[]': 'each row is the data of its entity\'s Created event',
 };
 
 /** A pattern that fixes its length (`^[0-9a-f]{64}$`, `^[1-9][0-9]{0,18}$`) needs no maxLength. */
@@ -79,8 +90,8 @@ const BOUNDED_PATTERN = /^\^(?:\[[^\]]+\](?:\{\d+(?:,\d+)?\})?)+\$$/;
 export function boundedSchema(type: string, schema: Schema): Schema {
   let usesJson = false;
   const limitOf = (path: string): number | undefined => {
-    const name = HAND_WRITTEN_LIMITS[`${type}.${path}`];
-    return name === undefined ? undefined : name === 'bytes' ? MAX_BYTES : LIMITS[name];
+    const name = HAND_WRITTEN_LIMITS[`${type}.${path}`] ?? PATTERN_LIMITS.find(([pattern]) => pattern.test(`${type}.${path}`))?.[1];
+    return name === undefined ? undefined : name === 'bytes' ? MAX_BYTES : name === 'index' ? MAX_INDEX : LIMITS[name];
   };
   const walk = (s: Schema, path: string): Schema => {
     const out: Schema = { ...s };
@@ -102,8 +113,14 @@ export function boundedSchema(type: string, schema: Schema): Schema {
       if (s.minimum === undefined) out.minimum = INT32_MIN;
     }
     if (types.includes('array')) {
-      if (s.maxItems === undefined) out.maxItems = LIMITS.items;
+      const named = limitOf(path);
+      if (named !== undefined) out.maxItems = named;
+      else if (s.maxItems === undefined) out.maxItems = LIMITS.items;
       if (s.items && typeof s.items === 'object') out.items = walk(s.items as Schema, `${path}[]`);
+      else if (s.items === undefined && !(`${type}.${path}` in CHECKED_BY_VALIDATOR)) {
+        usesJson = true; // a list of anything: JSON values
+        out.items = jsonValueRef();
+      }
     }
     if (types.includes('object') || s.properties) {
       if (s.properties) {

@@ -473,11 +473,19 @@ function upsertSql(table: string): string {
 }
 
 
-/** jsonb refuses U+0000: it goes (as PostgreSQL text would refuse it anyway); overlong text is cut. */
+/**
+ * jsonb refuses U+0000: it goes (as PostgreSQL text would refuse it anyway); overlong text is cut,
+ * never between the halves of a surrogate pair (jsonb refuses the half left: "invalid input syntax
+ * for type json", a document no write could take).
+ */
 function jsonWithoutNul(docs: readonly SearchDocument[]): string {
-  return JSON.stringify(docs, (_, value: unknown) => (typeof value === 'string'
-    ? (value.length > MAX_TEXT ? value.slice(0, MAX_TEXT) : value).replaceAll('\u0000', '')
-    : value));
+  return JSON.stringify(docs, (_, value: unknown) => (typeof value === 'string' ? cutText(value).replaceAll('\u0000', '') : value));
+}
+
+function cutText(value: string): string {
+  if (value.length <= MAX_TEXT) return value;
+  const end = /[\ud800-\udbff]/.test(value[MAX_TEXT - 1]) ? MAX_TEXT - 1 : MAX_TEXT;
+  return value.slice(0, end);
 }
 
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?$/;
