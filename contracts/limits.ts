@@ -64,6 +64,20 @@ export function codePoints(text: string): number {
   return n;
 }
 
+/** Whether a text is longer than `max` code points (cheap for most: code points never outnumber UTF-16 units). */
+export const longerThan = (text: string, max: number): boolean => text.length > max && codePoints(text) > max;
+
+/** A text cut to at most `max` code points, ending in "…" when cut: never between the halves of a pair. */
+export function cutText(text: string, max: number): string {
+  if (!longerThan(text, max)) return text;
+  let end = 0;
+  for (let kept = 0; kept < max - 1; kept++) {
+    const c = text.charCodeAt(end);
+    end += c >= 0xd800 && c <= 0xdbff && end + 1 < text.length ? 2 : 1;
+  }
+  return `${text.slice(0, end)}…`;
+}
+
 type Schema = Record<string, unknown>;
 
 export const idSchema = (): Schema => ({ type: 'integer', minimum: 1, maximum: INT32_MAX });

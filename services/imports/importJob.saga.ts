@@ -16,7 +16,7 @@ import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient, type RetryBudget, 
 import { parserFor } from './formats';
 import { type ImportFormat, type Outcome, type ParsedCase, ResultFileError, type SuiteOutput } from './formats/parsedResult';
 import { type ChunkData, type ImportJobCommand, type ImportJobState, importJobDecider, importJobStream } from './importJob.decider';
-import { INT32_MAX, INT32_MIN, LIMITS, isStorableTime } from '../../contracts/limits';
+import { INT32_MAX, INT32_MIN, LIMITS, codePoints, cutText, isStorableTime, longerThan } from '../../contracts/limits';
 
 /**
  * The saga that runs an import job: parse every file once (counting, warning, failing on bad
@@ -842,13 +842,8 @@ export const FULL_CLASS_NAME_PROPERTY = 'testament.fullClassName';
 /** What a test without a name is called (parsers number theirs; this is the last resort). */
 const UNNAMED = '(unnamed test)';
 
-/** Cuts a text to at most `max` UTF-16 units, ending in "…", never between the halves of a surrogate pair. */
-function cut(text: string, max: number): string {
-  if (text.length <= max) return text;
-  let end = max - 1;
-  if (/[\ud800-\udbff]/.test(text[end - 1] ?? '')) end--;
-  return `${text.slice(0, end)}…`;
-}
+/** Cuts a text to at most `max` characters (code points, as the contracts count), ending in "…". */
+const cut = cutText;
 
 const cutOrNull = (text: string | null, max: number) => (text === null ? null : cut(text, max));
 /** A number the read model's integer column holds, else none (a duration past 24 days, a line past 2^31: a file's nonsense). */
@@ -857,13 +852,13 @@ const titleOf = (name: string) => cut(name.trim() === '' ? UNNAMED : name, TITLE
 
 /** A result's properties: the file's (names cut to fit), and the full name and class where the case's had to be cut. */
 function propertiesOf(parsed: ParsedCase): Array<{ name: string; value: string }> {
-  const fits = parsed.name.length <= TITLE_MAX && (parsed.className === null || parsed.className.length <= CLASS_NAME_MAX)
-    && parsed.properties.length <= LIMITS.items - 2 && parsed.properties.every((p) => p.name.length <= PROPERTY_NAME_MAX && p.value.length <= LIMITS.text);
+  const fits = !longerThan(parsed.name, TITLE_MAX) && (parsed.className === null || !longerThan(parsed.className, CLASS_NAME_MAX))
+    && parsed.properties.length <= LIMITS.items - 2 && parsed.properties.every((p) => !longerThan(p.name, PROPERTY_NAME_MAX) && !longerThan(p.value, LIMITS.text));
   if (fits) return parsed.properties; // the parser's own array: most cases
   // The first properties, room left for the two full names; each name and value cut to fit.
   const properties = parsed.properties.slice(0, LIMITS.items - 2).map((p) => ({ name: cut(p.name, PROPERTY_NAME_MAX), value: cut(p.value, LIMITS.text) }));
-  if (parsed.name.length > TITLE_MAX) properties.push({ name: FULL_NAME_PROPERTY, value: cut(parsed.name, LIMITS.text) });
-  if (parsed.className !== null && parsed.className.length > CLASS_NAME_MAX) properties.push({ name: FULL_CLASS_NAME_PROPERTY, value: cut(parsed.className, LIMITS.text) });
+  if (longerThan(parsed.name, TITLE_MAX)) properties.push({ name: FULL_NAME_PROPERTY, value: cut(parsed.name, LIMITS.text) });
+  if (parsed.className !== null && longerThan(parsed.className, CLASS_NAME_MAX)) properties.push({ name: FULL_CLASS_NAME_PROPERTY, value: cut(parsed.className, LIMITS.text) });
   return properties;
 }
 
@@ -871,14 +866,14 @@ function propertiesOf(parsed: ParsedCase): Array<{ name: string; value: string }
 export function limitWarnings(parsed: ParsedCase, file: string): ImportWarning[] {
   const warnings: ImportWarning[] = [];
   const caseName = cut(parsed.name, 200);
-  if (parsed.name.length > TITLE_MAX) {
-    warnings.push({ file, case: caseName, message: `the name has ${parsed.name.length} characters; the case's title keeps the first ${TITLE_MAX - 1} and the result property ${FULL_NAME_PROPERTY} the whole name` });
+  if (longerThan(parsed.name, TITLE_MAX)) {
+    warnings.push({ file, case: caseName, message: `the name has ${codePoints(parsed.name)} characters; the case's title keeps the first ${TITLE_MAX - 1} and the result property ${FULL_NAME_PROPERTY} the whole name` });
   }
-  if (parsed.className !== null && parsed.className.length > CLASS_NAME_MAX) {
-    warnings.push({ file, case: caseName, message: `the class name has ${parsed.className.length} characters; the case keeps the first ${CLASS_NAME_MAX - 1} and the result property ${FULL_CLASS_NAME_PROPERTY} the whole` });
+  if (parsed.className !== null && longerThan(parsed.className, CLASS_NAME_MAX)) {
+    warnings.push({ file, case: caseName, message: `the class name has ${codePoints(parsed.className)} characters; the case keeps the first ${CLASS_NAME_MAX - 1} and the result property ${FULL_CLASS_NAME_PROPERTY} the whole` });
   }
-  const longSuite = parsed.suitePath.find((name) => name.length > FOLDER_NAME_MAX);
-  if (longSuite !== undefined) warnings.push({ file, case: caseName, message: `a suite name has ${longSuite.length} characters; its folder's name keeps the first ${FOLDER_NAME_MAX - 1}` });
+  const longSuite = parsed.suitePath.find((name) => longerThan(name, FOLDER_NAME_MAX));
+  if (longSuite !== undefined) warnings.push({ file, case: caseName, message: `a suite name has ${codePoints(longSuite)} characters; its folder's name keeps the first ${FOLDER_NAME_MAX - 1}` });
   if (parsed.name.trim() === '') warnings.push({ file, message: `a test case without a name is imported as "${UNNAMED}"` });
   return warnings;
 }

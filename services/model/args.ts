@@ -1,7 +1,7 @@
 import { ENTITIES, type EntityDef, type FieldDef, type RelationDef } from '../../contracts/entities';
 import { badRequest } from '../shared/errors';
 import { textProblem } from '../shared/text';
-import { INT32_MAX, INT32_MIN, LIMITS, codePoints } from '../../contracts/limits';
+import { INT32_MAX, INT32_MIN, LIMITS, longerThan } from '../../contracts/limits';
 
 /**
  * Strict parsing of model API request bodies (Prisma-style) into plain, already-validated
@@ -779,8 +779,7 @@ function parseJsonValue(value: unknown, path: string, depth = 1): JsonValue {
 
 /** At most `max` characters (code points, as the event contracts count them). */
 function checkLength(value: string, max: number, path: string): string {
-  // Code points are never more than UTF-16 units: only a string longer in units than the limit needs counting.
-  if (value.length > max && codePoints(value) > max) fail(path, `is too long: at most ${max} characters`, { maxLength: max });
+  if (longerThan(value, max)) fail(path, `is too long: at most ${max} characters`, { maxLength: max });
   return value;
 }
 

@@ -9,21 +9,15 @@
  * projection does its real work: an update finds what it updates.
  */
 import { INT32_MAX, LIMITS } from '../../contracts/limits';
+import { mulberry32 } from '../../scripts/generateExport';
 
 export type Mode = 'max' | 'min' | 'lists';
 export const MODES: readonly Mode[] = ['max', 'min', 'lists'];
 type Schema = Record<string, any>;
 
-/** A small seeded generator (mulberry32): the same events on every run of one seed. */
+/** A seeded generator: the same events on every run of one seed. */
 export function random(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   return { next, int: (n: number) => Math.floor(next() * n) };
 }
 

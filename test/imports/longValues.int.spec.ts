@@ -81,4 +81,16 @@ describe('long values: what the contracts accept, the read model stores (issue 3
     const updated = await t.model('repositoryCase', 'update', { where: { id: created.id }, data: { title: longest, className: longest } });
     expect([updated.title, updated.className]).to.deep.equal([longest, longest]);
   });
+
+  it('refuses steps added past a list\'s limit (10,000) with 400 before anything is appended', async () => {
+    const created = await t.model('repositoryCase', 'create', { data: { title: 'many steps', project: { connect: { id: t.projectId } } } });
+    const steps = (n: number) => Array.from({ length: n }, (_, i) => ({ step: `step ${i}` }));
+    for (let i = 0; i < LIMITS.items / 1000; i++) await t.model('repositoryCase', 'update', { where: { id: created.id }, data: { steps: { create: steps(1000) } } });
+    const before = await head();
+    const res = await t.admin.post('/api/model/repositoryCase/update', { where: { id: created.id }, data: { steps: { create: steps(1) } } });
+    expect(res.status, JSON.stringify(res.body)).to.equal(400);
+    expect(res.body).to.deep.include({ code: 'invalid-argument' });
+    expect(res.body.details).to.deep.equal({ path: 'data.steps', maxItems: LIMITS.items });
+    expect(await head()).to.equal(before);
+  });
 });
