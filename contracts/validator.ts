@@ -49,7 +49,7 @@ export function loadContracts(dir = EVENTS_SCHEMA_DIR): ContractValidator {
     const validate = version === undefined ? undefined : validatorOf(`${event.type}.v${version}`);
     if (!validate) throw new ContractViolation(event.type, [{ message: `no schema for ${event.type} v${version}` }]);
     if (!validate(event.data)) throw new ContractViolation(event.type, validate.errors);
-    if (event.type === 'ExternalImportRowsWritten' && version >= 2) checkRows(event.data as RowsData);
+    if (event.type === 'ExternalImportRowsWritten' && version! >= 2) checkRows(event.data as RowsData);
   };
   /**
    * An external import's bulk rows (v2 on) are the data of their entity's Created events: each row
