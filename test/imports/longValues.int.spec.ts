@@ -21,7 +21,7 @@ const NON_ASCII = '𠀀𠀁𠀂𠜎𠝹𝒜𝒞😀🎉🦀äöüßéèêçñø�
  * refused with 400 before anything is appended.
  */
 describe('long values: what the contracts accept, the read model stores (issue 35)', function () {
-  this.timeout(120_000);
+  this.timeout(300_000);
   let app: TestApp;
   let t: Awaited<ReturnType<typeof importingAdmin>>;
 
@@ -80,6 +80,22 @@ describe('long values: what the contracts accept, the read model stores (issue 3
     const longest = letters(LIMITS.caseTitle, NON_ASCII);
     const updated = await t.model('repositoryCase', 'update', { where: { id: created.id }, data: { title: longest, className: longest } });
     expect([updated.title, updated.className]).to.deep.equal([longest, longest]);
+  });
+
+  it('the import\'s lookups of a case by title and class and of a folder by name use their digest indexes (EXPLAIN)', async () => {
+    const plan = async (sql: string, bindings: unknown[]) => app.deps.knex.transaction(async (trx) => {
+      await trx.raw('SET LOCAL enable_seqscan = off'); // what the query's form allows, whatever the table's size
+      return ((await trx.raw(`EXPLAIN ${sql}`, bindings)).rows as { 'QUERY PLAN': string }[]).map((r) => r['QUERY PLAN']).join('\n');
+    });
+    // The statements of services/imports/importJob.saga.ts (findCases' legacy lookup, foldersFor).
+    const cases = await plan(`SELECT x.i, array(SELECT c.id FROM repository_cases c
+        WHERE c.project_id = ? AND c.source = ? AND md5(c.title) = md5(x.t) AND c.title = x.t AND c.class_name IS NOT DISTINCT FROM x.c
+          AND c.identity_key IS NULL AND NOT c.is_deleted ORDER BY c.id LIMIT 50) AS ids
+      FROM unnest(?::text[], ?::text[]) WITH ORDINALITY AS x(t, c, i)`, [t.projectId, 'JUNIT', ['a'], ['b']]);
+    expect(cases).to.include('repository_cases_identity');
+    const folders = await app.deps.knex('repository_folders').where({ project_id: t.projectId, name: 'x', is_deleted: false }).whereRaw('md5(name) = md5(?)', ['x'])
+      .whereNull('parent_id').orderBy('id').first('id').toSQL().toNative();
+    expect(await plan(folders.sql.replace(/\$\d+/g, '?'), [...folders.bindings])).to.include('repository_folders_by_name');
   });
 
   it('refuses steps added past a list\'s limit (10,000) with 400 before anything is appended', async () => {
