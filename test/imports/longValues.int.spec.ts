@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { expect } from 'chai';
+import type { Knex } from 'knex';
 import { LIMITS } from '../../contracts/limits';
 import { startTestApp, type TestApp } from '../support/app';
 import { JUNIT_IMPORT_PATH } from '../../services/imports/imports.routes';
@@ -83,7 +84,7 @@ describe('long values: what the contracts accept, the read model stores (issue 3
   });
 
   it('the import\'s lookups of a case by title and class and of a folder by name use their digest indexes (EXPLAIN)', async () => {
-    const plan = async (sql: string, bindings: unknown[]) => app.deps.knex.transaction(async (trx) => {
+    const plan = async (sql: string, bindings: Knex.RawBinding[]) => app.deps.knex.transaction(async (trx) => {
       await trx.raw('SET LOCAL enable_seqscan = off'); // what the query's form allows, whatever the table's size
       return ((await trx.raw(`EXPLAIN ${sql}`, bindings)).rows as { 'QUERY PLAN': string }[]).map((r) => r['QUERY PLAN']).join('\n');
     });
@@ -95,7 +96,7 @@ describe('long values: what the contracts accept, the read model stores (issue 3
     expect(cases).to.include('repository_cases_identity');
     const folders = await app.deps.knex('repository_folders').where({ project_id: t.projectId, name: 'x', is_deleted: false }).whereRaw('md5(name) = md5(?)', ['x'])
       .whereNull('parent_id').orderBy('id').first('id').toSQL().toNative();
-    expect(await plan(folders.sql.replace(/\$\d+/g, '?'), [...folders.bindings])).to.include('repository_folders_by_name');
+    expect(await plan(folders.sql.replace(/\$\d+/g, '?'), [...folders.bindings] as Knex.RawBinding[])).to.include('repository_folders_by_name');
   });
 
   it('refuses steps added past a list\'s limit (10,000) with 400 before anything is appended', async () => {
