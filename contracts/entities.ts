@@ -2,6 +2,8 @@
  * The entity catalogue: what the model API exposes, how each entity maps onto its read-model
  * table, and which fields a client may write. The model API and (later) OpenAPI are generated from it.
  */
+import { LIMITS } from './limits';
+
 export type ScalarType = 'int' | 'float' | 'string' | 'boolean' | 'datetime' | 'json';
 
 export interface FieldDef {
@@ -26,6 +28,10 @@ export interface FieldDef {
   unique?: true | 'forever';
   /** Set by the server from the actor of the command (createdById, executedById, ...), never by the client. */
   fromActor?: true;
+  /** A string field's (or each item's of a string list) most characters; absent: LIMITS.text (contracts/limits.ts). */
+  maxLength?: number;
+  /** An int kept in a bigint column: a sum that outgrows PostgreSQL's integer (a day's durations). Read as a number. */
+  wide?: true;
 }
 
 export interface RelationDef {
@@ -116,6 +122,8 @@ const statistics = (name: EntityName, table: string, category: string) =>
   ({ name, table, category, writtenAs: 'projected', keepsHistory: false, projectPath: ['project'] }) as const;
 /** A statistic a projection computes (read-only). */
 const stat = (type: ScalarType, column: string, nullable = false): FieldDef => ({ column, type, nullable, writable: false });
+/** A statistic summed over many executions (durations): a bigint column. */
+const sum = (column: string): FieldDef => ({ ...stat('int', column), wide: true });
 const createdAt: FieldDef = { column: 'created_at', type: 'datetime', nullable: false, writable: false };
 const updatedAt: FieldDef = { column: 'updated_at', type: 'datetime', nullable: false, writable: false };
 /** The external-tool migration job that wrote the row in bulk (services/migration); null for rows written one by one. */
@@ -159,8 +167,8 @@ const customField = (name: 'caseField' | 'resultField', table: string, valueEnti
   softDeleteField: 'isDeleted',
   fields: {
     id,
-    displayName: text('display_name', { requiredOnCreate: true }),
-    systemName: text('system_name', { requiredOnCreate: true, unique: true }),
+    displayName: text('display_name', { requiredOnCreate: true, maxLength: LIMITS.name }),
+    systemName: text('system_name', { requiredOnCreate: true, unique: true, maxLength: LIMITS.name }),
     hint: optionalText('hint'),
     type: field('string', 'type', { enum: FIELD_TYPES, requiredOnCreate: true }),
     isEnabled: flag('is_enabled', true),
@@ -213,9 +221,9 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     projectPath: [],
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true }),
+      name: text('name', { requiredOnCreate: true, maxLength: LIMITS.name }),
       note: optionalText('note'),
-      iconUrl: optionalText('icon_url'),
+      iconUrl: optionalText('icon_url', { maxLength: LIMITS.url }),
       isCompleted: flag('is_completed'),
       completedAt: optionalTime('completed_at'),
       defaultAccessType: oneOf('default_access_type', PROJECT_ACCESS_TYPES, 'GLOBAL_ROLE'),
@@ -248,7 +256,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     projectPath: ['project'],
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true }),
+      name: text('name', { requiredOnCreate: true, maxLength: LIMITS.name }),
       projectId: reference('project_id', false),
       parentId: reference('parent_id'),
       importJobId: { column: 'import_job_id', type: 'int', nullable: true, writable: false },
@@ -289,9 +297,9 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     projectPath: ['project'],
     fields: {
       id,
-      title: text('title', { requiredOnCreate: true }),
+      title: text('title', { requiredOnCreate: true, maxLength: LIMITS.caseTitle }),
       description: optionalText('description'),
-      className: optionalText('class_name'),
+      className: optionalText('class_name', { maxLength: LIMITS.caseTitle }),
       source: oneOf('source', CASE_SOURCES, 'MANUAL'),
       estimate: optionalInt('estimate'),
       automated: flag('automated'),
@@ -332,7 +340,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       id,
       repositoryCaseId: reference('repository_case_id', false),
       version: integer('version', { writable: false }),
-      title: text('title', { writable: false }),
+      title: text('title', { writable: false, maxLength: LIMITS.caseTitle }),
       snapshot: field('json', 'snapshot', { writable: false }),
       changedById: reference('changed_by_id'),
       createdAt,
@@ -384,7 +392,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     softDeleteField: 'isDeleted',
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true, unique: true }),
+      name: text('name', { requiredOnCreate: true, unique: true, maxLength: LIMITS.name }),
       isEnabled: flag('is_enabled', true),
       isDefault: flag('is_default'),
       ...softDeleteAndTimes,
@@ -404,7 +412,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     softDeleteField: 'isDeleted',
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true }),
+      name: text('name', { requiredOnCreate: true, maxLength: LIMITS.name }),
       isDefault: flag('is_default'),
       order: integer('sort_order', { default: 0 }),
       caseFieldId: reference('case_field_id'),
@@ -426,17 +434,17 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     projectPath: ['project'],
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true }),
+      name: text('name', { requiredOnCreate: true, maxLength: LIMITS.name }),
       note: optionalText('note'),
       testRunType: oneOf('test_run_type', TEST_RUN_TYPES, 'REGULAR'),
       isCompleted: flag('is_completed'),
       completedAt: optionalTime('completed_at'),
       elapsedMs: optionalInt('elapsed_ms'),
       // Where the run came from (a result import's CI context; writable, checked by services/shared/ciContext.ts).
-      branch: optionalText('branch'),
-      commit: optionalText('commit_sha'),
-      buildUrl: optionalText('build_url'),
-      ciJobId: optionalText('ci_job_id'),
+      branch: optionalText('branch', { maxLength: LIMITS.name }),
+      commit: optionalText('commit_sha', { maxLength: LIMITS.name }),
+      buildUrl: optionalText('build_url', { maxLength: LIMITS.url }),
+      ciJobId: optionalText('ci_job_id', { maxLength: LIMITS.name }),
       ciAttempt: optionalInt('ci_attempt'),
       projectId: reference('project_id', false),
       configId: reference('config_id'),
@@ -505,11 +513,11 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       testRunCaseVersion: optionalInt('test_run_case_version'),
       // What an automated result file says about the execution (result import; writable for API clients too).
       message: optionalText('message'),
-      failureType: optionalText('failure_type'),
+      failureType: optionalText('failure_type', { maxLength: LIMITS.name }),
       stackTrace: optionalText('stack_trace'),
       systemOut: optionalText('system_out'),
       systemErr: optionalText('system_err'),
-      file: optionalText('file'),
+      file: optionalText('file', { maxLength: LIMITS.name }),
       line: optionalInt('line'),
       properties: field('json', 'properties', { nullable: true }),
       testRunId: reference('test_run_id', false),
@@ -577,7 +585,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     projectPath: ['project'],
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true }),
+      name: text('name', { requiredOnCreate: true, maxLength: LIMITS.name }),
       note: optionalText('note'),
       mission: optionalText('mission'),
       estimate: optionalInt('estimate'),
@@ -640,7 +648,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     projectPath: ['project'],
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true }),
+      name: text('name', { requiredOnCreate: true, maxLength: LIMITS.name }),
       note: optionalText('note'),
       isStarted: flag('is_started'),
       isCompleted: flag('is_completed'),
@@ -671,7 +679,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     softDeleteField: 'isDeleted',
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true, unique: true }),
+      name: text('name', { requiredOnCreate: true, unique: true, maxLength: LIMITS.name }),
       isDefault: flag('is_default'),
       ...softDeleteAndTimes,
     },
@@ -686,7 +694,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     softDeleteField: 'isDeleted',
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true, unique: true }),
+      name: text('name', { requiredOnCreate: true, unique: true, maxLength: LIMITS.name }),
       isEnabled: flag('is_enabled', true),
       ...softDeleteAndTimes,
     },
@@ -703,7 +711,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     softDeleteField: 'isDeleted',
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true, unique: true }),
+      name: text('name', { requiredOnCreate: true, unique: true, maxLength: LIMITS.name }),
       ...softDeleteAndTimes,
     },
     relations: {
@@ -717,7 +725,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     softDeleteField: 'isDeleted',
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true }),
+      name: text('name', { requiredOnCreate: true, maxLength: LIMITS.name }),
       isEnabled: flag('is_enabled', true),
       categoryId: reference('category_id', false),
       ...softDeleteAndTimes,
@@ -734,7 +742,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     softDeleteField: 'isDeleted',
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true, unique: true }),
+      name: text('name', { requiredOnCreate: true, unique: true, maxLength: LIMITS.name }),
       ...softDeleteAndTimes,
     },
     relations: {
@@ -750,12 +758,12 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     softDeleteField: 'isDeleted',
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true }),
+      name: text('name', { requiredOnCreate: true, maxLength: LIMITS.name }),
       order: integer('sort_order', { default: 0 }),
       scope: field('string', 'scope', { enum: WORKFLOW_SCOPES, requiredOnCreate: true }),
       workflowType: field('string', 'workflow_type', { enum: WORKFLOW_TYPES, requiredOnCreate: true }),
-      icon: optionalText('icon'),
-      color: optionalText('color'),
+      icon: optionalText('icon', { maxLength: LIMITS.name }),
+      color: optionalText('color', { maxLength: LIMITS.name }),
       isEnabled: flag('is_enabled', true),
       isDefault: flag('is_default'),
       ...softDeleteAndTimes,
@@ -773,10 +781,10 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     softDeleteField: 'isDeleted',
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true }),
-      systemName: text('system_name', { requiredOnCreate: true, unique: true }),
-      aliases: field('string', 'aliases', { list: true, default: [] }),
-      color: optionalText('color'),
+      name: text('name', { requiredOnCreate: true, maxLength: LIMITS.name }),
+      systemName: text('system_name', { requiredOnCreate: true, unique: true, maxLength: LIMITS.name }),
+      aliases: field('string', 'aliases', { list: true, default: [], maxLength: LIMITS.name }),
+      color: optionalText('color', { maxLength: LIMITS.name }),
       order: integer('sort_order', { default: 0 }),
       isEnabled: flag('is_enabled', true),
       isSuccess: flag('is_success'),
@@ -802,8 +810,8 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     softDeleteField: 'isDeleted',
     fields: {
       id,
-      email: text('email', { requiredOnCreate: true, unique: 'forever' }),
-      name: text('name', { requiredOnCreate: true }),
+      email: text('email', { requiredOnCreate: true, unique: 'forever', maxLength: LIMITS.email }),
+      name: text('name', { requiredOnCreate: true, maxLength: LIMITS.name }),
       access: oneOf('access', ACCESS_LEVELS, 'USER'),
       isActive: flag('is_active', true),
       roleId: reference('role_id'),
@@ -828,7 +836,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     softDeleteField: 'isDeleted',
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true, unique: true }),
+      name: text('name', { requiredOnCreate: true, unique: true, maxLength: LIMITS.name }),
       isDefault: flag('is_default'),
       ...softDeleteAndTimes,
     },
@@ -848,7 +856,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     softDeleteField: 'isDeleted',
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true, unique: true }),
+      name: text('name', { requiredOnCreate: true, unique: true, maxLength: LIMITS.name }),
       description: optionalText('description'),
       ...softDeleteAndTimes,
     },
@@ -882,8 +890,8 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     softDeleteField: 'isDeleted',
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true, unique: true }),
-      externalId: optionalText('external_id'),
+      name: text('name', { requiredOnCreate: true, unique: true, maxLength: LIMITS.name }),
+      externalId: optionalText('external_id', { maxLength: LIMITS.name }),
       note: optionalText('note'),
       ...softDeleteAndTimes,
     },
@@ -920,9 +928,9 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     softDeleteField: 'isDeleted',
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true, unique: true }),
+      name: text('name', { requiredOnCreate: true, unique: true, maxLength: LIMITS.name }),
       provider: field('string', 'provider', { enum: INTEGRATION_PROVIDERS, requiredOnCreate: true }),
-      url: optionalText('url'),
+      url: optionalText('url', { maxLength: LIMITS.url }),
       isEnabled: flag('is_enabled', true),
       settings: field('json', 'settings', { nullable: true }),
       ...softDeleteAndTimes,
@@ -939,10 +947,10 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
     projectPath: ['project'],
     fields: {
       id,
-      name: text('name', { requiredOnCreate: true }),
-      url: text('url', { requiredOnCreate: true }),
+      name: text('name', { requiredOnCreate: true, maxLength: LIMITS.name }),
+      url: text('url', { requiredOnCreate: true, maxLength: LIMITS.url }),
       size: integer('size', { requiredOnCreate: true }),
-      mimeType: text('mime_type', { default: 'application/octet-stream' }),
+      mimeType: text('mime_type', { default: 'application/octet-stream', maxLength: LIMITS.name }),
       note: optionalText('note'),
       projectId: reference('project_id', false),
       repositoryCaseId: reference('repository_case_id'),
@@ -1035,7 +1043,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       other: stat('int', 'other'),
       flips: stat('int', 'flips'),
       retryFlips: stat('int', 'retry_flips'),
-      durationMs: stat('int', 'duration_ms'),
+      durationMs: sum('duration_ms'),
     },
     relations: {
       repositoryCase: one('repositoryCase', 'repository_case_id', 'repositoryCaseId'),
@@ -1060,7 +1068,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       failed: stat('int', 'failed'),
       other: stat('int', 'other'),
       untested: stat('int', 'untested'),
-      durationMs: stat('int', 'duration_ms'),
+      durationMs: sum('duration_ms'),
       passRate: stat('float', 'pass_rate', true),
     },
     relations: {

@@ -6,23 +6,26 @@
  */
 import { ENTITIES, type EntityDef, type FieldDef } from './entities';
 import { eventFields, eventTypesOf, idKeyOf, isForeignKey, linkField, linkRelations, ownedRelations } from './entityEvents';
+import { LIMITS, idSchema, intSchema, jsonValueDefs, jsonValueRef, timeSchema } from './limits';
 
 type Schema = Record<string, unknown>;
 
-const ID = { type: 'integer', minimum: 1 };
-const TIME = { type: 'string', format: 'date-time' };
+const ID = idSchema();
+const TIME = timeSchema();
 
 function valueSchema(entity: EntityDef, name: string, f: FieldDef): Schema {
   let item: Schema;
   switch (f.type) {
-    case 'int': item = isForeignKey(entity, name) || f.fromActor ? { ...ID } : { type: 'integer' }; break;
+    case 'int': item = isForeignKey(entity, name) || f.fromActor ? { ...ID } : intSchema(); break;
     case 'float': item = { type: 'number' }; break;
     case 'boolean': item = { type: 'boolean' }; break;
     case 'datetime': item = { ...TIME }; break;
-    case 'json': return {};
-    case 'string': item = f.enum ? { type: 'string', enum: [...f.enum] } : { type: 'string', ...(f.requiredOnCreate && { minLength: 1 }) }; break;
+    case 'json': return jsonValueRef();
+    case 'string':
+      item = f.enum ? { type: 'string', enum: [...f.enum] } : { type: 'string', ...(f.requiredOnCreate && { minLength: 1 }), maxLength: f.maxLength ?? LIMITS.text };
+      break;
   }
-  if (f.list) item = { type: 'array', items: item };
+  if (f.list) item = { type: 'array', maxItems: LIMITS.items, items: item };
   if (f.nullable) {
     const { type, ...rest } = item;
     item = { type: [type, 'null'], ...rest };
@@ -39,12 +42,13 @@ function valueProperties(entity: EntityDef, options: { forChanges: boolean }): R
     if (options.forChanges && f.fromActor) continue;
     properties[name] = valueSchema(entity, name, f);
   }
-  for (const [name] of linkRelations(entity)) properties[linkField(name)] = { type: 'array', uniqueItems: true, items: { ...ID } };
+  for (const [name] of linkRelations(entity)) properties[linkField(name)] = { type: 'array', maxItems: LIMITS.items, uniqueItems: true, items: { ...ID } };
   for (const [name, relation] of ownedRelations(entity)) {
     const child = ENTITIES[relation.target];
     const childFields = eventFields(child).filter((f) => child.fields[f].column !== relation.foreignKey);
     properties[name] = {
       type: 'array',
+      maxItems: LIMITS.items,
       items: {
         type: 'object', additionalProperties: false, required: ['id', ...childFields],
         properties: { id: { ...ID }, ...Object.fromEntries(childFields.map((f) => [f, valueSchema(child, f, child.fields[f])])) },
@@ -60,7 +64,7 @@ export function entityEventSchemas(entity: EntityDef, version: number): Record<s
   const created = valueProperties(entity, { forChanges: false });
   const changes = valueProperties(entity, { forChanges: true });
   const label = entity.name.replace(/[A-Z]/g, (c) => ` ${c.toLowerCase()}`);
-  return {
+  return withJsonDefs({
     [types.created]: {
       $id: `${types.created}.v${version}`, title: types.created, description: `A ${label} was created; every value it holds.`,
       type: 'object', additionalProperties: false, required: [idKey, ...Object.keys(created), 'createdAt'],
@@ -85,5 +89,11 @@ export function entityEventSchemas(entity: EntityDef, version: number): Record<s
       type: 'object', additionalProperties: false, required: [idKey, 'deletedAt'],
       properties: { [idKey]: { ...ID }, deletedAt: { ...TIME } },
     },
-  };
+  });
+}
+
+/** A schema that holds a JSON value gets the definitions its reference points into. */
+function withJsonDefs(schemas: Record<string, Schema>): Record<string, Schema> {
+  return Object.fromEntries(Object.entries(schemas).map(([type, schema]) =>
+    [type, JSON.stringify(schema).includes('"#/$defs/json') ? { ...schema, $defs: jsonValueDefs() } : schema]));
 }

@@ -195,7 +195,7 @@ const CASE_TYPES = {
 };
 const DAILY_TYPES = {
   repository_case_id: 'integer', project_id: 'integer', day: 'timestamptz', config_id: 'integer', branch: 'text', executions: 'integer', passed: 'integer',
-  failed: 'integer', other: 'integer', flips: 'integer', retry_flips: 'integer', duration_ms: 'integer',
+  failed: 'integer', other: 'integer', flips: 'integer', retry_flips: 'integer', duration_ms: 'bigint',
 };
 
 /**

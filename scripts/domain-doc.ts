@@ -4,6 +4,7 @@
  */
 import { ENTITIES, type EntityDef, type FieldDef, type RelationDef, writtenAs } from '../contracts/entities';
 import { eventTypesOf, linkField, linkRelations, streamOf } from '../contracts/entityEvents';
+import { LIMITS } from '../contracts/limits';
 import { CREATE_ONLY_FIELDS, WRITE_ONLY_INPUTS } from '../services/model/writeArgs';
 
 /** Entities with an aggregate of their own, whose events are not the generic three. */
@@ -31,6 +32,12 @@ How an entity is written:
   carried whole on the parent's events.
 - **projected**: derived by the read model (case versions); read-only through the model API.
 
+Limits (\`contracts/limits.ts\`, the same for the model API, the event contracts and what the read
+model stores): each written string, list and JSON value says its own below (\`≤ N characters\`,
+\`≤ N items\`, \`≤ N levels deep\`); ints are 32-bit. A longer value is refused with 400
+\`invalid-argument\` (\`details.path\`, and \`maxLength\`, \`maxItems\` or \`maxDepth\`) before
+anything is written.
+
 Deletes are soft where the entity has \`isDeleted\`: the row stays, marked, and can be found with
 \`where: { isDeleted: true }\`; otherwise the row goes. Who did it, when and through what is in
 the metadata of every event (\`docs/events.md\`).
@@ -50,7 +57,18 @@ good (a user's e-mail, stored in lower case). No row matching is \`null\` (findU
 
 function typeOf(f: FieldDef): string {
   const base = f.enum ? f.enum.map((v) => `\`${v}\``).join(' \\| ') : f.type;
-  return `${base}${f.list ? '[]' : ''}${f.nullable ? ' (nullable)' : ''}`;
+  return `${base}${f.list ? '[]' : ''}${f.nullable ? ' (nullable)' : ''}${limitOf(f)}`;
+}
+
+/** The limits a written value keeps to (contracts/limits.ts): what the model API refuses past them. */
+function limitOf(f: FieldDef): string {
+  if (!f.writable) return '';
+  const parts: string[] = [];
+  if (f.type === 'string' && !f.enum) parts.push(`≤ ${(f.maxLength ?? LIMITS.text).toLocaleString('en-US')} characters${f.list ? ' each' : ''}`);
+  if (f.type === 'int') parts.push('32-bit');
+  if (f.type === 'json') parts.push(`≤ ${LIMITS.jsonDepth} levels deep`);
+  if (f.list) parts.push(`≤ ${LIMITS.items.toLocaleString('en-US')} items`);
+  return parts.length > 0 ? `, ${parts.join(', ')}` : '';
 }
 
 function notes(name: string, f: FieldDef, entity: EntityDef): string {

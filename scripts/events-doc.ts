@@ -82,12 +82,20 @@ Example value:
 `;
 
 interface Schema { title: string; description?: string; required?: string[]; properties?: Record<string, PropertySchema> }
-interface PropertySchema { type?: string | string[]; enum?: unknown[]; format?: string; pattern?: string; minimum?: number; properties?: Record<string, PropertySchema>; description?: string }
+interface PropertySchema {
+  type?: string | string[]; enum?: unknown[]; format?: string; pattern?: string; minimum?: number; maximum?: number; maxLength?: number; maxItems?: number;
+  $ref?: string; properties?: Record<string, PropertySchema>; description?: string;
+}
 
 function describeType(p: PropertySchema): string {
   if (p.enum) return p.enum.map((v) => `\`${JSON.stringify(v)}\``).join(' \\| ');
+  const json = p.$ref && /^#\/\$defs\/json(\d+)$/.exec(p.$ref);
+  if (json) return `JSON value (at most ${json[1]} levels deep)`;
   const types = Array.isArray(p.type) ? p.type.join(' or ') : p.type ?? 'any';
-  const extra = [p.format, p.pattern && `pattern \`${p.pattern.replace(/\|/g, '\\|')}\``, p.minimum !== undefined && `≥ ${p.minimum}`].filter(Boolean);
+  const extra = [
+    p.format, p.pattern && `pattern \`${p.pattern.replace(/\|/g, '\\|')}\``, p.minimum !== undefined && `≥ ${p.minimum}`, p.maximum !== undefined && `≤ ${p.maximum}`,
+    p.maxLength !== undefined && `≤ ${p.maxLength} characters`, p.maxItems !== undefined && `≤ ${p.maxItems} items`,
+  ].filter(Boolean);
   return extra.length ? `${types} (${extra.join(', ')})` : types;
 }
 

@@ -439,8 +439,17 @@ function checkedVersion(version: number): number {
   return version;
 }
 
+/** Text longer than this (in characters) is cut in a search document, and before it is indexed (see TSV). */
+const MAX_TEXT = 200_000;
+
+/**
+ * A tsvector's lexemes hold at most 1 MB (to_tsvector fails past it), and they are never longer
+ * than the text they come from: each field's text is indexed up to MAX_TEXT characters (800 kB at
+ * 4 bytes a character) — the custom field values too, which are joined into one text. What is
+ * indexed is bounded, not what is stored.
+ */
 const TSV = (column: string, expr: string, weight: 'A' | 'B' | 'C' | 'D') =>
-  `setweight(to_tsvector(${CONFIG}, ${analysed(`coalesce(${expr}, '')`)}), '${weight}') AS ${column}`;
+  `setweight(to_tsvector(${CONFIG}, ${analysed(`left(coalesce(${expr}, ''), ${MAX_TEXT})`)}), '${weight}') AS ${column}`;
 
 /** One multi-row upsert of a chunk (one JSON array parameter). */
 function upsertSql(table: string): string {
@@ -463,14 +472,20 @@ function upsertSql(table: string): string {
     ON CONFLICT (type, id) DO UPDATE SET ${columns.slice(2).map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`;
 }
 
-/** Text longer than this is cut before it is indexed (a tsvector holds at most 1 MB). */
-const MAX_TEXT = 200_000;
 
-/** jsonb refuses U+0000: it goes (as PostgreSQL text would refuse it anyway); overlong text is cut. */
+/**
+ * jsonb refuses U+0000: it goes (as PostgreSQL text would refuse it anyway); overlong text is cut,
+ * never between the halves of a surrogate pair (jsonb refuses the half left: "invalid input syntax
+ * for type json", a document no write could take).
+ */
 function jsonWithoutNul(docs: readonly SearchDocument[]): string {
-  return JSON.stringify(docs, (_, value: unknown) => (typeof value === 'string'
-    ? (value.length > MAX_TEXT ? value.slice(0, MAX_TEXT) : value).replaceAll('\u0000', '')
-    : value));
+  return JSON.stringify(docs, (_, value: unknown) => (typeof value === 'string' ? cutText(value).replaceAll('\u0000', '') : value));
+}
+
+function cutText(value: string): string {
+  if (value.length <= MAX_TEXT) return value;
+  const end = /[\ud800-\udbff]/.test(value[MAX_TEXT - 1]) ? MAX_TEXT - 1 : MAX_TEXT;
+  return value.slice(0, end);
 }
 
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?$/;

@@ -10,7 +10,7 @@ export const COLUMN_TYPES: Record<FieldDef['type'], string> = {
   int: 'integer', float: 'double precision', string: 'text', boolean: 'boolean', datetime: 'timestamptz', json: 'jsonb',
 };
 
-export const columnType = (f: FieldDef): string => `${COLUMN_TYPES[f.type]}${f.list ? '[]' : ''}`;
+export const columnType = (f: FieldDef): string => `${f.wide ? 'bigint' : COLUMN_TYPES[f.type]}${f.list ? '[]' : ''}`;
 
 function columnDefault(knex: Knex, f: FieldDef): Knex.Raw | undefined {
   if (f.default === undefined) return undefined;

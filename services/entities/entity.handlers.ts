@@ -2,10 +2,11 @@ import { createHash } from 'node:crypto';
 import type { EventEnvelope, EventMetadata } from '../../contracts/envelope';
 import { ENTITIES, type EntityDef, type EntityName, type RelationDef, writtenAs } from '../../contracts/entities';
 import { eventFields, linkField, linkRelations, ownedRelations, streamOf } from '../../contracts/entityEvents';
+import { LIMITS } from '../../contracts/limits';
 import { activeClaim, claimRevisionAfter, lastEventOf, writeWithClaims } from '../claims/uniqueClaims';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { handleCommand, loadAggregate } from '../shared/decider';
-import { DomainError } from '../shared/errors';
+import { DomainError, badRequest } from '../shared/errors';
 import type { IdAllocator } from '../shared/ids';
 import { keyInScope } from '../repository/caseIdentity';
 import { folderStream, repositoryFolderDecider } from '../repository/repositoryFolder.decider';
@@ -104,6 +105,7 @@ export async function updateEntity(deps: CommandDeps, name: EntityName, id: numb
     const current = (state.values[relation] as Record<string, unknown>[] | undefined) ?? [];
     values[relation] = newChildren(ENTITIES[def.target], def, current, children);
   }
+  refuseLongLists(entity, values);
   const merged = { ...state.values, ...values };
   await refuseCycles(deps, entity, id, write.connect);
   // The project path's first hop is looked up too, so that new references are checked against the row's project.
@@ -174,6 +176,17 @@ async function refuseCycles(deps: CommandDeps, entity: EntityDef, id: number, co
 
 // ---------------------------------------------------------------------------------------------
 // links and children
+
+/** Links and children added to those a row has may outgrow a list's limit (contracts/limits.ts): refused before anything is appended. */
+function refuseLongLists(entity: EntityDef, values: Record<string, unknown>): void {
+  const lists = [...linkRelations(entity).map(([relation]) => [relation, linkField(relation)]), ...ownedRelations(entity).map(([relation]) => [relation, relation])];
+  for (const [relation, field] of lists) {
+    const list = values[field] as unknown[] | undefined;
+    if (list && list.length > LIMITS.items) {
+      throw badRequest('invalid-argument', `data.${relation}: would hold ${list.length} items; at most ${LIMITS.items}`, { path: `data.${relation}`, maxItems: LIMITS.items });
+    }
+  }
+}
 
 function applyLinks(current: number[], write: LinkWrite | undefined): number[] {
   if (!write) return current;

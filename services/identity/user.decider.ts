@@ -2,6 +2,7 @@ import type {
   AccessLevel, UserDeactivated, UserDeleted, UserPasswordChanged, UserReactivated, UserRegistered, UserUpdated,
 } from '../../contracts/events';
 import { DomainError, assertNever } from '../shared/errors';
+import { LIMITS } from '../../contracts/limits';
 
 export type UserEvent = UserRegistered | UserUpdated | UserDeactivated | UserReactivated | UserPasswordChanged | UserDeleted;
 
@@ -40,8 +41,8 @@ export function normaliseEmail(email: string): string {
 export const PASSWORD_LENGTH = { min: 8, max: 1024 } as const;
 
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
-const MAX_EMAIL = 320;
-const MAX_NAME = 255;
+const MAX_EMAIL = LIMITS.email;
+const MAX_NAME = LIMITS.name;
 
 const invalid = (path: string, message: string) => new DomainError('invalid-argument', `${path}: ${message}`, { path });
 

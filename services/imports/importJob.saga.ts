@@ -16,6 +16,7 @@ import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient, type RetryBudget, 
 import { parserFor } from './formats';
 import { type ImportFormat, type Outcome, type ParsedCase, ResultFileError, type SuiteOutput } from './formats/parsedResult';
 import { type ChunkData, type ImportJobCommand, type ImportJobState, importJobDecider, importJobStream } from './importJob.decider';
+import { INT32_MAX, INT32_MIN, LIMITS, codePoints, cutText, isStorableTime, longerThan } from '../../contracts/limits';
 
 /**
  * The saga that runs an import job: parse every file once (counting, warning, failing on bad
@@ -606,7 +607,8 @@ class ChunkBuilder {
         let id = this.folders.get(key);
         if (id === undefined) {
           const row = parentId !== null && this.madeFolders.has(parentId) ? undefined
-            : await knex('repository_folders').where({ project_id: s.options!.projectId, name, is_deleted: false })
+            // md5(name): the index repository_folders_by_name (projections/migrations/026_digest_keys.ts).
+            : await knex('repository_folders').where({ project_id: s.options!.projectId, name, is_deleted: false }).whereRaw('md5(name) = md5(?)', [name])
               .where((q) => (parentId === null ? q.whereNull('parent_id') : q.where('parent_id', parentId))).orderBy('id').first('id');
           if (row) id = row.id as number;
           else {
@@ -660,10 +662,11 @@ class ChunkBuilder {
     }
     const rest = unknown.filter((i) => !this.cases.has(keys[i]));
     if (rest.length === 0 || !this.lookups.legacy) return adopted;
-    // Cases imported before identities existed: found by title and class, each adopted by the first test that matches it.
+    // Cases imported before identities existed: found by title and class, each adopted by the first test that matches it
+    // (md5(title): the index repository_cases_identity, projections/migrations/026_digest_keys.ts).
     const { rows: legacy } = await knex.raw(
       `SELECT x.i, array(SELECT c.id FROM repository_cases c
-           WHERE c.project_id = ? AND c.source = ? AND c.title = x.t AND c.class_name IS NOT DISTINCT FROM x.c
+           WHERE c.project_id = ? AND c.source = ? AND md5(c.title) = md5(x.t) AND c.title = x.t AND c.class_name IS NOT DISTINCT FROM x.c
              AND c.identity_key IS NULL AND NOT c.is_deleted ORDER BY c.id LIMIT 50) AS ids
        FROM unnest(?::text[], ?::text[]) WITH ORDINALITY AS x(t, c, i)`,
       [projectId, source, rest.map((i) => titleOf(items[i].name)), rest.map((i) => cutOrNull(items[i].className, CLASS_NAME_MAX)) as string[]],
@@ -784,15 +787,15 @@ class ChunkBuilder {
       touched.add(runCase);
       results.testRunCaseId.push(runCase.id);
       results.statusId.push(statusId);
-      results.durationMs.push(parsed.durationMs);
-      results.executedAt.push(parsed.executedAt);
-      results.message.push(parsed.message);
-      results.failureType.push(parsed.failureType);
-      results.stackTrace.push(parsed.stackTrace);
-      results.systemOut.push(parsed.systemOut);
-      results.systemErr.push(parsed.systemErr);
-      results.file.push(parsed.file);
-      results.line.push(parsed.line);
+      results.durationMs.push(int32OrNull(parsed.durationMs));
+      results.executedAt.push(parsed.executedAt !== null && isStorableTime(parsed.executedAt) ? parsed.executedAt : null);
+      results.message.push(cutOrNull(parsed.message, LIMITS.text));
+      results.failureType.push(cutOrNull(parsed.failureType, LIMITS.name));
+      results.stackTrace.push(cutOrNull(parsed.stackTrace, LIMITS.text));
+      results.systemOut.push(cutOrNull(parsed.systemOut, LIMITS.text));
+      results.systemErr.push(cutOrNull(parsed.systemErr, LIMITS.text));
+      results.file.push(cutOrNull(parsed.file, LIMITS.name));
+      results.line.push(int32OrNull(parsed.line));
       results.properties.push(propertiesOf(parsed));
       results.attempt.push(runCase.attempts);
       results.retried.push(parsed.retried);
@@ -808,9 +811,9 @@ class ChunkBuilder {
     const outputs: ImportedColumns<ImportedSuiteOutput> = { folderId: [], suite: [], systemOut: [], systemErr: [] };
     for (const o of suiteOutputs) {
       outputs.folderId.push(folderOf.get(pathKey(o.suitePath)) ?? null);
-      outputs.suite.push(cut(o.suitePath.join(' › '), 2000));
-      outputs.systemOut.push(o.systemOut);
-      outputs.systemErr.push(o.systemErr);
+      outputs.suite.push(cut(o.suitePath.join(' › '), LIMITS.caseTitle));
+      outputs.systemOut.push(cutOrNull(o.systemOut, LIMITS.text));
+      outputs.systemErr.push(cutOrNull(o.systemErr, LIMITS.text));
     }
 
     const base = {
@@ -835,36 +838,37 @@ class ChunkBuilder {
   }
 }
 
-/** Limits of the event contract (TestResultsImported) a real file may exceed: cut, with a warning at parse time. */
-const TITLE_MAX = 2000;
-const CLASS_NAME_MAX = 2000;
-const FOLDER_NAME_MAX = 255;
-const PROPERTY_NAME_MAX = 1000;
+/**
+ * Limits of the event contract (TestResultsImported; contracts/limits.ts) a real file may exceed:
+ * names cut, with a warning at parse time; other text cut (docs/imports.md, "Limits").
+ */
+const TITLE_MAX = LIMITS.caseTitle;
+const CLASS_NAME_MAX = LIMITS.caseTitle;
+const FOLDER_NAME_MAX = LIMITS.name;
+const PROPERTY_NAME_MAX = LIMITS.name;
 /** The result property that keeps a name cut to fit the case's title (or class). */
 export const FULL_NAME_PROPERTY = 'testament.fullName';
 export const FULL_CLASS_NAME_PROPERTY = 'testament.fullClassName';
 /** What a test without a name is called (parsers number theirs; this is the last resort). */
 const UNNAMED = '(unnamed test)';
 
-/** Cuts a text to at most `max` UTF-16 units, ending in "…", never between the halves of a surrogate pair. */
-function cut(text: string, max: number): string {
-  if (text.length <= max) return text;
-  let end = max - 1;
-  if (/[\ud800-\udbff]/.test(text[end - 1] ?? '')) end--;
-  return `${text.slice(0, end)}…`;
-}
+/** Cuts a text to at most `max` characters (code points, as the contracts count), ending in "…". */
+const cut = cutText;
 
 const cutOrNull = (text: string | null, max: number) => (text === null ? null : cut(text, max));
+/** A number the read model's integer column holds, else none (a duration past 24 days, a line past 2^31: a file's nonsense). */
+const int32OrNull = (n: number | null) => (n !== null && n >= INT32_MIN && n <= INT32_MAX ? n : null);
 const titleOf = (name: string) => cut(name.trim() === '' ? UNNAMED : name, TITLE_MAX);
 
 /** A result's properties: the file's (names cut to fit), and the full name and class where the case's had to be cut. */
 function propertiesOf(parsed: ParsedCase): Array<{ name: string; value: string }> {
-  const fits = parsed.name.length <= TITLE_MAX && (parsed.className === null || parsed.className.length <= CLASS_NAME_MAX)
-    && parsed.properties.every((p) => p.name.length <= PROPERTY_NAME_MAX);
+  const fits = !longerThan(parsed.name, TITLE_MAX) && (parsed.className === null || !longerThan(parsed.className, CLASS_NAME_MAX))
+    && parsed.properties.length <= LIMITS.items - 2 && parsed.properties.every((p) => !longerThan(p.name, PROPERTY_NAME_MAX) && !longerThan(p.value, LIMITS.text));
   if (fits) return parsed.properties; // the parser's own array: most cases
-  const properties = parsed.properties.map((p) => (p.name.length > PROPERTY_NAME_MAX ? { name: cut(p.name, PROPERTY_NAME_MAX), value: p.value } : p));
-  if (parsed.name.length > TITLE_MAX) properties.push({ name: FULL_NAME_PROPERTY, value: parsed.name });
-  if (parsed.className !== null && parsed.className.length > CLASS_NAME_MAX) properties.push({ name: FULL_CLASS_NAME_PROPERTY, value: parsed.className });
+  // The first properties, room left for the two full names; each name and value cut to fit.
+  const properties = parsed.properties.slice(0, LIMITS.items - 2).map((p) => ({ name: cut(p.name, PROPERTY_NAME_MAX), value: cut(p.value, LIMITS.text) }));
+  if (longerThan(parsed.name, TITLE_MAX)) properties.push({ name: FULL_NAME_PROPERTY, value: cut(parsed.name, LIMITS.text) });
+  if (parsed.className !== null && longerThan(parsed.className, CLASS_NAME_MAX)) properties.push({ name: FULL_CLASS_NAME_PROPERTY, value: cut(parsed.className, LIMITS.text) });
   return properties;
 }
 
@@ -872,14 +876,14 @@ function propertiesOf(parsed: ParsedCase): Array<{ name: string; value: string }
 export function limitWarnings(parsed: ParsedCase, file: string): ImportWarning[] {
   const warnings: ImportWarning[] = [];
   const caseName = cut(parsed.name, 200);
-  if (parsed.name.length > TITLE_MAX) {
-    warnings.push({ file, case: caseName, message: `the name has ${parsed.name.length} characters; the case's title keeps the first ${TITLE_MAX - 1} and the result property ${FULL_NAME_PROPERTY} the whole name` });
+  if (longerThan(parsed.name, TITLE_MAX)) {
+    warnings.push({ file, case: caseName, message: `the name has ${codePoints(parsed.name)} characters; the case's title keeps the first ${TITLE_MAX - 1} and the result property ${FULL_NAME_PROPERTY} the whole name` });
   }
-  if (parsed.className !== null && parsed.className.length > CLASS_NAME_MAX) {
-    warnings.push({ file, case: caseName, message: `the class name has ${parsed.className.length} characters; the case keeps the first ${CLASS_NAME_MAX - 1} and the result property ${FULL_CLASS_NAME_PROPERTY} the whole` });
+  if (parsed.className !== null && longerThan(parsed.className, CLASS_NAME_MAX)) {
+    warnings.push({ file, case: caseName, message: `the class name has ${codePoints(parsed.className)} characters; the case keeps the first ${CLASS_NAME_MAX - 1} and the result property ${FULL_CLASS_NAME_PROPERTY} the whole` });
   }
-  const longSuite = parsed.suitePath.find((name) => name.length > FOLDER_NAME_MAX);
-  if (longSuite !== undefined) warnings.push({ file, case: caseName, message: `a suite name has ${longSuite.length} characters; its folder's name keeps the first ${FOLDER_NAME_MAX - 1}` });
+  const longSuite = parsed.suitePath.find((name) => longerThan(name, FOLDER_NAME_MAX));
+  if (longSuite !== undefined) warnings.push({ file, case: caseName, message: `a suite name has ${codePoints(longSuite)} characters; its folder's name keeps the first ${FOLDER_NAME_MAX - 1}` });
   if (parsed.name.trim() === '') warnings.push({ file, message: `a test case without a name is imported as "${UNNAMED}"` });
   return warnings;
 }

@@ -3,6 +3,7 @@ import { ENTITIES, type EntityName } from '../../contracts/entities';
 import type { ExternalMappingEntry, ExternalMappingKey, ExternalMappings, ExternalSourceEntry } from '../../contracts/events';
 import { badRequest } from '../shared/errors';
 import { allStagedRows } from './staging';
+import { LIMITS } from '../../contracts/limits';
 
 /**
  * The configuration step of the external-tool migration: the export's configuration rows (states,
@@ -45,7 +46,7 @@ export const MAPPING_DEFS: Readonly<Record<ExternalMappingKey, MappingDef>> = {
 };
 
 /** Source rows one mapping list may hold (the whole list travels in the job's events). */
-export const MAX_SOURCE_ROWS = 20_000;
+export const MAX_SOURCE_ROWS = LIMITS.mappedRows;
 
 export const emptyMappings = (): ExternalMappings => Object.fromEntries(MAPPING_KEYS.map((k) => [k, []])) as unknown as ExternalMappings;
 

@@ -1,6 +1,7 @@
 import { ENTITIES, type EntityDef, type FieldDef, type RelationDef } from '../../contracts/entities';
 import { badRequest } from '../shared/errors';
 import { textProblem } from '../shared/text';
+import { INT32_MAX, INT32_MIN, LIMITS, longerThan } from '../../contracts/limits';
 
 /**
  * Strict parsing of model API request bodies (Prisma-style) into plain, already-validated
@@ -165,8 +166,8 @@ const ALL_OPERATORS = new Set([...Object.values(OPERATORS_BY_TYPE).flat(), ...LI
 const JSON_FILTERS_UNSUPPORTED =
   'a JSON field can only be filtered on null (null, equals: null, not: null); JSON value and path filters (path, string_contains, array_contains, equals on a value) are not supported';
 
-const INT_MIN = -2147483648;
-const INT_MAX = 2147483647;
+const INT_MIN = INT32_MIN;
+const INT_MAX = INT32_MAX;
 
 // ---------------------------------------------------------------------------------------------
 // Entry points
@@ -735,7 +736,7 @@ function parseScalar(field: FieldDef, value: unknown, path: string): ScalarValue
         fail(path, `must be one of ${field.enum.join(', ')}`, { allowed: field.enum });
       }
       if (typeof value !== 'string') fail(path, 'must be a string');
-      return checkText(value, path);
+      return checkLength(checkText(value, path), field.maxLength ?? LIMITS.text, path);
     case 'boolean':
       if (typeof value !== 'boolean') fail(path, 'must be a boolean');
       return value;
@@ -748,23 +749,43 @@ function parseScalar(field: FieldDef, value: unknown, path: string): ScalarValue
 
 function parseScalarList(field: FieldDef, value: unknown, path: string): ScalarValue[] {
   if (!Array.isArray(value)) fail(path, 'must be an array');
+  checkItems(value, path);
   return value.map((item, i) => parseScalar(field, item, `${path}[${i}]`));
 }
 
-/** Any JSON value; a copy, without keys whose value is undefined (they do not exist in JSON). */
-function parseJsonValue(value: unknown, path: string): JsonValue {
-  if (typeof value === 'string') return checkText(value, path);
+/**
+ * Any JSON value within the contracts' limits (contracts/limits.ts: depth, strings, lists, keys);
+ * a copy, without keys whose value is undefined (they do not exist in JSON).
+ */
+function parseJsonValue(value: unknown, path: string, depth = 1): JsonValue {
+  if (typeof value === 'string') return checkLength(checkText(value, path), LIMITS.text, path);
   if (value === null || typeof value === 'boolean') return value;
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) fail(path, 'must be a finite number');
     return value;
   }
-  if (Array.isArray(value)) return value.map((item, i) => parseJsonValue(item, `${path}[${i}]`));
+  const nested = Array.isArray(value) || isPlainObject(value);
+  if (nested && depth >= LIMITS.jsonDepth) fail(path, `nests deeper than ${LIMITS.jsonDepth} levels (a JSON value's limit)`, { maxDepth: LIMITS.jsonDepth });
+  if (Array.isArray(value)) return checkItems(value, path).map((item, i) => parseJsonValue(item, `${path}[${i}]`, depth + 1));
   const prototype = isPlainObject(value) ? Object.getPrototypeOf(value) : undefined;
   if (prototype === Object.prototype || prototype === null) {
-    return Object.fromEntries(definedEntries(value as Json).map(([key, v]) => [checkText(key, at(path, key)), parseJsonValue(v, at(path, key))]));
+    const entries = definedEntries(value as Json);
+    if (entries.length > LIMITS.items) fail(path, `has more than ${LIMITS.items} keys`, { maxProperties: LIMITS.items });
+    return Object.fromEntries(entries.map(([key, v]) =>
+      [checkLength(checkText(key, at(path, key)), LIMITS.name, at(path, key)), parseJsonValue(v, at(path, key), depth + 1)]));
   }
   return fail(path, 'must be a JSON value');
+}
+
+/** At most `max` characters (code points, as the event contracts count them). */
+function checkLength(value: string, max: number, path: string): string {
+  if (longerThan(value, max)) fail(path, `is too long: at most ${max} characters`, { maxLength: max });
+  return value;
+}
+
+function checkItems<T>(items: T[], path: string): T[] {
+  if (items.length > LIMITS.items) fail(path, `has more than ${LIMITS.items} items`, { maxItems: LIMITS.items });
+  return items;
 }
 
 /** PostgreSQL text and jsonb hold neither the NUL character nor an unpaired UTF-16 surrogate. */

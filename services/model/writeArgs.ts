@@ -1,5 +1,6 @@
 import { ENTITIES, type EntityDef, type EntityName, type RelationDef } from '../../contracts/entities';
 import { linkRelations, ownedRelations } from '../../contracts/entityEvents';
+import { INT32_MAX, LIMITS } from '../../contracts/limits';
 import type { ChildInput, ChildrenWrite, EntityWrite, LinkWrite } from '../entities/entity.handlers';
 import { PASSWORD_LENGTH } from '../identity/user.decider';
 import { badRequest } from '../shared/errors';
@@ -42,8 +43,8 @@ export interface EntityUpdateArgs extends EntityCreateArgs { where: UniqueWhere 
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-const fail = (path: string, message: string): never => {
-  throw badRequest('invalid-argument', `${path}: ${message}`, { path });
+const fail = (path: string, message: string, details: Record<string, unknown> = {}): never => {
+  throw badRequest('invalid-argument', `${path}: ${message}`, { ...details, path });
 };
 
 function allowOnly(input: Json, allowed: string[], path: string): void {
@@ -104,11 +105,12 @@ function otherSide(entity: EntityDef, name: string, relation: RelationDef): stri
 
 function ids(value: unknown, path: string): number[] {
   const items = Array.isArray(value) ? value : [value];
+  if (items.length > LIMITS.items) fail(path, `has more than ${LIMITS.items} items`, { maxItems: LIMITS.items });
   return items.map((item, i) => {
     const itemPath = Array.isArray(value) ? `${path}[${i}]` : path;
     if (!isObject(item)) return fail(itemPath, 'must be { id }');
     allowOnly(item, ['id'], itemPath);
-    if (typeof item.id !== 'number' || !Number.isInteger(item.id) || item.id < 1 || item.id > 2147483647) return fail(`${itemPath}.id`, 'must be a positive integer');
+    if (typeof item.id !== 'number' || !Number.isInteger(item.id) || item.id < 1 || item.id > INT32_MAX) return fail(`${itemPath}.id`, 'must be a positive integer');
     return item.id;
   });
 }

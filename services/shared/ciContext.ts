@@ -3,6 +3,7 @@
  * `buildUrl`, `ciJobId`, `attempt`) and a test run keeps (`branch`, `commit`, `buildUrl`,
  * `ciJobId`, `ciAttempt`). One set of rules for the import routes and the model API.
  */
+import { LIMITS } from '../../contracts/limits';
 
 export interface CiContext {
   branch: string | null;
@@ -14,9 +15,9 @@ export interface CiContext {
 
 export const NO_CI_CONTEXT: CiContext = { branch: null, commit: null, buildUrl: null, ciJobId: null, attempt: null };
 
-export const MAX_BRANCH_LENGTH = 255;
-export const MAX_CI_JOB_ID_LENGTH = 255;
-export const MAX_BUILD_URL_LENGTH = 2048;
+export const MAX_BRANCH_LENGTH = LIMITS.name;
+export const MAX_CI_JOB_ID_LENGTH = LIMITS.name;
+export const MAX_BUILD_URL_LENGTH = LIMITS.url;
 /** A commit: 7 to 64 hexadecimal digits (an abbreviated or full SHA-1, or SHA-256). */
 export const COMMIT_PATTERN = /^[0-9a-fA-F]{7,64}$/;
 const hasControl = (text: string) => [...text].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);

@@ -38,7 +38,7 @@ describe('failed logins are recorded as LoginFailed events', function () {
     const [e] = events;
     expect(e.streamId).to.equal(`loginAttempts-${emailDigest('ann@example.com')}`);
     expect(e.type).to.equal('LoginFailed');
-    expect(e.schemaVersion).to.equal(1);
+    expect(e.schemaVersion).to.equal(2); // v2: its limits (contracts/limits.ts)
     expect(e.data).to.deep.equal({ email: 'ann@example.com', userId: annId, reason: 'wrong-password', ip: '127.0.0.1', attemptedAt: app.clock.now.toISOString() });
     expect(e.metadata).to.deep.equal({ actor: { userId: null, via: 'session' }, ip: '127.0.0.1', correlationId: 'login-wrong-password', causationId: null });
   });
