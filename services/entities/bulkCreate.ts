@@ -4,7 +4,8 @@ import { ENTITIES, type EntityDef, type EntityName, writtenAs } from '../../cont
 import { eventFields } from '../../contracts/entityEvents';
 import type { CommandDeps } from '../shared/commandBus';
 import type { IdAllocator } from '../shared/ids';
-import { type Fact, projectIdOf } from './entity.decider';
+import { projectIdOf } from './entity.decider';
+import type { Fact } from './entity.facts';
 import { allocateChildIdsOfMany, createdValues, deciderOf, type EntityWrite, factsFor, referencesOfWrite } from './entity.handlers';
 
 /**

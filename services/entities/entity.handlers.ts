@@ -10,7 +10,8 @@ import type { IdAllocator } from '../shared/ids';
 import { keyInScope } from '../repository/caseIdentity';
 import { folderStream, repositoryFolderDecider } from '../repository/repositoryFolder.decider';
 import { userDecider, userStream } from '../identity/user.decider';
-import { type Fact, type Facts, entityDecider, kebab, projectIdOf } from './entity.decider';
+import { entityDecider, kebab, projectIdOf } from './entity.decider';
+import type { Fact, Facts } from './entity.facts';
 import { importedRowHolding, withImportedFolderOrigin, withImportedOrigin } from './importedRows';
 
 /**

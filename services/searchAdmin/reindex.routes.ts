@@ -17,14 +17,6 @@ import type { SearchAdminDeps } from './searchAdmin.deps';
  * A refused request appends nothing.
  */
 
-/** What the routes ask of the worker: to look for jobs now, and to drop the version of a full job cancelled while it did not run. */
-export interface ReindexWorker {
-  wake(): void;
-  cancelled(jobId: number): void;
-  /** batchSize when the request gives none (SEARCH_BULK_SIZE). */
-  readonly defaultBatchSize: number;
-}
-
 export const REINDEX_PATH = '/api/admin/search/reindex';
 export const MAX_BATCH_SIZE = 10_000;
 /** A year, in minutes: the longest repeat interval. */
