@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { EventEnvelope } from '../../contracts/envelope';
 import { EVENT_TYPES } from '../../contracts/events';
-import { idParameter, invalidArgument, queryParameters } from '../shared/validate';
+import { parseId, invalidArgument, queryParameters } from '../shared/validate';
 import type { EventStore } from '../shared/eventStore';
 
 /**
@@ -39,7 +39,7 @@ export function parseEventLogQuery(query: Record<string, unknown>): EventLogQuer
     const unknown = [...types].filter((t) => !EVENT_TYPES.includes(t));
     if (unknown.length > 0) throw invalidArgument('types', `names event types that do not exist: ${unknown.slice(0, 5).join(', ')} (docs/events.md lists them)`, { unknown: unknown.slice(0, 20) });
   }
-  return { after: given.after ?? '0', limit: given.limit === undefined ? DEFAULT_LIMIT : Number(given.limit), types, project: given.project === undefined ? null : idParameter('project', given.project) };
+  return { after: given.after ?? '0', limit: given.limit === undefined ? DEFAULT_LIMIT : Number(given.limit), types, project: given.project === undefined ? null : parseId('project', given.project) };
 }
 
 function redacted(event: EventEnvelope): EventEnvelope {

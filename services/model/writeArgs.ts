@@ -4,6 +4,7 @@ import type { ChildInput, ChildrenWrite, EntityWrite, LinkWrite } from '../entit
 import { PASSWORD_LENGTH } from '../identity/user.decider';
 import { badRequest } from '../shared/errors';
 import { type CreateArgs, parseCreateArgs, parseDeleteArgs, parseUpdateArgs, type Shape, type UniqueWhere } from './args';
+import { parseId } from '../shared/validate';
 
 /**
  * Write arguments with nested list-relation writes, on top of args.ts (which parses scalar
@@ -108,8 +109,7 @@ function ids(value: unknown, path: string): number[] {
     const itemPath = Array.isArray(value) ? `${path}[${i}]` : path;
     if (!isObject(item)) return fail(itemPath, 'must be { id }');
     allowOnly(item, ['id'], itemPath);
-    if (typeof item.id !== 'number' || !Number.isInteger(item.id) || item.id < 1 || item.id > 2147483647) return fail(`${itemPath}.id`, 'must be a positive integer');
-    return item.id;
+    return parseId(`${itemPath}.id`, item.id, 'json');
   });
 }
 
