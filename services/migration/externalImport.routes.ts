@@ -213,7 +213,8 @@ function viewOf(row: Record<string, unknown>, detail: boolean) {
   const totals = new Map(plan.map((p) => [p.dataset, p.rows]));
   const datasets = ((row.datasets as Array<Record<string, unknown>> | null) ?? []).map((d) => {
     const total = totals.get(d.name as string);
-    const done = progress[d.name as string];
+    // Planned datasets only: the export's own names (`constructor`) are no keys of the progress.
+    const done = total === undefined ? undefined : progress[d.name as string];
     const shown = detail ? d : { ...d, sampleRows: undefined };
     return {
       ...shown,
