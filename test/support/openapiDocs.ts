@@ -1,5 +1,9 @@
 import http from 'node:http';
 import type { OpenAPIV3 } from 'openapi-types';
+import { seedDefaults } from '../../services/entities/seed';
+import { createApiToken, registerUser } from '../../services/identity/identity.handlers';
+import { systemMetadata } from '../../services/shared/context';
+import type { TestApp } from './app';
 
 /**
  * Helpers of the tests that send something to every route of the OpenAPI documents
@@ -72,3 +76,10 @@ export function sendRaw(base: string, token: string, method: string, path: strin
 /** Whether the answer is in the error shape: `{error, code, details}`. */
 export const isErrorShaped = (body: unknown): boolean =>
   !!body && typeof body === 'object' && ['error', 'code', 'details'].every((k) => k in (body as object));
+
+/** The app's defaults seeded (statuses, workflows: an import whose fields pass goes ahead) and an administrator's API token. */
+export async function seededAdminToken(app: TestApp, name: string): Promise<string> {
+  await seedDefaults(app.deps, systemMetadata('test'));
+  const userId = await registerUser(app.deps, { email: 'root@example.com', name: 'Root', password: 'root-Password-7431', access: 'ADMIN' }, systemMetadata('test'));
+  return (await createApiToken({ ...app.deps, tokenSecret: app.appDeps.tokenSecret }, { userId, name, expiresAt: null }, systemMetadata('test'))).token;
+}

@@ -3,14 +3,11 @@ import type { OpenAPIV3 } from 'openapi-types';
 import pino from 'pino';
 import { PostgresSearchEngine } from '../../../infra/search/postgres';
 import { searchBuilder } from '../../../projections/search/rebuild';
-import { seedDefaults } from '../../../services/entities/seed';
-import { createApiToken, registerUser } from '../../../services/identity/identity.handlers';
 import { SearchMetrics } from '../../../services/search/metrics';
 import { DEFAULT_REINDEX_SETTINGS, ReindexSaga } from '../../../services/searchAdmin/reindex.saga';
-import { systemMetadata } from '../../../services/shared/context';
 import { DEFAULT_SEARCH_SETTINGS } from '../../../services/shared/search';
 import { startTestApp, type TestApp } from '../../support/app';
-import { type Answer, type Doc, fetchDocuments, isErrorShaped, METHODS, plain, resolve, type Schema, sendRaw } from '../../support/openapiDocs';
+import { type Answer, type Doc, fetchDocuments, isErrorShaped, METHODS, plain, resolve, type Schema, seededAdminToken, sendRaw } from '../../support/openapiDocs';
 import { serveSearchAdmin } from '../../support/searchAdminApp';
 
 const MAX_INT4 = 2_147_483_647;
@@ -175,9 +172,7 @@ describe('ids out of range, sent to every route of the OpenAPI documents', funct
 
   before(async () => {
     app = await startTestApp();
-    await seedDefaults(app.deps, systemMetadata('test'));
-    const userId = await registerUser(app.deps, { email: 'root@example.com', name: 'Root', password: 'root-Password-7431', access: 'ADMIN' }, systemMetadata('test'));
-    token = (await createApiToken({ ...app.deps, tokenSecret: app.appDeps.tokenSecret }, { userId, name: 'ids', expiresAt: null }, systemMetadata('test'))).token;
+    token = await seededAdminToken(app, 'ids');
     const logger = pino({ level: 'silent' });
     const engine = new PostgresSearchEngine(app.deps.knex, { ...DEFAULT_SEARCH_SETTINGS, indexPrefix: 'ids_', requestTimeoutMs: 5000 });
     // The reindex worker is not started: no request here is valid enough to queue a job.

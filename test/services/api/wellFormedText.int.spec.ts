@@ -1,10 +1,7 @@
 import { expect } from 'chai';
 import type { OpenAPIV3 } from 'openapi-types';
-import { seedDefaults } from '../../../services/entities/seed';
-import { createApiToken, registerUser } from '../../../services/identity/identity.handlers';
-import { systemMetadata } from '../../../services/shared/context';
 import { startTestApp, type TestApp } from '../../support/app';
-import { type Doc, fetchDocuments, isErrorShaped, METHODS, plain, resolve, type Schema, sendRaw } from '../../support/openapiDocs';
+import { type Doc, fetchDocuments, isErrorShaped, METHODS, plain, resolve, type Schema, seededAdminToken, sendRaw } from '../../support/openapiDocs';
 
 /** What a text column cannot hold, as JSON carries it, and as near as a URL and a form's bytes get to it. */
 interface BadText { name: string; char: string; inUrl: string; inForm: Buffer }
@@ -83,10 +80,7 @@ describe('text no column can hold, sent to every route of the OpenAPI documents'
 
   before(async () => {
     app = await startTestApp();
-    // Statuses and workflows, so that an import whose fields pass goes ahead.
-    await seedDefaults(app.deps, systemMetadata('test'));
-    const userId = await registerUser(app.deps, { email: 'root@example.com', name: 'Root', password: 'root-Password-7431', access: 'ADMIN' }, systemMetadata('test'));
-    token = (await createApiToken({ ...app.deps, tokenSecret: app.appDeps.tokenSecret }, { userId, name: 'bad text', expiresAt: null }, systemMetadata('test'))).token;
+    token = await seededAdminToken(app, 'bad text');
     docs = await fetchDocuments(app.url);
     const project = await send('post', '/api/model/project/create', json({ data: { name: 'Forms' } }));
     expect(project.status, JSON.stringify(project.body)).to.equal(201);
