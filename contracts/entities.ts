@@ -26,6 +26,11 @@ export interface FieldDef {
   unique?: true | 'forever';
   /** Set by the server from the actor of the command (createdById, executedById, ...), never by the client. */
   fromActor?: true;
+  /**
+   * A JSON value whose keys named like credentials hold secrets (contracts/secrets.ts): sealed
+   * before they enter an event, shown by reference only.
+   */
+  holdsSecrets?: true;
 }
 
 export interface RelationDef {
@@ -924,7 +929,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       provider: field('string', 'provider', { enum: INTEGRATION_PROVIDERS, requiredOnCreate: true }),
       url: optionalText('url'),
       isEnabled: flag('is_enabled', true),
-      settings: field('json', 'settings', { nullable: true }),
+      settings: field('json', 'settings', { nullable: true, holdsSecrets: true }),
       ...softDeleteAndTimes,
     },
     relations: {},

@@ -23,6 +23,7 @@ import * as m022 from './022_case_quarantines';
 import * as m023 from './023_history';
 import * as m024 from './024_statistics';
 import * as m025 from './025_signature_meanings';
+import * as m029 from './029_secret_keys';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -50,6 +51,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '023_history': m023,
   '024_statistics': m024,
   '025_signature_meanings': m025,
+  '029_secret_keys': m029,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

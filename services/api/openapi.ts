@@ -112,6 +112,7 @@ function fieldNotes(entity: EntityDef, name: string, field: FieldDef): string | 
     field.fromActor && 'set by the server from the acting user',
     CREATE_ONLY_FIELDS[entity.name]?.includes(name) && 'set on create only: an update naming it is refused (400 invalid-argument)',
     field.type === 'json' && 'any JSON value',
+    field.holdsSecrets && 'values under keys named like credentials (apiToken, password, ...) are secrets: sealed before they enter an event, answered as {"$secret": "<id>"}, which written back keeps them',
   ].filter(Boolean);
   return notes.length > 0 ? notes.join('; ') : undefined;
 }
