@@ -114,6 +114,13 @@ describe('integration secrets: sealed before they enter an event, never in an an
       where: { id }, data: { settings: { ...settings, apiToken: { $secret: '00000000-0000-4000-8000-000000000000' } } },
     }), 400, 'invalid-argument', 'data.settings.apiToken');
 
+    // So is an updateMany whose reference only one of its rows holds: no row changes.
+    const other = await call('POST', '/api/model/integration/create', { data: { name: 'GitLab', provider: 'GITLAB', settings: { apiToken: `${TOKEN}-gitlab` } } });
+    expect(other.status, JSON.stringify(other.body)).to.equal(201);
+    await expectRefusedAs(app, () => call('PATCH', '/api/model/integration/updateMany', {
+      where: { id: { in: [id, other.body.data.id] } }, data: { settings: { apiToken: settings.apiToken } },
+    }), 400, 'invalid-argument', 'data.settings.apiToken');
+
     // A new value is a new secret.
     const replaced = await call('POST', '/api/model/integration/update', { where: { id }, data: { settings: { ...settings, apiToken: `${TOKEN}-2` } } });
     expect(replaced.body.data.settings.apiToken.$secret).not.to.equal(sealedToken.secretId);
