@@ -32,6 +32,11 @@ export interface FieldDef {
   maxLength?: number;
   /** An int kept in a bigint column: a sum that outgrows PostgreSQL's integer (a day's durations). Read as a number. */
   wide?: true;
+  /**
+   * A JSON value whose keys named like credentials hold secrets (contracts/secrets.ts): sealed
+   * before they enter an event, shown by reference only.
+   */
+  holdsSecrets?: true;
 }
 
 export interface RelationDef {
@@ -932,7 +937,7 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       provider: field('string', 'provider', { enum: INTEGRATION_PROVIDERS, requiredOnCreate: true }),
       url: optionalText('url', { maxLength: LIMITS.url }),
       isEnabled: flag('is_enabled', true),
-      settings: field('json', 'settings', { nullable: true }),
+      settings: field('json', 'settings', { nullable: true, holdsSecrets: true }),
       ...softDeleteAndTimes,
     },
     relations: {},

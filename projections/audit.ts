@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { ENTITIES, type EntityName, isEntityName } from '../contracts/entities';
 import { type EventEnvelope, streamCategory } from '../contracts/envelope';
 import { idKeyOf, rowsWrittenOf } from '../contracts/entityEvents';
+import { SECRET_NAME } from '../contracts/secrets';
 import type { Projection } from './runtime/projection';
 
 /**
@@ -14,8 +15,8 @@ import type { Projection } from './runtime/projection';
 
 const TABLES = { events: 'audit_events', projects: 'audit_entity_projects', pending: 'audit_pending_projects' } as const;
 
-/** Field names whose values are credentials (or derived from them): never listed, even by name. */
-const SECRET_FIELD = /password|secret|hash$|^token$|[a-z]token$/i;
+/** Field names whose values are credentials (or derived from them): never listed, even by name (contracts/secrets.ts). */
+const SECRET_FIELD = SECRET_NAME;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const positiveInt = (v: unknown): number | undefined => (Number.isSafeInteger(v) && (v as number) > 0 ? (v as number) : undefined);

@@ -81,6 +81,7 @@ function notes(name: string, f: FieldDef, entity: EntityDef): string {
   if (f.default !== undefined) out.push(`default \`${JSON.stringify(f.default)}\``);
   if (f.unique === 'forever') out.push('unique for good (normalised; a deleted row keeps it); a unique key');
   else if (f.unique) out.push('unique (case-insensitive, among rows not deleted); a unique key');
+  if (f.holdsSecrets) out.push('values under keys named like credentials (`apiToken`, `password`, …) are secrets: sealed before they enter an event, answered as `{"$secret": "<id>"}`, which written back keeps them (docs/compliance.md, "Secrets")');
   return out.join('; ');
 }
 

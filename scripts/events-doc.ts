@@ -30,7 +30,9 @@ your own (in any language) can follow it. This page is generated from \`contract
 - Access: identity events carry credentials in derived form — \`UserRegistered.passwordHash\` and
   \`UserPasswordChanged.passwordHash\` (argon2id; never the password itself) and
   \`ApiTokenCreated.tokenHash\` (HMAC-SHA256 with the server's \`TOKEN_SECRET\`; never the token
-  itself). Grant read access to the topic as you would to the database.
+  itself). Secrets inside values (an integration's \`settings.apiToken\`) are sealed, each with a
+  key of its own kept outside the log ([compliance.md](compliance.md), "Secrets"); events written
+  before that hold them in clear. Grant read access to the topic as you would to the database.
 
 ## Over HTTP: \`GET /api/events\`
 
@@ -50,7 +52,9 @@ order of the log, strictly after \`after\` (default \`0\`: from the start).
   administer (never events without a project: users, tokens, global configuration); anyone else
   403 \`forbidden\`. A page filtered by project ends before the first event whose project the audit
   projection does not know yet, so paging never skips one.
-- Credentials are not in it: \`passwordHash\` and \`tokenHash\` read \`"redacted"\`.
+- Credentials are not in it: \`passwordHash\` and \`tokenHash\` read \`"redacted"\`; a sealed secret in
+  an integration's \`settings\` reads \`{"$secret": "<id>"}\`, one an older version recorded in clear
+  \`"[redacted]"\`.
 
 ## The envelope
 

@@ -75,7 +75,7 @@ export function secretBox(key: Buffer): SecretBox {
   };
 }
 
-/** A 32-byte key derived from the server's secret (HKDF-SHA256, no salt, info DERIVED_KEY_INFO). */
-export function deriveSecretKey(serverSecret: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', Buffer.from(serverSecret, 'utf8'), Buffer.alloc(0), DERIVED_KEY_INFO, KEY_BYTES));
+/** A 32-byte key derived from the server's secret (HKDF-SHA256, no salt, `info`: a key per purpose). */
+export function deriveSecretKey(serverSecret: string, info = DERIVED_KEY_INFO): Buffer {
+  return Buffer.from(hkdfSync('sha256', Buffer.from(serverSecret, 'utf8'), Buffer.alloc(0), info, KEY_BYTES));
 }

@@ -25,6 +25,7 @@ import * as m024 from './024_statistics';
 import * as m025 from './025_signature_meanings';
 import * as m026 from './026_digest_keys';
 import * as m027 from './027_parked_events';
+import * as m029 from './029_secret_keys';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -54,6 +55,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '025_signature_meanings': m025,
   '026_digest_keys': m026,
   '027_parked_events': m027,
+  '029_secret_keys': m029,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,4 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { idSchema } from '../shared/validate';
 import { TOKEN_PAGE } from './tokens';
 
 const error = (description: string): OpenAPIV3.ResponseObject =>
@@ -39,7 +40,7 @@ export function adminPaths(): OpenAPIV3.PathsObject {
           query('take', { type: 'integer', minimum: 1, maximum: TOKEN_PAGE.max, default: TOKEN_PAGE.default }, 'page size'),
           query('cursor', { type: 'string' }, 'the nextCursor of the previous page; not together with skip'),
           query('skip', { type: 'integer', minimum: 0, default: 0 }, 'tokens to skip; not together with cursor'),
-          query('userId', { type: 'integer', minimum: 1 }, 'tokens of this owner only'),
+          query('userId', idSchema(), 'tokens of this owner only'),
           query('active', { type: 'boolean' }, 'true: neither revoked nor expired; false: revoked or expired'),
         ],
         responses: {
@@ -67,7 +68,7 @@ export function adminPaths(): OpenAPIV3.PathsObject {
         summary: 'revoke any user\'s API token (administrators)',
         description: 'Recorded as ApiTokenRevoked with the administrator as actor; the token is refused from the next request on. '
           + 'Revoking a revoked token changes nothing and answers 204 too.',
-        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } }],
+        parameters: [{ name: 'id', in: 'path', required: true, schema: idSchema() }],
         responses: {
           204: { description: 'revoked' },
           400: error('invalid-argument: the id is not a positive integer'),

@@ -4,6 +4,7 @@ import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
 import { HttpError, badRequest } from '../shared/errors';
 import { TOKEN_PAGE, decodeCursor, listAllApiTokens, revokeAnyApiToken, type TokenListQuery } from './tokens';
+import { parseId } from '../shared/validate';
 
 /** Every /api/admin route: 401 without authentication, 403 `forbidden` below ADMIN access. */
 export const requireAdmin: RequestHandler = (req, _res, next) => {
@@ -37,7 +38,7 @@ function parseTokenListQuery(query: Record<string, unknown>, now: Date): TokenLi
     take: q.take === undefined ? TOKEN_PAGE.default : integerParameter(q.take, 'take', 1, TOKEN_PAGE.max),
     skip: q.skip === undefined ? 0 : integerParameter(q.skip, 'skip', 0),
     after,
-    userId: q.userId === undefined ? null : integerParameter(q.userId, 'userId', 1),
+    userId: q.userId === undefined ? null : parseId('userId', q.userId),
     active: q.active === undefined ? null : q.active === 'true',
     now,
   };
@@ -53,7 +54,7 @@ export function adminRoutes(deps: CommandDeps): Router {
   }));
 
   router.delete('/api/admin/tokens/:id', asyncHandler(async (req, res) => {
-    const tokenId = integerParameter(req.params.id, 'id', 1);
+    const tokenId = parseId('id', req.params.id);
     await revokeAnyApiToken(withPositionHeader(deps, res), { tokenId, administratorId: req.auth!.user.id }, metadataFor(req.auth!, req));
     res.status(204).end();
   }));

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { EventMetadata } from '../../contracts/envelope';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { handleCommand } from '../shared/decider';
+import { idOf } from '../shared/validate';
 import { apiTokenDecider, apiTokenStream } from '../identity/apiToken.decider';
 
 /** A token as an administrator sees it: never its value nor its hash. */
@@ -34,7 +35,7 @@ export const encodeCursor = (c: TokenCursor): string => Buffer.from(JSON.stringi
 export function decodeCursor(value: string): TokenCursor | null {
   try {
     const [createdAt, id] = JSON.parse(Buffer.from(value, 'base64url').toString('utf8')) as unknown[];
-    if (typeof createdAt !== 'string' || Number.isNaN(Date.parse(createdAt)) || !Number.isSafeInteger(id) || (id as number) < 1) return null;
+    if (typeof createdAt !== 'string' || Number.isNaN(Date.parse(createdAt)) || idOf(id, 'json') === null) return null;
     return { createdAt: new Date(createdAt).toISOString(), id: id as number };
   } catch {
     return null;

@@ -1,4 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { idSchema } from '../shared/validate';
 import { dataResponse, errorResponse as error } from '../shared/openapi';
 import { CATEGORIES, DEFAULTS } from './runCompare';
 
@@ -53,8 +54,8 @@ export function analyticsPaths(): OpenAPIV3.PathsObject {
           + 'newTests, removedTests, otherChanges (any other change of status, e.g. passed → skipped), quarantined (a case quarantined now, whatever its statuses: reported apart) or unchanged; durationChanges lists, besides, every case in both runs '
           + 'whose duration moved by at least durationPercent of the base\'s and at least durationMinMs. Both runs must be readable by the caller (404 otherwise) and of one project.',
         parameters: [
-          query('head', { type: 'integer', minimum: 1 }, 'the run to look at', true),
-          query('base', { type: 'integer', minimum: 1 }, 'the run to compare it with (or baseBranch)'),
+          query('head', idSchema(), 'the run to look at', true),
+          query('base', idSchema(), 'the run to compare it with (or baseBranch)'),
           query('baseBranch', { type: 'string', maxLength: 255 }, 'instead of base: the latest finished run of the head\'s project on this branch, not the head itself (finished: completed, or filled by result imports none of which is still queued or running)'),
           query('durationPercent', { type: 'integer', minimum: 1, maximum: 100000, default: DEFAULTS.durationPercent }, 'a duration change counts from this percent of the base\'s duration…'),
           query('durationMinMs', { type: 'integer', minimum: 0, maximum: 86400000, default: DEFAULTS.durationMinMs }, '…and from this many milliseconds'),

@@ -3,7 +3,7 @@ import { ENTITIES } from '../../contracts/entities';
 import type { ReadOptions } from '../model/query';
 import { isRowVisible } from '../model/query';
 import { HttpError, notFound } from '../shared/errors';
-import { idParameter, invalidArgument, queryParameters } from '../shared/validate';
+import { parseId, invalidArgument, queryParameters } from '../shared/validate';
 
 /**
  * GET /api/runs/compare: two runs of a project, case by case (a run case is a repository case in
@@ -43,6 +43,9 @@ function positiveInt(path: string, raw: string, max: number): number {
 export function parseCompareQuery(query: Record<string, unknown>): CompareQuery {
   const given = queryParameters(query, PARAMETERS);
   if (given.head === undefined) throw invalidArgument('head', 'is required: the id of the run to compare');
+  // Each parameter's own shape before how they go together.
+  const head = parseId('head', given.head);
+  const baseRun = given.base === undefined ? undefined : parseId('base', given.base);
   if ((given.base === undefined) === (given.baseBranch === undefined)) throw invalidArgument('base', 'give exactly one of base (a run id) and baseBranch (the latest finished run of the head\'s project on that branch)');
   // eslint-disable-next-line no-control-regex
   if (given.baseBranch !== undefined && (given.baseBranch.length > 255 || /[\u0000-\u001f\u007f]/.test(given.baseBranch))) throw invalidArgument('baseBranch', 'must be a branch name of at most 255 characters, without control characters');
@@ -50,8 +53,8 @@ export function parseCompareQuery(query: Record<string, unknown>): CompareQuery 
   const minMs = given.durationMinMs === undefined ? DEFAULTS.durationMinMs : (/^0$/.test(given.durationMinMs) ? 0 : positiveInt('durationMinMs', given.durationMinMs, 86_400_000));
   const limit = given.limit === undefined ? DEFAULTS.limit : positiveInt('limit', given.limit, DEFAULTS.maxLimit);
   return {
-    head: idParameter('head', given.head),
-    base: given.base !== undefined ? { runId: idParameter('base', given.base) } : { branch: given.baseBranch },
+    head,
+    base: baseRun !== undefined ? { runId: baseRun } : { branch: given.baseBranch },
     durationPercent: percent, durationMinMs: minMs, limit,
   };
 }

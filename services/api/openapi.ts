@@ -1,4 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { idSchema } from '../shared/validate';
 import { ENTITIES, type EntityDef, type EntityName, type FieldDef, type RelationDef, type ScalarType, writtenAs } from '../../contracts/entities';
 import { DEFAULT_MAX_ROWS } from '../model/query';
 import { uniqueKeysOf, MAX_DISTINCT_FIELDS, MAX_ORDER_BY_KEYS, MAX_ORDER_BY_RELATIONS, MAX_RELATION_FILTERS, MAX_RELATION_LOADS } from '../model/args';
@@ -112,6 +113,7 @@ function fieldNotes(entity: EntityDef, name: string, field: FieldDef): string | 
     field.fromActor && 'set by the server from the acting user',
     CREATE_ONLY_FIELDS[entity.name]?.includes(name) && 'set on create only: an update naming it is refused (400 invalid-argument)',
     field.type === 'json' && 'any JSON value',
+    field.holdsSecrets && 'values under keys named like credentials (apiToken, password, ...) are secrets: sealed before they enter an event, answered as {"$secret": "<id>"}, which written back keeps them',
   ].filter(Boolean);
   return notes.length > 0 ? notes.join('; ') : undefined;
 }
@@ -146,7 +148,7 @@ function scalarFilter(type: (typeof FILTERED_TYPES)[number], nullable: boolean):
 
 function sharedSchemas(): Schemas {
   const filters = Object.fromEntries(FILTERED_TYPES.flatMap((t) => [false, true].map((n) => [filterName(t, n), scalarFilter(t, n)])));
-  const id = { type: 'integer', minimum: 1, maximum: 2147483647 } as const;
+  const id = idSchema();
   return {
     ...filters,
     JsonNullableFilter: object({ equals: NULL_ONLY, not: NULL_ONLY }, { description: 'a JSON field filters on null only; JSON value and path filters are not offered' }),
@@ -727,7 +729,7 @@ function customPaths(): OpenAPIV3.PathsObject {
     },
     '/api/tokens/{id}': {
       delete: {
-        operationId: 'revokeToken', tags: ['tokens'], summary: 'revoke one of the caller\'s own API tokens', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer' } }],
+        operationId: 'revokeToken', tags: ['tokens'], summary: 'revoke one of the caller\'s own API tokens', parameters: [{ name: 'id', in: 'path', required: true, schema: idSchema() }],
         responses: { 204: { description: 'revoked' }, ...errors(400, 401, 404), ...csrf },
       },
     },

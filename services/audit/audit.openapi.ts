@@ -1,4 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { idSchema } from '../shared/validate';
 import { DEFAULT_TAKE, MAX_TAKE } from './audit.query';
 import { cursorPageResponse, errorResponse as error } from '../shared/openapi';
 
@@ -6,7 +7,7 @@ import { cursorPageResponse, errorResponse as error } from '../shared/openapi';
 export function auditPaths(): OpenAPIV3.PathsObject {
   const query = (name: string, schema: OpenAPIV3.SchemaObject, description: string): OpenAPIV3.ParameterObject =>
     ({ name, in: 'query', required: false, schema, description });
-  const id: OpenAPIV3.SchemaObject = { type: 'integer', minimum: 1, maximum: 2147483647 };
+  const id: OpenAPIV3.SchemaObject = idSchema();
   const nullable = (schema: OpenAPIV3.SchemaObject): OpenAPIV3.SchemaObject => ({ ...schema, nullable: true });
   const entry: OpenAPIV3.SchemaObject = {
     type: 'object',

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { ActorVia } from '../../contracts/envelope';
 import { badRequest } from '../shared/errors';
-import { idParameter, timeParameter } from '../shared/validate';
+import { parseId, timeParameter } from '../shared/validate';
 
 /** The filters of GET /api/audit, parsed. Every filter is optional; they combine with AND. */
 export interface AuditQuery {
@@ -70,9 +70,9 @@ const PARAMETERS: Record<string, (path: string, raw: string) => unknown> = {
     if (raw.length > 200 || /[\u0000-\u001f\u007f]/.test(raw)) throw invalid(path, 'must be at most 200 characters, without control characters');
     return raw;
   },
-  projectId: idParameter,
-  actor: idParameter,
-  tokenId: idParameter,
+  projectId: parseId,
+  actor: parseId,
+  tokenId: parseId,
   via: (path, raw) => {
     if (!(VIAS as readonly string[]).includes(raw)) throw invalid(path, `must be one of ${VIAS.join(', ')}`, { allowed: VIAS });
     return raw;

@@ -4,7 +4,9 @@ import { ENTITIES, type EntityDef, type EntityName, writtenAs } from '../../cont
 import { eventFields } from '../../contracts/entityEvents';
 import type { CommandDeps } from '../shared/commandBus';
 import type { IdAllocator } from '../shared/ids';
-import { type Fact, projectIdOf } from './entity.decider';
+import { projectIdOf } from './entity.decider';
+import type { Fact } from './entity.facts';
+import { sealSecrets } from './entitySecrets';
 import { allocateChildIdsOfMany, createdValues, deciderOf, type EntityWrite, factsFor, referencesOfWrite } from './entity.handlers';
 
 /**
@@ -61,6 +63,7 @@ export async function decideCreates(
       const values = created[index];
       if (values instanceof Error) throw values;
       const facts = await factsFor(withFacts, entity, values, Object.keys(row.write.connect), row.write);
+      await sealSecrets(deps, entity, values, {}, `${name} ${row.id}`);
       const events = decider.decide({ type: 'Create', id: row.id, values, facts, now: row.at }, decider.initialState);
       deps.store.validate?.(events);
       valuesOfRows.push(values);

@@ -1,7 +1,8 @@
-import { ENTITIES, type EntityDef, type EntityName } from '../../contracts/entities';
+import { ENTITIES, type EntityDef } from '../../contracts/entities';
 import { eventTypesOf, idKeyOf } from '../../contracts/entityEvents';
 import type { EntityEvent } from '../../contracts/events';
 import { DomainError, assertNever } from '../shared/errors';
+import type { Facts } from './entity.facts';
 import { checkEntityRules } from './entity.rules';
 
 /**
@@ -9,20 +10,6 @@ import { checkEntityRules } from './entity.rules';
  * (only what changed), delete (soft where the catalogue says so). Pure: what other aggregates are
  * like (does the project exist, which project is that run in) arrives on the command as facts.
  */
-
-/** What the handler looked up about a referenced row, from that row's own stream. */
-export interface Fact {
-  entity: EntityName;
-  id: number;
-  exists: boolean;
-  isDeleted: boolean;
-  /** The project the row belongs to (null for global configuration). */
-  projectId: number | null;
-  values: Record<string, unknown>;
-}
-
-/** Facts keyed by relation name (one-relations and the targets of links), plus facts about children's references. */
-export type Facts = Record<string, Fact | Fact[] | undefined>;
 
 export type EntityCommand =
   | { type: 'Create'; id: number; values: Record<string, unknown>; facts: Facts; now: string }

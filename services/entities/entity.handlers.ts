@@ -11,7 +11,9 @@ import type { IdAllocator } from '../shared/ids';
 import { keyInScope } from '../repository/caseIdentity';
 import { folderStream, repositoryFolderDecider } from '../repository/repositoryFolder.decider';
 import { userDecider, userStream } from '../identity/user.decider';
-import { type Fact, type Facts, entityDecider, kebab, projectIdOf } from './entity.decider';
+import { entityDecider, kebab, projectIdOf } from './entity.decider';
+import type { Fact, Facts } from './entity.facts';
+import { sealSecrets } from './entitySecrets';
 import { importedRowHolding, withImportedFolderOrigin, withImportedOrigin } from './importedRows';
 
 /**
@@ -57,6 +59,8 @@ export async function createEntity(deps: CommandDeps, name: EntityName, write: E
   deps.store.validate?.(decider.decide({ type: 'Create', id: 1, values, facts, now: deps.clock().toISOString() }, decider.initialState));
   const free = await refuseTakenValues(deps, entity, plannedId ?? null, {}, values);
   const id = plannedId ?? (await deps.ids.next(name, metadata));
+  // Secrets are sealed once the create is known to be valid, before they enter its event.
+  await sealSecrets(deps, entity, values, {}, `${name} ${id}`);
   await allocateChildIds(deps, entity, values, metadata);
   // The row's values are claimed, then the row appended; a failed append releases the claims again.
   const outcome = await writeWithClaims(deps.store, claimsOf(free, id), () => handleCommand(deps.store, streamOf(entity, id), decider, {
@@ -122,6 +126,7 @@ export async function updateEntity(deps: CommandDeps, name: EntityName, id: numb
   // Decided once against the state just loaded, its events checked against their contracts, before a value is claimed or an
   // id reserved: a refused update appends nothing.
   deps.store.validate?.(decider.decide(command, state));
+  await sealSecrets(deps, entity, values, state.values, `${name} ${id}`);
   await allocateChildIds(deps, entity, values, metadata);
   const free = await refuseTakenValues(deps, entity, id, state.values, merged);
   await claimUniqueValues(deps, entity, id, free, metadata);

@@ -2,7 +2,7 @@ import type { EntityDef } from '../../contracts/entities';
 import { attachmentUrlProblem } from '../files/fileUrl';
 import { ciValueProblem } from '../shared/ciContext';
 import { DomainError } from '../shared/errors';
-import type { Fact, Facts } from './entity.decider';
+import type { Fact, Facts } from './entity.facts';
 
 /**
  * Rules of particular entities, beyond what the catalogue says (references exist, share the

@@ -1,4 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { idSchema } from '../shared/validate';
 import { errorResponse as error } from '../shared/openapi';
 
 /** GET /api/evidence (tag `evidence`). */
@@ -9,8 +10,8 @@ export function evidencePaths(): OpenAPIV3.PathsObject {
         operationId: 'evidenceBundle', tags: ['evidence'], summary: 'the evidence bundle of a test run or a milestone (a ZIP), to check offline',
         description: 'events.ndjson (the events behind it, with their chain hashes), runs/<id>.json (runs, run cases, results with the cases as executed, folded from those events), milestone.json, signatures.json, the kept result files and attachments under files/, and manifest.json with SHA-256 of every file. Check it with `npm run verify -- <bundle>` or `testament verify <bundle>` (docs/compliance.md). For whoever may read the run or milestone.',
         parameters: [
-          { name: 'runId', in: 'query', required: false, schema: { type: 'integer', minimum: 1 }, description: 'exactly one of runId and milestoneId' },
-          { name: 'milestoneId', in: 'query', required: false, schema: { type: 'integer', minimum: 1 } },
+          { name: 'runId', in: 'query', required: false, schema: idSchema(), description: 'exactly one of runId and milestoneId' },
+          { name: 'milestoneId', in: 'query', required: false, schema: idSchema() },
         ],
         responses: {
           200: {

@@ -4,7 +4,7 @@ import type { FileStore } from '../files/fileStore';
 import { policyFor } from '../model/policy';
 import type { CommandDeps } from '../shared/commandBus';
 import { asyncHandler } from '../shared/http';
-import { idParameter, invalidArgument, queryParameters } from '../shared/validate';
+import { parseId, invalidArgument, queryParameters } from '../shared/validate';
 import { chainedStore } from '../signatures/content';
 import { signedRecord } from '../signatures/signatures';
 import { writeEvidenceZip } from './bundle';
@@ -14,7 +14,7 @@ import { collectEvidence, type EvidenceSubject } from './collect';
 export function parseEvidenceQuery(query: Record<string, unknown>): EvidenceSubject {
   const given = queryParameters(query, ['runId', 'milestoneId']);
   if ((given.runId === undefined) === (given.milestoneId === undefined)) throw invalidArgument('runId', 'give exactly one of runId and milestoneId');
-  return given.runId !== undefined ? { entity: 'testRun', id: idParameter('runId', given.runId) } : { entity: 'milestone', id: idParameter('milestoneId', given.milestoneId!) };
+  return given.runId !== undefined ? { entity: 'testRun', id: parseId('runId', given.runId) } : { entity: 'milestone', id: parseId('milestoneId', given.milestoneId!) };
 }
 
 /** GET /api/evidence?runId= | ?milestoneId=: the evidence bundle (a ZIP), for whoever may read the run or milestone. */

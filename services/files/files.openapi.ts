@@ -1,4 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { idSchema } from '../shared/validate';
 import { MAX_FILES_PER_UPLOAD } from './files.routes';
 
 /** The files endpoints in the `custom` category of the OpenAPI documents (services/api/openapi.ts). */
@@ -43,7 +44,7 @@ export function filePaths(): OpenAPIV3.PathsObject {
               schema: {
                 type: 'object', required: ['projectId', 'file'],
                 properties: {
-                  projectId: { type: 'integer', minimum: 1, description: 'the project the files are for' },
+                  projectId: idSchema('the project the files are for'),
                   file: { type: 'array', minItems: 1, maxItems: MAX_FILES_PER_UPLOAD, items: { type: 'string', format: 'binary' } },
                 },
               },
@@ -117,7 +118,7 @@ export function filePaths(): OpenAPIV3.PathsObject {
         operationId: 'testRunImportFiles', tags: ['files'], summary: 'the result files a run\'s imports keep as evidence',
         description: 'The files of every import into the run that did not fail, not deleted yet, with when they will be (expiresAt: IMPORT_FILE_RETENTION_DAYS after '
           + 'the import completed; null while it runs). Readable by whoever can see the run\'s project; download each with GET /api/files/{key}.',
-        parameters: [{ name: 'testRunId', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } }],
+        parameters: [{ name: 'testRunId', in: 'path', required: true, schema: idSchema() }],
         responses: {
           200: {
             description: 'the files, by import job and name',

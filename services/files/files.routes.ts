@@ -8,6 +8,7 @@ import { normaliseMimeType, sanitiseFileName } from './fileMeta';
 import { isFileKey, type FileStore } from './fileStore';
 import { stagedUploads, type UploadedFile } from './stagedUploads';
 import { fileUrl, rowOf, type StoredFileRow, type StoredFiles } from './storedFiles';
+import { parseId } from '../shared/validate';
 
 export const UPLOAD_PATH = '/api/files/upload';
 /** Files per upload request; each may be up to maxUploadBytes. */
@@ -95,9 +96,7 @@ export function fileRoutes(deps: FileRoutesDeps): Router {
   }));
 
   router.get('/api/test-runs/:testRunId/import-files', refuseNone, asyncHandler(async (req, res) => {
-    const raw = req.params.testRunId;
-    const testRunId = /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
-    if (!Number.isSafeInteger(testRunId) || testRunId < 1 || testRunId > 2147483647) throw badRequest('invalid-argument', 'testRunId must be a positive integer', { path: 'testRunId' });
+    const testRunId = parseId('testRunId', req.params.testRunId);
     const run = await deps.knex('test_runs').where({ id: testRunId }).first('project_id', 'is_deleted');
     const user = req.auth!.user;
     const access = run && !run.is_deleted ? await resolveProjectAccess(deps.knex, user) : null;
@@ -156,9 +155,8 @@ async function storeUploads(deps: FileRoutesDeps, req: Request, res: Response): 
 /** The project the files are for: one the caller reaches, where they may add documentation (attachments). */
 async function uploadProject(deps: FileRoutesDeps, req: Request, raw: unknown): Promise<number> {
   if (raw === undefined) throw badRequest('invalid-argument', `${PROJECT_FIELD} is required: the project the files are for`, { path: PROJECT_FIELD });
-  const text = Array.isArray(raw) ? '' : String(raw);
-  if (!/^[1-9]\d{0,9}$/.test(text) || Number(text) > 2147483647) throw badRequest('invalid-argument', `${PROJECT_FIELD} must be a positive integer, given once`, { path: PROJECT_FIELD });
-  const projectId = Number(text);
+  if (Array.isArray(raw)) throw badRequest('invalid-argument', `${PROJECT_FIELD} must be given once`, { path: PROJECT_FIELD });
+  const projectId = parseId(PROJECT_FIELD, String(raw));
   const user = req.auth!.user;
   const access = await resolveProjectAccess(deps.knex, user);
   const project = await deps.knex('projects').where({ id: projectId, is_deleted: false }).first('id');

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import type { EventEnvelope } from '../../contracts/envelope';
 import { EVENT_TYPES } from '../../contracts/events';
-import { idParameter, invalidArgument, queryParameters } from '../shared/validate';
+import { redactEventData } from '../../contracts/secrets';
+import { parseId, invalidArgument, queryParameters } from '../shared/validate';
 import type { EventStore } from '../shared/eventStore';
 
 /**
@@ -39,12 +40,13 @@ export function parseEventLogQuery(query: Record<string, unknown>): EventLogQuer
     const unknown = [...types].filter((t) => !EVENT_TYPES.includes(t));
     if (unknown.length > 0) throw invalidArgument('types', `names event types that do not exist: ${unknown.slice(0, 5).join(', ')} (docs/events.md lists them)`, { unknown: unknown.slice(0, 20) });
   }
-  return { after: given.after ?? '0', limit: given.limit === undefined ? DEFAULT_LIMIT : Number(given.limit), types, project: given.project === undefined ? null : idParameter('project', given.project) };
+  return { after: given.after ?? '0', limit: given.limit === undefined ? DEFAULT_LIMIT : Number(given.limit), types, project: given.project === undefined ? null : parseId('project', given.project) };
 }
 
+/** Derived credentials read "redacted"; secrets in an entity's values by reference (or redacted, if recorded in clear). */
 function redacted(event: EventEnvelope): EventEnvelope {
-  const data = event.data as Record<string, unknown> | null;
-  if (!data || typeof data !== 'object' || !REDACTED_FIELDS.some((f) => f in data)) return event;
+  const data = redactEventData(event.type, event.data) as Record<string, unknown> | null;
+  if (!data || typeof data !== 'object' || !REDACTED_FIELDS.some((f) => f in data)) return data === event.data ? event : { ...event, data };
   return { ...event, data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, REDACTED_FIELDS.includes(k) ? 'redacted' : v])) };
 }
 

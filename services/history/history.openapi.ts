@@ -1,4 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { idSchema } from '../shared/validate';
 import { ENTITIES, writtenAs } from '../../contracts/entities';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './eventLog';
 import { DEFAULT_TAKE, MAX_TAKE } from './history.query';
@@ -59,7 +60,7 @@ export function historyPaths(): OpenAPIV3.PathsObject {
           + 'Page with `cursor` = the previous answer\'s `nextCursor`.',
         parameters: [
           { name: 'entity', in: 'path', required: true, schema: { type: 'string', enum: entities } },
-          { name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1, maximum: 2147483647 } },
+          { name: 'id', in: 'path', required: true, schema: idSchema() },
           { name: 'take', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: MAX_TAKE, default: DEFAULT_TAKE }, description: 'page size' },
           { name: 'cursor', in: 'query', required: false, schema: { type: 'string' }, description: 'opaque: the nextCursor of the previous page' },
         ],
@@ -82,7 +83,7 @@ export function historyPaths(): OpenAPIV3.PathsObject {
           { name: 'after', in: 'query', required: false, schema: { type: 'string', pattern: '^(0|[1-9][0-9]{0,18})$', default: '0' }, description: 'events strictly after this position' },
           { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }, description: 'the most events of the page (it also ends at 16 MB, or after 50,000 events read)' },
           { name: 'types', in: 'query', required: false, schema: { type: 'string' }, description: 'comma-separated event types' },
-          { name: 'project', in: 'query', required: false, schema: { type: 'integer', minimum: 1 }, description: 'only this project\'s events' },
+          { name: 'project', in: 'query', required: false, schema: idSchema(), description: 'only this project\'s events' },
         ],
         responses: {
           200: {
@@ -110,7 +111,7 @@ export function historyPaths(): OpenAPIV3.PathsObject {
           + 'Whoever may read the row now may diff it (404 otherwise). Credentials never appear.',
         parameters: [
           { name: 'entity', in: 'query', required: true, schema: { type: 'string', enum: entities } },
-          { name: 'id', in: 'query', required: true, schema: { type: 'integer', minimum: 1, maximum: 2147483647 } },
+          { name: 'id', in: 'query', required: true, schema: idSchema() },
           { name: 'from', in: 'query', required: true, schema: { type: 'string' }, description: 'a position (decimal) or an ISO 8601 date-time with a zone' },
           { name: 'to', in: 'query', required: false, schema: { type: 'string' }, description: 'the same; absent: now' },
         ],

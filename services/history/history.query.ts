@@ -9,7 +9,7 @@ import type { ReadOptions } from '../model/query';
 import { DEFAULT_MAX_ROWS, isRowVisible, runFind } from '../model/query';
 import { badRequest, notFound } from '../shared/errors';
 import type { EventStore } from '../shared/eventStore';
-import { idParameter, invalidArgument, isIsoTime, queryParameters } from '../shared/validate';
+import { parseId, invalidArgument, isIsoTime, queryParameters } from '../shared/validate';
 import { quarantineStream } from '../quarantine/quarantine.decider';
 import { SIGNED_ENTITIES } from '../signatures/content';
 import { signatureStream } from '../signatures/signature.decider';
@@ -55,7 +55,7 @@ export function parseHistoryQuery(params: { entity: string; id: string }, query:
     throw badRequest('not-an-aggregate', `A ${entity.name} changes only as part of its ${parent?.name ?? 'parent'}: read the ${parent?.name ?? 'parent'}'s history`, { entity: entity.name, parent: parent?.name ?? null });
   }
   if (writtenAs(entity) === 'projected') throw badRequest('not-an-aggregate', `${entity.name} rows are derived from other entities' events and have no history of their own`, { entity: entity.name });
-  const id = idParameter('id', params.id);
+  const id = parseId('id', params.id);
   const given = queryParameters(query, ['take', 'cursor']);
   if (given.take !== undefined && (!/^[0-9]{1,4}$/.test(given.take) || Number(given.take) < 1 || Number(given.take) > MAX_TAKE)) throw invalid('take', `must be an integer from 1 to ${MAX_TAKE}`);
   const take = given.take === undefined ? DEFAULT_TAKE : Number(given.take);

@@ -1,6 +1,7 @@
 import { ENTITIES, type EntityDef, type EntityName } from '../../contracts/entities';
 import type { EventEnvelope } from '../../contracts/envelope';
 import { entityEventOf, eventFields, idKeyOf, linkField, linkRelations, ownedRelations } from '../../contracts/entityEvents';
+import { SECRET_NAME } from '../../contracts/secrets';
 
 /**
  * An entity's history as field changes: its events folded in order, each answering what it changed
@@ -20,8 +21,8 @@ export interface TimelineStep {
   changes: FieldChange[];
 }
 
-/** Names of credentials (or values derived from them): never shown, at any depth. */
-const SECRET = /password|secret|hash$|^token$|[a-z]token$|apikey|api_key|credential/i;
+/** Names of credentials (or values derived from them): never shown, at any depth (contracts/secrets.ts). */
+const SECRET = SECRET_NAME;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 

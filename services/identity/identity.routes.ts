@@ -1,7 +1,7 @@
 import { Router, type RequestHandler } from 'express';
 import type { JSONSchemaType } from 'ajv';
 import { asyncHandler } from '../shared/http';
-import { bodyParser } from '../shared/validate';
+import { bodyParser, parseId } from '../shared/validate';
 import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
 import { HttpError, badRequest } from '../shared/errors';
@@ -74,8 +74,7 @@ export function identityRoutes(deps: CommandDeps & { tokenSecret: string }): Rou
   }));
 
   router.delete('/api/tokens/:id', asyncHandler(async (req, res) => {
-    const tokenId = Number(req.params.id);
-    if (!/^\d+$/.test(req.params.id) || !Number.isSafeInteger(tokenId) || tokenId < 1) throw badRequest('invalid-argument', 'id must be a positive integer', { path: 'id' });
+    const tokenId = parseId('id', req.params.id);
     await revokeApiToken(withPositionHeader(deps, res), { tokenId, userId: req.auth!.user.id }, metadataFor(req.auth!, req));
     res.status(204).end();
   }));

@@ -1,4 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { idSchema } from '../shared/validate';
 import { IMPORT_FORMATS } from './formats/parsedResult';
 import { MAX_IMPORT_FILES } from './imports.routes';
 
@@ -6,7 +7,7 @@ import { MAX_IMPORT_FILES } from './imports.routes';
 export function importPaths(): OpenAPIV3.PathsObject {
   const error = (description: string): OpenAPIV3.ResponseObject =>
     ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
-  const id = (description: string): OpenAPIV3.SchemaObject => ({ type: 'integer', minimum: 1, maximum: 2147483647, description });
+  const id = (description: string): OpenAPIV3.SchemaObject => idSchema(description);
   const nullable = (schema: OpenAPIV3.SchemaObject): OpenAPIV3.SchemaObject => ({ ...schema, nullable: true });
   const fields = (withFormat: boolean): OpenAPIV3.SchemaObject => ({
     type: 'object',
@@ -124,7 +125,7 @@ export function importPaths(): OpenAPIV3.PathsObject {
       get: {
         operationId: 'importJob', tags: ['imports'], summary: 'an import job: state, counts, warnings, error',
         description: 'Visible to administrators, to whoever started it, and to users who can see its project.',
-        parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } }],
+        parameters: [{ name: 'jobId', in: 'path', required: true, schema: idSchema() }],
         responses: {
           200: {
             description: 'the job',
@@ -143,9 +144,9 @@ export function importPaths(): OpenAPIV3.PathsObject {
         description: 'system-out and system-err a result file has outside any test case (Gradle writes all output there; NUnit 3 suite output; TRX run output), per suite, '
           + 'in file order, each cut at IMPORT_MAX_OUTPUT_CHARS. Readable by whoever can see the run\'s project. Pages of `limit` (default 20, at most 100); `nextCursor` gives the next page.',
         parameters: [
-          { name: 'testRunId', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } },
+          { name: 'testRunId', in: 'path', required: true, schema: idSchema() },
           { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
-          { name: 'cursor', in: 'query', schema: { type: 'integer', minimum: 1 }, description: 'nextCursor of the previous page' },
+          { name: 'cursor', in: 'query', schema: idSchema(), description: 'nextCursor of the previous page' },
         ],
         responses: {
           200: {

@@ -23,6 +23,7 @@ import { detectFormat } from './formats/detect';
 import { IMPORT_FORMATS, type ImportFormat } from './formats/parsedResult';
 import { type ImportOptions, importJobDecider, importJobStream, type StoredFile } from './importJob.decider';
 import { RESULT_IMPORT_KIND } from './importJob.saga';
+import { parseId } from '../shared/validate';
 
 /**
  * POST /api/junit/import and POST /api/test-results/import: result files in, a Server-Sent Events
@@ -96,8 +97,7 @@ export function importRoutes(deps: ImportRoutesDeps): Router {
   }
 
   router.get('/api/imports/:jobId', asyncHandler(async (req, res) => {
-    const jobId = Number(req.params.jobId);
-    if (!Number.isSafeInteger(jobId) || jobId < 1) throw badRequest('invalid-argument', 'jobId must be a positive integer', { path: 'jobId' });
+    const jobId = parseId('jobId', req.params.jobId);
     const row = await deps.knex('import_jobs').where({ job_id: jobId }).first();
     // Read as the model API reads its project (and run): not by being its creator, and never by access NONE.
     const visible = row && (await isRowVisible(deps.knex, ENTITIES.project, row.project_id, (await policyFor(deps.knex, req.auth!.user)).read));
@@ -209,8 +209,7 @@ function readFields(endpoint: 'junit' | 'test-results', body: Record<string, unk
   const id = (key: string): number | null => {
     const text = single(key);
     if (text === undefined || text === '') return null;
-    if (!/^[1-9]\d{0,9}$/.test(text) || Number(text) > 2147483647) throw badRequest('invalid-argument', `${key} must be a positive integer`, { path: key });
-    return Number(text);
+    return parseId(key, text);
   };
   const projectId = id('projectId');
   if (projectId === null) throw badRequest('invalid-argument', 'projectId is required', { path: 'projectId' });
@@ -222,10 +221,7 @@ function readFields(endpoint: 'junit' | 'test-results', body: Record<string, unk
   const nameProblem = name === null ? null : textProblem(name);
   if (nameProblem) throw badRequest('invalid-argument', `name: ${nameProblem}`, { path: 'name' });
   const rawTags = body.tagIds === undefined ? [] : Array.isArray(body.tagIds) ? body.tagIds : [body.tagIds];
-  const tagIds = [...new Set(rawTags.map((t, i) => {
-    if (!/^[1-9]\d{0,9}$/.test(String(t))) throw badRequest('invalid-argument', 'tagIds must be positive integers', { path: `tagIds.${i}` });
-    return Number(t);
-  }))];
+  const tagIds = [...new Set(rawTags.map((t, i) => parseId(`tagIds.${i}`, String(t))))];
   const format = endpoint === 'junit' ? 'junit' : (single('format') ?? 'auto');
   if (format !== 'auto' && !(IMPORT_FORMATS as readonly string[]).includes(format))
     throw badRequest('unknown-format', `format must be auto or one of ${IMPORT_FORMATS.join(', ')}`, { path: 'format', allowed: ['auto', ...IMPORT_FORMATS] });

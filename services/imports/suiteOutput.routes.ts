@@ -3,6 +3,7 @@ import { resolveProjectAccess } from '../access/projectAccess';
 import { asyncHandler } from '../shared/http';
 import type { CommandDeps } from '../shared/commandBus';
 import { badRequest, HttpError } from '../shared/errors';
+import { parseId } from '../shared/validate';
 
 /** Suite outputs per page: each may hold two outputs of IMPORT_MAX_OUTPUT_CHARS. */
 export const SUITE_OUTPUT_PAGE = { default: 20, max: 100 };
@@ -15,10 +16,10 @@ export const SUITE_OUTPUT_PAGE = { default: 20, max: 100 };
 export function suiteOutputRoutes(deps: Pick<CommandDeps, 'knex'>): Router {
   const router = Router();
   router.get('/api/test-runs/:testRunId/suite-output', asyncHandler(async (req, res) => {
-    const testRunId = positive(req.params.testRunId, 'testRunId');
+    const testRunId = parseId('testRunId', req.params.testRunId);
     const limit = req.query.limit === undefined ? SUITE_OUTPUT_PAGE.default : positive(req.query.limit, 'limit');
     if (limit > SUITE_OUTPUT_PAGE.max) throw badRequest('invalid-argument', `limit is at most ${SUITE_OUTPUT_PAGE.max}`, { path: 'limit' });
-    const after = req.query.cursor === undefined ? 0 : positive(req.query.cursor, 'cursor');
+    const after = req.query.cursor === undefined ? 0 : parseId('cursor', req.query.cursor);
     const run = await deps.knex('test_runs').where({ id: testRunId }).first('project_id', 'is_deleted');
     const user = req.auth!.user;
     const visible = run && !run.is_deleted && (user.access === 'ADMIN' || (await resolveProjectAccess(deps.knex, user)).projects.has(run.project_id));

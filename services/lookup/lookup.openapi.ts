@@ -1,4 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { idSchema } from '../shared/validate';
 import { EXTERNAL_LOOKUP_TYPES } from '../migration/externalLookup';
 import { LOOKUP_TYPES } from './lookup.routes';
 
@@ -27,7 +28,7 @@ export function lookupPaths(): OpenAPIV3.PathsObject {
                     type: 'object', required: ['type', 'name'], additionalProperties: false,
                     properties: {
                       type: { type: 'string', enum: [...LOOKUP_TYPES] }, name: { type: 'string', minLength: 1, maxLength: 2000 },
-                      projectId: { type: 'integer', minimum: 1 }, createIfMissing: { type: 'boolean' },
+                      projectId: idSchema(), createIfMissing: { type: 'boolean' },
                     },
                   },
                   {

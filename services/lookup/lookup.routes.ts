@@ -9,6 +9,7 @@ import { applyScope, isRowVisible, sqlContext } from '../model/query';
 import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { metadataFor } from '../shared/context';
 import { badRequest, HttpError, notFound } from '../shared/errors';
+import { parseId } from '../shared/validate';
 
 /**
  * POST /api/lookup {type, name, projectId?, createIfMissing?}: a name → its id, for the CLI and
@@ -43,9 +44,7 @@ export function lookupRoutes(deps: CommandDeps): Router {
     if (!LOOKUP_TYPES.includes(type)) throw badRequest('invalid-argument', `type must be one of ${LOOKUP_TYPES.join(', ')}`, { path: 'type', allowed: LOOKUP_TYPES });
     const name = typeof body.name === 'string' ? body.name.trim() : '';
     if (name === '' || name.length > 2000) throw badRequest('invalid-argument', 'name must be a non-empty string', { path: 'name' });
-    const projectId = body.projectId;
-    if (projectId !== undefined && (!Number.isSafeInteger(projectId) || (projectId as number) < 1))
-      throw badRequest('invalid-argument', 'projectId must be a positive integer', { path: 'projectId' });
+    const projectId = body.projectId === undefined ? undefined : parseId('projectId', body.projectId, 'json');
     if (IN_PROJECT.has(type) && projectId === undefined) throw badRequest('invalid-argument', `A ${type} is looked up in a project: give projectId`, { path: 'projectId' });
     if (body.createIfMissing !== undefined && typeof body.createIfMissing !== 'boolean')
       throw badRequest('invalid-argument', 'createIfMissing must be a boolean', { path: 'createIfMissing' });

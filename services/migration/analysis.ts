@@ -43,7 +43,7 @@ const R = (field: string, target: string): Reference => ({ field, target });
 const PROJECT = P('project_id', 'projects');
 const CREATOR = R('created_by', 'users');
 
-export const REFERENCES: Readonly<Record<string, readonly Reference[]>> = {
+export const REFERENCES: ReadonlyMap<string, readonly Reference[]> = new Map(Object.entries({
   template_fields: [P('template_id', 'templates'), P('field_id', 'fields')],
   field_values: [P('field_id', 'fields')],
   user_groups: [P('user_id', 'users'), P('group_id', 'groups')],
@@ -83,10 +83,10 @@ export const REFERENCES: Readonly<Record<string, readonly Reference[]>> = {
   automation_run_links: [P('run_id', 'automation_runs')],
   automation_run_tags: [P('run_id', 'automation_runs'), P('tag_id', 'tags')],
   issues: [PROJECT, R('target_id', 'issue_targets')],
-};
+}));
 
 /** Datasets whose rows are pointed at by id: each of their rows needs an `id`. */
-const ID_DATASETS = new Set(Object.values(REFERENCES).flatMap((refs) => refs.map((r) => r.target)));
+const ID_DATASETS = new Set([...REFERENCES.values()].flatMap((refs) => refs.map((r) => r.target)));
 
 export interface AnalysisIssue {
   code: string;
@@ -193,7 +193,7 @@ export async function analyseExport(file: string, options: AnalysisOptions = {})
     if (record.type !== 'row') continue;
     const index = counters.get(record.dataset) ?? 0;
     counters.set(record.dataset, index + 1);
-    const refs = REFERENCES[record.dataset];
+    const refs = REFERENCES.get(record.dataset);
     if (!refs || !isRow(record.row)) continue;
     for (const ref of refs) {
       const value = idOf(record.row[ref.field]);
@@ -221,7 +221,7 @@ export async function analyseExport(file: string, options: AnalysisOptions = {})
   const missing = new Map<string, { parent: boolean; neededBy: string[] }>();
   for (const dataset of datasets) {
     if (dataset.disposition !== 'import') continue;
-    for (const ref of REFERENCES[dataset.name] ?? []) {
+    for (const ref of REFERENCES.get(dataset.name) ?? []) {
       if (tallies.has(ref.target) || !used.has(`${dataset.name}\u0000${ref.field}`)) continue;
       let entry = missing.get(ref.target);
       if (!entry) missing.set(ref.target, (entry = { parent: false, neededBy: [] }));
@@ -282,7 +282,7 @@ function datasetAnalysis(
       details: { dataset: tally.name, count: tally.badIdCount, rows: tally.badId },
     });
   }
-  for (const ref of REFERENCES[tally.name] ?? []) {
+  for (const ref of REFERENCES.get(tally.name) ?? []) {
     const found = dangling.get(`${tally.name}\u0000${ref.field}`);
     if (!found || !tallies.has(ref.target)) continue;
     warnings.push({
@@ -353,7 +353,10 @@ export function boundedSample(value: unknown, bounds: SampleBounds, depth: numbe
   const keys = Object.keys(value);
   if (keys.length > bounds.maxKeys) cut.truncated = true;
   const out: Record<string, unknown> = {};
-  for (const key of keys.slice(0, bounds.maxKeys)) out[key] = boundedSample((value as Record<string, unknown>)[key], bounds, depth + 1, cut);
+  // Own properties, as JSON.parse makes them: a key named __proto__ is a field, not the copy's prototype.
+  for (const key of keys.slice(0, bounds.maxKeys)) {
+    Object.defineProperty(out, key, { value: boundedSample((value as Record<string, unknown>)[key], bounds, depth + 1, cut), enumerable: true, writable: true, configurable: true });
+  }
   return out;
 }
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough, Transform, type Readable } from 'node:stream';
 import { Parse as unzipParse, type Entry } from 'unzip-stream';
-import { JsonReader } from '../imports/formats/jsonStream';
+import { JsonReader, JsonTooDeep } from '../imports/formats/jsonStream';
 import { ResultFileError } from '../imports/formats/parsedResult';
 import { isWholeZip, readRange, ZIP_EMPTY_ARCHIVE, ZIP_LOCAL_HEADER } from '../shared/zipFile';
 
@@ -26,7 +26,10 @@ export type ExportErrorCode =
   | 'export-compression-ratio'
   | 'export-truncated'
   | 'export-invalid-json'
-  | 'export-dataset-unnamed';
+  | 'export-dataset-unnamed'
+  | 'export-name-too-long'
+  | 'export-too-many-datasets'
+  | 'export-row-too-deep';
 
 /** A refused upload; `code` is stable and the HTTP layer answers it with 400. */
 export class ExportFileError extends Error {
@@ -57,6 +60,26 @@ export const DEFAULT_EXPORT_LIMITS: Readonly<ExportLimits> = Object.freeze({
   ratioCheckFromBytes: 16 * 1024 ** 2,
   maxEntries: 10_000,
 });
+
+/**
+ * What an analysis can record (its event's contract, ExternalImportAnalysed.v1): names and counts
+ * past these are refused with a stable code before anything is kept.
+ */
+export const EXPORT_SHAPE_LIMITS = Object.freeze({
+  /** Characters of a dataset's name (a JSON key, a `name`, a ZIP entry's stem). */
+  maxDatasetName: 200,
+  /** Characters of a ZIP entry's name, and of a key read and passed over. */
+  maxEntryName: 1000,
+  /** Datasets of one export (the format knows about 70). */
+  maxDatasets: 1000,
+  /** Parts read and passed over (non-JSON entries, keys that hold no dataset). */
+  maxIgnored: 10_000,
+  /** Levels of nesting of one row (or schema), the row itself the first: rows are flat records of a few levels. */
+  maxRowDepth: 64,
+});
+
+/** A name as details show it: at most 100 characters of it (the whole one may be 65,000 long). */
+const shown = (name: string) => (name.length > 100 ? `${name.slice(0, 100)}…` : name);
 
 export type ExportContainer = 'zip' | 'json';
 
@@ -91,19 +114,44 @@ export async function* readExport(
   limits: Partial<ExportLimits> = {},
 ): AsyncGenerator<ExportRecord> {
   const container = await detectContainer(file);
-  let datasets = 0;
+  const datasets = new Set<string>();
+  let ignored = 0;
   const source = container === 'zip' ? readZip(file, { ...DEFAULT_EXPORT_LIMITS, ...limits }) : readJsonFile(file);
   for await (const record of source) {
-    if (record.type === 'dataset') datasets++;
+    if (record.type === 'dataset') {
+      checkName('dataset', record.name, EXPORT_SHAPE_LIMITS.maxDatasetName, record.entry);
+      datasets.add(record.name);
+      if (datasets.size > EXPORT_SHAPE_LIMITS.maxDatasets) {
+        throw new ExportFileError('export-too-many-datasets', `The export holds more than ${EXPORT_SHAPE_LIMITS.maxDatasets} datasets`, {
+          maxDatasets: EXPORT_SHAPE_LIMITS.maxDatasets,
+        });
+      }
+    } else if (record.type === 'ignored') {
+      checkName('ignored', record.name, EXPORT_SHAPE_LIMITS.maxEntryName, record.entry);
+      if (++ignored > EXPORT_SHAPE_LIMITS.maxIgnored) {
+        throw new ExportFileError('export-too-many-datasets', `The export holds more than ${EXPORT_SHAPE_LIMITS.maxIgnored} parts that are not datasets`, {
+          maxIgnored: EXPORT_SHAPE_LIMITS.maxIgnored,
+        });
+      }
+    }
     yield record;
   }
-  if (datasets === 0) {
+  if (datasets.size === 0) {
     throw new ExportFileError(
       'export-no-datasets',
       container === 'zip' ? 'The ZIP archive holds no export (no JSON entry with a dataset)' : 'The JSON holds no dataset',
       { container },
     );
   }
+}
+
+/** A name the analysis records: not empty, and not longer than its limit (`export-name-too-long`). */
+function checkName(what: 'dataset' | 'entry' | 'ignored', name: string, maxLength: number, entry: string): void {
+  if (what === 'dataset' && name === '') throw new ExportFileError('export-dataset-unnamed', `${shown(entry)}: a dataset has an empty name`, { entry: shown(entry) });
+  if (name.length <= maxLength) return;
+  throw new ExportFileError('export-name-too-long', `A ${what === 'ignored' ? 'key' : what} name of ${name.length} characters: at most ${maxLength}`, {
+    [what === 'entry' ? 'entry' : 'name']: shown(name), ...(what !== 'entry' && { entry: shown(entry) }), length: name.length, maxLength,
+  });
 }
 
 async function* readJsonFile(file: string): AsyncGenerator<ExportRecord> {
@@ -154,6 +202,7 @@ async function* readZip(file: string, limits: ExportLimits): AsyncGenerator<Expo
           maxEntries: limits.maxEntries,
         });
       }
+      checkName('entry', name, EXPORT_SHAPE_LIMITS.maxEntryName, name);
       assertSafeEntryName(name);
       if (entry.type === 'Directory') {
         entry.autodrain();
@@ -227,7 +276,7 @@ async function* readObjectEntry(json: JsonReader, entry: string, stem: string | 
     }
     if (single) {
       if (DATASET_DATA_KEYS.has(key)) yield* readRows(json, stem!, entry);
-      else if (DATASET_SCHEMA_KEYS.has(key)) schema = asObject(await json.readValue());
+      else if (DATASET_SCHEMA_KEYS.has(key)) schema = asObject(await readBounded(json, stem!, entry, 'schema'));
       else await json.skipValue();
       continue;
     }
@@ -278,7 +327,7 @@ async function* readDatasetBody(json: JsonReader, name: string, entry: string): 
   } else {
     for await (const key of json.keys(`${entry}: ${name}`)) {
       if (DATASET_DATA_KEYS.has(key)) yield* readRows(json, name, entry);
-      else if (DATASET_SCHEMA_KEYS.has(key)) schema = asObject(await json.readValue());
+      else if (DATASET_SCHEMA_KEYS.has(key)) schema = asObject(await readBounded(json, name, entry, 'schema'));
       else await json.skipValue();
     }
   }
@@ -296,7 +345,7 @@ async function* readArrayDataset(json: JsonReader, entry: string, index: number)
   let schema: Record<string, unknown> | null = null;
   for await (const key of json.keys(`${entry}: datasets[${index}]`)) {
     if (key === 'name') {
-      const value = await json.readValue();
+      const value = await readBounded(json, `datasets[${index}]`, entry, 'name');
       if (typeof value === 'string' && value !== '' && name === null) {
         name = value;
         yield { type: 'dataset', name, entry };
@@ -309,7 +358,7 @@ async function* readArrayDataset(json: JsonReader, entry: string, index: number)
       }
       yield* readRows(json, name, entry);
     } else if (DATASET_SCHEMA_KEYS.has(key)) {
-      schema = asObject(await json.readValue());
+      schema = asObject(await readBounded(json, name ?? `datasets[${index}]`, entry, 'schema'));
     } else {
       await json.skipValue();
     }
@@ -322,8 +371,25 @@ async function* readRows(json: JsonReader, dataset: string, entry: string): Asyn
   if ((await json.peek()).name !== 'startArray') {
     throw new ExportFileError('export-not-recognised', `${entry}: the rows of ${dataset} are not an array`, { entry, dataset });
   }
+  let index = 0;
   for await (const _ of json.items(`${entry}: ${dataset} rows`)) {
-    yield { type: 'row', dataset, row: await json.readValue() };
+    yield { type: 'row', dataset, row: await readBounded(json, dataset, entry, index++) };
+  }
+}
+
+/**
+ * One value (a row, by its index in the dataset; a schema; a name), assembled only while it is no
+ * deeper than maxRowDepth: deeper, the export is refused (`export-row-too-deep`), before any code
+ * walks the value (a copy, a JSON text, a jsonb column: each would fail on it).
+ */
+async function readBounded(json: JsonReader, dataset: string, entry: string, row: number | 'schema' | 'name'): Promise<unknown> {
+  try {
+    return await json.readValue(EXPORT_SHAPE_LIMITS.maxRowDepth);
+  } catch (error) {
+    if (!(error instanceof JsonTooDeep)) throw error;
+    throw new ExportFileError('export-row-too-deep', `${shown(entry)}: ${row === 'schema' ? 'the schema' : row === 'name' ? 'the name' : `row ${row}`} of ${shown(dataset)} is nested deeper than ${EXPORT_SHAPE_LIMITS.maxRowDepth} levels`, {
+      entry: shown(entry), dataset: shown(dataset), row, maxDepth: EXPORT_SHAPE_LIMITS.maxRowDepth,
+    });
   }
 }
 

@@ -1,4 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { idSchema } from '../shared/validate';
 import { EXTERNAL_IMPORT_PAGE, EXTERNAL_IMPORT_PATH } from './externalImport.routes';
 import { MAPPING_KEYS } from './mappings';
 
@@ -16,7 +17,7 @@ export function externalImportPaths(): OpenAPIV3.PathsObject {
     properties: {
       sourceId: { type: 'string', description: 'the id of the row in the export (an integer is accepted too)' },
       action: { type: 'string', enum: ['map', 'create', 'skip'] },
-      targetId: { type: 'integer', minimum: 1, description: 'map: the existing entity (a state maps to a workflow, a template field to a case or result field by `kind`)' },
+      targetId: { ...idSchema(), description: 'map: the existing entity (a state maps to a workflow, a template field to a case or result field by `kind`)' },
       kind: { type: 'string', enum: ['caseField', 'resultField'], description: 'templateFields only' },
     },
   };
@@ -64,7 +65,7 @@ export function externalImportPaths(): OpenAPIV3.PathsObject {
     },
   };
   const one = (description: string): OpenAPIV3.ResponseObject => ({ description, content: json({ type: 'object', properties: { data: job } }) });
-  const jobId: OpenAPIV3.ParameterObject = { name: 'jobId', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } };
+  const jobId: OpenAPIV3.ParameterObject = { name: 'jobId', in: 'path', required: true, schema: idSchema() };
   const common = { 400: error('invalid-argument (details.path)'), 401: error('not authenticated'), 403: error('forbidden: administrators only'), 404: error('external-import-not-found') };
   const conflict = error('external-import-<phase>: the job\'s phase does not allow it (details.phase)');
   const action = (operationId: string, summary: string, description: string) => ({
@@ -89,7 +90,7 @@ export function externalImportPaths(): OpenAPIV3.PathsObject {
         operationId: 'listExternalImports', tags: ['admin'], summary: 'the external import jobs, newest first (without sample rows, sources and suggestions)',
         parameters: [
           { name: 'take', in: 'query', schema: { type: 'integer', minimum: 1, maximum: EXTERNAL_IMPORT_PAGE.max, default: EXTERNAL_IMPORT_PAGE.default } },
-          { name: 'cursor', in: 'query', schema: { type: 'integer', minimum: 1 }, description: 'nextCursor of the previous page' },
+          { name: 'cursor', in: 'query', schema: idSchema(), description: 'nextCursor of the previous page' },
           { name: 'phase', in: 'query', schema: { type: 'string', enum: phases } },
         ],
         responses: {

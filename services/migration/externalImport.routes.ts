@@ -12,8 +12,9 @@ import { asyncHandler } from '../shared/http';
 import {
   EXTERNAL_IMPORT_ID_CATEGORY, type ExternalImportCommand, externalImportDecider, externalImportStream,
 } from './externalImport.decider';
-import { checkMappings } from './mappings';
+import { checkMappings, readMappings } from './mappings';
 import { previewImport } from './preview';
+import { parseId } from '../shared/validate';
 
 /**
  * The external-tool migration, for administrators (docs/migration.md): upload an export (a job
@@ -45,11 +46,7 @@ function containerOf(head: Buffer): 'zip' | 'json' | null {
   return head.toString('utf8').replace(/^\uFEFF/, '').trimStart().startsWith('{') ? 'json' : null;
 }
 
-function jobIdOf(req: Request): number {
-  const jobId = Number(req.params.jobId);
-  if (!/^\d+$/.test(req.params.jobId) || !Number.isSafeInteger(jobId) || jobId < 1) throw invalid('jobId', 'jobId must be a positive integer');
-  return jobId;
-}
+const jobIdOf = (req: Request): number => parseId('jobId', req.params.jobId);
 
 const notFound = (jobId: number) => new HttpError(404, 'external-import-not-found', `No external import job ${jobId}`, { jobId });
 
@@ -138,6 +135,7 @@ export function externalImportRoutes(deps: ExternalImportRouteDeps): Router {
     if (body.reset === true && body.mappings !== undefined) throw invalid('mappings', 'reset restores the suggested mappings: send mappings or reset, not both');
     if (body.durationUnit !== undefined && !DURATION_UNITS.includes(body.durationUnit as ExternalDurationUnit))
       throw badRequest('invalid-argument', `durationUnit must be one of ${DURATION_UNITS.join(', ')}`, { path: 'durationUnit', allowed: DURATION_UNITS });
+    const given = readMappings(body.mappings ?? {});
     const row = await deps.knex('external_import_jobs').where({ job_id: jobId }).first('phase', 'sources', 'suggestions', 'mappings', 'duration_unit', 'errors', 'datasets');
     if (!row) throw notFound(jobId);
     if (row.phase !== 'analysed' && row.phase !== 'configured') {
@@ -147,7 +145,7 @@ export function externalImportRoutes(deps: ExternalImportRouteDeps): Router {
       throw new HttpError(409, 'external-import-has-errors', `The export of job ${jobId} has errors (listed on the job); it cannot be imported`, { jobId });
     const sources = row.sources as Record<ExternalMappingKey, ExternalSourceEntry[]>;
     const suggestions = row.suggestions as ExternalMappings;
-    const mappings = body.reset === true ? suggestions : await checkMappings(deps.knex, body.mappings ?? {}, (row.mappings as ExternalMappings | null) ?? suggestions, sources);
+    const mappings = body.reset === true ? suggestions : await checkMappings(deps.knex, given, (row.mappings as ExternalMappings | null) ?? suggestions, sources);
     const durationUnit = (body.durationUnit as ExternalDurationUnit | undefined) ?? (row.duration_unit as ExternalDurationUnit | null) ?? 'us';
     await command(req, res, jobId, { type: 'Configure', mappings, durationUnit, reset: body.reset === true, now: deps.clock().toISOString() }, 200);
   }));
@@ -193,7 +191,7 @@ function readListQuery(query: Record<string, unknown>): { take: number; cursor: 
   if (phase !== null && !PHASES.includes(phase)) throw badRequest('invalid-argument', `phase must be one of ${PHASES.join(', ')}`, { path: 'phase', allowed: PHASES });
   return {
     take: query.take === undefined ? EXTERNAL_IMPORT_PAGE.default : int('take', EXTERNAL_IMPORT_PAGE.max),
-    cursor: query.cursor === undefined ? null : int('cursor', Number.MAX_SAFE_INTEGER),
+    cursor: query.cursor === undefined ? null : parseId('cursor', query.cursor),
     phase,
   };
 }
@@ -215,7 +213,8 @@ function viewOf(row: Record<string, unknown>, detail: boolean) {
   const totals = new Map(plan.map((p) => [p.dataset, p.rows]));
   const datasets = ((row.datasets as Array<Record<string, unknown>> | null) ?? []).map((d) => {
     const total = totals.get(d.name as string);
-    const done = progress[d.name as string];
+    // Planned datasets only: the export's own names (`constructor`) are no keys of the progress.
+    const done = total === undefined ? undefined : progress[d.name as string];
     const shown = detail ? d : { ...d, sampleRows: undefined };
     return {
       ...shown,

@@ -191,8 +191,8 @@ export class ExternalImportSaga {
     const sources = await sourcesOf(this.deps.knex, job.state.jobId);
     const suggestions = await suggestMappings(this.deps.knex, sources);
     // Datasets the export holds that this domain has no place for are listed as skipped, with the reason; their problems only warn.
-    const datasets = analysis.datasets.map((d) => (d.disposition === 'import' && NOT_PLACED[d.name]
-      ? { ...d, disposition: 'skip' as const, skipReason: NOT_PLACED[d.name], warnings: [...d.warnings, ...d.errors], errors: [] }
+    const datasets = analysis.datasets.map((d) => (d.disposition === 'import' && NOT_PLACED.has(d.name)
+      ? { ...d, disposition: 'skip' as const, skipReason: NOT_PLACED.get(d.name)!, warnings: [...d.warnings, ...d.errors], errors: [] }
       : d));
     const errors = analysis.errors.length + datasets.reduce((n, d) => n + d.errors.length, 0);
     const failed = errors === 0 ? null : new DomainError('external-import-has-errors', `The export has ${errors} error(s) (listed on the job); nothing is imported`, { errors });

@@ -590,7 +590,7 @@ export const READ_WITH_OWNER: Readonly<Record<string, string>> = {
 };
 
 /** Datasets this domain has no place for yet: listed on the job as skipped, with the reason. */
-export const NOT_PLACED: Readonly<Record<string, string>> = {
+export const NOT_PLACED: ReadonlyMap<string, string> = new Map(Object.entries({
   project_links: 'projects have no links here', milestone_links: 'milestones have no links here', run_links: 'runs have no links here',
   issues: 'this service has no issue entity yet', milestone_issues: 'this service has no issue entity yet', repository_case_issues: 'this service has no issue entity yet',
   run_issues: 'this service has no issue entity yet', run_result_issues: 'this service has no issue entity yet', session_issues: 'this service has no issue entity yet',
@@ -599,4 +599,4 @@ export const NOT_PLACED: Readonly<Record<string, string>> = {
   automation_run_tests: 'automation datasets are not imported yet', automation_run_fields: 'automation datasets are not imported yet',
   automation_run_test_fields: 'automation datasets are not imported yet', automation_run_links: 'automation datasets are not imported yet',
   automation_run_tags: 'automation datasets are not imported yet',
-};
+}));

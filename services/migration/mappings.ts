@@ -4,6 +4,7 @@ import type { ExternalMappingEntry, ExternalMappingKey, ExternalMappings, Extern
 import { badRequest } from '../shared/errors';
 import { allStagedRows } from './staging';
 import { LIMITS } from '../../contracts/limits';
+import { parseId } from '../shared/validate';
 
 /**
  * The configuration step of the external-tool migration: the export's configuration rows (states,
@@ -112,30 +113,39 @@ export async function suggestMappings(knex: Knex, sources: Record<ExternalMappin
   return mappings;
 }
 
+/** The lists of mappings an administrator sent, each entry's shape checked (no job needed): a 400 naming the first bad one. */
+export type GivenMappings = Partial<Record<ExternalMappingKey, ExternalMappingEntry[]>>;
+
+export function readMappings(given: unknown): GivenMappings {
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw badRequest('invalid-argument', 'mappings must be an object', { path: 'mappings' });
+  const read: GivenMappings = {};
+  for (const [key, list] of Object.entries(given)) {
+    if (!MAPPING_KEYS.includes(key as ExternalMappingKey)) throw badRequest('invalid-argument', `Unknown mapping list "${key}"; the lists are ${MAPPING_KEYS.join(', ')}`, { path: `mappings.${key}`, allowed: MAPPING_KEYS });
+    if (list === undefined) continue;
+    if (!Array.isArray(list)) throw badRequest('invalid-argument', `mappings.${key} must be a list`, { path: `mappings.${key}` });
+    read[key as ExternalMappingKey] = list.map((raw, i) => readEntry(raw, `mappings.${key}[${i}]`, key as ExternalMappingKey));
+  }
+  return read;
+}
+
 /**
- * An administrator's mappings, checked and merged over `base` (the current configuration, or the
- * suggestions): entries given replace those of the same source row. Throws a 400 naming the first
- * bad entry (`details.path`): an unknown key or source row, a target that does not exist or is of
- * the wrong kind, a created row whose unique name is taken.
+ * An administrator's mappings (readMappings), checked against the job and merged over `base` (the
+ * current configuration, or the suggestions): entries given replace those of the same source row.
+ * Throws a 400 naming the first bad entry (`details.path`): an unknown source row, a target that
+ * does not exist or is of the wrong kind, a created row whose unique name is taken.
  */
 export async function checkMappings(
-  knex: Knex, given: unknown, base: ExternalMappings, sources: Record<ExternalMappingKey, ExternalSourceEntry[]>,
+  knex: Knex, given: GivenMappings, base: ExternalMappings, sources: Record<ExternalMappingKey, ExternalSourceEntry[]>,
 ): Promise<ExternalMappings> {
-  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw badRequest('invalid-argument', 'mappings must be an object', { path: 'mappings' });
   const merged = emptyMappings();
-  for (const key of Object.keys(given)) {
-    if (!MAPPING_KEYS.includes(key as ExternalMappingKey)) throw badRequest('invalid-argument', `Unknown mapping list "${key}"; the lists are ${MAPPING_KEYS.join(', ')}`, { path: `mappings.${key}`, allowed: MAPPING_KEYS });
-  }
   for (const key of MAPPING_KEYS) {
-    const list = (given as Record<string, unknown>)[key];
+    const list = given[key];
     const known = new Map(sources[key].map((s) => [s.sourceId, s]));
     const byId = new Map(base[key].map((e) => [e.sourceId, e]));
     if (list !== undefined) {
-      if (!Array.isArray(list)) throw badRequest('invalid-argument', `mappings.${key} must be a list`, { path: `mappings.${key}` });
       const seen = new Set<string>();
-      for (const [i, raw] of list.entries()) {
+      for (const [i, entry] of list.entries()) {
         const path = `mappings.${key}[${i}]`;
-        const entry = readEntry(raw, path, key);
         if (!known.has(entry.sourceId)) throw badRequest('invalid-mapping', `${path}: the export has no ${MAPPING_DEFS[key].dataset} row with id ${entry.sourceId}`, { path: `${path}.sourceId`, sourceId: entry.sourceId });
         if (seen.has(entry.sourceId)) throw badRequest('invalid-mapping', `${path}: source row ${entry.sourceId} is mapped twice`, { path: `${path}.sourceId`, sourceId: entry.sourceId });
         seen.add(entry.sourceId);
@@ -160,7 +170,7 @@ function readEntry(raw: unknown, path: string, key: ExternalMappingKey): Externa
   if (e.kind !== undefined && (key !== 'templateFields' || (e.kind !== 'caseField' && e.kind !== 'resultField')))
     throw badRequest('invalid-argument', `${path}.kind is caseField or resultField, for templateFields only`, { path: `${path}.kind` });
   if (e.action === 'map') {
-    if (!Number.isSafeInteger(e.targetId) || (e.targetId as number) < 1) throw badRequest('invalid-argument', `${path}.targetId must be the id of an existing entity`, { path: `${path}.targetId` });
+    parseId(`${path}.targetId`, e.targetId, 'json');
   } else if (e.targetId !== undefined) {
     throw badRequest('invalid-argument', `${path}: targetId goes with action map only`, { path: `${path}.targetId` });
   }

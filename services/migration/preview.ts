@@ -78,6 +78,6 @@ export async function previewImport(knex: Knex, jobId: number, mappings: Externa
     }
     datasets.push(preview);
   }
-  const skipped = Object.entries(counts).filter(([dataset]) => NOT_PLACED[dataset]).map(([dataset, rows]) => ({ dataset, rows, reason: NOT_PLACED[dataset] }));
+  const skipped = Object.entries(counts).filter(([dataset]) => NOT_PLACED.has(dataset)).map(([dataset, rows]) => ({ dataset, rows, reason: NOT_PLACED.get(dataset)! }));
   return { datasets, skipped };
 }

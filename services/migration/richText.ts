@@ -11,6 +11,9 @@ import { compile } from 'html-to-text';
 
 const OPTIONS = {
   wordwrap: false as const,
+  // The formatter walks the document recursively: markup nested deeper than a row may be (64
+  // levels, EXPORT_SHAPE_LIMITS) is cut to "...", never followed down to a stack overflow.
+  limits: { maxDepth: 64 },
   selectors: [
     { selector: 'a', options: { hideLinkHrefIfSameAsText: true, ignoreHref: false } },
     { selector: 'img', format: 'skip' },

@@ -10,13 +10,13 @@ import { type ExportLimits, readExport } from './exportReader';
  */
 
 /** The column of a dataset's rows that names their parent row (for reading children by parent). */
-export const PARENT_FIELD: Readonly<Record<string, string>> = {
+export const PARENT_FIELD: ReadonlyMap<string, string> = new Map(Object.entries({
   field_values: 'field_id', template_fields: 'template_id', user_groups: 'user_id',
   repository_folders: 'parent_id', milestones: 'parent_id',
   repository_case_steps: 'case_id', repository_case_values: 'case_id', repository_case_tags: 'case_id',
   run_tests: 'run_id', run_results: 'test_id', run_result_steps: 'result_id', run_tags: 'run_id',
   session_results: 'session_id', session_tags: 'session_id', session_values: 'session_id',
-};
+}));
 
 /** Rows per INSERT: the rows of one statement travel as one JSON parameter. */
 const BATCH_ROWS = 2000;
@@ -34,7 +34,8 @@ export async function stageExport(knex: Knex, jobId: number, file: string, limit
   return knex.transaction(async (trx) => {
     await trx('external_import_staged').where({ job_id: jobId }).delete();
     await trx('external_import_staging').where({ job_id: jobId }).delete();
-    const counts: Record<string, number> = {};
+    // Keyed by the export's own dataset names (`constructor`, `__proto__` included): no prototype to meet.
+    const counts: Record<string, number> = Object.create(null);
     let batch: Array<{ dataset: string; row_index: number; source_id: string | null; parent_id: string | null; row: unknown }> = [];
     const flush = async () => {
       if (batch.length === 0) return;
@@ -50,7 +51,7 @@ export async function stageExport(knex: Knex, jobId: number, file: string, limit
       if (typeof row !== 'object' || row === null || Array.isArray(row)) continue; // the analysis reported it
       const index = (counts[record.dataset] = (counts[record.dataset] ?? 0) + 1);
       const fields = row as Record<string, unknown>;
-      const parentField = PARENT_FIELD[record.dataset];
+      const parentField = PARENT_FIELD.get(record.dataset);
       batch.push({ dataset: record.dataset, row_index: index, source_id: idText(fields.id), parent_id: parentField ? idText(fields[parentField]) : null, row });
       if (batch.length >= BATCH_ROWS) await flush();
     }

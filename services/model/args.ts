@@ -2,6 +2,7 @@ import { ENTITIES, type EntityDef, type FieldDef, type RelationDef } from '../..
 import { badRequest } from '../shared/errors';
 import { textProblem } from '../shared/text';
 import { INT32_MAX, INT32_MIN, LIMITS, longerThan } from '../../contracts/limits';
+import { parseId } from '../shared/validate';
 
 /**
  * Strict parsing of model API request bodies (Prisma-style) into plain, already-validated
@@ -299,7 +300,7 @@ function uniqueId(entity: EntityDef, value: unknown, path: string): { id: number
   const input = expectObject(value, path);
   allowOnlyKeys(input, ['id'], path, 'a unique where accepts only');
   if (input.id === undefined) fail(at(path, 'id'), 'is required');
-  return { id: parseScalar(entity.fields.id, input.id, at(path, 'id')) as number };
+  return { id: parseId(at(path, 'id'), input.id, 'json') };
 }
 
 export function parseWhere(entity: EntityDef, value: unknown, path: string): Where {

@@ -3,7 +3,11 @@ import { ENTITIES, type EntityDef, type EntityName } from '../../contracts/entit
 import type { CommandDeps } from '../shared/commandBus';
 import { HttpError, badRequest, notFound } from '../shared/errors';
 import { parseDeleteArgs, parseFindArgs } from './args';
-import type { EntityWrite } from '../entities/entity.handlers';
+import { deciderOf, type EntityWrite } from '../entities/entity.handlers';
+import { refuseUnknownReferences } from '../entities/entitySecrets';
+import { streamOf } from '../../contracts/entityEvents';
+import { secretFieldsOf } from '../../contracts/secrets';
+import { loadAggregate } from '../shared/decider';
 import { authorizeWrite, checkVisible, type Policy, targetsOf } from './policy';
 import { parseEntityCreate, parseEntityUpdate } from './writeArgs';
 import { ENTITY_COMMANDS } from './model.commands';
@@ -84,6 +88,10 @@ export async function updateMany(deps: CommandDeps, name: EntityName, body: unkn
   const ids = await matchingIds(deps, entity, body.where, policy);
   // Every row is authorised before the first is changed: a refused updateMany changes nothing.
   for (const id of ids) await authorizeWrite(deps.knex, policy, entity, 'update', { id, write });
+  // A secret given back by reference must be one every row holds (services/entities/entitySecrets.ts).
+  if (secretFieldsOf(entity).some((field) => Object.hasOwn(write.data, field))) {
+    for (const id of ids) refuseUnknownReferences(entity, write.data, (await loadAggregate(deps.store, streamOf(entity, id), deciderOf(entity))).state.values);
+  }
   for (const id of ids) await ENTITY_COMMANDS[name].update(deps, id, write, metadata);
   return { count: ids.length };
 }

@@ -1,4 +1,5 @@
 import type { EntityDef, FieldDef } from '../../contracts/entities';
+import { redactSecrets } from '../../contracts/secrets';
 
 /**
  * Read-model rows → API objects. Only catalogue fields ever leave: internal columns such as
@@ -52,7 +53,7 @@ function toApiScalar(field: FieldDef, value: unknown): unknown {
     case 'string':
       return value;
     case 'json':
-      // jsonb arrives parsed: returned as stored.
-      return value;
+      // jsonb arrives parsed: returned as stored, secrets by reference only (contracts/secrets.ts).
+      return field.holdsSecrets ? redactSecrets(value) : value;
   }
 }

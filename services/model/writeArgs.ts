@@ -1,10 +1,11 @@
 import { ENTITIES, type EntityDef, type EntityName, type RelationDef } from '../../contracts/entities';
 import { linkRelations, ownedRelations } from '../../contracts/entityEvents';
-import { INT32_MAX, LIMITS } from '../../contracts/limits';
+import { LIMITS } from '../../contracts/limits';
 import type { ChildInput, ChildrenWrite, EntityWrite, LinkWrite } from '../entities/entity.handlers';
 import { PASSWORD_LENGTH } from '../identity/user.decider';
 import { badRequest } from '../shared/errors';
 import { type CreateArgs, parseCreateArgs, parseDeleteArgs, parseUpdateArgs, type Shape, type UniqueWhere } from './args';
+import { parseId } from '../shared/validate';
 
 /**
  * Write arguments with nested list-relation writes, on top of args.ts (which parses scalar
@@ -110,8 +111,7 @@ function ids(value: unknown, path: string): number[] {
     const itemPath = Array.isArray(value) ? `${path}[${i}]` : path;
     if (!isObject(item)) return fail(itemPath, 'must be { id }');
     allowOnly(item, ['id'], itemPath);
-    if (typeof item.id !== 'number' || !Number.isInteger(item.id) || item.id < 1 || item.id > INT32_MAX) return fail(`${itemPath}.id`, 'must be a positive integer');
-    return item.id;
+    return parseId(`${itemPath}.id`, item.id, 'json');
   });
 }
 

@@ -1,4 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { idSchema } from '../shared/validate';
 import { NOTIFICATION_LIMITS } from './notification.decider';
 import { NOTIFICATION_PAGE, NOTIFICATIONS_PATH } from './notifications.routes';
 
@@ -70,7 +71,7 @@ export function notificationPaths(): OpenAPIV3.PathsObject {
         summary: 'mark one of the caller\'s notifications read',
         description: 'Recorded as NotificationRead; marking a read notification again records nothing and answers the same. '
           + 'Answers once the read model shows it read (X-Event-Position: the write\'s position).',
-        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } }],
+        parameters: [{ name: 'id', in: 'path', required: true, schema: idSchema() }],
         responses: {
           200: {
             description: 'the notification, read',

@@ -6,6 +6,7 @@ import { handleCommand } from '../shared/decider';
 import { badRequest, HttpError } from '../shared/errors';
 import { asyncHandler } from '../shared/http';
 import { notificationDecider, notificationStream } from './notification.decider';
+import { idOf, parseId } from '../shared/validate';
 
 /**
  * The caller's own notifications (any authenticated user; the app mounts this after
@@ -34,7 +35,7 @@ const encodeCursor = (c: NotificationCursor): string => Buffer.from(JSON.stringi
 function decodeCursor(value: string): NotificationCursor | null {
   try {
     const [unread, createdAt, id] = JSON.parse(Buffer.from(value, 'base64url').toString('utf8')) as unknown[];
-    if ((unread !== 0 && unread !== 1) || typeof createdAt !== 'string' || Number.isNaN(Date.parse(createdAt)) || !Number.isSafeInteger(id) || (id as number) < 1) return null;
+    if ((unread !== 0 && unread !== 1) || typeof createdAt !== 'string' || Number.isNaN(Date.parse(createdAt)) || idOf(id, 'json') === null) return null;
     return { unread: unread === 1, createdAt: new Date(createdAt).toISOString(), id: id as number };
   } catch {
     return null;
@@ -61,11 +62,7 @@ function parseListQuery(query: Request['query']): ListQuery {
   return { take, after, unread: q.unread === undefined ? null : q.unread === 'true' };
 }
 
-function notificationIdOf(value: string): number {
-  const id = Number(value);
-  if (!/^\d{1,15}$/.test(value) || !Number.isSafeInteger(id) || id < 1 || id > 2147483647) throw invalid('id', 'id must be a positive integer');
-  return id;
-}
+const notificationIdOf = (value: string): number => parseId('id', value);
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a knex row
 function viewOf(row: Record<string, any>): NotificationView {

@@ -82,6 +82,11 @@ export interface Config {
    * bytes); null: derived from the session secret (docs/search.md, "Connection").
    */
   searchSecretsKey: Buffer | null;
+  /**
+   * The key that seals each secret's own key (SECRETS_KEY, 32 bytes): secrets in events, such as an
+   * integration's `settings.apiToken`; null: derived from the session secret (docs/compliance.md, "Secrets").
+   */
+  secretsKey: Buffer | null;
 }
 
 export class ConfigError extends Error {}
@@ -222,16 +227,16 @@ function searchConfig(env: NodeJS.ProcessEnv): SearchSettings {
   };
 }
 
-/** SEARCH_SECRETS_KEY: 32 bytes, as 64 hex digits or base64 (`openssl rand -base64 32`). The value is never shown. */
-function searchSecretsKey(env: NodeJS.ProcessEnv): Buffer | null {
-  const raw = optional(env, 'SEARCH_SECRETS_KEY');
+/** SEARCH_SECRETS_KEY, SECRETS_KEY: 32 bytes, as 64 hex digits or base64 (`openssl rand -base64 32`). The value is never shown. */
+function secretKey(env: NodeJS.ProcessEnv, name: 'SEARCH_SECRETS_KEY' | 'SECRETS_KEY'): Buffer | null {
+  const raw = optional(env, name);
   if (raw === null) return null;
   const value = raw.trim();
   let key: Buffer | null = null;
   if (/^[0-9a-fA-F]{64}$/.test(value)) key = Buffer.from(value, 'hex');
   else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(value)) key = Buffer.from(value, value.includes('-') || value.includes('_') ? 'base64url' : 'base64');
   if (key === null || key.length !== 32) {
-    throw new ConfigError(`SEARCH_SECRETS_KEY must be 32 bytes written as 64 hex digits or in base64 (openssl rand -base64 32); the value given has ${raw.length} characters`);
+    throw new ConfigError(`${name} must be 32 bytes written as 64 hex digits or in base64 (openssl rand -base64 32); the value given has ${raw.length} characters`);
   }
   return key;
 }
@@ -296,7 +301,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     },
     modelMaxRows: int(env, 'MODEL_MAX_ROWS', DEFAULT_MAX_ROWS, 1, 10_000_000),
     search: Object.freeze(searchConfig(env)),
-    searchSecretsKey: searchSecretsKey(env),
+    searchSecretsKey: secretKey(env, 'SEARCH_SECRETS_KEY'),
+    secretsKey: secretKey(env, 'SECRETS_KEY'),
   };
   return Object.freeze(config);
 }

@@ -15,6 +15,9 @@ import { migrateReadModel } from '../../projections/migrations';
 import type { Config } from './config';
 import type { EventStore } from '../shared/eventStore';
 import { withContracts } from '../shared/validatingEventStore';
+import type { SecretVault } from '../shared/secretVault';
+import { deriveSecretKey, secretBox } from '../../infra/crypto/secretBox';
+import { postgresSecretVault, SECRET_KEYS_INFO } from '../../infra/crypto/secretVault';
 
 /** The connections every role needs, opened in order and closed in reverse. */
 export interface Platform {
@@ -101,4 +104,9 @@ export async function openPlatform(config: Readonly<Config>, logger: Logger, opt
     await close();
     throw error;
   }
+}
+
+/** The vault of the secrets writes seal (docs/compliance.md, "Secrets"): each secret's key sealed with SECRETS_KEY, else a key derived from the session secret. */
+export function secretVaultOf(config: Pick<Config, 'secretsKey'>, platform: Pick<Platform, 'knex' | 'secrets'>): SecretVault {
+  return postgresSecretVault(platform.knex, secretBox(config.secretsKey ?? deriveSecretKey(platform.secrets.sessionSecret, SECRET_KEYS_INFO)));
 }

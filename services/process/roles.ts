@@ -28,10 +28,11 @@ import type { Config } from './config';
 import { bootstrapAdministrator } from '../identity/identity.handlers';
 import { startClaimReconciler } from '../claims/claimReconciler';
 import { seedDefaults } from '../entities/seed';
+import { sealClearSecrets } from '../entities/sealClearSecrets';
 import { ImportSaga } from '../imports/importJob.saga';
 import { DEFAULT_REINDEX_SETTINGS, ReindexSaga } from '../searchAdmin/reindex.saga';
 import { StoredFiles } from '../files/storedFiles';
-import type { Platform } from './platform';
+import { type Platform, secretVaultOf } from './platform';
 import type { CommandDeps } from '../shared/commandBus';
 import { systemMetadata } from '../shared/context';
 import type { RetryPolicy } from '../shared/faults';
@@ -205,7 +206,10 @@ export async function runWorker(
     platform.knex, platform.databaseUrl, ALL_PROJECTIONS.map((p) => p.name), keyOf, { retry: { budgetMs: config.retryBudgetMs }, logger: log.child({ role: 'checkpointWatcher' }) },
   );
   await watcher.start();
-  const deps: CommandDeps = { store: platform.store, ids: new IdAllocator(platform.store), knex: platform.knex, watcher, writeTimeoutMs: config.writeTimeoutMs, clock: () => new Date() };
+  const deps: CommandDeps = {
+    store: platform.store, ids: new IdAllocator(platform.store), knex: platform.knex, watcher, writeTimeoutMs: config.writeTimeoutMs, clock: () => new Date(),
+    secrets: secretVaultOf(config, platform),
+  };
   const files = await openLocalFileStore({ dir: config.uploadDir, logger: log });
   // The result imports' files are stored files (a failed job's are deleted); their sweep runs in the API role.
   const storedFiles = new StoredFiles({
@@ -263,7 +267,7 @@ export async function runApi(
   await watcher.start();
   const deps: CommandDeps = {
     store: platform.store, ids: new IdAllocator(platform.store), knex: platform.knex, watcher,
-    writeTimeoutMs: config.writeTimeoutMs, clock: () => new Date(),
+    writeTimeoutMs: config.writeTimeoutMs, clock: () => new Date(), secrets: secretVaultOf(config, platform),
   };
   if (config.adminEmail && config.adminPassword) {
     const created = await bootstrapAdministrator(deps, { email: config.adminEmail, password: config.adminPassword, name: config.adminName }, systemMetadata('bootstrap'));
@@ -271,6 +275,9 @@ export async function runApi(
   }
   const seeded = await seedDefaults(deps, systemMetadata('seed-defaults'));
   if (seeded > 0) logger.info({ rows: seeded }, 'default workflows, statuses, template, roles and milestone types created');
+  // Secrets an older version recorded in clear are sealed by a new event, once (docs/compliance.md, "Secrets").
+  const sealed = await sealClearSecrets(deps, systemMetadata('seal-secrets'));
+  if (sealed.length > 0) logger.warn({ rows: sealed }, 'secrets recorded in clear were sealed; the old events still hold them: rotate those secrets');
   const files = await openLocalFileStore({ dir: config.uploadDir, logger });
   const storedFiles = new StoredFiles({
     ...deps, files, logger: logger.child({ role: 'files' }),

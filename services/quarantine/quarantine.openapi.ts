@@ -1,9 +1,10 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { idSchema } from '../shared/validate';
 import { dataResponse, errorResponse as error } from '../shared/openapi';
 
 /** Quarantine in the `custom` category of the OpenAPI documents (services/api/openapi.ts). */
 export function quarantinePaths(): OpenAPIV3.PathsObject {
-  const id: OpenAPIV3.ParameterObject = { name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1, maximum: 2147483647 }, description: 'the repository case' };
+  const id: OpenAPIV3.ParameterObject = { name: 'id', in: 'path', required: true, schema: idSchema(), description: 'the repository case' };
   const body: OpenAPIV3.RequestBodyObject = {
     required: true,
     content: { 'application/json': { schema: { type: 'object', additionalProperties: false, required: ['reason'], properties: { reason: { type: 'string', minLength: 1, maxLength: 2000, description: 'why (kept in the event, trimmed)' } } } } },
@@ -32,7 +33,7 @@ export function quarantinePaths(): OpenAPIV3.PathsObject {
     '/api/quarantine': {
       get: {
         operationId: 'quarantinedCases', tags: ['history'], summary: 'the quarantined cases of a project, longest quarantined first',
-        parameters: [{ name: 'projectId', in: 'query', required: true, schema: { type: 'integer', minimum: 1 } }],
+        parameters: [{ name: 'projectId', in: 'query', required: true, schema: idSchema() }],
         responses: {
           200: dataResponse('the cases', {
             type: 'array',

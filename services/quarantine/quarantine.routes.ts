@@ -7,7 +7,7 @@ import { handleCommand } from '../shared/decider';
 import { metadataFor } from '../shared/context';
 import { notFound } from '../shared/errors';
 import { asyncHandler } from '../shared/http';
-import { bodyParser, idParameter, invalidArgument, queryParameters } from '../shared/validate';
+import { bodyParser, parseId, invalidArgument, queryParameters } from '../shared/validate';
 import { quarantineDecider, quarantineStream } from './quarantine.decider';
 
 /**
@@ -27,7 +27,7 @@ export interface QuarantineEntry { caseId: number; title: string; reason: string
 export function quarantineRoutes(deps: CommandDeps): Router {
   const router = Router();
   const change = (type: 'Quarantine' | 'Release') => asyncHandler(async (req, res) => {
-    const caseId = idParameter('id', req.params.id);
+    const caseId = parseId('id', req.params.id);
     const { reason } = parseReason(req.body ?? {});
     const policy = await policyFor(deps.knex, req.auth!.user);
     const seen = await findRowById(deps.knex, ENTITIES.repositoryCase, caseId, { fields: ['id', 'projectId', 'isDeleted'], relations: {}, counts: {} }, policy.read);
@@ -44,7 +44,7 @@ export function quarantineRoutes(deps: CommandDeps): Router {
   router.get('/api/quarantine', asyncHandler(async (req, res) => {
     const given = queryParameters(req.query as Record<string, unknown>, ['projectId']);
     if (given.projectId === undefined) throw invalidArgument('projectId', 'is required');
-    const projectId = idParameter('projectId', given.projectId);
+    const projectId = parseId('projectId', given.projectId);
     const policy = await policyFor(deps.knex, req.auth!.user);
     if (!(await isRowVisible(deps.knex, ENTITIES.project, projectId, policy.read))) {
       throw notFound(`Project ${projectId} does not exist`, { path: 'projectId', id: projectId });

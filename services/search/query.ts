@@ -3,6 +3,7 @@ import {
   DATE_FIELDS, KEYWORD_FIELDS, MAX_RESULT_WINDOW, SEARCH_TYPES, TEXT_FIELDS, isSearchType,
   type Clause, type DateField, type KeywordField, type SearchType, type SortKey, type TextField,
 } from '../shared/search';
+import { parseId } from '../shared/validate';
 
 /**
  * The search API's requests, validated and normalised without I/O: the caller's `query` object (a
@@ -434,11 +435,7 @@ export function parsePage(limitInput: unknown, offsetInput: unknown): Page {
 }
 
 /** A project filter: a project id (a positive integer, as a number or its digits). */
-export function parseProjectId(input: unknown, path: string): string {
-  if (typeof input === 'number' && Number.isInteger(input) && input > 0 && input <= 2147483647) return String(input);
-  if (typeof input === 'string' && /^[1-9]\d{0,9}$/.test(input) && Number(input) <= 2147483647) return input;
-  throw invalidArgument(path, 'must be a project id (a positive integer)');
-}
+export const parseProjectId = (input: unknown, path: string): string => String(parseId(path, input, 'either'));
 
 /** A log position to wait for (X-Event-Position, `after`): a decimal 64-bit integer. */
 export function parsePosition(input: unknown, path: string): bigint {

@@ -1,4 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { ID_RANGE, idSchema } from '../shared/validate';
 import { DATE_FIELDS, KEYWORD_FIELDS, MAX_RESULT_WINDOW, SEARCH_TYPES, TEXT_FIELDS } from '../shared/search';
 import { DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CLAUSES, MAX_QUERY_DEPTH } from './query';
 import { FACET_SIZE, FACET_TYPES } from './search.service';
@@ -19,7 +20,7 @@ export function searchPaths(): OpenAPIV3.PathsObject {
   const eventPosition: OpenAPIV3.ParameterObject = {
     name: 'X-Event-Position', in: 'header', required: false, schema: { type: 'string', pattern: '^[0-9]{1,19}$' }, description: 'as `after`',
   };
-  const project = query('project', { type: 'string', pattern: '^[1-9][0-9]{0,9}$' },
+  const project = query('project', idSchema(),
     'a project id: documents of that project only (a project the caller cannot read: an empty answer)');
   const type = query('type', { type: 'string' }, `entity types, separated by commas (${typeList}); default: every type`);
 
@@ -106,7 +107,7 @@ export function searchPaths(): OpenAPIV3.PathsObject {
         properties: {
           type: { type: 'array', items: { type: 'string', enum: [...SEARCH_TYPES] }, description: 'entity types; default every type' },
           tags: { type: 'array', items: { type: 'string' }, maxItems: 50, description: 'tag names: a hit carries every one' },
-          projectId: { type: 'string', pattern: '^[1-9][0-9]{0,9}$', description: 'a project id (a project the caller cannot read: an empty answer)' },
+          projectId: { anyOf: [idSchema(), { type: 'string', pattern: '^[1-9][0-9]{0,9}$' }], description: `a project id, as a number or its digits (at most ${ID_RANGE.max}; a project the caller cannot read: an empty answer)` },
           dateRange: {
             type: 'object',
             additionalProperties: false,

@@ -1,4 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { idSchema } from '../shared/validate';
 import { SEARCH_TYPES } from '../shared/search';
 import { MIN_REPEAT_MINUTES } from './reindex.decider';
 import { MAX_BATCH_SIZE, MAX_PROJECT_IDS, MAX_REPEAT_MINUTES, REINDEX_PAGE, REINDEX_PATH } from './reindex.routes';
@@ -51,7 +52,7 @@ export function reindexPaths(): OpenAPIV3.PathsObject {
     createdAt: date(), startedAt: date(), pausedAt: date(), finishedAt: date(), updatedAt: date(),
   });
   const answer = (description: string): OpenAPIV3.ResponseObject => ({ description, content: json(object({ data: job })) });
-  const jobId: OpenAPIV3.ParameterObject = { name: 'jobId', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } };
+  const jobId: OpenAPIV3.ParameterObject = { name: 'jobId', in: 'path', required: true, schema: idSchema() };
   const refusals = { 401: error('not authenticated'), 403: error('forbidden: the caller is not an administrator (access ADMIN); or csrf-rejected') };
   const steer = (action: 'pause' | 'resume' | 'cancel', summary: string, description: string): OpenAPIV3.PathItemObject => ({
     post: {
@@ -87,7 +88,7 @@ export function reindexPaths(): OpenAPIV3.PathsObject {
             type: 'object', additionalProperties: false, required: ['mode'],
             properties: {
               mode: { type: 'string', enum: ['full', 'partial'] },
-              projectIds: { type: 'array', minItems: 1, maxItems: MAX_PROJECT_IDS, items: { type: 'integer', minimum: 1 }, description: 'partial only: existing projects' },
+              projectIds: { type: 'array', minItems: 1, maxItems: MAX_PROJECT_IDS, items: idSchema(), description: 'partial only: existing projects' },
               types: { type: 'array', minItems: 1, items: type, description: 'partial only' },
               batchSize: { type: 'integer', minimum: 1, maximum: MAX_BATCH_SIZE, description: 'documents per batch (one progress event each); default SEARCH_BULK_SIZE' },
               runAt: { type: 'string', format: 'date-time', description: 'start then (in the future); absent: at once' },

@@ -9,6 +9,7 @@ import { SEARCH_TYPES, SearchUnavailable, type SearchEngine } from '../shared/se
 import { MIN_REPEAT_MINUTES, type ReindexCommand, reindexDecider, reindexJobStream, type ReindexRequest } from './reindex.decider';
 import { REINDEX_ID_CATEGORY, targetOf } from './reindex.saga';
 import type { SearchAdminDeps } from './searchAdmin.deps';
+import { parseId } from '../shared/validate';
 
 /**
  * Reindex jobs (docs/search.md, "Reindex"): POST /api/admin/search/reindex requests one (202 with
@@ -16,14 +17,6 @@ import type { SearchAdminDeps } from './searchAdmin.deps';
  * POST …/{jobId}/pause|resume|cancel steer one. Administrators only (searchAdmin.routes.ts).
  * A refused request appends nothing.
  */
-
-/** What the routes ask of the worker: to look for jobs now, and to drop the version of a full job cancelled while it did not run. */
-export interface ReindexWorker {
-  wake(): void;
-  cancelled(jobId: number): void;
-  /** batchSize when the request gives none (SEARCH_BULK_SIZE). */
-  readonly defaultBatchSize: number;
-}
 
 export const REINDEX_PATH = '/api/admin/search/reindex';
 export const MAX_BATCH_SIZE = 10_000;
@@ -96,11 +89,7 @@ export function reindexRoutes(deps: SearchAdminDeps): Router {
 
 const notFoundJob = (jobId: number) => new HttpError(404, 'reindex-job-not-found', `No reindex job ${jobId}`, { jobId });
 
-function jobIdOf(value: string): number {
-  const jobId = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(jobId) || jobId < 1) throw invalid('jobId', 'jobId must be a positive integer');
-  return jobId;
-}
+const jobIdOf = (value: string): number => parseId('jobId', value);
 
 /** Checks every field of a request; a full reindex's confirmation last (the index prefix of the engine in use). */
 async function readRequest(deps: SearchAdminDeps, req: Request): Promise<ReindexRequest> {
@@ -111,6 +100,10 @@ async function readRequest(deps: SearchAdminDeps, req: Request): Promise<Reindex
   const { mode } = body;
   if (mode !== 'full' && mode !== 'partial') throw invalid('mode', 'mode must be "full" (a new version, switched to when complete) or "partial" (some projects and/or types, into the live version)');
 
+  // Each field's own shape first (an id out of range is refused as such), then how the fields go together.
+  const givenIds = body.projectIds === undefined || body.projectIds === null ? null : body.projectIds;
+  if (givenIds !== null && (!Array.isArray(givenIds) || givenIds.length === 0 || givenIds.length > MAX_PROJECT_IDS)) throw invalid('projectIds', `projectIds must be a list of 1 to ${MAX_PROJECT_IDS} project ids`);
+  const ids = givenIds?.map((id, i) => parseId(`projectIds[${i}]`, id, 'json')) ?? null;
   let projectIds: number[] | null = null;
   let types: SearchTypeName[] | null = null;
   if (mode === 'full') {
@@ -118,15 +111,11 @@ async function readRequest(deps: SearchAdminDeps, req: Request): Promise<Reindex
       if (body[field] !== undefined && body[field] !== null) throw invalid(field, `A full reindex writes every document; ${field} is for a partial one`);
     }
   } else {
-    if (body.projectIds !== undefined && body.projectIds !== null) {
-      const ids = body.projectIds;
-      if (!Array.isArray(ids) || ids.length === 0 || ids.length > MAX_PROJECT_IDS) throw invalid('projectIds', `projectIds must be a list of 1 to ${MAX_PROJECT_IDS} project ids`);
-      const bad = ids.findIndex((id) => !isPositiveInteger(id));
-      if (bad >= 0) throw invalid(`projectIds[${bad}]`, 'a project id is a positive integer');
-      projectIds = [...new Set(ids as number[])].sort((a, b) => a - b);
+    if (ids !== null) {
+      projectIds = [...new Set(ids)].sort((a, b) => a - b);
       const found = new Set((await deps.knex('projects').whereIn('id', projectIds).andWhere({ is_deleted: false }).select('id')).map((r: { id: number }) => r.id));
       const missing = projectIds.find((id) => !found.has(id));
-      if (missing !== undefined) throw notFound(`Project ${missing} does not exist`, { path: `projectIds[${(ids as number[]).indexOf(missing)}]`, id: missing });
+      if (missing !== undefined) throw notFound(`Project ${missing} does not exist`, { path: `projectIds[${ids.indexOf(missing)}]`, id: missing });
     }
     if (body.types !== undefined && body.types !== null) {
       const list = body.types;
@@ -199,15 +188,10 @@ function readListQuery(query: Request['query']): { take: number; cursor: number 
   const take = takeText === null ? REINDEX_PAGE.default : Number(takeText);
   if (takeText !== null && (!/^\d+$/.test(takeText) || take < 1 || take > REINDEX_PAGE.max)) throw invalid('take', `take must be an integer from 1 to ${REINDEX_PAGE.max}`);
   const cursorText = one('cursor');
-  const cursor = cursorText === null ? null : jobIdOfCursor(cursorText);
+  const cursor = cursorText === null ? null : parseId('cursor', cursorText);
   const state = one('state');
   if (state !== null && !(PHASES as readonly string[]).includes(state)) throw invalid('state', `state must be one of ${PHASES.join(', ')}`);
   return { take, cursor, state: state as (typeof PHASES)[number] | null };
-}
-
-function jobIdOfCursor(text: string): number {
-  if (!/^\d{1,15}$/.test(text) || Number(text) < 1) throw invalid('cursor', 'cursor is the nextCursor of the previous page');
-  return Number(text);
 }
 
 /** The next run of each repeating job that has one. */

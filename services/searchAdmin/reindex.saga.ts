@@ -6,7 +6,7 @@ import { ConcurrencyError, DomainError } from '../shared/errors';
 import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient, type RetryBudget, retryBudget, RetryBudgetSpent } from '../shared/faults';
 import { Pauses } from '../shared/pauses';
 import { DEFAULT_SEARCH_SETTINGS, SearchUnavailable, type SearchEngine, type SearchType } from '../shared/search';
-import type { ReindexWorker } from './reindex.routes';
+import type { ReindexWorker } from './searchAdmin.deps';
 import {
   currentType, isFinished, type ReindexCommand, reindexDecider, type ReindexJobState, type ReindexRequest, reindexJobStream,
 } from './reindex.decider';

@@ -4,7 +4,14 @@ import type { CommandDeps } from '../shared/commandBus';
 import type { SearchEngine } from '../shared/search';
 import type { SearchConnectionControl } from './connection';
 import type { ConnectionSettingsStore } from './connectionSettings';
-import type { ReindexWorker } from './reindex.routes';
+
+/** What the reindex routes ask of the worker: to look for jobs now, and to drop the version of a full job cancelled while it did not run. */
+export interface ReindexWorker {
+  wake(): void;
+  cancelled(jobId: number): void;
+  /** batchSize when the request gives none (SEARCH_BULK_SIZE). */
+  readonly defaultBatchSize: number;
+}
 
 /**
  * What the search administration routes (/api/admin/search/*) need. The composition root

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { EventStore } from './eventStore';
 import { IdAllocator } from './ids';
+import type { SecretVault } from './secretVault';
 
 /**
  * The read models' progress, as the command side needs it (a port: the checkpoint watcher of
@@ -36,6 +37,11 @@ export interface CommandDeps {
    * are not deleted are kept. Absent: every write reads its own.
    */
   factMemo?: Map<string, Promise<unknown>>;
+  /**
+   * Seals the secrets a write gives (an integration's `settings.apiToken`) before they enter an
+   * event (services/entities/entitySecrets.ts). Absent: a write that gives a secret fails.
+   */
+  secrets?: SecretVault;
 }
 
 /** Waits until the read models have applied a write's last event (position null: nothing was written). */

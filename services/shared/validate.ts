@@ -45,13 +45,34 @@ export function queryParameters(query: Record<string, unknown>, known: readonly 
   return given;
 }
 
-const MAX_INT4 = 2_147_483_647;
+/**
+ * The range of every id the API takes (a row's, a job's, a token's): the read model keeps ids in
+ * PostgreSQL `integer` columns, and the ids the service gives out are positive. A value outside
+ * it names no row and would fail in the database, so it is refused before (400, docs/errors.md).
+ */
+export const ID_RANGE = { min: 1, max: 2_147_483_647 } as const;
+
+/** An id as a JSON Schema / OpenAPI schema declares it: the same range. */
+export const idSchema = (description?: string) => ({ type: 'integer' as const, minimum: ID_RANGE.min, maximum: ID_RANGE.max, ...(description !== undefined && { description }) });
+
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
 
-/** A row id given as text (a path or query parameter): a positive 32-bit integer, else a 400 naming `path`. */
-export function idParameter(path: string, raw: string): number {
-  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > MAX_INT4) throw invalidArgument(path, 'must be a positive integer id');
-  return Number(raw);
+/**
+ * The one reader of ids, wherever a request gives one: a path or query parameter or a form field
+ * (`text`: decimal digits, no sign, exponent or fraction), a JSON body or a cursor (`json`: a
+ * number), or a field that takes either. Null when it is not a whole number within ID_RANGE.
+ */
+export function idOf(raw: unknown, given: 'text' | 'json' | 'either' = 'text'): number | null {
+  const n = typeof raw === 'string' && given !== 'json' ? (/^[1-9][0-9]{0,9}$/.test(raw) ? Number(raw) : NaN)
+    : typeof raw === 'number' && given !== 'text' ? raw : NaN;
+  return Number.isInteger(n) && n >= ID_RANGE.min && n <= ID_RANGE.max ? n : null;
+}
+
+/** idOf, or a 400 invalid-argument naming `path` (docs/errors.md: an id out of range is refused, not looked up). */
+export function parseId(path: string, raw: unknown, given: 'text' | 'json' | 'either' = 'text'): number {
+  const id = idOf(raw, given);
+  if (id === null) throw invalidArgument(path, `must be an id: a whole number from ${ID_RANGE.min} to ${ID_RANGE.max}`, { min: ID_RANGE.min, max: ID_RANGE.max });
+  return id;
 }
 
 /** Whether the text is an ISO 8601 date-time with a time zone (`2026-06-01T12:00:00Z`, `…+02:00`). */

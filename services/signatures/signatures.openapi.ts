@@ -1,4 +1,5 @@
 import type { OpenAPIV3 } from 'openapi-types';
+import { idSchema } from '../shared/validate';
 import { dataResponse, errorResponse as error } from '../shared/openapi';
 import { SIGNED_ENTITIES } from './content';
 import { BUILT_IN_MEANINGS, REAUTHENTICATION_WINDOW_MS } from './signatures';
@@ -33,7 +34,7 @@ export function signaturePaths(): OpenAPIV3.PathsObject {
     },
   };
   const target: Record<string, OpenAPIV3.SchemaObject> = {
-    entity: { type: 'string', enum: [...SIGNED_ENTITIES] }, id: { type: 'integer', minimum: 1, maximum: 2147483647 },
+    entity: { type: 'string', enum: [...SIGNED_ENTITIES] }, id: idSchema(),
     password: { type: 'string', minLength: 1, maxLength: 1024, description: `the signer's password: needed unless the session signed in within the last ${REAUTHENTICATION_WINDOW_MS / 60_000} minutes (an API token alone never signs)` },
   };
   const common = {
@@ -70,7 +71,7 @@ export function signaturePaths(): OpenAPIV3.PathsObject {
         operationId: 'listSignatures', tags: ['evidence'], summary: 'a record\'s signatures, oldest first, revoked ones included, and its content now',
         parameters: [
           { name: 'entity', in: 'query', required: true, schema: { type: 'string', enum: [...SIGNED_ENTITIES] } },
-          { name: 'id', in: 'query', required: true, schema: { type: 'integer', minimum: 1 } },
+          { name: 'id', in: 'query', required: true, schema: idSchema() },
         ],
         responses: {
           200: {

@@ -5,7 +5,7 @@ import type { PasswordLimiter } from '../identity/loginAttempts';
 import { policyFor } from '../model/policy';
 import { type CommandDeps, withPositionHeader } from '../shared/commandBus';
 import { asyncHandler } from '../shared/http';
-import { bodyParser, idParameter, invalidArgument, queryParameters } from '../shared/validate';
+import { bodyParser, idSchema, invalidArgument, parseId, queryParameters } from '../shared/validate';
 import { SIGNED_ENTITIES } from './content';
 import { authorizeMeaning, listSignatures, reauthenticate, revoke, sign, signedRecord } from './signatures';
 
@@ -19,7 +19,7 @@ interface RevokeBody { entity: SignedEntity; id: number; reason: string; passwor
 
 const target = {
   entity: { type: 'string', enum: SIGNED_ENTITIES as SignedEntity[] },
-  id: { type: 'integer', minimum: 1, maximum: 2147483647 },
+  id: idSchema(),
   password: { type: 'string', minLength: 1, maxLength: 1024, nullable: true },
 } as const;
 
@@ -59,7 +59,7 @@ export function signatureRoutes(deps: CommandDeps & { passwordLimiter: PasswordL
     if (!(SIGNED_ENTITIES as readonly string[]).includes(given.entity)) throw invalidArgument('entity', `must be one of ${SIGNED_ENTITIES.join(', ')}`);
     if (given.id === undefined) throw invalidArgument('id', 'is required');
     const entity = given.entity as SignedEntity;
-    const id = idParameter('id', given.id);
+    const id = parseId('id', given.id);
     const policy = await policyFor(deps.knex, req.auth!.user);
     await signedRecord(deps, policy, entity, id);
     res.setHeader('Cache-Control', 'no-store');

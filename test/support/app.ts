@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import type { Server } from 'node:http';
 import os from 'node:os';
@@ -9,6 +10,8 @@ import { loadContracts } from '../../contracts/validator';
 import { PostgresEventStore, setupPostgresEventStore } from '../../infra/eventstore/postgres';
 import { openLocalFileStore } from '../../infra/files/localFileStore';
 import { createKnex, createPool } from '../../infra/postgres/database';
+import { secretBox } from '../../infra/crypto/secretBox';
+import { postgresSecretVault } from '../../infra/crypto/secretVault';
 import { ALL_PROJECTIONS } from '../../projections';
 import { migrateReadModel } from '../../projections/migrations';
 import { CheckpointWatcher } from '../../projections/runtime/checkpointWatcher';
@@ -96,7 +99,9 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
   const watcher = new CheckpointWatcher(knex, db.url, projections.map((p) => p.name));
   await watcher.start();
   const clock = new TestClock();
-  const deps: CommandDeps = { store, ids: new IdAllocator(store), knex, watcher, writeTimeoutMs: 10_000, clock: clock.read };
+  const deps: CommandDeps = {
+    store, ids: new IdAllocator(store), knex, watcher, writeTimeoutMs: 10_000, clock: clock.read, secrets: postgresSecretVault(knex, secretBox(randomBytes(32))),
+  };
   const uploadDir = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-uploads-'));
   const files = await openLocalFileStore({ dir: uploadDir, logger });
   const storedFiles = new StoredFiles({ ...deps, files, logger, settings: { quotaBytes: 0, importFileRetentionDays: 30, ...options.storedFiles } });

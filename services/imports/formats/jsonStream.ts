@@ -49,16 +49,20 @@ export class JsonReader {
     await this.next();
   }
 
-  /** Assembles the next value (kept small by the callers: one test, one scenario, the stats). */
-  async readValue(): Promise<unknown> {
+  /**
+   * Assembles the next value (kept small by the callers: one test, one scenario, the stats).
+   * Deeper than `maxDepth` levels of arrays and objects: JsonTooDeep, before it is assembled.
+   */
+  async readValue(maxDepth = Infinity): Promise<unknown> {
     const assembler = new Assembler();
     let depth = 0;
     do {
       // Awaits only when a batch runs out: most tokens are taken synchronously.
       if (this.index >= this.batch.length) await this.fill();
       const token = this.batch[this.index++];
-      assembler.consume(token);
       depth += DEPTH_CHANGE[token.name] ?? 0;
+      if (depth > maxDepth) throw new JsonTooDeep(maxDepth);
+      assembler.consume(token);
     } while (depth > 0);
     return assembler.current;
   }
@@ -95,6 +99,14 @@ export class JsonReader {
 
   malformed(message: string): ResultFileError {
     return new ResultFileError('malformed-file', `${this.file}: ${message}`, { file: this.file });
+  }
+}
+
+/** A value nested deeper than the reader was asked to assemble. */
+export class JsonTooDeep extends Error {
+  constructor(readonly maxDepth: number) {
+    super(`nested deeper than ${maxDepth} levels`);
+    this.name = 'JsonTooDeep';
   }
 }
 

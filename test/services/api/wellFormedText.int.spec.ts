@@ -1,13 +1,7 @@
 import { expect } from 'chai';
-import http from 'node:http';
 import type { OpenAPIV3 } from 'openapi-types';
-import { seedDefaults } from '../../../services/entities/seed';
-import { createApiToken, registerUser } from '../../../services/identity/identity.handlers';
-import { systemMetadata } from '../../../services/shared/context';
 import { startTestApp, type TestApp } from '../../support/app';
-
-type Schema = OpenAPIV3.SchemaObject | OpenAPIV3.ReferenceObject;
-type Doc = OpenAPIV3.Document;
+import { type Doc, fetchDocuments, isErrorShaped, METHODS, plain, resolve, type Schema, seededAdminToken, sendRaw } from '../../support/openapiDocs';
 
 /** What a text column cannot hold, as JSON carries it, and as near as a URL and a form's bytes get to it. */
 interface BadText { name: string; char: string; inUrl: string; inForm: Buffer }
@@ -16,7 +10,6 @@ const SURROGATE: BadText = {
   name: 'a lone surrogate', char: '\ud800', inUrl: '%ED%A0%80', inForm: Buffer.from([0xed, 0xa0, 0x80]),
 };
 const NUL: BadText = { name: 'the NUL character', char: '\u0000', inUrl: '%00', inForm: Buffer.from([0]) };
-const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
 /**
  * A value for `schema` with exactly one string holding a lone surrogate, and that string's path as
@@ -54,32 +47,6 @@ function planted(doc: Doc, schema: Schema, bad: string, depth = 0): { value: unk
   return null;
 }
 
-/** A plain value of the schema's type, surrogate-free. */
-function plain(doc: Doc, schema: Schema, depth: number): unknown {
-  const s = resolve(doc, schema);
-  const first = s.allOf?.[0] ?? s.anyOf?.[0] ?? s.oneOf?.[0];
-  if (first) return plain(doc, first, depth + 1);
-  if (s.enum) return s.enum[0];
-  switch (s.type) {
-    case 'string': return s.format === 'date-time' ? '2030-01-01T00:00:00Z' : 'plain';
-    case 'integer': case 'number': return 1;
-    case 'boolean': return false;
-    case 'array': return [];
-    default: {
-      if (depth > 6) return {};
-      const value: Record<string, unknown> = {};
-      for (const name of s.required ?? []) if (s.properties?.[name]) value[name] = plain(doc, s.properties[name], depth + 1);
-      return value;
-    }
-  }
-}
-
-function resolve(doc: Doc, schema: Schema): OpenAPIV3.SchemaObject {
-  let s = schema;
-  while ('$ref' in s) s = doc.components!.schemas![s.$ref.replace('#/components/schemas/', '')];
-  return s;
-}
-
 /** A JSON text as a client's JSON.stringify writes a lone surrogate: the escape `\ud800`. */
 const json = (value: unknown) => JSON.stringify(value);
 
@@ -109,42 +76,19 @@ describe('text no column can hold, sent to every route of the OpenAPI documents'
   let app: TestApp;
   let token: string;
   let projectId: number;
-  const docs: Doc[] = [];
+  let docs: Doc[] = [];
 
   before(async () => {
     app = await startTestApp();
-    // Statuses and workflows, so that an import whose fields pass goes ahead.
-    await seedDefaults(app.deps, systemMetadata('test'));
-    const userId = await registerUser(app.deps, { email: 'root@example.com', name: 'Root', password: 'root-Password-7431', access: 'ADMIN' }, systemMetadata('test'));
-    token = (await createApiToken({ ...app.deps, tokenSecret: app.appDeps.tokenSecret }, { userId, name: 'bad text', expiresAt: null }, systemMetadata('test'))).token;
-    const { categories } = await (await fetch(`${app.url}/api/docs`)).json() as { categories: { name: string }[] };
-    for (const { name } of categories) docs.push(await (await fetch(`${app.url}/api/docs?category=${name}`)).json() as Doc);
+    token = await seededAdminToken(app, 'bad text');
+    docs = await fetchDocuments(app.url);
     const project = await send('post', '/api/model/project/create', json({ data: { name: 'Forms' } }));
     expect(project.status, JSON.stringify(project.body)).to.equal(201);
     projectId = project.body.data.id;
   });
   after(() => app?.stop());
 
-  /** node:http, not fetch: a GET or DELETE may carry a body too. */
-  const send = (method: string, path: string, body?: string | Buffer, type = 'application/json') => new Promise<{ status: number; body: any }>((resolve, reject) => {
-    const req = http.request(app.url + path, {
-      method: method.toUpperCase(),
-      headers: { authorization: `Bearer ${token}`, ...(body !== undefined && { 'content-type': type, 'content-length': Buffer.byteLength(body) }) },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: any = text;
-        try {
-          parsed = JSON.parse(text);
-        } catch { /* not JSON (a stream, a file) */ }
-        resolve({ status: res.statusCode!, body: parsed });
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+  const send = (method: string, path: string, body?: string | Buffer, type?: string) => sendRaw(app.url, token, method, path, body, type);
 
   for (const bad of [SURROGATE, NUL]) {
     it(`${bad.name}: every operation answers 4xx naming the field, never 5xx, and appends nothing`, async () => {
@@ -164,8 +108,7 @@ describe('text no column can hold, sent to every route of the OpenAPI documents'
             const label = `${method.toUpperCase()} ${template}`;
             const expect4xx = (variant: string, res: { status: number; body: any }, path?: string) => {
               requests++;
-              const shaped = res.body && typeof res.body === 'object' && ['error', 'code', 'details'].every((k) => k in res.body);
-              if (res.status < 400 || res.status >= 500 || !shaped) failures.push(`${label} ${variant}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+              if (res.status < 400 || res.status >= 500 || !isErrorShaped(res.body)) failures.push(`${label} ${variant}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
               else if (path !== undefined && (res.body.code !== 'invalid-argument' || res.body.details.path !== path)) {
                 failures.push(`${label} ${variant}: ${res.body.code} at ${JSON.stringify(res.body.details.path)}, expected invalid-argument at ${path}`);
               }

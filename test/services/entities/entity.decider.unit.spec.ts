@@ -1,6 +1,7 @@
 import { ENTITIES } from '../../../contracts/entities';
 import type { EntityEvent } from '../../../contracts/events';
-import { type Fact, entityDecider } from '../../../services/entities/entity.decider';
+import { entityDecider } from '../../../services/entities/entity.decider';
+import type { Fact } from '../../../services/entities/entity.facts';
 import { given } from '../../support/given';
 
 const T0 = '2024-03-01T10:00:00.000Z';
