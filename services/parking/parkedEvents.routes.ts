@@ -86,7 +86,7 @@ function parseRetry(body: unknown, projections: readonly string[]): { projection
   if (fields.ids !== undefined) {
     if (!Array.isArray(fields.ids) || fields.ids.length === 0 || fields.ids.length > MAX_RETRY_IDS) throw invalid('ids', `ids must be an array of 1 to ${MAX_RETRY_IDS} parked event ids`);
     chosen.ids = fields.ids.map((id, i) => {
-      if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1) throw invalid(`ids.${i}`, 'each id must be a positive integer');
+      if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1) throw invalid(`ids[${i}]`, 'each id must be a positive integer');
       return id;
     });
   }
