@@ -1,4 +1,4 @@
-import { Kafka, Partitioners, logLevel, type ConsumerRunConfig, type IHeaders, type KafkaMessage, type LogEntry, type Message } from 'kafkajs';
+import { Kafka, Partitioners, logLevel, type ConsumerConfig, type ConsumerRunConfig, type IHeaders, type KafkaMessage, type LogEntry, type Message } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { EventEnvelope } from '../contracts/envelope';
 
@@ -71,4 +71,4 @@ export function decodeValue(message: KafkaMessage): unknown {
   return JSON.parse(message.value.toString('utf8'));
 }
 
-export type { ConsumerRunConfig, Kafka, KafkaMessage };
+export type { ConsumerConfig, ConsumerRunConfig, Kafka, KafkaMessage };

@@ -5,7 +5,7 @@ import type { EventEnvelope } from '../../contracts/envelope';
 import type { ContractValidator } from '../../contracts/validator';
 import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
 import { Pauses } from '../../services/shared/pauses';
-import { decodeValue, headerText, type ConsumerRunConfig, type Kafka, type KafkaMessage } from '../../infra/kafka';
+import { decodeValue, headerText, type ConsumerConfig, type ConsumerRunConfig, type Kafka, type KafkaMessage } from '../../infra/kafka';
 import { applyBatch } from './applyBatch';
 import { applyIsolating, ParkedStreams, parkingOf, triesError, type Parking } from './parking';
 import { OffsetCommitter } from './offsetCommitter';
@@ -27,6 +27,13 @@ export interface KafkaProjectorHooks {
 }
 
 export const kafkaCheckpointKey = (projection: string, partition: number) => `${projection}#${partition}`;
+/**
+ * A consumer of this service's topic. A fetch with nothing to return waits at most a second (kafkajs:
+ * 5 s): disconnect() waits for the fetch under way, and every role must stop within
+ * SHUTDOWN_TIMEOUT_MS. A fetch that finds messages returns at once either way.
+ */
+export const consumerOptions = (groupId: string): ConsumerConfig => ({ groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 1000 });
+
 export const consumerGroupOf = (topic: string, projection: string) => `${topic}.projection.${projection}`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -74,7 +81,7 @@ export function startKafkaProjector(deps: {
       (err) => log.debug({ err }, 'offset commit failed; retried on the next tick'),
     );
     const committer = setInterval(() => void offsets.flush(), OFFSET_COMMIT_INTERVAL_MS);
-    const consumer = deps.kafka.consumer({ groupId: consumerGroupOf(deps.topic, projection.name), allowAutoTopicCreation: false });
+    const consumer = deps.kafka.consumer(consumerOptions(consumerGroupOf(deps.topic, projection.name)));
 
     function decode(message: KafkaMessage, partition: number): { event: EventEnvelope } | { invalid: Parking } {
       try {

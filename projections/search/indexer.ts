@@ -10,7 +10,7 @@ import { Pauses } from '../../services/shared/pauses';
 import { SearchUnavailable, searchPositionKey, type SearchEngine } from '../../services/shared/search';
 import { inBatches } from '../runtime/batches';
 import { CheckpointWatcher } from '../runtime/checkpointWatcher';
-import { consumerGroupOf, kafkaCheckpointKey } from '../runtime/kafkaProjector';
+import { consumerGroupOf, consumerOptions, kafkaCheckpointKey } from '../runtime/kafkaProjector';
 import { SHALLOW_EVENTS } from './affected';
 import { DIRECT_KEY, SOURCE_PROJECTIONS, directReadModelCheckpoints, rebuildSearch } from './rebuild';
 import { IndexingStopped, indexEvents } from './writer';
@@ -309,7 +309,7 @@ export function startSearchIndexer(deps: {
     if ((await withinBudget(followed.version, async () => {
       followed = await loadOffsets(followed.version);
     })) !== 'done') return;
-    const c = k.kafka.consumer({ groupId: indexerGroupOf(k.topic), allowAutoTopicCreation: false });
+    const c = k.kafka.consumer(consumerOptions(indexerGroupOf(k.topic)));
     consumer = c;
     const seekTo = (partition: number) => {
       const next = (followed.offsets.get(partition) ?? -1n) + 1n;

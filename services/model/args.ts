@@ -701,8 +701,11 @@ function parseFieldValue(field: FieldDef, value: unknown, path: string): FieldVa
     if (!field.nullable) fail(path, 'cannot be null: the field is not nullable');
     return null;
   }
-  if (field.list) return parseScalarList(field, value, path);
+  if (field.list) return parseScalarList(field, value, path, true);
   if (field.type === 'json') return parseJsonValue(value, path);
+  if (field.type === 'string' && field.refusedAs && typeof value === 'string' && field.maxLength !== undefined && longerThan(value, field.maxLength)) {
+    throw badRequest(field.refusedAs, `${path}: is too long: at most ${field.maxLength} characters`, { path, maxLength: field.maxLength });
+  }
   return parseScalar(field, value, path);
 }
 
@@ -748,9 +751,10 @@ function parseScalar(field: FieldDef, value: unknown, path: string): ScalarValue
   }
 }
 
-function parseScalarList(field: FieldDef, value: unknown, path: string): ScalarValue[] {
+/** A list of scalars; a written list (`stored`) holds at most LIMITS.items, as its event does; a filter's any number. */
+function parseScalarList(field: FieldDef, value: unknown, path: string, stored = false): ScalarValue[] {
   if (!Array.isArray(value)) fail(path, 'must be an array');
-  checkItems(value, path);
+  if (stored) checkItems(value, path);
   return value.map((item, i) => parseScalar(field, item, `${path}[${i}]`));
 }
 

@@ -22,8 +22,10 @@ export function onShutdown(logger: Logger, stoppers: { name: string; stop: () =>
     }, timeoutMs).unref();
     for (const s of stoppers) {
       running.add(s.name);
+      const started = Date.now();
       await s.stop().catch((err) => logger.error({ err, role: s.name }, 'error during shutdown'));
       running.delete(s.name);
+      logger.debug({ role: s.name, ms: Date.now() - started }, 'role stopped');
     }
     logger.info('stopped');
     process.exit(exitCode);
