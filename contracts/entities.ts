@@ -31,10 +31,10 @@ export interface FieldDef {
   /** A string field's (or each item's of a string list) most characters; absent: LIMITS.text (contracts/limits.ts). */
   maxLength?: number;
   /**
-   * The error code a written value past `maxLength` is refused with, for a field whose values have
-   * their own documented checks and code (the CI context: `invalid-ci-context`); absent: `invalid-argument`.
+   * A test run's CI context field: its values have their own checks (services/shared/ciContext.ts),
+   * and a written value past `maxLength` is refused with their code, `invalid-ci-context`, not `invalid-argument`.
    */
-  refusedAs?: string;
+  ciContext?: true;
   /** An int kept in a bigint column: a sum that outgrows PostgreSQL's integer (a day's durations). Read as a number. */
   wide?: true;
   /**
@@ -451,10 +451,10 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       completedAt: optionalTime('completed_at'),
       elapsedMs: optionalInt('elapsed_ms'),
       // Where the run came from (a result import's CI context; writable, checked by services/shared/ciContext.ts).
-      branch: optionalText('branch', { maxLength: LIMITS.name, refusedAs: 'invalid-ci-context' }),
-      commit: optionalText('commit_sha', { maxLength: LIMITS.name, refusedAs: 'invalid-ci-context' }),
-      buildUrl: optionalText('build_url', { maxLength: LIMITS.url, refusedAs: 'invalid-ci-context' }),
-      ciJobId: optionalText('ci_job_id', { maxLength: LIMITS.name, refusedAs: 'invalid-ci-context' }),
+      branch: optionalText('branch', { maxLength: LIMITS.name, ciContext: true }),
+      commit: optionalText('commit_sha', { maxLength: LIMITS.name, ciContext: true }),
+      buildUrl: optionalText('build_url', { maxLength: LIMITS.url, ciContext: true }),
+      ciJobId: optionalText('ci_job_id', { maxLength: LIMITS.name, ciContext: true }),
       ciAttempt: optionalInt('ci_attempt'),
       projectId: reference('project_id', false),
       configId: reference('config_id'),

@@ -703,8 +703,8 @@ function parseFieldValue(field: FieldDef, value: unknown, path: string): FieldVa
   }
   if (field.list) return parseScalarList(field, value, path, true);
   if (field.type === 'json') return parseJsonValue(value, path);
-  if (field.type === 'string' && field.refusedAs && typeof value === 'string' && field.maxLength !== undefined && longerThan(value, field.maxLength)) {
-    throw badRequest(field.refusedAs, `${path}: is too long: at most ${field.maxLength} characters`, { path, maxLength: field.maxLength });
+  if (field.ciContext && typeof value === 'string' && field.maxLength !== undefined && longerThan(value, field.maxLength)) {
+    throw badRequest('invalid-ci-context', `${path}: is too long: at most ${field.maxLength} characters`, { path, maxLength: field.maxLength });
   }
   return parseScalar(field, value, path);
 }
