@@ -1,0 +1,306 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { ADMIN, type Deployment, type Fault } from './deployments';
+import { ChaosClient, Recorder, type Failure } from './http';
+import { FULL_SIZES, SHORT_SIZES, failingOf, migration, reader, searcher, upload, type LoadSizes, type MigrationOutcome, type UploadOutcome } from './load';
+import { ROOT, sleep } from './processes';
+
+/**
+ * One deployment under the chaos load: the service started, the load run while the faults are
+ * injected one after another, then the checks, and the figures.
+ */
+
+/** 503s the documentation gives for a dependency that is away (docs/errors.md). */
+export const DOCUMENTED_UNAVAILABLE = ['service-unavailable', 'read-model-lagging', 'search-unavailable', 'search-lagging', 'shutting-down', 'import-interrupted'];
+/** After a fault is undone, a request that began during it may still answer its 503 (a write waits WRITE_TIMEOUT_MS, 10 s, for the read model). */
+const GRACE_MS = 15_000;
+
+/** Every code docs/errors.md lists (a failed job must fail with one of them). */
+export function documentedCodes(): Set<string> {
+  const text = fs.readFileSync(path.join(ROOT, 'docs', 'errors.md'), 'utf8');
+  return new Set([...text.matchAll(/^\| `([a-z0-9-]+)` \|/gm)].map((m) => m[1]));
+}
+
+export interface FaultFigures {
+  name: string;
+  what: string;
+  /** From the injection until the API's /readyz answered ready again after the restore. */
+  recoveredMs: number | null;
+  /** The longest stretch within the fault's window in which no request of the load was answered below 500. */
+  longestUnavailableMs: number;
+  /** Requests of the load that got a 5xx or no answer within the window. */
+  failedRequests: number;
+  start: number;
+  end: number;
+  apiDown: boolean;
+}
+
+export interface ChaosReport {
+  deployment: string;
+  short: boolean;
+  ok: boolean;
+  failures: string[];
+  durationMs: number;
+  loadMs: number;
+  requests: number;
+  byStatus: Record<string, number>;
+  fiveXxByCode: Record<string, number>;
+  unexpected: Failure[];
+  uploads: Array<{ jobId: number | null; state: string | null; results: number; expected: number; found: number; inSearch: number; failuresInSearch: number; retries: number }>;
+  migration: { jobId: number | null; phase: string | null; cases: number; casesFound: number; casesInSearch: number; runs: number; runsFound: number };
+  resultsAcknowledged: number;
+  resultsFound: number;
+  readRows: number;
+  searches: number;
+  faults: FaultFigures[];
+  failedJobs: Array<{ jobId: number; code: string }>;
+  logDir: string;
+}
+
+function longestGap(served: number[], start: number, end: number): number {
+  let prev = start;
+  let longest = 0;
+  for (const t of served) {
+    if (t < start) continue;
+    longest = Math.max(longest, Math.min(t, end) - prev);
+    if (t >= end) return longest;
+    prev = t;
+  }
+  return Math.max(longest, end - prev);
+}
+
+async function signIn(base: () => string, recorder: Recorder): Promise<ChaosClient> {
+  const res = await fetch(`${base()}/api/auth/login`, {
+    method: 'POST', headers: { 'content-type': 'application/json', origin: new URL(base()).origin }, body: JSON.stringify(ADMIN),
+  });
+  if (res.status !== 200) throw new Error(`signing in answered ${res.status}: ${await res.text()}`);
+  const cookie = res.headers.get('set-cookie')!.split(';')[0];
+  const token = await fetch(`${base()}/api/tokens`, {
+    method: 'POST', headers: { 'content-type': 'application/json', origin: new URL(base()).origin, cookie }, body: JSON.stringify({ name: 'chaos' }),
+  });
+  if (token.status !== 201) throw new Error(`making a token answered ${token.status}: ${await token.text()}`);
+  return new ChaosClient(base, recorder, ((await token.json()) as { token: string }).token);
+}
+
+/** Waits until /readyz answers 200 with status ready; answers when (null: not within `ms`). */
+async function readyAgain(base: () => string, ms: number): Promise<number | null> {
+  for (const until = Date.now() + ms; Date.now() < until;) {
+    try {
+      const res = await fetch(`${base()}/readyz`, { signal: AbortSignal.timeout(5000) });
+      if (res.status === 200 && ((await res.json()) as { status: string }).status === 'ready') return Date.now();
+    } catch { /* not yet */ }
+    await sleep(250);
+  }
+  return null;
+}
+
+/** Polls `read` until it answers `expected` or `ms` pass; answers the last value. */
+async function settle(read: () => Promise<number>, expected: number, ms: number): Promise<number> {
+  let value = -1;
+  for (const until = Date.now() + ms; Date.now() < until;) {
+    value = await read().catch(() => -1);
+    if (value === expected) return value;
+    await sleep(1000);
+  }
+  return value;
+}
+
+export async function runDeployment(deployment: Deployment, opts: { short: boolean; log?: (line: string) => void }): Promise<ChaosReport> {
+  const log = opts.log ?? ((line: string) => console.log(line));
+  const sizes: LoadSizes = opts.short ? SHORT_SIZES : FULL_SIZES;
+  const started = Date.now();
+  const failures: string[] = [];
+  const recorder = new Recorder();
+  log(`[${deployment.name}] starting the service (logs in ${deployment.logDir})`);
+  await deployment.start();
+  log(`[${deployment.name}] up in ${((Date.now() - started) / 1000).toFixed(1)} s at ${deployment.url()}`);
+  const client = await signIn(() => deployment.url(), recorder);
+  const projects: number[] = [];
+  for (let i = 0; i < sizes.uploads; i++) {
+    const res = await client.post('/api/model/project/create', { data: { name: `Chaos CI ${i + 1}` } });
+    if (res.status !== 200 && res.status !== 201) throw new Error(`creating a project answered ${res.status} ${JSON.stringify(res.body)}`);
+    projects.push(res.body.data.id);
+  }
+
+  // The load.
+  const loadStart = Date.now();
+  let stopping = false;
+  const stop = () => stopping;
+  const endMs = opts.short ? 240_000 : 900_000;
+  const readers = Array.from({ length: sizes.readers }, (_, i) => reader(client, () => projects, stop, i));
+  const searchers = Array.from({ length: sizes.searchers }, () => searcher(client, stop));
+  const uploads: Array<Promise<UploadOutcome>> = projects.map((project, i) =>
+    sleep(i * sizes.uploadStaggerMs).then(() => upload(client, project, `u${i + 1}`, sizes.resultsPerUpload, endMs)));
+  const migrationDone: Promise<MigrationOutcome> = sleep(1000).then(() => migration(client, deployment.logDir, sizes.migration, endMs));
+
+  // The faults, one after another, while the load runs.
+  const faults: FaultFigures[] = [];
+  const gapMs = opts.short ? 3000 : 15_000;
+  for (const fault of deployment.faults()) {
+    await sleep(gapMs);
+    faults.push(await inject(deployment, fault, log));
+  }
+  const uploaded = await Promise.all(uploads);
+  const migrated = await migrationDone;
+  stopping = true;
+  const readRows = (await Promise.all(readers)).reduce((a, b) => a + b, 0);
+  const searches = (await Promise.all(searchers)).reduce((a, b) => a + b, 0);
+  const loadMs = Date.now() - loadStart;
+  log(`[${deployment.name}] load done in ${(loadMs / 1000).toFixed(1)} s; checking`);
+
+  // The checks: every acknowledged write once in the read model and in search.
+  const checker = new ChaosClient(() => deployment.url(), new Recorder(), client.token);
+  const count = async (entity: string, where: unknown) => {
+    const res = await checker.until('POST', `/api/model/${entity}/count`, { where });
+    if (res.status !== 200) throw new Error(`count ${entity} answered ${res.status}`);
+    return res.body.data as number;
+  };
+  const searchTotal = async (filters: unknown, query: unknown = { match_all: {} }) => {
+    const res = await checker.until('POST', '/api/search', { query, filters, limit: 1 });
+    if (res.status !== 200) throw new Error(`search answered ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body.total as number;
+  };
+  const settleMs = opts.short ? 90_000 : 180_000;
+  const documented = documentedCodes();
+  const failedJobs: ChaosReport['failedJobs'] = [];
+  const uploadFigures: ChaosReport['uploads'] = [];
+  for (const [i, u] of uploaded.entries()) {
+    const name = `upload ${i + 1}`;
+    if (u.jobId === null) {
+      failures.push(`${name}: never acknowledged in ${endMs / 1000} s (${u.retries} tries)`);
+      continue;
+    }
+    const state = u.job?.state ?? null;
+    if (!['completed', 'failed'].includes(state)) failures.push(`${name} (job ${u.jobId}): did not end: ${JSON.stringify(u.job)?.slice(0, 300)}`);
+    if (state === 'failed') {
+      const code = String(u.job.error?.code ?? u.job.code ?? 'no-code');
+      failedJobs.push({ jobId: u.jobId, code });
+      if (!documented.has(code)) failures.push(`${name} (job ${u.jobId}): failed with undocumented code ${code}`);
+    }
+    const results = state === 'completed' ? u.cases : Number(u.job?.counts?.results ?? 0);
+    if (state === 'completed' && u.job.counts?.results !== u.cases) failures.push(`${name} (job ${u.jobId}): completed reporting ${u.job.counts?.results} results of ${u.cases}`);
+    const runId = u.job?.testRunId as number | undefined;
+    let found = 0;
+    let inSearch = 0;
+    let failuresInSearch = 0;
+    if (runId) {
+      found = await settle(() => count('testRunResult', { testRunId: runId }), results, settleMs);
+      if (found !== results) failures.push(`${name} (job ${u.jobId}): ${found} results in the read model, ${results} acknowledged`);
+      const runCases = await count('testRunCase', { testRunId: runId });
+      if (runCases !== results) failures.push(`${name} (job ${u.jobId}): ${runCases} run cases, ${results} acknowledged`);
+      const twice = await checker.until('POST', '/api/model/testRunResult/groupBy', {
+        by: ['testRunCaseId'], where: { testRunId: runId }, _count: { _all: true }, having: { testRunCaseId: { _count: { gt: 1 } } },
+      });
+      if (twice.status !== 200 || twice.body.data.length > 0) failures.push(`${name} (job ${u.jobId}): run cases with more than one result: ${JSON.stringify(twice.body).slice(0, 200)}`);
+      const cases = await count('repositoryCase', { projectId: u.project });
+      if (state === 'completed' && cases !== u.cases) failures.push(`${name} (job ${u.jobId}): ${cases} cases in its project, ${u.cases} imported`);
+      if (state === 'completed') {
+        inSearch = await settle(() => searchTotal({ type: ['repository_cases'], projectId: u.project }), u.cases, settleMs);
+        if (inSearch !== u.cases) failures.push(`${name} (job ${u.jobId}): ${inSearch} cases in search, ${u.cases} imported`);
+        const failing = failingOf(u.cases);
+        failuresInSearch = await settle(() => searchTotal({ type: ['failures'] }, { term: { runId: String(runId) } }), failing, settleMs);
+        if (failuresInSearch !== failing) failures.push(`${name} (job ${u.jobId}): ${failuresInSearch} failures in search, ${failing} failing results imported`);
+      }
+    } else if (state === 'completed') {
+      failures.push(`${name} (job ${u.jobId}): completed without a run`);
+    }
+    uploadFigures.push({ jobId: u.jobId, state, results, expected: u.cases, found, inSearch, failuresInSearch, retries: u.retries });
+  }
+
+  // The migration: its cases and runs in the projects it made, its cases in search.
+  const mig: ChaosReport['migration'] = { jobId: migrated.jobId, phase: migrated.job?.phase ?? null, cases: 0, casesFound: 0, casesInSearch: 0, runs: 0, runsFound: 0 };
+  if (migrated.jobId === null) failures.push('migration: the upload was never acknowledged');
+  else if (mig.phase === 'failed') {
+    const code = String(migrated.job.error?.code ?? 'no-code');
+    failedJobs.push({ jobId: migrated.jobId, code });
+    if (!documented.has(code)) failures.push(`migration (job ${migrated.jobId}): failed with undocumented code ${code}`);
+  } else if (mig.phase !== 'completed') {
+    failures.push(`migration (job ${migrated.jobId}): did not end (phase ${mig.phase})`);
+  } else {
+    const all = await checker.until('POST', '/api/model/project/findMany', { select: { id: true }, take: 100 });
+    const made = (all.body.data as Array<{ id: number }>).map((p) => p.id).filter((id) => !projects.includes(id));
+    mig.cases = migrated.job.counts?.repository_cases?.created ?? 0;
+    mig.runs = migrated.job.counts?.runs?.created ?? 0;
+    mig.casesFound = await settle(() => count('repositoryCase', { projectId: { in: made } }), mig.cases, settleMs);
+    mig.runsFound = await count('testRun', { projectId: { in: made } });
+    mig.casesInSearch = await settle(() => searchTotal({ type: ['repository_cases'] }, { terms: { projectId: made.map(String) } }), mig.cases, settleMs);
+    if (mig.cases === 0) failures.push(`migration (job ${migrated.jobId}): completed without creating a case: ${JSON.stringify(migrated.job.counts)}`);
+    if (mig.casesFound !== mig.cases) failures.push(`migration (job ${migrated.jobId}): ${mig.casesFound} cases in the read model, ${mig.cases} created`);
+    if (mig.runsFound !== mig.runs) failures.push(`migration (job ${migrated.jobId}): ${mig.runsFound} runs in the read model, ${mig.runs} created`);
+    if (mig.casesInSearch !== mig.cases) failures.push(`migration (job ${migrated.jobId}): ${mig.casesInSearch} cases in search, ${mig.cases} created`);
+  }
+
+  // Caught up: ready, nothing parked.
+  const ready = await readyAgain(() => deployment.url(), 60_000);
+  if (ready === null) {
+    const res = await checker.get('/readyz');
+    failures.push(`/readyz not ready after the load: ${JSON.stringify(res.body).slice(0, 500)}`);
+  }
+  const parked = await checker.until('GET', '/api/admin/parked-events');
+  if (parked.status !== 200) failures.push(`GET /api/admin/parked-events answered ${parked.status}`);
+  else if ((parked.body.data ?? []).length > 0) failures.push(`parked events: ${JSON.stringify(parked.body.data).slice(0, 500)}`);
+
+  // No 5xx but the documented 503s while a dependency was away (and no refused connection unless the API itself was down).
+  const unexpected = recorder.failures.filter((f) => {
+    const window = faults.find((w) => f.at >= w.start && f.at <= w.end + GRACE_MS);
+    if (!window) return true;
+    if (f.status === 0) return !window.apiDown;
+    return !(f.status === 503 && DOCUMENTED_UNAVAILABLE.includes(f.code));
+  });
+  for (const f of unexpected.slice(0, 10)) failures.push(`unexpected ${f.status || 'no answer'} ${f.code} on ${f.method} ${f.route} at +${((f.at - loadStart) / 1000).toFixed(1)} s`);
+  if (unexpected.length > 10) failures.push(`… ${unexpected.length - 10} more unexpected failures`);
+
+  const fiveXxByCode: Record<string, number> = {};
+  for (const f of recorder.failures) {
+    const key = f.status === 0 ? `no answer (${f.code})` : `${f.status} ${f.code}`;
+    fiveXxByCode[key] = (fiveXxByCode[key] ?? 0) + 1;
+  }
+  for (const w of faults) {
+    w.longestUnavailableMs = longestGap(recorder.served, w.start, w.end);
+    w.failedRequests = recorder.failures.filter((f) => f.at >= w.start && f.at <= w.end + GRACE_MS).length;
+    if (w.recoveredMs === null) failures.push(`${w.name}: /readyz not ready again within 120 s`);
+  }
+
+  const acknowledged = uploadFigures.reduce((a, u) => a + u.results, 0) + mig.cases;
+  const found = uploadFigures.reduce((a, u) => a + u.found, 0) + mig.casesFound;
+  return {
+    deployment: deployment.name, short: opts.short, ok: failures.length === 0, failures,
+    durationMs: Date.now() - started, loadMs, requests: recorder.requests,
+    byStatus: Object.fromEntries([...recorder.byStatus].sort(([a], [b]) => a - b).map(([s, n]) => [String(s), n])),
+    fiveXxByCode, unexpected, uploads: uploadFigures, migration: mig,
+    resultsAcknowledged: acknowledged, resultsFound: found, readRows, searches, faults, failedJobs, logDir: deployment.logDir,
+  };
+}
+
+async function inject(deployment: Deployment, fault: Fault, log: (line: string) => void): Promise<FaultFigures> {
+  const start = Date.now();
+  log(`[${deployment.name}] fault: ${fault.name}`);
+  await fault.inject();
+  await sleep(fault.downMs);
+  await fault.restore();
+  const ready = await readyAgain(() => deployment.url(), 120_000);
+  const end = ready ?? Date.now();
+  log(`[${deployment.name}]   restored; ready again after ${((end - start) / 1000).toFixed(1)} s`);
+  return { name: fault.name, what: fault.what, recoveredMs: ready === null ? null : end - start, longestUnavailableMs: 0, failedRequests: 0, start, end, apiDown: fault.apiDown };
+}
+
+const seconds = (ms: number | null) => (ms === null ? '—' : `${(ms / 1000).toFixed(1)} s`);
+
+/** The figures, as printed (and as docs/reliability.md keeps them). */
+export function formatReport(r: ChaosReport): string {
+  const lines = [
+    `== ${r.deployment}${r.short ? ' (short)' : ''}: ${r.ok ? 'PASSED' : 'FAILED'} in ${seconds(r.durationMs)} (load ${seconds(r.loadMs)})`,
+    `requests: ${r.requests} (by status: ${Object.entries(r.byStatus).map(([s, n]) => `${s === '0' ? 'no answer' : s} ${n}`).join(', ')})`,
+    `writes: ${r.resultsAcknowledged} results and migrated cases acknowledged, ${r.resultsFound} found in the read model`,
+    ...r.uploads.map((u, i) => `  upload ${i + 1}: job ${u.jobId} ${u.state}, ${u.results}/${u.expected} results, ${u.found} in the read model, ${u.inSearch} cases and ${u.failuresInSearch} failures in search, ${u.retries} upload retries`),
+    `  migration: job ${r.migration.jobId} ${r.migration.phase}, ${r.migration.cases} cases (${r.migration.casesFound} in the read model, ${r.migration.casesInSearch} in search), ${r.migration.runs} runs (${r.migration.runsFound} found)`,
+    `reads: ${r.readRows} rows paged; searches answered: ${r.searches}`,
+    `5xx and unanswered by code: ${Object.entries(r.fiveXxByCode).map(([c, n]) => `${c} ×${n}`).join(', ') || 'none'}`,
+    `failed jobs: ${r.failedJobs.map((j) => `${j.jobId} ${j.code}`).join(', ') || 'none'}`,
+    'faults (ready again = from the injection until /readyz answered ready; longest unavailable = the longest stretch with no request answered below 500):',
+    ...r.faults.map((f) => `  ${f.name}: ready again after ${seconds(f.recoveredMs)}, longest unavailable ${seconds(f.longestUnavailableMs)}, ${f.failedRequests} requests failed`),
+    ...(r.failures.length ? ['FAILED CHECKS:', ...r.failures.map((f) => `  - ${f}`)] : ['every check passed']),
+    `logs: ${r.logDir}`,
+  ];
+  return lines.join('\n');
+}
