@@ -258,9 +258,10 @@ export function kafkaDeployment(workDir: string, infra: OwnInfrastructure): Depl
       add('indexer', 'services/process/indexer/main.ts', null);
       add('worker-1', 'services/process/worker/main.ts', 'worker running');
       add('worker-2', 'services/process/worker/main.ts', 'worker running');
-      // The API first: it migrates the fresh database; then every other role.
-      await role('api').start();
-      await Promise.all([...roles.values()].filter((r) => r.name !== 'api').map((r) => r.start()));
+      // The relay first: it migrates the fresh database; then every other role (the API's start
+      // waits for the projector to apply the administrator it creates).
+      await role('relay').start();
+      await Promise.all([...roles.values()].filter((r) => r.name !== 'relay').map((r) => r.start()));
     },
     faults() {
       return [

@@ -14,9 +14,13 @@ export interface Failure {
   code: string;
 }
 
+/** A JSON answer as parsed: its shape is checked where it is read (a check that finds it wrong fails the run). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the answers' shapes are checked where they are read
+export type Json = any;
+
 export interface Answer {
   status: number;
-  body: any;
+  body: Json;
   headers: Headers;
 }
 
@@ -26,13 +30,41 @@ export class Recorder {
   readonly failures: Failure[] = [];
   /** When a request answered below 500 (the service was there). */
   readonly served: number[] = [];
+  /** Every answer in order: when, which route, and whether it was below 500. */
+  readonly events: Array<{ at: number; route: string; ok: boolean }> = [];
 
   record(method: string, route: string, status: number, code: string): void {
     this.requests++;
     this.byStatus.set(status, (this.byStatus.get(status) ?? 0) + 1);
     const at = Date.now();
-    if (status === 0 || status >= 500) this.failures.push({ at, method, route, status, code });
+    const ok = status > 0 && status < 500;
+    if (!ok) this.failures.push({ at, method, route, status, code });
     else this.served.push(at);
+    this.events.push({ at, route: `${method} ${route}`, ok });
+  }
+
+  /**
+   * The longest outage one kind of request saw between `start` and `end`: from a failure (5xx or
+   * no answer) after which that route failed again and again until it next answered below 500.
+   */
+  longestOutage(start: number, end: number): { ms: number; route: string | null } {
+    const downSince = new Map<string, number>();
+    let longest = { ms: 0, route: null as string | null };
+    let last = start;
+    for (const e of this.events) {
+      if (e.at < start || e.at > end) continue;
+      last = e.at;
+      if (!e.ok) {
+        if (!downSince.has(e.route)) downSince.set(e.route, e.at);
+        continue;
+      }
+      const since = downSince.get(e.route);
+      if (since === undefined) continue;
+      downSince.delete(e.route);
+      if (e.at - since > longest.ms) longest = { ms: e.at - since, route: e.route };
+    }
+    for (const [route, since] of downSince) if (last - since > longest.ms) longest = { ms: last - since, route };
+    return longest;
   }
 }
 
@@ -62,7 +94,7 @@ export class ChaosClient {
       this.recorder.record(method, route, 0, code);
       return { status: 0, body: { code }, headers: new Headers() };
     }
-    let text = '';
+    let text: string;
     try {
       text = await res.text();
     } catch (err) {
@@ -70,7 +102,7 @@ export class ChaosClient {
       this.recorder.record(method, route, 0, (err as { cause?: { code?: string } }).cause?.code ?? 'body-cut');
       return { status: 0, body: { code: 'body-cut' }, headers: res.headers };
     }
-    let parsed: any = text;
+    let parsed: Json = text;
     try {
       parsed = text ? JSON.parse(text) : null;
     } catch { /* not JSON */ }

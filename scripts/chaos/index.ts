@@ -44,7 +44,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosOutcome> {
       } catch (err) {
         infra.stop();
         const reason = (err as Error).message.split('\n').slice(0, 6).join(' | ');
-        if (opts.requireServices) throw new Error(`REQUIRE_SERVICES=1 and the Kafka deployment's services could not be started: ${reason}`);
+        if (opts.requireServices) throw new Error(`REQUIRE_SERVICES=1 and the Kafka deployment's services could not be started: ${reason}`, { cause: err });
         log(`SKIPPED the kafka deployment because Kafka or OpenSearch could not be started: ${reason}`);
         outcome.skipped.push({ deployment: 'kafka', reason });
         continue;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { generateExport } from '../generateExport';
-import type { ChaosClient } from './http';
+import type { ChaosClient, Json } from './http';
 import { sleep } from './processes';
 
 /**
@@ -54,7 +54,7 @@ export interface UploadOutcome {
   /** Uploads refused with a 5xx or no answer before one was acknowledged. */
   retries: number;
   /** The job as last read (ended, or not after the wait). */
-  job: any;
+  job: Json;
   /** What its progress stream said last (an import-interrupted ends it early). */
   streamEnd: string;
 }
@@ -62,8 +62,8 @@ export interface UploadOutcome {
 const ENDED = ['completed', 'failed'];
 
 /** Polls GET /api/imports/:id through outages until the job ended or `ms` passed. */
-export async function jobWhenEnded(client: ChaosClient, jobId: number, ms: number): Promise<any> {
-  let job: any = null;
+export async function jobWhenEnded(client: ChaosClient, jobId: number, ms: number): Promise<Json> {
+  let job: Json = null;
   for (const until = Date.now() + ms; Date.now() < until;) {
     const res = await client.get(`/api/imports/${jobId}`);
     if (res.status === 200) {
@@ -146,15 +146,15 @@ export async function searcher(client: ChaosClient, stop: () => boolean): Promis
 
 export interface MigrationOutcome {
   jobId: number | null;
-  job: any;
+  job: Json;
   /** The projects it made (found after it ended). */
   projects: number[];
 }
 
 const JOBS = '/api/admin/imports/external/jobs';
 
-async function migrationJob(client: ChaosClient, jobId: number, phases: string[], ms: number): Promise<any> {
-  let job: any = null;
+async function migrationJob(client: ChaosClient, jobId: number, phases: string[], ms: number): Promise<Json> {
+  let job: Json = null;
   for (const until = Date.now() + ms; Date.now() < until;) {
     const res = await client.get(`${JOBS}/${jobId}`);
     if (res.status === 200) {

@@ -26,8 +26,12 @@ export interface FaultFigures {
   what: string;
   /** From the injection until the API's /readyz answered ready again after the restore. */
   recoveredMs: number | null;
-  /** The longest stretch within the fault's window in which no request of the load was answered below 500. */
+  /** The longest stretch within the fault's window (and its grace) in which one kind of request of the load kept failing (5xx or no answer) until it was answered again. */
   longestUnavailableMs: number;
+  /** That kind of request. */
+  longestUnavailableRoute: string | null;
+  /** The longest stretch within the fault's window in which no request at all was answered below 500. */
+  noAnswerMs: number;
   /** Requests of the load that got a 5xx or no answer within the window. */
   failedRequests: number;
   start: number;
@@ -57,7 +61,21 @@ export interface ChaosReport {
   logDir: string;
 }
 
-function longestGap(served: number[], start: number, end: number): number {
+/**
+ * The failures no fault excuses: a 5xx other than a documented 503 of a dependency away, any 5xx
+ * or refused connection outside a fault's window (and its grace), a refused connection while the
+ * API process itself was up.
+ */
+export function unexpectedFailures(failures: Failure[], faults: Array<Pick<FaultFigures, 'start' | 'end' | 'apiDown'>>, graceMs = GRACE_MS): Failure[] {
+  return failures.filter((f) => {
+    const windows = faults.filter((w) => f.at >= w.start && f.at <= w.end + graceMs);
+    if (windows.length === 0) return true;
+    if (f.status === 0) return !windows.some((w) => w.apiDown);
+    return !(f.status === 503 && DOCUMENTED_UNAVAILABLE.includes(f.code));
+  });
+}
+
+export function longestGap(served: number[], start: number, end: number): number {
   let prev = start;
   let longest = 0;
   for (const t of served) {
@@ -196,7 +214,7 @@ export async function runDeployment(deployment: Deployment, opts: { short: boole
       if (state === 'completed' && cases !== u.cases) failures.push(`${name} (job ${u.jobId}): ${cases} cases in its project, ${u.cases} imported`);
       if (state === 'completed') {
         inSearch = await settle(() => searchTotal({ type: ['repository_cases'], projectId: u.project }), u.cases, settleMs);
-        if (inSearch !== u.cases) failures.push(`${name} (job ${u.jobId}): ${inSearch} cases in search, ${u.cases} imported`);
+        if (inSearch !== u.cases) failures.push(`${name} (job ${u.jobId}): ${inSearch} cases in search, ${u.cases} imported; ${await missingCases(checker, u.project)}`);
         const failing = failingOf(u.cases);
         failuresInSearch = await settle(() => searchTotal({ type: ['failures'] }, { term: { runId: String(runId) } }), failing, settleMs);
         if (failuresInSearch !== failing) failures.push(`${name} (job ${u.jobId}): ${failuresInSearch} failures in search, ${failing} failing results imported`);
@@ -241,12 +259,7 @@ export async function runDeployment(deployment: Deployment, opts: { short: boole
   else if ((parked.body.data ?? []).length > 0) failures.push(`parked events: ${JSON.stringify(parked.body.data).slice(0, 500)}`);
 
   // No 5xx but the documented 503s while a dependency was away (and no refused connection unless the API itself was down).
-  const unexpected = recorder.failures.filter((f) => {
-    const window = faults.find((w) => f.at >= w.start && f.at <= w.end + GRACE_MS);
-    if (!window) return true;
-    if (f.status === 0) return !window.apiDown;
-    return !(f.status === 503 && DOCUMENTED_UNAVAILABLE.includes(f.code));
-  });
+  const unexpected = unexpectedFailures(recorder.failures, faults);
   for (const f of unexpected.slice(0, 10)) failures.push(`unexpected ${f.status || 'no answer'} ${f.code} on ${f.method} ${f.route} at +${((f.at - loadStart) / 1000).toFixed(1)} s`);
   if (unexpected.length > 10) failures.push(`… ${unexpected.length - 10} more unexpected failures`);
 
@@ -256,7 +269,10 @@ export async function runDeployment(deployment: Deployment, opts: { short: boole
     fiveXxByCode[key] = (fiveXxByCode[key] ?? 0) + 1;
   }
   for (const w of faults) {
-    w.longestUnavailableMs = longestGap(recorder.served, w.start, w.end);
+    const outage = recorder.longestOutage(w.start, w.end + GRACE_MS);
+    w.longestUnavailableMs = outage.ms;
+    w.longestUnavailableRoute = outage.route;
+    w.noAnswerMs = longestGap(recorder.served, w.start, w.end);
     w.failedRequests = recorder.failures.filter((f) => f.at >= w.start && f.at <= w.end + GRACE_MS).length;
     if (w.recoveredMs === null) failures.push(`${w.name}: /readyz not ready again within 120 s`);
   }
@@ -272,16 +288,48 @@ export async function runDeployment(deployment: Deployment, opts: { short: boole
   };
 }
 
+/** Which of a project's cases search lacks: their ids as ranges, with when the first was created (for the report of a failed check). */
+async function missingCases(client: ChaosClient, project: number): Promise<string> {
+  const inSearch = new Set<string>();
+  for (let offset = 0; offset < 10_000; offset += 100) {
+    const res = await client.until('POST', '/api/search', { query: { match_all: {} }, filters: { type: ['repository_cases'], projectId: project }, sort: [{ createdAt: { order: 'asc' } }], highlight: { fields: {} }, limit: 100, offset });
+    if (res.status !== 200) return `search answered ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`;
+    for (const hit of res.body.hits) inSearch.add(String(hit.id));
+    if (res.body.hits.length < 100) break;
+  }
+  const missing: Array<{ id: number; createdAt: string; folderId: number }> = [];
+  let cursor: number | null = null;
+  for (;;) {
+    const res = await client.until('POST', '/api/model/repositoryCase/findMany', {
+      where: { projectId: project }, select: { id: true, createdAt: true, folderId: true }, take: 1000, orderBy: { id: 'asc' }, ...(cursor !== null && { cursor: { id: cursor }, skip: 1 }),
+    });
+    if (res.status !== 200) return `reading the cases answered ${res.status}`;
+    const rows = res.body.data as Array<{ id: number; createdAt: string; folderId: number }>;
+    for (const row of rows) if (!inSearch.has(String(row.id))) missing.push(row);
+    if (rows.length < 1000) break;
+    cursor = rows[rows.length - 1].id;
+  }
+  const ranges: string[] = [];
+  for (const row of missing) {
+    const last = ranges.at(-1);
+    const m = last && /^(\d+)(?:-(\d+))?$/.exec(last);
+    if (m && Number(m[2] ?? m[1]) === row.id - 1) ranges[ranges.length - 1] = `${m[1]}-${row.id}`;
+    else ranges.push(String(row.id));
+  }
+  const folders = [...new Set(missing.map((r) => r.folderId))];
+  return `missing case ids ${ranges.slice(0, 10).join(', ')} (folders ${folders.slice(0, 10).join(', ')}; first created ${missing[0]?.createdAt}, last ${missing.at(-1)?.createdAt})`;
+}
+
 async function inject(deployment: Deployment, fault: Fault, log: (line: string) => void): Promise<FaultFigures> {
   const start = Date.now();
-  log(`[${deployment.name}] fault: ${fault.name}`);
+  log(`[${deployment.name}] ${new Date(start).toISOString()} fault: ${fault.name}`);
   await fault.inject();
   await sleep(fault.downMs);
   await fault.restore();
   const ready = await readyAgain(() => deployment.url(), 120_000);
   const end = ready ?? Date.now();
   log(`[${deployment.name}]   restored; ready again after ${((end - start) / 1000).toFixed(1)} s`);
-  return { name: fault.name, what: fault.what, recoveredMs: ready === null ? null : end - start, longestUnavailableMs: 0, failedRequests: 0, start, end, apiDown: fault.apiDown };
+  return { name: fault.name, what: fault.what, recoveredMs: ready === null ? null : end - start, longestUnavailableMs: 0, longestUnavailableRoute: null, noAnswerMs: 0, failedRequests: 0, start, end, apiDown: fault.apiDown };
 }
 
 const seconds = (ms: number | null) => (ms === null ? '—' : `${(ms / 1000).toFixed(1)} s`);
@@ -297,8 +345,8 @@ export function formatReport(r: ChaosReport): string {
     `reads: ${r.readRows} rows paged; searches answered: ${r.searches}`,
     `5xx and unanswered by code: ${Object.entries(r.fiveXxByCode).map(([c, n]) => `${c} ×${n}`).join(', ') || 'none'}`,
     `failed jobs: ${r.failedJobs.map((j) => `${j.jobId} ${j.code}`).join(', ') || 'none'}`,
-    'faults (ready again = from the injection until /readyz answered ready; longest unavailable = the longest stretch with no request answered below 500):',
-    ...r.faults.map((f) => `  ${f.name}: ready again after ${seconds(f.recoveredMs)}, longest unavailable ${seconds(f.longestUnavailableMs)}, ${f.failedRequests} requests failed`),
+    'faults (ready = from the injection until /readyz answered ready again; unavailable = the longest a kind of request kept failing; nothing served = the longest stretch no request at all was answered below 500):',
+    ...r.faults.map((f) => `  ${f.name}: ready after ${seconds(f.recoveredMs)}, unavailable ${seconds(f.longestUnavailableMs)}${f.longestUnavailableRoute ? ` (${f.longestUnavailableRoute})` : ''}, nothing served ${seconds(f.noAnswerMs)}, ${f.failedRequests} requests failed`),
     ...(r.failures.length ? ['FAILED CHECKS:', ...r.failures.map((f) => `  - ${f}`)] : ['every check passed']),
     `logs: ${r.logDir}`,
   ];
