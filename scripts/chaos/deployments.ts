@@ -38,8 +38,8 @@ export interface Deployment {
   logDir: string;
   start(): Promise<void>;
   faults(): Fault[];
-  /** Stops everything it started and removes what it made. */
-  stop(): Promise<void>;
+  /** Stops everything it started and removes what it made (but its database with `keepDatabase`, to look into a failed run). */
+  stop(opts?: { keepDatabase?: boolean }): Promise<void>;
 }
 
 /** The service's settings common to both deployments. */
@@ -225,7 +225,7 @@ export function kafkaDeployment(workDir: string, infra: OwnInfrastructure): Depl
   let port = 0;
   const roles = new Map<string, ServiceProcess>();
   const role = (name: string) => roles.get(name)!;
-  let dropDatabase: () => void = () => undefined;
+  let dropDatabase: (opts?: { skip?: boolean }) => void = () => undefined;
 
   const restartRole = (name: string, what: string): Fault => ({
     name, what, downMs: 1000, apiDown: false,
@@ -296,10 +296,11 @@ export function kafkaDeployment(workDir: string, infra: OwnInfrastructure): Depl
         },
       ];
     },
-    async stop() {
+    async stop(opts = {}) {
       await Promise.all([...roles.values()].map((r) => r.stop()));
       await sleep(200);
-      dropDatabase();
+      if (opts.keepDatabase) console.log(`[kafka] database ${database} kept (CHAOS_KEEP_FAILED=1): drop it with DROP DATABASE ${database} WITH (FORCE)`);
+      dropDatabase({ skip: opts.keepDatabase });
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -50,10 +50,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosOutcome> {
         continue;
       }
       const deployment = kafkaDeployment(workDir, infra);
+      let keepDatabase = false;
       try {
-        outcome.reports.push(await runDeployment(deployment, { short: opts.short, log }));
+        const report = await runDeployment(deployment, { short: opts.short, log });
+        outcome.reports.push(report);
+        keepDatabase = !report.ok && process.env.CHAOS_KEEP_FAILED === '1';
       } finally {
-        await deployment.stop();
+        await deployment.stop({ keepDatabase });
         infra.stop();
       }
     }

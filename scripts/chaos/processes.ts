@@ -44,16 +44,19 @@ function hook(): void {
   }
 }
 
-/** Registers a synchronous cleanup, run at exit in reverse order; answers a function that runs it now (once). */
-export function onCleanup(name: string, run: () => void): () => void {
+/**
+ * Registers a synchronous cleanup, run at exit in reverse order; answers a function that runs it
+ * now (once), or with `{ skip: true }` forgets it (what it would remove is kept).
+ */
+export function onCleanup(name: string, run: () => void): (opts?: { skip?: boolean }) => void {
   hook();
   const entry = { name, run };
   cleanups.push(entry);
-  return () => {
+  return (opts = {}) => {
     const i = cleanups.indexOf(entry);
     if (i < 0) return;
     cleanups.splice(i, 1);
-    run();
+    if (!opts.skip) run();
   };
 }
 

@@ -151,15 +151,20 @@ export async function runDeployment(deployment: Deployment, opts: { short: boole
     sleep(i * sizes.uploadStaggerMs).then(() => upload(client, project, `u${i + 1}`, sizes.resultsPerUpload, endMs)));
   const migrationDone: Promise<MigrationOutcome> = sleep(1000).then(() => migration(client, deployment.logDir, sizes.migration, endMs));
 
-  // The faults, one after another, while the load runs.
+  // The faults, one after another, while the load runs: the short form once each; the full form
+  // round after round until the uploads and the migration ended.
   const faults: FaultFigures[] = [];
-  const gapMs = opts.short ? 3000 : 15_000;
-  for (const fault of deployment.faults()) {
-    await sleep(gapMs);
-    faults.push(await inject(deployment, fault, log));
+  const gapMs = opts.short ? 3000 : 10_000;
+  let writesEnded = false;
+  const allWrites = Promise.all([Promise.all(uploads), migrationDone]).finally(() => (writesEnded = true));
+  for (let round = 1; round === 1 || (!opts.short && !writesEnded); round++) {
+    for (const fault of deployment.faults()) {
+      await sleep(gapMs);
+      if (round > 1 && writesEnded) break;
+      faults.push(await inject(deployment, fault, log, round));
+    }
   }
-  const uploaded = await Promise.all(uploads);
-  const migrated = await migrationDone;
+  const [uploaded, migrated] = await allWrites;
   stopping = true;
   const readRows = (await Promise.all(readers)).reduce((a, b) => a + b, 0);
   const searches = (await Promise.all(searchers)).reduce((a, b) => a + b, 0);
@@ -320,16 +325,31 @@ async function missingCases(client: ChaosClient, project: number): Promise<strin
   return `missing case ids ${ranges.slice(0, 10).join(', ')} (folders ${folders.slice(0, 10).join(', ')}; first created ${missing[0]?.createdAt}, last ${missing.at(-1)?.createdAt})`;
 }
 
-async function inject(deployment: Deployment, fault: Fault, log: (line: string) => void): Promise<FaultFigures> {
+async function inject(deployment: Deployment, fault: Fault, log: (line: string) => void, round: number): Promise<FaultFigures> {
   const start = Date.now();
-  log(`[${deployment.name}] ${new Date(start).toISOString()} fault: ${fault.name}`);
+  log(`[${deployment.name}] ${new Date(start).toISOString()} fault: ${fault.name} (round ${round})`);
   await fault.inject();
   await sleep(fault.downMs);
   await fault.restore();
   const ready = await readyAgain(() => deployment.url(), 120_000);
   const end = ready ?? Date.now();
   log(`[${deployment.name}]   restored; ready again after ${((end - start) / 1000).toFixed(1)} s`);
-  return { name: fault.name, what: fault.what, recoveredMs: ready === null ? null : end - start, longestUnavailableMs: 0, longestUnavailableRoute: null, noAnswerMs: 0, failedRequests: 0, start, end, apiDown: fault.apiDown };
+  return { name: round > 1 ? `${fault.name} (round ${round})` : fault.name, what: fault.what, recoveredMs: ready === null ? null : end - start, longestUnavailableMs: 0, longestUnavailableRoute: null, noAnswerMs: 0, failedRequests: 0, start, end, apiDown: fault.apiDown };
+}
+
+/** Over every round, per fault: the longest time to ready and the longest unavailability. */
+function worstPerFault(faults: FaultFigures[]): string[] {
+  const worst = new Map<string, { rounds: number; ready: number | null; unavailable: number; route: string | null }>();
+  for (const f of faults) {
+    const name = f.name.replace(/ \(round \d+\)$/, '');
+    const w = worst.get(name) ?? { rounds: 0, ready: 0, unavailable: 0, route: null };
+    w.rounds++;
+    w.ready = w.ready === null || f.recoveredMs === null ? null : Math.max(w.ready, f.recoveredMs);
+    if (f.longestUnavailableMs > w.unavailable) Object.assign(w, { unavailable: f.longestUnavailableMs, route: f.longestUnavailableRoute });
+    worst.set(name, w);
+  }
+  if ([...worst.values()].every((w) => w.rounds === 1)) return [];
+  return ['worst per fault over every round:', ...[...worst].map(([name, w]) => `  ${name} (${w.rounds}×): ready after at most ${seconds(w.ready)}, unavailable at most ${seconds(w.unavailable)}${w.route ? ` (${w.route})` : ''}`)];
 }
 
 const seconds = (ms: number | null) => (ms === null ? '—' : `${(ms / 1000).toFixed(1)} s`);
@@ -347,6 +367,7 @@ export function formatReport(r: ChaosReport): string {
     `failed jobs: ${r.failedJobs.map((j) => `${j.jobId} ${j.code}`).join(', ') || 'none'}`,
     'faults (ready = from the injection until /readyz answered ready again; unavailable = the longest a kind of request kept failing; nothing served = the longest stretch no request at all was answered below 500):',
     ...r.faults.map((f) => `  ${f.name}: ready after ${seconds(f.recoveredMs)}, unavailable ${seconds(f.longestUnavailableMs)}${f.longestUnavailableRoute ? ` (${f.longestUnavailableRoute})` : ''}, nothing served ${seconds(f.noAnswerMs)}, ${f.failedRequests} requests failed`),
+    ...worstPerFault(r.faults),
     ...(r.failures.length ? ['FAILED CHECKS:', ...r.failures.map((f) => `  - ${f}`)] : ['every check passed']),
     `logs: ${r.logDir}`,
   ];
