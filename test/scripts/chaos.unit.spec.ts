@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Recorder, type Failure } from '../../scripts/chaos/http';
 import { junitReport, failingOf } from '../../scripts/chaos/load';
-import { documentedCodes, longestGap, unexpectedFailures } from '../../scripts/chaos/run';
+import { acceptedFailure, documentedCodes, longestGap, unexpectedFailures } from '../../scripts/chaos/run';
 
 /** The chaos run's judgement (scripts/chaos/run.ts): which failures a fault excuses, and how outages are measured. */
 describe('chaos run: checks and figures', () => {
@@ -33,6 +33,14 @@ describe('chaos run: checks and figures', () => {
       expect(documented.has(code), code).to.equal(true);
     }
     expect(documented.has('some-undocumented-code')).to.equal(false);
+  });
+
+  it('a job may fail only with a documented code that is no internal error', () => {
+    const documented = documentedCodes();
+    expect(acceptedFailure('import-interrupted-too-long', documented)).to.equal(true);
+    expect(acceptedFailure('import-internal-error', documented)).to.equal(false);
+    expect(acceptedFailure('external-import-internal-error', documented)).to.equal(false);
+    expect(acceptedFailure('no-such-code', documented)).to.equal(false);
   });
 
   it('measures the longest stretch a kind of request kept failing, and the longest with nothing served', () => {
