@@ -11,7 +11,7 @@ import { caseKey, type IdentityParts, identityScope } from '../repository/caseId
 import type { FileStore } from '../files/fileStore';
 import type { StoredFiles } from '../files/storedFiles';
 import { type CommandDeps, readYourWrites } from '../shared/commandBus';
-import { ConcurrencyError, ContractViolation, DomainError, EventParked } from '../shared/errors';
+import { ConcurrencyError, ContractViolation, DomainError, EventParked, ReadModelWaitFailed } from '../shared/errors';
 import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient, type RetryBudget, retryBudget, RetryBudgetSpent } from '../shared/faults';
 import { parserFor } from './formats';
 import { type ImportFormat, type Outcome, type ParsedCase, ResultFileError, type SuiteOutput } from './formats/parsedResult';
@@ -102,7 +102,7 @@ export class ImportSaga {
    * Runs (or resumes) a job to its end, or until `signal` aborts (the lease lost, the worker
    * stopping): then it stops at the next chunk, and whoever takes the job next resumes it from its
    * stream. A job another worker ended since candidates() returns at once. Interrupted by the
-   * database or the event store, the job is run again from its stream here, after 1 s doubling up
+   * database or the event store, or by read models that lag (interrupts()), the job is run again from its stream here, after 1 s doubling up
    * to a minute, until the retry budget (counted from its first interruption in this process) is
    * spent: then it fails with `import-interrupted-too-long`.
    */
@@ -117,7 +117,7 @@ export class ImportSaga {
           this.deps.logger.warn({ jobId }, 'import job appended to by another worker; leaving it to them');
           return;
         }
-        if (!isTransient(err)) throw err;
+        if (!interrupts(err)) throw err;
         let budget = this.interruptions.get(jobId);
         if (!budget) {
           budget = retryBudget({ firstMs: RESUME_FIRST_MS, maxMs: RESUME_MAX_MS, budgetMs: this.deps.imports.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS });
@@ -173,8 +173,8 @@ export class ImportSaga {
     } catch (err) {
       if (err instanceof Stopped) return false;
       if (err instanceof DomainError && err.code === 'import-job-taken') throw err; // another worker runs it
-      // Infrastructure (database, event store): the job stays unfinished; run() takes it up again.
-      if (isTransient(err)) throw err;
+      // Infrastructure (database, event store) or read models that lag: the job stays unfinished; run() takes it up again.
+      if (interrupts(err)) throw err;
       // Anything else fails the same way every time: the job fails once, saying what.
       const { code, message, details } = failureOf(err);
       if (!(err instanceof ResultFileError || err instanceof DomainError)) {
@@ -405,6 +405,16 @@ class ChunkRefused extends Error {
     super(violation.message);
     this.name = 'ChunkRefused';
   }
+}
+
+/**
+ * What interrupts a job rather than failing it: the database or the event store away, or a write
+ * of the job recorded that the read models did not apply within WRITE_TIMEOUT_MS (a busy or
+ * restarting projector, a broker away): run again from the stream, what was recorded is not
+ * repeated (ensureRun finds its run; chunks go on from the stream).
+ */
+function interrupts(err: unknown): boolean {
+  return isTransient(err) || (err instanceof ReadModelWaitFailed && err.code === 'read-model-lagging');
 }
 
 /** The code, message and details a job fails with, for an error that is not transient. */

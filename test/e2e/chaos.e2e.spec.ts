@@ -1,0 +1,36 @@
+import { expect } from 'chai';
+import { formatReport, runChaos } from '../../scripts/chaos/index';
+
+/**
+ * The chaos run's short form (`npm run chaos -- --short`, docs/reliability.md), through the same
+ * code: the service started as separate processes under a mixed load while faults are injected,
+ * then every acknowledged write looked for once in the read model and in search, and every 5xx
+ * judged. The embedded deployment always; the Kafka one when its own broker and OpenSearch node
+ * (infra/, on ports 19092 and 19200) can be started: else skipped with a visible line, or failed
+ * with REQUIRE_SERVICES=1.
+ */
+describe('chaos: faults under load (short form)', function () {
+  this.timeout(15 * 60_000);
+  const log = (line: string) => console.log(`      ${line.split('\n').join('\n      ')}`);
+
+  it('embedded: every acknowledged write once in the read model and in search, no unexcused 5xx', async () => {
+    const outcome = await runChaos({ short: true, deployments: ['embedded'], requireServices: true, log });
+    expect(outcome.reports).to.have.length(1);
+    const [report] = outcome.reports;
+    expect(report.failures, formatReport(report)).to.deep.equal([]);
+    expect(report.resultsFound).to.equal(report.resultsAcknowledged);
+    expect(report.resultsAcknowledged).to.be.greaterThan(0);
+  });
+
+  it('kafka roles + OpenSearch: the same, while a worker, the projector, the indexer, OpenSearch, Kafka and PostgreSQL fail in turn', async function () {
+    const requireServices = process.env.REQUIRE_SERVICES === '1';
+    const outcome = await runChaos({ short: true, deployments: ['kafka'], requireServices, log });
+    if (outcome.skipped.length > 0) {
+      console.log(`  SKIPPED chaos (kafka deployment) because ${outcome.skipped[0].reason}`);
+      this.skip();
+    }
+    const [report] = outcome.reports;
+    expect(report.failures, formatReport(report)).to.deep.equal([]);
+    expect(report.resultsFound).to.equal(report.resultsAcknowledged);
+  });
+});
