@@ -66,6 +66,8 @@ export interface ChaosReport {
   resultsFound: number;
   readRows: number;
   searches: number;
+  /** From the end of the load until search had applied the log's head (null: not within the wait). */
+  searchCaughtUpMs: number | null;
   faults: FaultFigures[];
   failedJobs: Array<{ jobId: number; code: string }>;
   logDir: string;
@@ -118,6 +120,30 @@ async function readyAgain(base: () => string, ms: number): Promise<number | null
       if (res.status === 200 && ((await res.json()) as { status: string }).status === 'ready') return Date.now();
     } catch { /* not yet */ }
     await sleep(250);
+  }
+  return null;
+}
+
+/** The event store's head position, as the API's /readyz reports it (retried while it answers no head). */
+async function headPosition(client: ChaosClient, ms: number): Promise<string | null> {
+  for (const until = Date.now() + ms; Date.now() < until;) {
+    const res = await client.request('GET', '/readyz');
+    const head = (res.body?.checks as Array<{ name: string; details?: { head?: string } }> | undefined)?.find((c) => c.name === 'eventStore')?.details?.head;
+    if (head !== undefined) return String(head);
+    await sleep(1000);
+  }
+  return null;
+}
+
+/**
+ * Waits until search has applied `position` (a search `?after=` it: 200 once the indexer is there,
+ * 503 search-lagging after WRITE_TIMEOUT_MS before); answers when (null: not within `ms`).
+ */
+async function searchReaches(client: ChaosClient, position: string, ms: number): Promise<number | null> {
+  for (const until = Date.now() + ms; Date.now() < until;) {
+    const res = await client.request('POST', `/api/search?after=${position}`, { query: { match_all: {} }, limit: 1 });
+    if (res.status === 200) return Date.now();
+    await sleep(1000);
   }
   return null;
 }
@@ -194,6 +220,16 @@ export async function runDeployment(deployment: Deployment, opts: { short: boole
     if (res.status !== 200) throw new Error(`search answered ${res.status} ${JSON.stringify(res.body)}`);
     return res.body.total as number;
   };
+  // Search follows the log on its own and may be far behind after the faults (an indexer started
+  // again, the engine away, every import to index): first wait until it has applied the log's
+  // head, so that a document missing afterwards is lost, not late. The wait is a figure of its own.
+  const checksStart = Date.now();
+  const catchUpMs = opts.short ? 600_000 : 1_800_000;
+  const head = await headPosition(checker, 120_000);
+  const caughtUpAt = head === null ? null : await searchReaches(checker, head, catchUpMs);
+  const searchCaughtUpMs = caughtUpAt === null ? null : caughtUpAt - checksStart;
+  if (head === null) failures.push('/readyz named no event store head within 120 s of the load');
+  else if (caughtUpAt === null) failures.push(`search had not applied the log's head (position ${head}) ${catchUpMs / 60_000} min after the load`);
   const settleMs = opts.short ? 90_000 : 180_000;
   const documented = documentedCodes();
   const failedJobs: ChaosReport['failedJobs'] = [];
@@ -300,7 +336,7 @@ export async function runDeployment(deployment: Deployment, opts: { short: boole
     durationMs: Date.now() - started, loadMs, requests: recorder.requests,
     byStatus: Object.fromEntries([...recorder.byStatus].sort(([a], [b]) => a - b).map(([s, n]) => [String(s), n])),
     fiveXxByCode, unexpected, uploads: uploadFigures, migration: mig,
-    resultsAcknowledged: acknowledged, resultsFound: found, readRows, searches, faults, failedJobs, logDir: deployment.logDir,
+    resultsAcknowledged: acknowledged, resultsFound: found, readRows, searches, searchCaughtUpMs, faults, failedJobs, logDir: deployment.logDir,
   };
 }
 
@@ -374,6 +410,7 @@ export function formatReport(r: ChaosReport): string {
     ...r.uploads.map((u, i) => `  upload ${i + 1}: job ${u.jobId} ${u.state}, ${u.results}/${u.expected} results, ${u.found} in the read model, ${u.inSearch} cases and ${u.failuresInSearch} failures in search, ${u.retries} upload retries`),
     `  migration: job ${r.migration.jobId} ${r.migration.phase}, ${r.migration.cases} cases (${r.migration.casesFound} in the read model, ${r.migration.casesInSearch} in search), ${r.migration.runs} runs (${r.migration.runsFound} found)`,
     `reads: ${r.readRows} rows paged; searches answered: ${r.searches}`,
+    `search caught up with the log's head ${seconds(r.searchCaughtUpMs)} after the load`,
     `5xx and unanswered by code: ${Object.entries(r.fiveXxByCode).map(([c, n]) => `${c} ×${n}`).join(', ') || 'none'}`,
     `failed jobs: ${r.failedJobs.map((j) => `${j.jobId} ${j.code}`).join(', ') || 'none'}`,
     'faults (ready = from the injection until /readyz answered ready again; unavailable = the longest a kind of request kept failing; nothing served = the longest stretch no request at all was answered below 500):',
