@@ -12,6 +12,12 @@ export default tseslint.config(
     },
   },
   {
+    // The CommonJS entry point of package.json's bin (scripts/testament.cjs) runs on plain Node.
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', __dirname: 'readonly', process: 'readonly' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     // HTTP bodies in end-to-end tests are untyped JSON.
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
