@@ -5,7 +5,7 @@ import {
   type MaintenanceResult, type NodeStats, type SearchDocument, type SearchEngine, type SearchHit, type SearchRequest, type SearchResult,
   type SearchSettings, type SearchType, type TextField, type WriteFailure,
 } from '../../services/shared/search';
-import { CONFIG, ClauseTranslator, KEYWORD_COLUMN, Sql, TSV_COLUMN, analysed, orderBy } from './postgresQuery';
+import { CONFIG, ClauseTranslator, KEYWORD_COLUMN, NAME_SEPARATOR, Sql, TSV_COLUMN, analysed, orderBy } from './postgresQuery';
 
 /**
  * PostgreSQL full-text search in the service's own database (the embedded default: nothing else
@@ -517,7 +517,7 @@ const WHOLE = 'StartSel=<mark>, StopSel=</mark>, HighlightAll=true';
 const FRAGMENTS = 'StartSel=<mark>, StopSel=</mark>, MaxFragments=3, MaxWords=30, MinWords=12, FragmentDelimiter="<frag/>"';
 
 function headline(textExpr: string, query: string, options: string): string {
-  return `replace(ts_headline(${CONFIG}, ${analysed(textExpr)}, ${query}, '${options}'), chr(8203), '')`;
+  return `replace(ts_headline(${CONFIG}, ${analysed(textExpr)}, ${query}, '${options}'), ${NAME_SEPARATOR}, '')`;
 }
 
 /** A text array of highlight fragments of one field (null when it did not match). */

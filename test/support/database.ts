@@ -18,13 +18,20 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** An empty throw-away database (or a copy of `template`). */
-export async function createTestDatabase(label = 't', template?: string): Promise<TestDatabase> {
+/**
+ * The embedded server's database (infra/postgres/embedded.ts): ICU's root collation and LC_CTYPE C,
+ * under which PostgreSQL's text search parser takes every non-ASCII character for a letter.
+ */
+export const EMBEDDED_LOCALE = "TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C' LOCALE_PROVIDER icu ICU_LOCALE 'und'";
+
+/** An empty throw-away database (or a copy of `template`, or with the embedded server's locale). */
+export async function createTestDatabase(label = 't', template?: string | typeof EMBEDDED_LOCALE): Promise<TestDatabase> {
   const name = `testament_${label}_${randomBytes(4).toString('hex')}`.toLowerCase();
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
+    const options = template === EMBEDDED_LOCALE ? ` ${EMBEDDED_LOCALE}` : template ? ` TEMPLATE ${template}` : '';
+    await admin.query(`CREATE DATABASE ${name}${options}`);
   } finally {
     await admin.end();
   }

@@ -6,7 +6,7 @@ import { PostgresSearchEngine } from '../../../infra/search/postgres';
 import {
   DEFAULT_SEARCH_SETTINGS, MappingNeedsReindex, OperationNotSupported, SEARCH_TYPES, SearchUnavailable, type Clause, type SearchRequest,
 } from '../../../services/shared/search';
-import { createTestDatabase, cutConnections, restoreConnections, type TestDatabase } from '../../support/database';
+import { EMBEDDED_LOCALE, createTestDatabase, cutConnections, restoreConnections, type TestDatabase } from '../../support/database';
 import { describeSearchEngineContract } from './engineContract';
 import { sampleDocuments, searchDocument } from './documents';
 
@@ -37,6 +37,27 @@ describe('PostgreSQL search engine', () => {
   describeSearchEngineContract('postgres', async () => {
     const s = settings();
     return { engine: new PostgresSearchEngine(knex, s), cleanup: () => dropPrefix(s.indexPrefix) };
+  });
+
+  describe('on a database with the embedded server\'s locale (LC_CTYPE C)', () => {
+    // The text search parser's character classes follow LC_CTYPE: the contract (dotted names found
+    // by their parts, stems, highlights) must hold on the embedded default as on a UTF-8 locale.
+    let cdb: TestDatabase;
+    let cknex: Knex;
+    before(async () => {
+      cdb = await createTestDatabase('searchc', EMBEDDED_LOCALE);
+      cknex = createKnex(cdb.url, 4);
+      const { rows } = await cknex.raw<{ rows: { ctype: string }[] }>('SELECT datctype AS ctype FROM pg_database WHERE datname = current_database()');
+      expect(rows[0].ctype).to.equal('C');
+    });
+    after(async () => {
+      await cknex?.destroy();
+      await cdb?.drop();
+    });
+    describeSearchEngineContract('postgres, LC_CTYPE C', async () => {
+      const s = settings();
+      return { engine: new PostgresSearchEngine(cknex, s), cleanup: async () => undefined };
+    });
   });
 
   describe('PostgreSQL specifics', () => {
