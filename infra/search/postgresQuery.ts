@@ -30,17 +30,19 @@ export const CONFIG = `'english'::regconfig`;
 
 /**
  * A dotted or slashed name (`java.lang.NullPointerException`, `src/main/Login.java`) is one token
- * to PostgreSQL's parser; a separator character after each `.`, `/` or `\` between letters splits it
+ * to PostgreSQL's parser; a separator character after each `.`, `/` or `\` next to a letter (before
+ * or after it, as OpenSearch's char filter: `Cache$2.refresh` splits, `2.4` stays whole) splits it
  * into words that read the same (applied to documents, queries and highlights alike; highlights
- * remove it again). Twice: a match consumes the letter after the separator. The separator is ASCII
+ * remove it again). The separator is ASCII
  * (unit separator, chr(31)): the parser's character classes follow the database's LC_CTYPE, and
  * under `C` (the embedded server's) every non-ASCII character is a letter, so a zero-width space
  * would have joined the next word instead of ending this one.
  */
 export const NAME_SEPARATOR = 'chr(31)';
 export function normalised(expr: string): string {
-  const once = (e: string) => `regexp_replace(${e}, '([[:alpha:]])([./\\\\])([[:alpha:]])', '\\1\\2' || ${NAME_SEPARATOR} || '\\3', 'g')`;
-  return once(once(expr));
+  // No lookaround (knex reads `?` as a binding): first after a letter, then before one where not already split.
+  const afterLetter = `regexp_replace(${expr}, '([[:alpha:]][./\\\\])', '\\1' || ${NAME_SEPARATOR}, 'g')`;
+  return `regexp_replace(${afterLetter}, '([./\\\\])([[:alpha:]])', '\\1' || ${NAME_SEPARATOR} || '\\2', 'g')`;
 }
 
 /**

@@ -18,6 +18,7 @@ export function searchDocument(type: SearchType, id: string, fields: Partial<Sea
 const NPE_TRACE = [
   'java.lang.NullPointerException: Cannot invoke "com.example.auth.User.getName()" because "user" is null',
   '\tat com.example.auth.LoginService.login(LoginService.java:42)',
+  '\tat com.example.auth.TokenCache$2.refreshToken(TokenCache.java:17)',
   '\tat com.example.auth.LoginController.submit(LoginController.java:88)',
   '\tat org.springframework.web.servlet.FrameworkServlet.service(FrameworkServlet.java:897)',
 ].join('\n');

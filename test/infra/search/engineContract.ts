@@ -127,6 +127,8 @@ export function describeSearchEngineContract(name: string, open: (ctx: Mocha.Con
         expect(await found({ query: text('NullPointerException') })).to.deep.equal(['f1']);
         expect(await found({ query: text('java.lang.NullPointerException', { operator: 'and' }) })).to.deep.equal(['f1']);
         expect(await found({ query: text('LoginService', { fields: [{ field: 'content', boost: 1 }] }) })).to.deep.equal(['f1']);
+        // An anonymous inner class's frame (`TokenCache$2.refreshToken`): a dot after a digit, before a letter.
+        expect(await found({ query: text('refreshToken', { fields: [{ field: 'content', boost: 1 }] }) })).to.deep.equal(['f1']);
         expect(await found({ query: text('authentication', { fields: [{ field: 'customFields.value', boost: 1 }] }) })).to.deep.equal(['c1']);
       });
 
