@@ -155,6 +155,21 @@ describe('result import: what a test is, and what its run case shows', function 
     expect(await t.runCases(again)).to.deep.equal([['applies', 'passed', 2], ['rounds', 'passed', 1]]);
   });
 
+  it('Playwright: the same test in two browser projects is two cases whose titles name the project; a machine hostname (Vitest) changes no case from run to run', async () => {
+    const playwright = fs.readFileSync(path.join(__dirname, 'fixtures', 'junit-playwright.xml'));
+    const before = await t.model('repositoryCase', 'count', { where: { projectId: t.projectId } });
+    const runId = expectCompleted(await t.upload({ format: 'junit', name: 'playwright' }, [{ name: 'results.xml', content: playwright }]));
+    expect(await t.runCases(runId)).to.deep.equal([
+      ['[chromium] Checkout › pays with a card', 'passed', 1], ['[chromium] Checkout › shows the total', 'failed', 1],
+      ['[firefox] Checkout › pays with a card', 'passed', 1], ['[firefox] Checkout › shows the total', 'passed', 1],
+    ]);
+    const vitest = fs.readFileSync(path.join(__dirname, 'fixtures', 'junit-vitest.xml'), 'utf8');
+    expectCompleted(await t.upload({ format: 'junit', name: 'vitest' }, [{ name: 'junit.xml', content: vitest }]));
+    const again = expectCompleted(await t.upload({ format: 'junit', name: 'vitest on another runner' }, [{ name: 'junit.xml', content: vitest.replace('fv-az1127-318', 'fv-az582-44') }]));
+    expect(await t.runCases(again)).to.deep.equal([['cart > adds an item', 'passed', 1], ['cart > totals the prices', 'failed', 1]]);
+    expect(await t.model('repositoryCase', 'count', { where: { projectId: t.projectId } })).to.equal(before + 6);
+  });
+
   it('keeps suite-level output per run, readable page by page by whoever sees the project', async () => {
     const gradle = `<?xml version="1.0" encoding="UTF-8"?>
 <testsuite name="com.acme.CartTest" tests="1" failures="0" errors="0" skipped="0" timestamp="2026-03-01T10:00:00" hostname="ci" time="0.2">
