@@ -141,6 +141,35 @@ describe('result import: what a test is, and what its run case shows', function 
     expect(results.filter((x: any) => x.status.systemName === 'failed')).to.have.length(failedInFile);
   });
 
+  it('TestNG: a retried invocation whose data-provider object prints a new identity hash is an attempt of the same case, and the next run finds the same cases', async () => {
+    const content = fs.readFileSync(path.join(__dirname, 'fixtures', 'testng-retry-hashes.xml'), 'utf8');
+    const before = await t.model('repositoryCase', 'count', { where: { projectId: t.projectId } });
+    const runId = expectCompleted(await t.upload({ format: 'testng', name: 'retried hashes' }, [{ name: 'testng-results.xml', content }]));
+    expect(await t.runCases(runId)).to.deep.equal([['applies', 'passed', 2], ['rounds', 'passed', 1]]);
+    const results = await t.model('testRunResult', 'findMany', { where: { testRunId: runId }, orderBy: { id: 'asc' }, include: { status: true } });
+    expect(results.map((r: any) => [r.attempt, r.status.systemName, r.retried])).to.deep.equal([[1, 'skipped', true], [2, 'passed', false], [1, 'passed', false]]);
+    // The next CI run prints other hashes: no new case.
+    const next = content.replace(/@e111c7c/g, '@1b6d3586').replace(/@5a2e4553/g, '@7a81197d').replace(/@3f99bd52/g, '@4e50df2e');
+    const again = expectCompleted(await t.upload({ format: 'testng', name: 'retried hashes again' }, [{ name: 'testng-results.xml', content: next }]));
+    expect(await t.model('repositoryCase', 'count', { where: { projectId: t.projectId } })).to.equal(before + 2);
+    expect(await t.runCases(again)).to.deep.equal([['applies', 'passed', 2], ['rounds', 'passed', 1]]);
+  });
+
+  it('Playwright: the same test in two browser projects is two cases whose titles name the project; a machine hostname (Vitest) changes no case from run to run', async () => {
+    const playwright = fs.readFileSync(path.join(__dirname, 'fixtures', 'junit-playwright.xml'));
+    const before = await t.model('repositoryCase', 'count', { where: { projectId: t.projectId } });
+    const runId = expectCompleted(await t.upload({ format: 'junit', name: 'playwright' }, [{ name: 'results.xml', content: playwright }]));
+    expect(await t.runCases(runId)).to.deep.equal([
+      ['[chromium] Checkout › pays with a card', 'passed', 1], ['[chromium] Checkout › shows the total', 'failed', 1],
+      ['[firefox] Checkout › pays with a card', 'passed', 1], ['[firefox] Checkout › shows the total', 'passed', 1],
+    ]);
+    const vitest = fs.readFileSync(path.join(__dirname, 'fixtures', 'junit-vitest.xml'), 'utf8');
+    expectCompleted(await t.upload({ format: 'junit', name: 'vitest' }, [{ name: 'junit.xml', content: vitest }]));
+    const again = expectCompleted(await t.upload({ format: 'junit', name: 'vitest on another runner' }, [{ name: 'junit.xml', content: vitest.replace('fv-az1127-318', 'fv-az582-44') }]));
+    expect(await t.runCases(again)).to.deep.equal([['cart > adds an item', 'passed', 1], ['cart > totals the prices', 'failed', 1]]);
+    expect(await t.model('repositoryCase', 'count', { where: { projectId: t.projectId } })).to.equal(before + 6);
+  });
+
   it('keeps suite-level output per run, readable page by page by whoever sees the project', async () => {
     const gradle = `<?xml version="1.0" encoding="UTF-8"?>
 <testsuite name="com.acme.CartTest" tests="1" failures="0" errors="0" skipped="0" timestamp="2026-03-01T10:00:00" hostname="ci" time="0.2">

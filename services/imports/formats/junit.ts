@@ -15,7 +15,8 @@ import { appendOutput, bodyText, firstLine, isoTimestamp, nonBlank, secondsToMs,
  * output goes to `onSuiteOutput`.
  *
  * Identity (docs/imports.md): a `testament_case_id` property is the externalId; Playwright's browser
- * project (the `hostname` of a suite named by a script file, classname the same file) is the variant.
+ * project (the `hostname` of a suite named by a script file, classname the same file, in a
+ * `<testsuites>` with Playwright's `id`) is the variant and leads the name (`[firefox] title`).
  * Surefire's `flakyFailure`/`flakyError`/`rerunFailure`/`rerunError` are attempts of their own,
  * `retried`, yielded before the testcase's final outcome.
  */
@@ -28,6 +29,8 @@ export const parseJunit: ResultParser = (input, options) => {
     roots: ['testsuites', 'testsuite'],
     start(emit): XmlHandler {
       let runName: string | null = null;
+      /** Playwright's reporter writes `id` on its `<testsuites>` always (PLAYWRIGHT_JUNIT_SUITE_ID, empty by default); Vitest and others do not. */
+      let playwrightRoot = false;
       const suites: Suite[] = [];
       /** The spec file of mocha-junit-reporter's last top-level "Root Suite" (Cypress): its describe suites follow it as siblings. */
       let specFile: string | null = null;
@@ -48,7 +51,10 @@ export const parseJunit: ResultParser = (input, options) => {
         open(name, attrs, parents) {
           const parent = parents[parents.length - 1];
           if (draft === null) {
-            if (name === 'testsuites' && parents.length === 0) runName = nonBlank(attrs.name);
+            if (name === 'testsuites' && parents.length === 0) {
+              runName = nonBlank(attrs.name);
+              playwrightRoot = attrs.id !== undefined;
+            }
             else if (name === 'testsuite') {
               const suiteName = withoutRunStamp(nonBlank(attrs.name)) ?? nonBlank(attrs.package) ?? '(unnamed suite)';
               if (suites.length === 0) {
@@ -72,7 +78,7 @@ export const parseJunit: ResultParser = (input, options) => {
                 caseName = unnamedCase(position);
                 warn(`a test case without a name (class ${attrs.classname ?? 'none'}) was imported as "${caseName}"`, caseName);
               }
-              draft = newDraft(caseName, attrs, suites, runName ?? fileName);
+              draft = newDraft(caseName, attrs, suites, runName ?? fileName, playwrightRoot);
               const duration = secondsToMs(attrs.time);
               if (duration === undefined) warn(`unreadable time "${attrs.time}"; no duration recorded`, caseName);
               draft.durationMs = duration ?? null;
@@ -224,7 +230,7 @@ function withoutDecision(draft: Draft): ParsedCase {
   return { ...parsed, properties: [...parsed.properties] };
 }
 
-function newDraft(name: string, attrs: Attributes, suites: Suite[], fallbackSuite: string): Draft {
+function newDraft(caseName: string, attrs: Attributes, suites: Suite[], fallbackSuite: string, playwrightRoot: boolean): Draft {
   const className = nonBlank(attrs.classname);
   const innermost = suites[suites.length - 1];
   const ownFile = nonBlank(attrs.file);
@@ -232,10 +238,12 @@ function newDraft(name: string, attrs: Attributes, suites: Suite[], fallbackSuit
   const suitePath = suites.length > 0 ? suites.map((s) => s.name) : [className ?? fallbackSuite];
   // A spec file named on a "Root Suite" is carried by no suite name (the same describe in two spec files is two tests).
   const carried = file !== null && (suitePath.includes(file)
-    || (ownFile !== null && (suites.some((s) => s.file === file && s.name !== MOCHA_ROOT_SUITE) || namesFile(className, file) || isBaseName(name, file))));
+    || (ownFile !== null && (suites.some((s) => s.file === file && s.name !== MOCHA_ROOT_SUITE) || namesFile(className, file) || isBaseName(caseName, file))));
   // Written on Windows (cypress\e2e\login.cy.js) or not, the same file is the same level.
   if (file !== null && !carried) suitePath.unshift(file.replace(/\\/g, '/'));
-  const playwright = innermost !== undefined && innermost.hostname !== null && SCRIPT_FILE.test(innermost.name) && className === innermost.name;
+  const project = playwrightRoot && innermost !== undefined && SCRIPT_FILE.test(innermost.name) && className === innermost.name ? innermost.hostname : null;
+  // The project shows in the title as Playwright's own includeProjectInTestName writes it, so a file with or without that option names the same test.
+  const name = project === null || caseName.startsWith(`[${project}] `) ? caseName : `[${project}] ${caseName}`;
   return {
     suitePath,
     name,
@@ -251,7 +259,7 @@ function newDraft(name: string, attrs: Attributes, suites: Suite[], fallbackSuit
     file,
     line: null,
     properties: [],
-    variant: playwright ? innermost.hostname : null,
+    variant: project,
     externalId: null,
     retried: false,
     outcomeElement: null,

@@ -1,12 +1,13 @@
 import { EXTERNAL_ID_NAME, TRX_OUTCOMES, externalIdOfLabel, outcomeIn, unnamedCase, withoutAnsi } from './outcomes';
-import { noDetails, type ParsedCase, type ResultParser } from './parsedResult';
+import { noDetails, truncate, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, bodyText, isoTimestamp, nonBlank, splitQualifiedName, streamXml, warner, type XmlHandler } from './xmlStream';
 
 /**
  * MSTest / VSTest TRX files. suitePath is a single suite named by the test's full class name
  * ("MyTests.Math.CalculatorTests"), as JUnit's Surefire suites are, and className is that name.
  * Only top-level `<UnitTestResult>`s are cases: a data-driven test's `<InnerResults>` are summed up
- * by their parent's outcome.
+ * by their parent's outcome, and kept in its result (`withInnerResults`): rows' outcomes as
+ * properties, their messages, stack traces and outputs after the parent's own.
  *
  * Class names live in `<TestDefinitions>`, which VSTest writes after `<Results>`. A result whose
  * definition has not been read yet is held until `</TestDefinitions>` (cases are already cut to
@@ -31,7 +32,7 @@ export const parseMstest: ResultParser = (input, options) => {
       const run: { systemOut: string | null; systemErr: string | null } = { systemOut: null, systemErr: null };
       const held: Array<{ testId: string; parsed: ParsedCase }> = [];
       let definition: string | null = null;
-      let draft: { testId: string; parsed: ParsedCase; depth: number } | null = null;
+      let draft: { testId: string; parsed: ParsedCase; depth: number; inner: InnerResult[]; open: InnerResult[] } | null = null;
       let ignoringDepth: number | null = null;
 
       const place = (testId: string, parsed: ParsedCase, found: Definition | undefined): ParsedCase => {
@@ -81,6 +82,8 @@ export const parseMstest: ResultParser = (input, options) => {
               draft = {
                 testId,
                 depth: parents.length,
+                inner: [],
+                open: [],
                 parsed: {
                   suitePath: [],
                   name: testName,
@@ -101,8 +104,13 @@ export const parseMstest: ResultParser = (input, options) => {
             else if (parents[1] === 'ResultSummary' && ((parent === 'Output' && (name === 'StdOut' || name === 'StdErr')) || (name === 'Text' && parent === 'RunInfo'))) return true;
             return false;
           }
-          // Inside a result: only its own Output, not an inner result's.
-          const within = parents.slice(draft.depth + 1).join('/');
+          // A data-driven test's rows (at any depth), each with its own Output.
+          if (name === 'UnitTestResult' && parent === 'InnerResults') {
+            draft.open.push({ depth: parents.length, name: nonBlank(attrs.testName), outcome: attrs.outcome ?? null, message: null, stackTrace: null, systemOut: null, systemErr: null });
+            return false;
+          }
+          const owner = draft.open[draft.open.length - 1] ?? draft;
+          const within = parents.slice(owner.depth + 1).join('/');
           if (within === 'Output') return name === 'StdOut' || name === 'StdErr';
           if (within === 'Output/ErrorInfo') return name === 'Message' || name === 'StackTrace';
           return false;
@@ -114,14 +122,20 @@ export const parseMstest: ResultParser = (input, options) => {
             return;
           }
           if (draft !== null && parents.length === draft.depth) {
-            const { testId, parsed } = draft;
+            const { testId, inner } = draft;
+            const parsed = withInnerResults(draft.parsed, inner, options.maxOutputChars);
             draft = null;
             if (definitions.has(testId)) emit(place(testId, parsed, definitions.get(testId)));
             else held.push({ testId, parsed });
             return;
           }
           if (draft !== null) {
-            const parsed = draft.parsed;
+            const row = draft.open[draft.open.length - 1];
+            if (row !== undefined && name === 'UnitTestResult' && parents.length === row.depth) {
+              draft.inner.push(draft.open.pop()!);
+              return;
+            }
+            const parsed = row ?? draft.parsed;
             if (name === 'StdOut') parsed.systemOut = appendOutput(parsed.systemOut, text, options.maxOutputChars);
             else if (name === 'StdErr') parsed.systemErr = appendOutput(parsed.systemErr, text, options.maxOutputChars);
             else if (name === 'Message' && text !== null) parsed.message = withoutAnsi(nonBlank(text)?.trim() ?? null);
@@ -152,6 +166,44 @@ export const parseMstest: ResultParser = (input, options) => {
 interface Definition {
   className: string | null;
   externalId: string | null;
+}
+
+/** A row of a data-driven test (`<InnerResults>`), with what its own Output says. */
+interface InnerResult {
+  depth: number;
+  name: string | null;
+  outcome: string | null;
+  message: string | null;
+  stackTrace: string | null;
+  systemOut: string | null;
+  systemErr: string | null;
+}
+
+/**
+ * A data-driven test's rows, kept in its result: each row's testName and outcome as a property
+ * `inner[<n>]`; their messages after the parent's own (one line each, named by the row); their
+ * stack traces and outputs after the parent's, each under the row's name.
+ */
+function withInnerResults(parsed: ParsedCase, rows: readonly InnerResult[], max: number): ParsedCase {
+  if (rows.length === 0) return parsed;
+  const label = (row: InnerResult, n: number) => row.name ?? `row ${n + 1}`;
+  const joined = (own: string | null, parts: Array<string | null>): string | null => {
+    const all = [own, ...parts].filter((p): p is string => p !== null);
+    return all.length === 0 ? null : all.join('\n');
+  };
+  let { systemOut, systemErr } = parsed;
+  rows.forEach((row, n) => {
+    if (row.systemOut !== null) systemOut = appendOutput(systemOut, `[${label(row, n)}]\n${row.systemOut}`, max);
+    if (row.systemErr !== null) systemErr = appendOutput(systemErr, `[${label(row, n)}]\n${row.systemErr}`, max);
+  });
+  return {
+    ...parsed,
+    message: joined(parsed.message, rows.map((row, n) => (row.message === null ? null : `${label(row, n)}: ${row.message}`))),
+    stackTrace: truncate(joined(parsed.stackTrace, rows.map((row, n) => (row.stackTrace === null ? null : `${label(row, n)}:\n${row.stackTrace}`))), max),
+    systemOut,
+    systemErr,
+    properties: [...parsed.properties, ...rows.map((row, n) => ({ name: `inner[${n + 1}]`, value: `${label(row, n)}: ${row.outcome ?? '(no outcome)'}` }))],
+  };
 }
 
 /** .NET TimeSpan text ("00:00:01.2345678", "1.02:03:04.5") to whole milliseconds. */

@@ -6,7 +6,8 @@ import { appendOutput, bodyText, baseName, isoTimestamp, nonBlank, secondsToMs, 
  * NUnit 3 (`<test-run>`) and NUnit 2 (`<test-results>`) result files. suitePath is the chain of
  * `<test-suite>` names, the Assembly level cut to its file's base name; the levels NUnit adds per
  * parameterised method (ParameterizedMethod, Theory, GenericMethod, NUnit 2 ParameterizedTest) are
- * left out, the case names already carry the method. NUnit 2 names cases by their full name: it is
+ * left out where the case's name carries the method ("Add(1,2)"), and kept where it does not (a
+ * TestName or SetName: "No arguments"), so that two methods' cases of one name stay two tests. NUnit 2 names cases by their full name: it is
  * split into className and the method part. NUnit 2 and xUnit-style dates without a zone count as UTC.
  * The NUnit 3 pre-release schema gives durations in `time` and start times as times of day, the
  * date in the run's `run-date`.
@@ -137,7 +138,9 @@ export const parseNunit: ResultParser = (input, options) => {
       }
 
       function newCase(name: string, className: string | null, outcome: Outcome, durationMs: number | null, executedAt: string | null): ParsedCase {
-        const path = suites.filter((s) => s.inPath).map((s) => s.name);
+        // A parameterised method's level is kept where the case's name does not carry the method (a TestName, SetName):
+        // without it two methods' cases of the same name would be one test.
+        const path = suites.filter((s) => s.inPath || !carriesMethod(name, s.name)).map((s) => s.name);
         return {
           suitePath: path.length > 0 ? path : [className ?? options.fileName],
           name,
@@ -186,6 +189,12 @@ interface Suite {
 }
 
 const PER_METHOD_SUITES = new Set(['ParameterizedMethod', 'Theory', 'GenericMethod', 'ParameterizedTest']);
+
+/** "Add(1,2)" and "Add<Int32>(1)" carry their method "Add" (or "Add<T>"); a given test name ("No arguments") does not. */
+function carriesMethod(caseName: string, method: string): boolean {
+  const base = method.split(/[<(]/)[0];
+  return caseName === base || caseName.startsWith(`${base}(`) || caseName.startsWith(`${base}<`);
+}
 
 /** NUnit 3: a `result/label` pair the table lists, else the result alone (Failed/Error, but Failed/Other is a failure). */
 function nunit3Outcome(result: string | undefined, label: string | undefined): Outcome | undefined {

@@ -11,8 +11,10 @@ import { appendOutput, firstLine, isoTimestamp, nonBlank, streamXml, warner, typ
  * `<params>` become properties named `param[<index>]`; `<reporter-output>` lines become systemOut.
  *
  * Identity (docs/imports.md): the `<test>` block is in suitePath; a data-provider invocation's
- * parameters, in index order joined by ", ", are the variant. `retried="true"` (an attempt the
- * retry analyzer ran again) is `retried`.
+ * parameters, in index order joined by ", ", are the variant, without Java identity hashes
+ * (`TestData@e111c7c` is `TestData@…`; the properties keep them). `retried="true"` (an attempt the
+ * retry analyzer ran again) is `retried`: an attempt of the same test as the invocation it retried,
+ * as Surefire's reruns are (same method, same parameters once the hashes are left out).
  */
 export const parseTestng: ResultParser = (input, options) => {
   const warn = warner(options);
@@ -142,5 +144,18 @@ function withVariant(parsed: ParsedCase): ParsedCase {
     .map((p) => ({ index: /^param\[(\d+)\]$/.exec(p.name)?.[1], value: p.value }))
     .filter((p): p is { index: string; value: string } => p.index !== undefined)
     .sort((a, b) => Number(a.index) - Number(b.index));
-  return params.length === 0 ? parsed : { ...parsed, variant: params.map((p) => p.value).join(', ') };
+  return params.length === 0 ? parsed : { ...parsed, variant: params.map((p) => withoutIdentityHash(p.value)).join(', ') };
+}
+
+/**
+ * Java's default toString of an object (a data-provider row without its own toString) is its class and
+ * identity hash, `com.acme.TestData@e111c7c`, new in every JVM: the next run (and the retry of the same
+ * invocation) prints another hash. The hash is left out (`com.acme.TestData@…`) so the test stays itself.
+ * Class names as Java prints them: nested (`Outer$Row`), arrays (`[Ljava.lang.String;`, `[I`), lambdas (`X$$Lambda$14/0x7f…`).
+ */
+const IDENTITY_HASH = /((?:\[+(?:L[\w$./]+;|[ZBCSIJFD]))|[A-Za-z_$][\w$]*(?:[./][\w$]+)*)@[0-9a-f]{1,8}(?![\w.@-])/g;
+
+export function withoutIdentityHash(value: string): string {
+  // A hidden class's name (a lambda's) ends in its address, as new every run as the hash.
+  return value.replace(IDENTITY_HASH, (_, type: string) => `${type.replace(/\/0x[0-9a-f]+$/, '/0x…')}@…`);
 }

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createReadStream } from 'node:fs';
+import { createReadStream, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { BASE_CASE, harness } from './harness';
@@ -169,14 +169,31 @@ describe('JUnit parser: identity, retries and suite output', () => {
     ]);
   });
 
-  it('Playwright: the browser project (a script-file suite\'s hostname) is the variant, so the same test in two projects differs', async () => {
+  it('Playwright: the browser project (a script-file suite\'s hostname) is the variant and leads the title, so the same test in two projects differs where a user sees it', async () => {
     const { cases } = await parseFixture('junit-playwright.xml');
     expect(cases.map((c) => [c.suitePath, c.className, c.name, c.variant, c.outcome])).to.deep.equal([
-      [['checkout.spec.ts'], 'checkout.spec.ts', 'Checkout › pays with a card', 'chromium', 'passed'],
-      [['checkout.spec.ts'], 'checkout.spec.ts', 'Checkout › shows the total', 'chromium', 'failed'],
-      [['checkout.spec.ts'], 'checkout.spec.ts', 'Checkout › pays with a card', 'firefox', 'passed'],
-      [['checkout.spec.ts'], 'checkout.spec.ts', 'Checkout › shows the total', 'firefox', 'passed'],
+      [['checkout.spec.ts'], 'checkout.spec.ts', '[chromium] Checkout › pays with a card', 'chromium', 'passed'],
+      [['checkout.spec.ts'], 'checkout.spec.ts', '[chromium] Checkout › shows the total', 'chromium', 'failed'],
+      [['checkout.spec.ts'], 'checkout.spec.ts', '[firefox] Checkout › pays with a card', 'firefox', 'passed'],
+      [['checkout.spec.ts'], 'checkout.spec.ts', '[firefox] Checkout › shows the total', 'firefox', 'passed'],
     ]);
+    // Playwright's includeProjectInTestName writes the same prefix itself: the same tests, not prefixed twice.
+    const text = readFileSync(join(__dirname, '..', 'fixtures', 'junit-playwright.xml'), 'utf8');
+    const prefixed = text.replace(/(hostname="(\w+)"[^]*?)(?=<testsuite |<\/testsuites>)/g, (block: string, _: string, project: string) => block.replace(/<testcase name="/g, `<testcase name="[${project}] `));
+    expect(prefixed).to.include('name="[firefox] Checkout › shows the total"');
+    const again = await parseText(prefixed);
+    expect(again.cases.map((c) => [c.name, c.variant])).to.deep.equal(cases.map((c) => [c.name, c.variant]));
+  });
+
+  it('Vitest: a script-file suite whose hostname is the machine (no Playwright <testsuites id>) has no variant, so the next run on another machine finds the same tests', async () => {
+    const { cases } = await parseFixture('junit-vitest.xml');
+    expect(cases.map((c) => [c.suitePath, c.className, c.name, c.variant, c.outcome])).to.deep.equal([
+      [['src/cart.test.ts'], 'src/cart.test.ts', 'cart > adds an item', null, 'passed'],
+      [['src/cart.test.ts'], 'src/cart.test.ts', 'cart > totals the prices', null, 'failed'],
+    ]);
+    const text = readFileSync(join(__dirname, '..', 'fixtures', 'junit-vitest.xml'), 'utf8');
+    const nextRun = await parseText(text.replace('fv-az1127-318', 'fv-az582-44'));
+    expect(nextRun.cases.map((c) => [c.suitePath, c.className, c.name, c.variant])).to.deep.equal(cases.map((c) => [c.suitePath, c.className, c.name, c.variant]));
   });
 
   it('a machine hostname (Gradle) is no variant; pytest files are already named by their class', async () => {

@@ -20,7 +20,7 @@ describe('MSTest (TRX) parser', () => {
       },
       { ...base, suitePath: ['MyTests.Math.SlowTests'], className: 'MyTests.Math.SlowTests', name: 'Hangs', outcome: 'error', durationMs: 86_402_000, executedAt: '2024-01-15T10:30:02.000Z' },
       { ...base, ...calc, name: 'Later', outcome: 'skipped', durationMs: 0, executedAt: '2024-01-15T10:30:03.000Z', message: 'Test method MyTests.Math.CalculatorTests.Later was ignored' },
-      { ...base, ...calc, name: 'Rows', outcome: 'failed', durationMs: 2, executedAt: '2024-01-15T10:30:04.000Z' }, // not the inner row's message
+      { ...base, ...calc, name: 'Rows', outcome: 'failed', durationMs: 2, executedAt: '2024-01-15T10:30:04.000Z', message: 'Rows (1): inner row failed', properties: [{ name: 'inner[1]', value: 'Rows (1): Failed' }] },
       { ...base, suitePath: ['(no class)'], name: 'Odd', outcome: 'passed', durationMs: 0, executedAt: '2024-01-15T10:30:00.000Z' }, // PassedButRunAborted
     ]);
     expect(warnings).to.deep.equal([{ file: 'results.xml', message: 'no class found for test t6; it was put in the suite "(no class)"', case: 'Odd' }]);
@@ -42,6 +42,22 @@ describe('MSTest (TRX) parser', () => {
       [['(no class)'], null, 'Three', 'skipped', null, '2024-01-15T10:30:00.000Z'],
     ]);
     expect(warnings.map((w) => w.message)).to.deep.equal(['no class found for test c; it was put in the suite "(no class)"']);
+  });
+
+  it('a data-driven test keeps its rows: their outcomes as properties, their messages (the parent has none), stack traces and outputs under their names', async () => {
+    const { cases } = await parseFixture('mstest-data-driven.trx');
+    expect(cases).to.deep.equal([{
+      ...base, suitePath: ['Parsing.Tests.RowTests'], className: 'Parsing.Tests.RowTests', name: 'ParsesRow', outcome: 'failed', durationMs: 30, executedAt: '2024-05-06T14:00:01.000Z',
+      message: 'ParsesRow ("a",1): Some Message.\nParsesRow ("c",3): Second Message.',
+      stackTrace: 'ParsesRow ("a",1):\n   at Parsing.Tests.RowTests.ParsesRow(String text, Int32 n) in /src/RowTests.cs:line 14\nParsesRow ("c",3):\n   at Parsing.Tests.RowTests.ParsesRow(String text, Int32 n) in /src/RowTests.cs:line 15',
+      systemOut: '[ParsesRow ("a",1)]\nparsing a',
+      systemErr: '[ParsesRow ("c",3)]\nrow c is odd',
+      properties: [
+        { name: 'inner[1]', value: 'ParsesRow ("a",1): Failed' },
+        { name: 'inner[2]', value: 'ParsesRow ("b",2): Passed' },
+        { name: 'inner[3]', value: 'ParsesRow ("c",3): Failed' },
+      ],
+    }]);
   });
 
   it('refuses a TRX without results (no-tests)', async () => {

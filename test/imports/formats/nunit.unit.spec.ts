@@ -83,6 +83,38 @@ describe('NUnit parser: identity, gaps of the older schemas, suite output', () =
     expect(cases[0].properties).to.deep.equal([{ name: 'Category', value: 'Smoke' }, { name: 'Category', value: 'testament_case_id=SMK-7' }]);
   });
 
+  it('NUnit 2: two parameterised methods whose cases have the same given names stay four tests (the method level is kept where the name lacks it)', async () => {
+    const { cases } = await parseFixture('nunit2-named-cases.xml');
+    const fixture = ['Runner.Tests.dll', 'Runner', 'Tests', 'CommandLineTests'];
+    expect(cases.map((c) => [c.suitePath, c.className, c.name, c.outcome])).to.deep.equal([
+      [[...fixture, 'FirstProjectAndStopAfterFirstProject'], 'Runner.Tests.CommandLineTests', 'Prio project specified', 'passed'],
+      [[...fixture, 'FirstProjectAndStopAfterFirstProject'], 'Runner.Tests.CommandLineTests', 'No arguments', 'passed'],
+      [[...fixture, 'ParseArgs'], 'Runner.Tests.CommandLineTests', 'Prio project specified', 'passed'],
+      [[...fixture, 'ParseArgs'], 'Runner.Tests.CommandLineTests', 'No arguments', 'failed'],
+      // A case named by its method keeps the identity it had: no method level.
+      [fixture, 'Runner.Tests.CommandLineTests', 'Sum(1,2)', 'passed'],
+    ]);
+    const identities = new Set(cases.map((c) => JSON.stringify([c.suitePath, c.className, c.name, c.variant])));
+    expect(identities.size).to.equal(5);
+  });
+
+  it('a case named only by its given name (no namespace and class), in NUnit 2 and NUnit 3, keeps its parameterised method level', async () => {
+    const nunit2 = await parseText(`<test-results name="a.dll"><test-suite type="TestFixture" name="F"><results>
+      <test-suite type="ParameterizedTest" name="ParseArgs"><results><test-case name="No arguments" executed="True" result="Success" success="True"/></results></test-suite>
+      <test-suite type="ParameterizedTest" name="Other"><results><test-case name="No arguments" executed="True" result="Success" success="True"/></results></test-suite>
+    </results></test-suite></test-results>`);
+    expect(nunit2.cases.map((c) => [c.suitePath, c.name])).to.deep.equal([[['F', 'ParseArgs'], 'No arguments'], [['F', 'Other'], 'No arguments']]);
+    const nunit3 = await parseText(`<test-run><test-suite type="TestFixture" name="F" fullname="N.F" classname="N.F">
+      <test-suite type="ParameterizedMethod" name="ParseArgs" fullname="N.F.ParseArgs" classname="N.F">
+        <test-case name="No arguments" fullname="N.F.No arguments" methodname="ParseArgs" classname="N.F" result="Passed"/></test-suite>
+      <test-suite type="ParameterizedMethod" name="Other" fullname="N.F.Other" classname="N.F">
+        <test-case name="No arguments" fullname="N.F.No arguments" methodname="Other" classname="N.F" result="Passed"/></test-suite>
+      <test-suite type="GenericMethod" name="Echo&lt;T&gt;" fullname="N.F.Echo&lt;T&gt;" classname="N.F">
+        <test-case name="Echo&lt;Int32&gt;(1)" fullname="N.F.Echo&lt;Int32&gt;(1)" methodname="Echo" classname="N.F" result="Passed"/></test-suite>
+    </test-suite></test-run>`);
+    expect(nunit3.cases.map((c) => [c.suitePath, c.name])).to.deep.equal([[['F', 'ParseArgs'], 'No arguments'], [['F', 'Other'], 'No arguments'], [['F'], 'Echo<Int32>(1)']]);
+  });
+
   it('NUnit 3 suite-level <output> is reported once per suite through onSuiteOutput', async () => {
     const outputs: SuiteOutput[] = [];
     const input = Readable.from([readFileSync(join(__dirname, '..', 'fixtures', 'nunit3-prerelease.xml'))]);

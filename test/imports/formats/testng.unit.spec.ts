@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { BASE_CASE, harness } from './harness';
-import { parseTestng } from '../../../services/imports/formats/testng';
+import { parseTestng, withoutIdentityHash } from '../../../services/imports/formats/testng';
 
 const { parseFixture, parseText } = harness(parseTestng);
 const base = BASE_CASE;
@@ -48,5 +50,24 @@ describe('TestNG parser: identity and retries', () => {
     ]);
     expect(cases[2].message).to.equal('expected [PAID] but found [PENDING]');
     expect(warnings.map((w) => w.message)).to.deep.equal(['a test method without a name (class com.example.CartTest) was imported as "(unnamed test 6)"']);
+  });
+  it('a Java identity hash (Type@e111c7c) is no part of the variant: a retried attempt is the same test as the invocation it retried, and the next run finds it again', async () => {
+    const { cases } = await parseFixture('testng-retry-hashes.xml');
+    const row = 'com.acme.pricing.DiscountTest$TD@…';
+    expect(cases.map((c) => [c.name, c.variant, c.outcome, c.retried])).to.deep.equal([
+      ['applies', row, 'skipped', true],
+      ['applies', row, 'passed', false],
+      ['rounds', 'EUR, 2', 'passed', false], // parameters without a hash are as before
+    ]);
+    // The properties keep what the file says.
+    expect(cases.map((c) => c.properties[0].value)).to.deep.equal(['com.acme.pricing.DiscountTest$TD@e111c7c', 'com.acme.pricing.DiscountTest$TD@5a2e4553', 'EUR']);
+    const next = await parseText(readFileSync(join(__dirname, '..', 'fixtures', 'testng-retry-hashes.xml'), 'utf8').replace(/@e111c7c/g, '@1b6d3586').replace(/@5a2e4553/g, '@7a81197d'));
+    expect(next.cases.map((c) => c.variant)).to.deep.equal(cases.map((c) => c.variant));
+  });
+
+  it('identity hashes are left out of arrays, nested classes and lambdas; other values are kept', () => {
+    expect(withoutIdentityHash('[Ljava.lang.String;@1b6d3586, [I@7a81197d')).to.equal('[Ljava.lang.String;@…, [I@…');
+    expect(withoutIdentityHash('com.acme.Foo$$Lambda$14/0x0000000800c02a00@5e9f23b4')).to.equal('com.acme.Foo$$Lambda$14/0x…@…');
+    expect(withoutIdentityHash('ops@cafe.example, apple, 0xff, Row{id=7}')).to.equal('ops@cafe.example, apple, 0xff, Row{id=7}');
   });
 });
