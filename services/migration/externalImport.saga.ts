@@ -186,8 +186,10 @@ export class ExternalImportSaga {
   private async analyse(job: JobStream): Promise<void> {
     await job.apply({ type: 'StartAnalysis', now: this.now() });
     const path = await this.exportPath(job);
-    const analysis = await analyseExport(path, { limits: this.deps.settings.limits });
-    await stageExport(this.deps.knex, job.state.jobId, path, this.deps.settings.limits);
+    // Named as uploaded (the stored file's name is a key the server chose).
+    const name = job.state.file?.fileName;
+    const analysis = await analyseExport(path, { limits: this.deps.settings.limits, name });
+    await stageExport(this.deps.knex, job.state.jobId, path, this.deps.settings.limits, name);
     const sources = await sourcesOf(this.deps.knex, job.state.jobId);
     const suggestions = await suggestMappings(this.deps.knex, sources);
     // Datasets the export holds that this domain has no place for are listed as skipped, with the reason; their problems only warn.
@@ -206,7 +208,7 @@ export class ExternalImportSaga {
   private async start(job: JobStream): Promise<void> {
     let counts = await stagedCounts(this.deps.knex, job.state.jobId);
     // Staged at analysis; a staging dropped since (or never written by an older worker) is made again from the file.
-    if (counts === null) counts = await stageExport(this.deps.knex, job.state.jobId, await this.exportPath(job), this.deps.settings.limits);
+    if (counts === null) counts = await stageExport(this.deps.knex, job.state.jobId, await this.exportPath(job), this.deps.settings.limits, job.state.file?.fileName);
     const plan = IMPORT_STEPS.filter((step) => (counts![step.dataset] ?? 0) > 0).map((step) => ({ dataset: step.dataset, rows: counts![step.dataset] }));
     await job.apply({ type: 'Start', plan, now: this.now() });
   }
@@ -533,7 +535,7 @@ function timeOf(value: unknown): string | null {
 /** A row the domain refused (a rule, a unique name taken meanwhile): the job fails naming it. */
 class RowRefused extends Error {
   constructor(readonly dataset: string, readonly sourceId: string, override readonly cause: unknown) {
-    super(`Row ${sourceId} of ${dataset} was refused: ${cause instanceof Error ? cause.message : String(cause)}`);
+    super(`The row with id ${sourceId} of ${dataset} was refused: ${cause instanceof Error ? cause.message : String(cause)}`);
   }
 }
 
