@@ -1,4 +1,5 @@
 import { readExport, type ExportLimits } from './exportReader';
+import { fieldTypeOf } from './fieldTypes';
 
 /**
  * The analysis of an export (issue 18's "analyse" phase): per dataset its row count, a few sample
@@ -149,6 +150,9 @@ interface Tally {
   notObjectCount: number;
   badId: number[];
   badIdCount: number;
+  /** Rows of `fields` whose type (`type`, `type_name`) names no field type. */
+  untyped: number[];
+  untypedCount: number;
 }
 
 /** Analyses the export at `file`; throws the reader's `ExportFileError` when the file itself is refused. */
@@ -176,6 +180,7 @@ export async function analyseExport(file: string, options: AnalysisOptions = {})
       if (tally.notObjectCount++ < listed) tally.notObject.push(index);
       continue;
     }
+    if (record.dataset === 'fields' && fieldTypeOf(record.row) === null && tally.untypedCount++ < listed) tally.untyped.push(index);
     if (!ID_DATASETS.has(record.dataset)) continue;
     const id = idOf(record.row.id);
     if (id === null) {
@@ -288,6 +293,13 @@ function datasetAnalysis(
       details: { dataset: tally.name, count: tally.badIdCount, rows: tally.badId },
     });
   }
+  if (tally.untypedCount > 0) {
+    warnings.push({
+      code: 'field-type-unknown',
+      message: `${tally.untypedCount} row(s) of ${tally.name} name no field type this import knows (type, type_name); they become text fields`,
+      details: { dataset: tally.name, count: tally.untypedCount, rows: tally.untyped },
+    });
+  }
   for (const ref of REFERENCES.get(tally.name) ?? []) {
     const found = dangling.get(`${tally.name}\u0000${ref.field}`);
     if (!found || !tallies.has(ref.target)) continue;
@@ -322,7 +334,7 @@ function tallyOf(tallies: Map<string, Tally>, name: string): Tally {
   if (!tally) {
     tally = {
       name, entries: new Set(), rowCount: 0, sampleRows: [], samplesTruncated: false,
-      notObject: [], notObjectCount: 0, badId: [], badIdCount: 0,
+      notObject: [], notObjectCount: 0, badId: [], badIdCount: 0, untyped: [], untypedCount: 0,
     };
     tallies.set(name, tally);
   }

@@ -21,7 +21,7 @@ import { type ExportLimits, ExportFileError } from './exportReader';
 import {
   type ExternalImportCommand, type ExternalImportState, externalImportDecider, externalImportStream, isRunnable,
 } from './externalImport.decider';
-import { type ChunkChildren, type DatasetStep, entryOf, fieldKindOf, IMPORT_STEPS, type ImportContext, NOT_PLACED, type Writer } from './importers';
+import { childCounts, type ChunkChildren, type DatasetStep, entryOf, fieldKindOf, IMPORT_STEPS, type ImportContext, NOT_PLACED, type Writer } from './importers';
 import { MAPPING_DEFS, sourcesOf, suggestMappings } from './mappings';
 import { dropStaging, stageExport, stagedCounts, stagedRows } from './staging';
 import { type IdAllocator, IdPool } from '../shared/ids';
@@ -191,7 +191,7 @@ export class ExternalImportSaga {
     const analysis = await analyseExport(path, { limits: this.deps.settings.limits, name });
     await stageExport(this.deps.knex, job.state.jobId, path, this.deps.settings.limits, name);
     const sources = await sourcesOf(this.deps.knex, job.state.jobId);
-    const suggestions = await suggestMappings(this.deps.knex, sources);
+    const suggestions = await suggestMappings(this.deps.knex, this.deps.store, sources);
     // Datasets the export holds that this domain has no place for are listed as skipped, with the reason; their problems only warn.
     const datasets = analysis.datasets.map((d) => (d.disposition === 'import' && NOT_PLACED.has(d.name)
       ? { ...d, disposition: 'skip' as const, skipReason: NOT_PLACED.get(d.name)!, warnings: [...d.warnings, ...d.errors], errors: [] }
@@ -287,6 +287,16 @@ export class ExternalImportSaga {
       const map = job.state.ids.get(dataset);
       const created = map?.created.length ?? 0;
       counts[dataset] = { created, mapped: (map?.bySource.size ?? 0) - created, skipped: p?.skipped ?? 0 };
+    }
+    // A template's fields are read with it: those left out (their template not imported, or mapped; their field not imported) are counted too.
+    const staged = await stagedCounts(this.deps.knex, job.state.jobId);
+    if (staged?.template_fields) {
+      const createdIds = new Map([...job.state.ids].map(([dataset, m]) => [dataset, new Set(m.created)]));
+      const owner = (dataset: string, sourceId: unknown) => {
+        const id = sourceId === null || sourceId === undefined ? undefined : job.state.ids.get(dataset)?.bySource.get(String(sourceId));
+        return id === undefined ? null : createdIds.get(dataset)?.has(id) ? 'created' as const : 'mapped' as const;
+      };
+      counts.template_fields = await childCounts(this.context(job, new Map()), 'template_fields', owner);
     }
     const outcome = await job.apply({ type: 'Complete', counts, notificationId: await this.planNotification(job), now: this.now() });
     if (outcome) await readYourWrites(this.deps, outcome);
