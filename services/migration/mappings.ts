@@ -264,10 +264,18 @@ async function checkTargets(knex: Knex, mappings: ExternalMappings, sources: Rec
 /** A placeholder user execute would refuse to register (its e-mail claimed, an e-mail or name refused): refused now. */
 async function checkUserCreates(store: EventStore, mappings: ExternalMappings, sources: Record<ExternalMappingKey, ExternalSourceEntry[]>): Promise<void> {
   const byId = new Map(sources.users.map((s) => [s.sourceId, s]));
-  for (const [index, entry] of mappings.users.entries()) {
-    if (entry.action !== 'create') continue;
+  const creates = [...mappings.users.entries()].filter(([, entry]) => entry.action === 'create' && byId.has(entry.sourceId));
+  // One claim read per created user, 32 at a time; the first refused (in list order) is named.
+  const refusals: Array<Awaited<ReturnType<typeof userCreateRefusal>>> = [];
+  for (let i = 0; i < creates.length; i += 32) {
+    refusals.push(...await Promise.all(creates.slice(i, i + 32).map(([, entry]) => {
+      const source = byId.get(entry.sourceId)!;
+      return userCreateRefusal(store, source.name, (source.hint?.name as string | undefined) ?? '');
+    })));
+  }
+  for (const [n, [index, entry]] of creates.entries()) {
     const source = byId.get(entry.sourceId);
-    const refusal = source ? await userCreateRefusal(store, source.name, (source.hint?.name as string | undefined) ?? '') : null;
+    const refusal = refusals[n];
     if (!refusal) continue;
     const path = `mappings.users[${index}].action`;
     if (refusal.code === 'email-taken') {
