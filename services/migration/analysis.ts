@@ -1,4 +1,5 @@
 import { readExport, type ExportLimits } from './exportReader';
+import { fieldTypeOf } from './fieldTypes';
 
 /**
  * The analysis of an export (issue 18's "analyse" phase): per dataset its row count, a few sample
@@ -53,8 +54,8 @@ export const REFERENCES: ReadonlyMap<string, readonly Reference[]> = new Map(Obj
   milestone_links: [P('milestone_id', 'milestones')],
   milestone_issues: [P('milestone_id', 'milestones'), P('issue_id', 'issues')],
   repositories: [PROJECT],
-  repository_folders: [PROJECT, P('repo_id', 'repositories'), R('parent_id', 'repository_folders'), CREATOR],
-  repository_cases: [PROJECT, P('repo_id', 'repositories'), R('folder_id', 'repository_folders'),
+  repository_folders: [PROJECT, R('repo_id', 'repositories'), R('parent_id', 'repository_folders'), CREATOR],
+  repository_cases: [PROJECT, R('repo_id', 'repositories'), R('folder_id', 'repository_folders'),
     R('template_id', 'templates'), R('state_id', 'states'), CREATOR],
   repository_case_steps: [P('case_id', 'repository_cases')],
   repository_case_values: [P('case_id', 'repository_cases'), P('field_id', 'fields'), R('value_id', 'field_values')],
@@ -120,6 +121,8 @@ export interface ExportAnalysis {
 
 export interface AnalysisOptions {
   limits?: Partial<ExportLimits>;
+  /** The file's name as uploaded: a bare JSON export's entry, in the records and errors (default: the stored file's name). */
+  name?: string;
   /** Sample rows kept per dataset (default 5, as TestPlanIt). */
   sampleRows?: number;
   /** Bounds of a sample row (defaults as TestPlanIt: strings 1,000 chars, arrays 10 items, objects 20 keys, depth 3). */
@@ -147,6 +150,9 @@ interface Tally {
   notObjectCount: number;
   badId: number[];
   badIdCount: number;
+  /** Rows of `fields` whose type (`type`, `type_name`) names no field type. */
+  untyped: number[];
+  untypedCount: number;
 }
 
 /** Analyses the export at `file`; throws the reader's `ExportFileError` when the file itself is refused. */
@@ -159,7 +165,7 @@ export async function analyseExport(file: string, options: AnalysisOptions = {})
   const ignored: ExportAnalysis['ignored'] = [];
 
   // Pass 1: counts, samples, row shapes, the ids others point at.
-  for await (const record of readExport(file, options.limits)) {
+  for await (const record of readExport(file, options.limits, options.name)) {
     if (record.type === 'ignored') ignored.push({ entry: record.entry, name: record.name, reason: record.reason });
     if (record.type === 'dataset') tallyOf(tallies, record.name).entries.add(record.entry);
     if (record.type !== 'row') continue;
@@ -174,6 +180,7 @@ export async function analyseExport(file: string, options: AnalysisOptions = {})
       if (tally.notObjectCount++ < listed) tally.notObject.push(index);
       continue;
     }
+    if (record.dataset === 'fields' && fieldTypeOf(record.row) === null && tally.untypedCount++ < listed) tally.untyped.push(index);
     if (!ID_DATASETS.has(record.dataset)) continue;
     const id = idOf(record.row.id);
     if (id === null) {
@@ -188,8 +195,8 @@ export async function analyseExport(file: string, options: AnalysisOptions = {})
   // Pass 2: references to rows the export does not hold.
   const dangling = new Map<string, { count: number; rows: number[]; values: string[] }>();
   const counters = new Map<string, number>();
-  const used = new Set<string>(); // dataset + column pairs that hold a value in some row
-  for await (const record of readExport(file, options.limits)) {
+  const used = new Map<string, number>(); // dataset + column pairs: the rows that hold a value in the column
+  for await (const record of readExport(file, options.limits, options.name)) {
     if (record.type !== 'row') continue;
     const index = counters.get(record.dataset) ?? 0;
     counters.set(record.dataset, index + 1);
@@ -199,7 +206,7 @@ export async function analyseExport(file: string, options: AnalysisOptions = {})
       const value = idOf(record.row[ref.field]);
       if (value === null) continue;
       const key = `${record.dataset}\u0000${ref.field}`;
-      used.add(key);
+      used.set(key, (used.get(key) ?? 0) + 1);
       // A target dataset the export lacks is reported once, as missing, below.
       if (!tallies.has(ref.target) || ids.get(ref.target)?.has(value)) continue;
       let found = dangling.get(key);
@@ -217,27 +224,31 @@ export async function analyseExport(file: string, options: AnalysisOptions = {})
     .sort((a, b) => a.name.localeCompare(b.name))
     .map((tally) => datasetAnalysis(tally, tallies, dangling));
 
-  // A dataset that rows point at (a value in the column) but the export lacks: an error when those rows cannot be placed without it.
-  const missing = new Map<string, { parent: boolean; neededBy: string[] }>();
+  // A dataset that rows point at (a value in the column) but the export lacks: a warning. Rows that
+  // cannot be placed without it are skipped and counted (the rest of the export is imported);
+  // otherwise the column is left empty.
+  const missing = new Map<string, { skipped: Record<string, number>; emptied: Record<string, number> }>();
   for (const dataset of datasets) {
     if (dataset.disposition !== 'import') continue;
     for (const ref of REFERENCES.get(dataset.name) ?? []) {
-      if (tallies.has(ref.target) || !used.has(`${dataset.name}\u0000${ref.field}`)) continue;
+      const rowCount = used.get(`${dataset.name}\u0000${ref.field}`);
+      if (tallies.has(ref.target) || rowCount === undefined) continue;
       let entry = missing.get(ref.target);
-      if (!entry) missing.set(ref.target, (entry = { parent: false, neededBy: [] }));
-      entry.parent ||= ref.parent === true;
-      entry.neededBy.push(`${dataset.name}.${ref.field}`);
+      if (!entry) missing.set(ref.target, (entry = { skipped: {}, emptied: {} }));
+      (ref.parent ? entry.skipped : entry.emptied)[`${dataset.name}.${ref.field}`] = rowCount;
     }
   }
-  for (const [name, { parent, neededBy }] of [...missing].sort(([a], [b]) => a.localeCompare(b))) {
-    const issue = {
+  for (const [name, { skipped, emptied }] of [...missing].sort(([a], [b]) => a.localeCompare(b))) {
+    const listed = (counts: Record<string, number>) => Object.entries(counts).map(([column, n]) => `${n} row(s) by ${column}`).join(', ');
+    const parts = [
+      ...(Object.keys(skipped).length > 0 ? [`${listed(skipped)} cannot be placed without it: they are skipped and counted`] : []),
+      ...(Object.keys(emptied).length > 0 ? [`${listed(emptied)} will be left empty`] : []),
+    ];
+    warnings.push({
       code: 'dataset-missing',
-      message: parent
-        ? `The export has no ${name}, which ${neededBy.join(', ')} need to be placed`
-        : `The export has no ${name}; ${neededBy.join(', ')} will be left empty`,
-      details: { dataset: name, neededBy },
-    };
-    (parent ? errors : warnings).push(issue);
+      message: `The export has no ${name}; ${parts.join('; ')}`,
+      details: { dataset: name, neededBy: [...Object.keys(skipped), ...Object.keys(emptied)], skipped, emptied },
+    });
   }
   if (!datasets.some((d) => d.disposition === 'import')) {
     errors.push({ code: 'no-importable-dataset', message: 'The export holds no dataset the import can place', details: {} });
@@ -282,6 +293,13 @@ function datasetAnalysis(
       details: { dataset: tally.name, count: tally.badIdCount, rows: tally.badId },
     });
   }
+  if (tally.untypedCount > 0) {
+    warnings.push({
+      code: 'field-type-unknown',
+      message: `${tally.untypedCount} row(s) of ${tally.name} name no field type this import knows (type, type_name); they become text fields`,
+      details: { dataset: tally.name, count: tally.untypedCount, rows: tally.untyped },
+    });
+  }
   for (const ref of REFERENCES.get(tally.name) ?? []) {
     const found = dangling.get(`${tally.name}\u0000${ref.field}`);
     if (!found || !tallies.has(ref.target)) continue;
@@ -316,7 +334,7 @@ function tallyOf(tallies: Map<string, Tally>, name: string): Tally {
   if (!tally) {
     tally = {
       name, entries: new Set(), rowCount: 0, sampleRows: [], samplesTruncated: false,
-      notObject: [], notObjectCount: 0, badId: [], badIdCount: 0,
+      notObject: [], notObjectCount: 0, badId: [], badIdCount: 0, untyped: [], untypedCount: 0,
     };
     tallies.set(name, tally);
   }

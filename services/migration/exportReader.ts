@@ -108,15 +108,20 @@ export async function detectContainer(file: string): Promise<ExportContainer> {
   });
 }
 
-/** The export's datasets and rows, streamed. Throws `ExportFileError` for hostile or broken input. */
+/**
+ * The export's datasets and rows, streamed. Throws `ExportFileError` for hostile or broken input.
+ * `name`: the file's name as uploaded, which records and errors name a bare JSON export by (the
+ * stored file's own name is the server's choice; default: its base name).
+ */
 export async function* readExport(
   file: string,
   limits: Partial<ExportLimits> = {},
+  name: string = path.basename(file),
 ): AsyncGenerator<ExportRecord> {
   const container = await detectContainer(file);
   const datasets = new Set<string>();
   let ignored = 0;
-  const source = container === 'zip' ? readZip(file, { ...DEFAULT_EXPORT_LIMITS, ...limits }) : readJsonFile(file);
+  const source = container === 'zip' ? readZip(file, { ...DEFAULT_EXPORT_LIMITS, ...limits }) : readJsonEntry(fs.createReadStream(file), name, null);
   for await (const record of source) {
     if (record.type === 'dataset') {
       checkName('dataset', record.name, EXPORT_SHAPE_LIMITS.maxDatasetName, record.entry);
@@ -152,11 +157,6 @@ function checkName(what: 'dataset' | 'entry' | 'ignored', name: string, maxLengt
   throw new ExportFileError('export-name-too-long', `A ${what === 'ignored' ? 'key' : what} name of ${name.length} characters: at most ${maxLength}`, {
     [what === 'entry' ? 'entry' : 'name']: shown(name), ...(what !== 'entry' && { entry: shown(entry) }), length: name.length, maxLength,
   });
-}
-
-async function* readJsonFile(file: string): AsyncGenerator<ExportRecord> {
-  const entry = path.basename(file);
-  yield* readJsonEntry(fs.createReadStream(file), entry, null);
 }
 
 async function* readZip(file: string, limits: ExportLimits): AsyncGenerator<ExportRecord> {
@@ -271,7 +271,7 @@ async function* readObjectEntry(json: JsonReader, entry: string, stem: string | 
   let schema: Record<string, unknown> | null = null;
   for await (const key of json.keys(entry)) {
     if (single === null) {
-      single = stem !== null && (DATASET_DATA_KEYS.has(key) || (DATASET_SCHEMA_KEYS.has(key) && (key !== 'fields' || stem !== 'fields')));
+      single = stem !== null && (DATASET_DATA_KEYS.has(key) || (DATASET_SCHEMA_KEYS.has(key) && (key !== 'fields' || !(await holdsDataset(json)))));
       if (single) yield { type: 'dataset', name: stem!, entry };
     }
     if (single) {
@@ -290,6 +290,24 @@ async function* readObjectEntry(json: JsonReader, entry: string, stem: string | 
     }
   }
   if (single) yield { type: 'datasetEnd', name: stem!, entry, schema };
+}
+
+/**
+ * Whether the value about to be read, under a leading `fields` key, is the custom-fields dataset
+ * of a whole export rather than a one-dataset file's schema: a dataset is an array of rows or an
+ * object of data and schema keys (`{"data": [...]}`); a schema maps columns to type tags
+ * (`{"id": "id", ...}`). Decided from the next two tokens, whatever the entry's name.
+ */
+async function holdsDataset(json: JsonReader): Promise<boolean> {
+  const first = await json.peek();
+  if (first.name === 'startArray') return true;
+  if (first.name !== 'startObject') return false;
+  const key = await json.lookAhead(1);
+  if (key?.name !== 'keyValue') return false;
+  if (DATASET_DATA_KEYS.has(key.value)) return true;
+  // A schema key holds an object (or a list of columns); a column named `schema` holds a type tag.
+  const value = DATASET_SCHEMA_KEYS.has(key.value) ? await json.lookAhead(2) : undefined;
+  return value?.name === 'startObject' || value?.name === 'startArray';
 }
 
 /** Shape B (`{datasets: {name: body}}`) or C (`{datasets: [{name, rows}]}`). */
@@ -387,7 +405,7 @@ async function readBounded(json: JsonReader, dataset: string, entry: string, row
     return await json.readValue(EXPORT_SHAPE_LIMITS.maxRowDepth);
   } catch (error) {
     if (!(error instanceof JsonTooDeep)) throw error;
-    throw new ExportFileError('export-row-too-deep', `${shown(entry)}: ${row === 'schema' ? 'the schema' : row === 'name' ? 'the name' : `row ${row}`} of ${shown(dataset)} is nested deeper than ${EXPORT_SHAPE_LIMITS.maxRowDepth} levels`, {
+    throw new ExportFileError('export-row-too-deep', `${shown(entry)}: ${row === 'schema' ? 'the schema' : row === 'name' ? 'the name' : `row ${row + 1} (index ${row})`} of ${shown(dataset)} is nested deeper than ${EXPORT_SHAPE_LIMITS.maxRowDepth} levels`, {
       entry: shown(entry), dataset: shown(dataset), row, maxDepth: EXPORT_SHAPE_LIMITS.maxRowDepth,
     });
   }

@@ -58,7 +58,8 @@ export function externalImportPaths(): OpenAPIV3.PathsObject {
       sources: { type: 'object', nullable: true, description: 'detail view: the configuration rows of the export per mapping list ({sourceId, name, hint})' },
       suggestions: { ...mappings, nullable: true, description: 'detail view: the suggested mappings (what reset restores)' },
       progress: { type: 'object', properties: { currentDataset: { type: 'string', nullable: true }, rows: { type: 'integer' }, processed: { type: 'integer' }, percent: { type: 'integer' } } },
-      counts: { type: 'object', nullable: true, description: 'completed: per dataset {created, mapped, skipped}' },
+      counts: { type: 'object', nullable: true, description: 'completed: per dataset {created, mapped, skipped} (template_fields: the fields linked to their templates, and those left out)' },
+      skipReasons: { type: 'object', description: 'one ended job (completed, failed, cancelled): per dataset, the rows skipped for each reason' },
       deleted: { type: 'object', nullable: true, description: 'rollback: rows deleted per dataset' },
       error: { type: 'object', nullable: true, description: 'failed: {code, error, details, phase}' },
       createdAt: date, analysedAt: date, configuredAt: date, queuedAt: date, startedAt: date, finishedAt: date, rolledBackAt: date, updatedAt: date,
@@ -132,8 +133,12 @@ export function externalImportPaths(): OpenAPIV3.PathsObject {
                 data: {
                   type: 'object',
                   properties: {
-                    datasets: { type: 'array', items: { type: 'object', properties: { dataset: { type: 'string' }, entity: { type: 'string' }, rows: { type: 'integer' }, create: { type: 'integer' }, map: { type: 'integer' }, skip: { type: 'integer' }, skipReasons: { type: 'object' }, sample: { type: 'array', items: { type: 'object' } } } } },
+                    datasets: { type: 'array', items: { type: 'object', properties: { dataset: { type: 'string' }, entity: { type: 'string' }, rows: { type: 'integer' }, create: { type: 'integer' }, map: { type: 'integer' }, skip: { type: 'integer' }, skipReasons: { type: 'object' }, readWith: { type: 'string', description: 'a dataset read with its owner: the owner dataset; create counts the rows kept with it' }, sample: { type: 'array', items: { type: 'object' } } } } },
                     skipped: { type: 'array', items: { type: 'object', properties: { dataset: { type: 'string' }, rows: { type: 'integer' }, reason: { type: 'string' } } } },
+                    conflicts: {
+                      type: 'array', description: 'rows execute would refuse (a placeholder user whose e-mail is claimed): map or skip them first',
+                      items: { type: 'object', properties: { dataset: { type: 'string' }, sourceId: { type: 'string' }, code: { type: 'string' }, message: { type: 'string' }, details: { type: 'object' } } },
+                    },
                   },
                 },
               },

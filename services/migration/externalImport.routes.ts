@@ -145,7 +145,8 @@ export function externalImportRoutes(deps: ExternalImportRouteDeps): Router {
       throw new HttpError(409, 'external-import-has-errors', `The export of job ${jobId} has errors (listed on the job); it cannot be imported`, { jobId });
     const sources = row.sources as Record<ExternalMappingKey, ExternalSourceEntry[]>;
     const suggestions = row.suggestions as ExternalMappings;
-    const mappings = body.reset === true ? suggestions : await checkMappings(deps.knex, given, (row.mappings as ExternalMappings | null) ?? suggestions, sources);
+    // Reset: the suggestions, checked again (an account registered or deleted since the analysis).
+    const mappings = await checkMappings(deps.knex, deps.store, given, body.reset === true ? suggestions : (row.mappings as ExternalMappings | null) ?? suggestions, sources);
     const durationUnit = (body.durationUnit as ExternalDurationUnit | undefined) ?? (row.duration_unit as ExternalDurationUnit | null) ?? 'us';
     await command(req, res, jobId, { type: 'Configure', mappings, durationUnit, reset: body.reset === true, now: deps.clock().toISOString() }, 200);
   }));
@@ -158,7 +159,7 @@ export function externalImportRoutes(deps: ExternalImportRouteDeps): Router {
     if (row.phase !== 'analysed' && row.phase !== 'configured') {
       throw new HttpError(409, `external-import-${kebab(row.phase)}`, `External import job ${jobId} is ${row.phase}; a preview is for an analysed job before it runs`, { jobId, phase: row.phase });
     }
-    res.json({ data: await previewImport(deps.knex, jobId, (row.mappings ?? row.suggestions) as ExternalMappings, (row.duration_unit ?? 'us') as ExternalDurationUnit) });
+    res.json({ data: await previewImport(deps.knex, deps.store, jobId, (row.mappings ?? row.suggestions) as ExternalMappings, (row.duration_unit ?? 'us') as ExternalDurationUnit) });
   }));
 
   for (const [action, type, status] of [['execute', 'Queue', 202], ['cancel', 'RequestCancel', 202], ['rollback', 'RequestRollback', 202]] as const) {
@@ -203,7 +204,20 @@ async function jobView(deps: Pick<CommandDeps, 'knex'>, jobId: number, detail: b
   if (!row) return null;
   const view = viewOf(row, detail);
   const creator = row.created_by_id === null ? null : await deps.knex('users').where({ id: row.created_by_id }).first('id', 'name', 'email');
-  return { ...view, createdBy: creator ? { id: creator.id, name: creator.name, email: creator.email } : null };
+  return {
+    ...view, createdBy: creator ? { id: creator.id, name: creator.name, email: creator.email } : null,
+    ...(detail && ['completed', 'failed', 'cancelled'].includes(row.phase) && { skipReasons: await skipReasonsOf(deps, jobId) }),
+  };
+}
+
+/** An ended job's skipped rows: per dataset, how many for each reason (from the rows' provenance). */
+async function skipReasonsOf(deps: Pick<CommandDeps, 'knex'>, jobId: number): Promise<Record<string, Record<string, number>>> {
+  const rows = await deps.knex('external_import_rows').where({ job_id: jobId }).whereNotNull('skip_reason')
+    .groupBy('dataset', 'skip_reason').orderBy(['dataset', 'skip_reason']).select('dataset', 'skip_reason', deps.knex.raw('count(*)::int AS n'));
+  // Keyed by the export's own dataset names: no prototype to meet.
+  const reasons: Record<string, Record<string, number>> = Object.create(null);
+  for (const r of rows as Array<{ dataset: string; skip_reason: string; n: number }>) (reasons[r.dataset] ??= Object.create(null))[r.skip_reason] = r.n;
+  return reasons;
 }
 
 /** A job as the routes show it; `detail` adds what the wizard needs for one job (sources, suggestions, sample rows). */

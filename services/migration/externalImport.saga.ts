@@ -21,7 +21,7 @@ import { type ExportLimits, ExportFileError } from './exportReader';
 import {
   type ExternalImportCommand, type ExternalImportState, externalImportDecider, externalImportStream, isRunnable,
 } from './externalImport.decider';
-import { type ChunkChildren, type DatasetStep, entryOf, fieldKindOf, IMPORT_STEPS, type ImportContext, NOT_PLACED, type Writer } from './importers';
+import { childCounts, type ChunkChildren, type DatasetStep, entryOf, fieldKindOf, IMPORT_STEPS, type ImportContext, NOT_PLACED, type Writer } from './importers';
 import { MAPPING_DEFS, sourcesOf, suggestMappings } from './mappings';
 import { dropStaging, stageExport, stagedCounts, stagedRows } from './staging';
 import { type IdAllocator, IdPool } from '../shared/ids';
@@ -186,10 +186,12 @@ export class ExternalImportSaga {
   private async analyse(job: JobStream): Promise<void> {
     await job.apply({ type: 'StartAnalysis', now: this.now() });
     const path = await this.exportPath(job);
-    const analysis = await analyseExport(path, { limits: this.deps.settings.limits });
-    await stageExport(this.deps.knex, job.state.jobId, path, this.deps.settings.limits);
+    // Named as uploaded (the stored file's name is a key the server chose).
+    const name = job.state.file?.fileName;
+    const analysis = await analyseExport(path, { limits: this.deps.settings.limits, name });
+    await stageExport(this.deps.knex, job.state.jobId, path, this.deps.settings.limits, name);
     const sources = await sourcesOf(this.deps.knex, job.state.jobId);
-    const suggestions = await suggestMappings(this.deps.knex, sources);
+    const suggestions = await suggestMappings(this.deps.knex, this.deps.store, sources);
     // Datasets the export holds that this domain has no place for are listed as skipped, with the reason; their problems only warn.
     const datasets = analysis.datasets.map((d) => (d.disposition === 'import' && NOT_PLACED.has(d.name)
       ? { ...d, disposition: 'skip' as const, skipReason: NOT_PLACED.get(d.name)!, warnings: [...d.warnings, ...d.errors], errors: [] }
@@ -206,7 +208,7 @@ export class ExternalImportSaga {
   private async start(job: JobStream): Promise<void> {
     let counts = await stagedCounts(this.deps.knex, job.state.jobId);
     // Staged at analysis; a staging dropped since (or never written by an older worker) is made again from the file.
-    if (counts === null) counts = await stageExport(this.deps.knex, job.state.jobId, await this.exportPath(job), this.deps.settings.limits);
+    if (counts === null) counts = await stageExport(this.deps.knex, job.state.jobId, await this.exportPath(job), this.deps.settings.limits, job.state.file?.fileName);
     const plan = IMPORT_STEPS.filter((step) => (counts![step.dataset] ?? 0) > 0).map((step) => ({ dataset: step.dataset, rows: counts![step.dataset] }));
     await job.apply({ type: 'Start', plan, now: this.now() });
   }
@@ -285,6 +287,16 @@ export class ExternalImportSaga {
       const map = job.state.ids.get(dataset);
       const created = map?.created.length ?? 0;
       counts[dataset] = { created, mapped: (map?.bySource.size ?? 0) - created, skipped: p?.skipped ?? 0 };
+    }
+    // A template's fields are read with it: those left out (their template not imported, or mapped; their field not imported) are counted too.
+    const staged = await stagedCounts(this.deps.knex, job.state.jobId);
+    if (staged?.template_fields) {
+      const createdIds = new Map([...job.state.ids].map(([dataset, m]) => [dataset, new Set(m.created)]));
+      const owner = (dataset: string, sourceId: unknown) => {
+        const id = sourceId === null || sourceId === undefined ? undefined : job.state.ids.get(dataset)?.bySource.get(String(sourceId));
+        return id === undefined ? null : createdIds.get(dataset)?.has(id) ? 'created' as const : 'mapped' as const;
+      };
+      counts.template_fields = await childCounts(this.context(job, new Map()), 'template_fields', owner);
     }
     const outcome = await job.apply({ type: 'Complete', counts, notificationId: await this.planNotification(job), now: this.now() });
     if (outcome) await readYourWrites(this.deps, outcome);
@@ -533,7 +545,7 @@ function timeOf(value: unknown): string | null {
 /** A row the domain refused (a rule, a unique name taken meanwhile): the job fails naming it. */
 class RowRefused extends Error {
   constructor(readonly dataset: string, readonly sourceId: string, override readonly cause: unknown) {
-    super(`Row ${sourceId} of ${dataset} was refused: ${cause instanceof Error ? cause.message : String(cause)}`);
+    super(`The row with id ${sourceId} of ${dataset} was refused: ${cause instanceof Error ? cause.message : String(cause)}`);
   }
 }
 

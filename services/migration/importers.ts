@@ -1,15 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { EventMetadata } from '../../contracts/envelope';
-import { FIELD_TYPES, INTEGRATION_PROVIDERS, type EntityName } from '../../contracts/entities';
+import { INTEGRATION_PROVIDERS, type EntityName } from '../../contracts/entities';
 import type { ExternalDurationUnit, ExternalMappingEntry, ExternalMappingKey, ExternalMappings } from '../../contracts/events';
 import { createEntity, type EntityWrite } from '../entities/entity.handlers';
 import { registerUser } from '../identity/identity.handlers';
 import { createFolder } from '../repository/repository.handlers';
 import type { CommandDeps } from '../shared/commandBus';
+import { fieldTypeOf } from './fieldTypes';
 import { MAPPING_DEFS } from './mappings';
 import { plainTextOf } from './richText';
-import { parentsWithChildren, stagedChildren } from './staging';
+import { allStagedRows, parentsWithChildren, stagedChildren } from './staging';
 
 /**
  * How each dataset of an export becomes rows of this domain: the order (a row's references are
@@ -112,10 +113,6 @@ export function workflowTypeOf(name: string): 'NOT_STARTED' | 'IN_PROGRESS' | 'D
   return 'NOT_STARTED';
 }
 
-/** Testmo's numeric field types (reference §4.1). */
-const FIELD_TYPE_OF: Record<number, (typeof FIELD_TYPES)[number]> = {
-  1: 'TEXT_STRING', 2: 'TEXT_LONG', 3: 'INTEGER', 4: 'NUMBER', 5: 'DATE', 6: 'LINK', 7: 'CHECKBOX', 8: 'DROPDOWN', 9: 'MULTI_SELECT', 10: 'STEPS',
-};
 const PROVIDER_OF: Record<number, (typeof INTEGRATION_PROVIDERS)[number]> = { 1: 'JIRA', 2: 'GITHUB', 3: 'AZURE_DEVOPS', 4: 'JIRA' };
 
 /** A color as the domain keeps it: `#` and 6 hex digits, or null. */
@@ -176,6 +173,31 @@ async function stateFor(ctx: ImportContext, scope: 'RUNS' | 'SESSIONS' | 'CASES'
   });
 }
 
+/**
+ * Each option's place among its field's options, 0, 1, 2...: by its `order` (or `display_order`)
+ * where the export gives one, ties and options without one in the order the export lists them
+ * (options of one field all at order 0, or with none, keep the export's order).
+ */
+export function optionOrderOf(options: Array<{ sourceId: string; fieldId: string | null; order: number | null }>): Map<string, number> {
+  const byField = new Map<string, Array<{ sourceId: string; order: number | null; listed: number }>>();
+  options.forEach((o, listed) => {
+    const key = o.fieldId ?? '';
+    byField.set(key, [...(byField.get(key) ?? []), { sourceId: o.sourceId, order: o.order, listed }]);
+  });
+  const places = new Map<string, number>();
+  for (const list of byField.values()) {
+    list.sort((a, b) => (a.order ?? Infinity) - (b.order ?? Infinity) || a.listed - b.listed)
+      .forEach((o, place) => places.set(o.sourceId, place));
+  }
+  return places;
+}
+
+const optionOrder = (ctx: ImportContext) => cached(ctx, 'optionOrder', async () => {
+  const rows = await ctx.knex('external_import_staging').where({ job_id: ctx.jobId, dataset: 'field_values' }).orderBy('row_index').select('source_id', 'parent_id', 'row');
+  return optionOrderOf((rows as Array<{ source_id: string | null; parent_id: string | null; row: Row }>).filter((r) => r.source_id !== null)
+    .map((r) => ({ sourceId: r.source_id!, fieldId: r.parent_id, order: num(r.row.order) ?? num(r.row.display_order) })));
+});
+
 function create(entity: EntityName) {
   return (writer: Writer, row: Row, write: EntityWrite, id: number) => createEntity(writer.at(row.created_at), entity, write, writer.metadata, id);
 }
@@ -229,7 +251,7 @@ const configurationSteps: DatasetStep[] = [
       const name = str(row.name) ?? str(row.system_name) ?? `field_${String(row.id)}`;
       return createEntity(w.at(row.created_at), entry?.kind ?? 'caseField', {
         data: {
-          displayName: (str(row.display_name) ?? name).slice(0, 255), systemName: systemNameOf(name), type: FIELD_TYPE_OF[num(row.type) ?? 1] ?? 'TEXT_STRING',
+          displayName: (str(row.display_name) ?? name).slice(0, 255), systemName: systemNameOf(name), type: fieldTypeOf(row) ?? 'TEXT_STRING',
           hint: plainTextOf(row.hint), isRequired: bool(row.is_required), isRestricted: bool(row.is_restricted), defaultValue: str(row.default_value),
         },
         connect: {},
@@ -244,11 +266,11 @@ const configurationSteps: DatasetStep[] = [
       if (entry.action === 'map') return { skip: 'its field is mapped to an existing field, whose options stay its own' };
       return ctx.idOf('fields', row.field_id) === null ? { skip: 'its field was not imported' } : { create: true };
     },
-    write: (row, id, ctx, w) => {
+    write: async (row, id, ctx, w) => {
       const entry = entryOf(ctx.mappings, 'templateFields', row.field_id);
       const field = ctx.idOf('fields', row.field_id)!;
       return create('fieldOption')(w, row, {
-        data: { name: nameOf(row, `Option ${String(row.id)}`), order: num(row.order) ?? num(row.display_order) ?? 0 },
+        data: { name: nameOf(row, `Option ${String(row.id)}`), order: (await optionOrder(ctx)).get(String(row.id)) ?? 0 },
         connect: { [entry?.kind ?? 'caseField']: field },
       }, id);
     },
@@ -588,6 +610,46 @@ export const READ_WITH_OWNER: Readonly<Record<string, string>> = {
   repository_case_values: 'repository_cases', run_tags: 'runs', run_result_steps: 'run_results', session_tags: 'sessions',
   repositories: 'repository_folders and repository_cases (run snapshots are skipped)',
 };
+
+/**
+ * Datasets read with their owner's rows, by the column naming the owner, and what else a row needs
+ * to be kept (a template's field, a case's tag...). A row is kept when its owner is created by the
+ * import and what it needs is imported; else it is skipped with the reason (preview, job counts).
+ */
+export const CHILD_DATASETS: ReadonlyMap<string, { owner: string; field: string; word: string; needs?: { dataset: string; field: string; word: string } }> = new Map(Object.entries({
+  template_fields: { owner: 'templates', field: 'template_id', word: 'template', needs: { dataset: 'fields', field: 'field_id', word: 'field' } },
+  repository_case_steps: { owner: 'repository_cases', field: 'case_id', word: 'case' },
+  repository_case_tags: { owner: 'repository_cases', field: 'case_id', word: 'case', needs: { dataset: 'tags', field: 'tag_id', word: 'tag' } },
+  repository_case_values: { owner: 'repository_cases', field: 'case_id', word: 'case', needs: { dataset: 'fields', field: 'field_id', word: 'field' } },
+  run_tags: { owner: 'runs', field: 'run_id', word: 'run', needs: { dataset: 'tags', field: 'tag_id', word: 'tag' } },
+  run_result_steps: { owner: 'run_results', field: 'result_id', word: 'result' },
+  session_tags: { owner: 'sessions', field: 'session_id', word: 'session', needs: { dataset: 'tags', field: 'tag_id', word: 'tag' } },
+}));
+
+/**
+ * What becomes of a row read with its owner: null (kept with its owner) or the reason it is
+ * skipped. `owner` says whether the owner row is created, mapped onto an existing entity (which
+ * keeps what it has: a mapped template keeps its own fields) or not imported.
+ */
+export function childSkipReason(dataset: string, row: Row, owner: (dataset: string, sourceId: unknown) => 'created' | 'mapped' | null, ctx: Pick<ImportContext, 'idOf'>): string | null {
+  const child = CHILD_DATASETS.get(dataset);
+  if (!child) return null;
+  const of = owner(child.owner, row[child.field]);
+  if (of === null) return `its ${child.word} is not imported`;
+  if (of === 'mapped') return `its ${child.word} is mapped to an existing ${child.word}, which keeps its own`;
+  if (child.needs && ctx.idOf(child.needs.dataset, row[child.needs.field]) === null) return `its ${child.needs.word} is not imported`;
+  return null;
+}
+
+/** Rows of a dataset read with its owner, kept (`created`) and skipped: for the job's counts (the small ones: the rows are read whole). */
+export async function childCounts(ctx: Pick<ImportContext, 'knex' | 'jobId' | 'idOf'>, dataset: string, owner: Parameters<typeof childSkipReason>[2]): Promise<{ created: number; mapped: number; skipped: number }> {
+  const counts = { created: 0, mapped: 0, skipped: 0 };
+  for (const row of await allStagedRows(ctx.knex, ctx.jobId, dataset)) {
+    if (childSkipReason(dataset, row, owner, ctx) === null) counts.created++;
+    else counts.skipped++;
+  }
+  return counts;
+}
 
 /** Datasets this domain has no place for yet: listed on the job as skipped, with the reason. */
 export const NOT_PLACED: ReadonlyMap<string, string> = new Map(Object.entries({

@@ -1,7 +1,11 @@
 import type { Knex } from 'knex';
 import { ENTITIES, type EntityName } from '../../contracts/entities';
 import type { ExternalMappingEntry, ExternalMappingKey, ExternalMappings, ExternalSourceEntry } from '../../contracts/events';
-import { badRequest } from '../shared/errors';
+import { activeClaim, lastEventOf } from '../claims/uniqueClaims';
+import { emailReservationStream, userDecider } from '../identity/user.decider';
+import { badRequest, DomainError } from '../shared/errors';
+import type { EventStore } from '../shared/eventStore';
+import { fieldTypeOf } from './fieldTypes';
 import { allStagedRows } from './staging';
 import { LIMITS } from '../../contracts/limits';
 import { parseId } from '../shared/validate';
@@ -69,7 +73,7 @@ export async function sourcesOf(knex: Knex, jobId: number): Promise<Record<Exter
       const hint: Record<string, unknown> = {};
       if (key === 'users') hint.name = firstText(row, 'name', 'full_name', 'display_name', 'username');
       if (key === 'statuses') Object.assign(hint, { systemName: text(row.system_name), color: text(row.color) });
-      if (key === 'templateFields') Object.assign(hint, { kind: fieldKinds.get(String(row.id)) ?? 'caseField', type: row.type ?? null });
+      if (key === 'templateFields') Object.assign(hint, { kind: fieldKinds.get(String(row.id)) ?? 'caseField', type: fieldTypeOf(row) });
       return { sourceId: String(row.id), name: def.nameOf(row).slice(0, 1000), ...(Object.keys(hint).length > 0 && { hint }) };
     });
   }
@@ -91,8 +95,42 @@ async function existingByName(knex: Knex, entity: EntityName, column: string): P
   return found;
 }
 
-/** The suggested mapping: each source row mapped to the existing entity matching it, else created. */
-export async function suggestMappings(knex: Knex, sources: Record<ExternalMappingKey, ExternalSourceEntry[]>): Promise<ExternalMappings> {
+/**
+ * The user an e-mail address is claimed by (users' e-mails are unique through claims that outlive
+ * a deleted user), or null when it is free: a placeholder for a claimed address would be refused.
+ */
+export async function emailClaimedBy(store: EventStore, email: string): Promise<number | null> {
+  if (email === '') return null;
+  return activeClaim(await lastEventOf(store, emailReservationStream(email)))?.ownerId ?? null;
+}
+
+/**
+ * Why creating a placeholder for a source user would be refused (execute registers it:
+ * identity.handlers.ts), or null: its e-mail claimed (by an existing or a deleted user), or an
+ * e-mail or name the user rules refuse.
+ */
+export async function userCreateRefusal(store: EventStore, email: string, userName: string): Promise<{ code: string; message: string; details: Record<string, unknown> } | null> {
+  const owner = await emailClaimedBy(store, email);
+  if (owner !== null) {
+    return { code: 'email-taken', message: `the e-mail ${email} is claimed by user ${owner} (an existing or a deleted account)`, details: { email, claimedBy: owner } };
+  }
+  const name = (userName || email).slice(0, 255);
+  try {
+    userDecider.decide({ type: 'RegisterUser', userId: 1, email, name, passwordHash: 'x', access: 'USER', isActive: false, now: new Date(0).toISOString() }, userDecider.initialState);
+  } catch (err) {
+    if (!(err instanceof DomainError)) throw err;
+    return { code: err.code, message: err.message, details: { email } };
+  }
+  return null;
+}
+
+/**
+ * The suggested mapping: each source row mapped to the existing entity matching it, else created;
+ * a user no existing account matches whose placeholder would be refused (its e-mail still claimed
+ * by a deleted account, an e-mail the user rules refuse) is skipped: neither a create nor a map
+ * to the deleted account would be accepted.
+ */
+export async function suggestMappings(knex: Knex, store: EventStore, sources: Record<ExternalMappingKey, ExternalSourceEntry[]>): Promise<ExternalMappings> {
   const mappings = emptyMappings();
   for (const key of MAPPING_KEYS) {
     const def = MAPPING_DEFS[key];
@@ -105,7 +143,9 @@ export async function suggestMappings(knex: Knex, sources: Record<ExternalMappin
       // Statuses match by system name, then by name.
       const match = byKind.get(entity)!.get(((key === 'statuses' ? (source.hint?.systemName as string) || source.name : source.name) ?? '').toLowerCase())
         ?? statusNames?.get(source.name.toLowerCase());
-      const entry: ExternalMappingEntry = match !== undefined ? { sourceId: source.sourceId, action: 'map', targetId: match } : { sourceId: source.sourceId, action: 'create' };
+      const refused = match === undefined && key === 'users' ? await userCreateRefusal(store, source.name, (source.hint?.name as string | undefined) ?? '') : null;
+      const entry: ExternalMappingEntry = match !== undefined ? { sourceId: source.sourceId, action: 'map', targetId: match }
+        : { sourceId: source.sourceId, action: refused === null ? 'create' : 'skip' };
       if (kind) entry.kind = kind;
       mappings[key].push(entry);
     }
@@ -135,7 +175,7 @@ export function readMappings(given: unknown): GivenMappings {
  * does not exist or is of the wrong kind, a created row whose unique name is taken.
  */
 export async function checkMappings(
-  knex: Knex, given: GivenMappings, base: ExternalMappings, sources: Record<ExternalMappingKey, ExternalSourceEntry[]>,
+  knex: Knex, store: EventStore, given: GivenMappings, base: ExternalMappings, sources: Record<ExternalMappingKey, ExternalSourceEntry[]>,
 ): Promise<ExternalMappings> {
   const merged = emptyMappings();
   for (const key of MAPPING_KEYS) {
@@ -155,6 +195,7 @@ export async function checkMappings(
     merged[key] = sources[key].map((s) => byId.get(s.sourceId) ?? { sourceId: s.sourceId, action: 'create' });
   }
   await checkTargets(knex, merged, sources);
+  await checkUserCreates(store, merged, sources);
   return merged;
 }
 
@@ -217,5 +258,31 @@ async function checkTargets(knex: Knex, mappings: ExternalMappings, sources: Rec
       }
       claimed.set(`${entity}:${name}`, entry.sourceId);
     }
+  }
+}
+
+/** A placeholder user execute would refuse to register (its e-mail claimed, an e-mail or name refused): refused now. */
+async function checkUserCreates(store: EventStore, mappings: ExternalMappings, sources: Record<ExternalMappingKey, ExternalSourceEntry[]>): Promise<void> {
+  const byId = new Map(sources.users.map((s) => [s.sourceId, s]));
+  const creates = [...mappings.users.entries()].filter(([, entry]) => entry.action === 'create' && byId.has(entry.sourceId));
+  // One claim read per created user, 32 at a time; the first refused (in list order) is named.
+  const refusals: Array<Awaited<ReturnType<typeof userCreateRefusal>>> = [];
+  for (let i = 0; i < creates.length; i += 32) {
+    refusals.push(...await Promise.all(creates.slice(i, i + 32).map(([, entry]) => {
+      const source = byId.get(entry.sourceId)!;
+      return userCreateRefusal(store, source.name, (source.hint?.name as string | undefined) ?? '');
+    })));
+  }
+  for (const [n, [index, entry]] of creates.entries()) {
+    const source = byId.get(entry.sourceId);
+    const refusal = refusals[n];
+    if (!refusal) continue;
+    const path = `mappings.users[${index}].action`;
+    if (refusal.code === 'email-taken') {
+      throw badRequest('mapping-name-taken', `mappings.users: source row ${entry.sourceId} would create a user, but ${refusal.message}; map it to an existing user or skip it`, {
+        path, sourceId: entry.sourceId, name: source!.name, ...refusal.details,
+      });
+    }
+    throw badRequest('invalid-mapping', `mappings.users: source row ${entry.sourceId} cannot be created as a user: ${refusal.message}`, { path, sourceId: entry.sourceId, reason: refusal.code, ...refusal.details });
   }
 }

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import type { ExternalDurationUnit, ExternalMappingKey, ExternalMappings } from '../../contracts/events';
-import { type Decision, entryOf, IMPORT_STEPS, type ImportContext, NOT_PLACED } from './importers';
-import { MAPPING_DEFS } from './mappings';
+import { CHILD_DATASETS, childSkipReason, type Decision, entryOf, IMPORT_STEPS, type ImportContext, NOT_PLACED } from './importers';
+import { MAPPING_DEFS, userCreateRefusal } from './mappings';
+import type { EventStore } from '../shared/eventStore';
 import { stagedCounts, stagedRows } from './staging';
 
 /**
@@ -20,13 +21,21 @@ export interface DatasetPreview {
   map: number;
   skip: number;
   skipReasons: Record<string, number>;
+  /** A dataset read with its owner's rows (a template's fields, a case's steps): the owner dataset; `create` counts the rows kept with it. */
+  readWith?: string;
   sample: Array<{ sourceId: string; action: 'create' | 'map' | 'skip'; targetId?: number; reason?: string }>;
 }
 
 const SAMPLE_ROWS = 5;
 const READ_ROWS = 5000;
 
-export async function previewImport(knex: Knex, jobId: number, mappings: ExternalMappings, durationUnit: ExternalDurationUnit): Promise<{ datasets: DatasetPreview[]; skipped: Array<{ dataset: string; rows: number; reason: string }> }> {
+/** A row execute would refuse (the job would fail on it): shown before it runs, to be mapped or skipped instead. */
+export interface PreviewConflict { dataset: string; sourceId: string; code: string; message: string; details: Record<string, unknown> }
+
+export async function previewImport(knex: Knex, store: EventStore, jobId: number, mappings: ExternalMappings, durationUnit: ExternalDurationUnit): Promise<{
+  datasets: DatasetPreview[]; skipped: Array<{ dataset: string; rows: number; reason: string }>; conflicts: PreviewConflict[];
+}> {
+  const conflicts: PreviewConflict[] = [];
   const counts = (await stagedCounts(knex, jobId)) ?? {};
   /** Rows that would be created, by dataset: a stand-in id (negative), so rows pointing at them resolve as they will. */
   const wouldCreate = new Map<string, Map<string, number>>();
@@ -61,6 +70,13 @@ export async function previewImport(knex: Knex, jobId: number, mappings: Externa
         const sourceId = step.sourceIdOf ? step.sourceIdOf(row, index) : row.id === undefined || row.id === null ? `#${index}` : String(row.id);
         let decision: Decision = created.has(sourceId) ? { skip: `a second row with id ${sourceId}` } : await step.decide(row, ctx);
         if (sourceId.startsWith('#') && !step.sourceIdOf) decision = { skip: 'the row has no id' };
+        if ('create' in decision && step.dataset === 'users') {
+          // Registered as execute registers a placeholder: an e-mail claimed meanwhile (by an account, or a deleted one) is refused.
+          const email = MAPPING_DEFS.users.nameOf(row);
+          const name = [row.name, row.full_name, row.display_name, row.username].find((v): v is string => typeof v === 'string' && v.trim() !== '')?.trim() ?? '';
+          const refusal = await userCreateRefusal(store, email, name);
+          if (refusal) conflicts.push({ dataset: step.dataset, sourceId, code: refusal.code, message: `The row with id ${sourceId} of users would be refused: ${refusal.message}`, details: refusal.details });
+        }
         if ('create' in decision) {
           preview.create++;
           created.set(sourceId, --standIn);
@@ -78,6 +94,33 @@ export async function previewImport(knex: Knex, jobId: number, mappings: Externa
     }
     datasets.push(preview);
   }
+  // Rows read with their owner: kept with it, or skipped with the reason (an owner not imported or mapped, a field or tag not imported).
+  const ownerOf = (dataset: string, sourceId: unknown) => {
+    const id = sourceId === null || sourceId === undefined ? undefined : wouldCreate.get(dataset)?.get(String(sourceId));
+    return id === undefined ? null : id < 0 ? 'created' as const : 'mapped' as const;
+  };
+  for (const [dataset, child] of CHILD_DATASETS) {
+    const rows = counts[dataset] ?? 0;
+    if (rows === 0) continue;
+    const owner = IMPORT_STEPS.find((step) => step.dataset === child.owner)!;
+    const preview: DatasetPreview = { dataset, entity: owner.entity, readWith: child.owner, rows, create: 0, map: 0, skip: 0, skipReasons: {}, sample: [] };
+    for (let after = 0; ;) {
+      const chunk = await stagedRows(knex, jobId, dataset, after, READ_ROWS);
+      if (chunk.length === 0) break;
+      after = chunk[chunk.length - 1].index;
+      for (const { index, row } of chunk) {
+        const reason = childSkipReason(dataset, row, ownerOf, ctx);
+        const sourceId = row.id === undefined || row.id === null ? `#${index}` : String(row.id);
+        if (reason === null) preview.create++;
+        else {
+          preview.skip++;
+          preview.skipReasons[reason] = (preview.skipReasons[reason] ?? 0) + 1;
+        }
+        if (preview.sample.length < SAMPLE_ROWS) preview.sample.push(reason === null ? { sourceId, action: 'create' } : { sourceId, action: 'skip', reason });
+      }
+    }
+    datasets.push(preview);
+  }
   const skipped = Object.entries(counts).filter(([dataset]) => NOT_PLACED.has(dataset)).map(([dataset, rows]) => ({ dataset, rows, reason: NOT_PLACED.get(dataset)! }));
-  return { datasets, skipped };
+  return { datasets, skipped, conflicts };
 }

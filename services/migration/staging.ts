@@ -27,10 +27,10 @@ const idText = (value: unknown): string | null =>
 export interface StagedRow { index: number; row: Record<string, unknown> }
 
 /**
- * Stages every row of the export at `file` for the job (replacing what an interrupted staging
+ * Stages every row of the export at `file` (uploaded as `name`) for the job (replacing what an interrupted staging
  * left), in one transaction with its mark: a staging is whole or absent. Returns the rows per dataset.
  */
-export async function stageExport(knex: Knex, jobId: number, file: string, limits: Partial<ExportLimits> = {}): Promise<Record<string, number>> {
+export async function stageExport(knex: Knex, jobId: number, file: string, limits: Partial<ExportLimits> = {}, name?: string): Promise<Record<string, number>> {
   return knex.transaction(async (trx) => {
     await trx('external_import_staged').where({ job_id: jobId }).delete();
     await trx('external_import_staging').where({ job_id: jobId }).delete();
@@ -45,7 +45,7 @@ export async function stageExport(knex: Knex, jobId: number, file: string, limit
         ON CONFLICT DO NOTHING`, [jobId, JSON.stringify(batch)]);
       batch = [];
     };
-    for await (const record of readExport(file, limits)) {
+    for await (const record of readExport(file, limits, name)) {
       if (record.type !== 'row') continue;
       const row = record.row;
       if (typeof row !== 'object' || row === null || Array.isArray(row)) continue; // the analysis reported it

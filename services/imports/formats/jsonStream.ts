@@ -27,6 +27,17 @@ export class JsonReader {
     return this.batch[this.index];
   }
 
+  /** The token `n` places after the next one (`lookAhead(0)` is `peek()`), or undefined past the end of the input. */
+  async lookAhead(n: number): Promise<Token | undefined> {
+    while (this.index + n >= this.batch.length) {
+      const next = await this.source.next();
+      if (next.done) return undefined;
+      this.batch = this.batch.slice(this.index).concat(next.value);
+      this.index = 0;
+    }
+    return this.batch[this.index + n];
+  }
+
   async next(): Promise<Token> {
     if (this.index >= this.batch.length) await this.fill();
     return this.batch[this.index++];

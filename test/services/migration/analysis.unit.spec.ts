@@ -58,18 +58,19 @@ describe('migration: analysing an export', () => {
     expect(fromZip.totals).to.deep.equal(first.totals);
   });
 
-  it('the three container shapes: missing required datasets are errors or warnings, naming who needs them', async () => {
+  it('the three container shapes: missing datasets are warnings, naming who needs them and counting the rows skipped', async () => {
     const topLevel = await analyseExport(fixture('export-top-level.json'));
     expect(topLevel.datasets.map((d) => `${d.name}: ${d.rowCount}`)).to.deep.equal([
       'repository_cases: 1', 'runs: 0', 'statuses: 2', 'users: 2',
     ]);
-    // The case names a project the export does not hold: it cannot be placed. Columns no row fills need nothing.
-    expect(topLevel.errors).to.deep.equal([{
+    // TestPlanIt's sample-small: the case names a project the export does not hold. It cannot be placed and is
+    // counted as skipped; users and statuses need no project, so nothing fails. Columns no row fills need nothing.
+    expect(topLevel.errors).to.deep.equal([]);
+    expect(topLevel.warnings).to.deep.equal([{
       code: 'dataset-missing',
-      message: 'The export has no projects, which repository_cases.project_id need to be placed',
-      details: { dataset: 'projects', neededBy: ['repository_cases.project_id'] },
+      message: 'The export has no projects; 1 row(s) by repository_cases.project_id cannot be placed without it: they are skipped and counted',
+      details: { dataset: 'projects', neededBy: ['repository_cases.project_id'], skipped: { 'repository_cases.project_id': 1 }, emptied: {} },
     }]);
-    expect(topLevel.warnings).to.deep.equal([]);
 
     // An optional target (creator, state) missing is a warning: the column will be left empty.
     const optional = await analyseExport(write(JSON.stringify({
@@ -81,13 +82,13 @@ describe('migration: analysing an export', () => {
     expect(optional.warnings).to.deep.equal([
       {
         code: 'dataset-missing',
-        message: 'The export has no states; repository_cases.state_id will be left empty',
-        details: { dataset: 'states', neededBy: ['repository_cases.state_id'] },
+        message: 'The export has no states; 1 row(s) by repository_cases.state_id will be left empty',
+        details: { dataset: 'states', neededBy: ['repository_cases.state_id'], skipped: {}, emptied: { 'repository_cases.state_id': 1 } },
       },
       {
         code: 'dataset-missing',
-        message: 'The export has no users; projects.created_by, repository_cases.created_by will be left empty',
-        details: { dataset: 'users', neededBy: ['projects.created_by', 'repository_cases.created_by'] },
+        message: 'The export has no users; 1 row(s) by projects.created_by, 1 row(s) by repository_cases.created_by will be left empty',
+        details: { dataset: 'users', neededBy: ['projects.created_by', 'repository_cases.created_by'], skipped: {}, emptied: { 'projects.created_by': 1, 'repository_cases.created_by': 1 } },
       },
     ]);
 

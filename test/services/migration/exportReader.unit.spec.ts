@@ -111,6 +111,40 @@ describe('migration: reading an export', () => {
   });
 
   describe('a ZIP export', () => {
+    it('a whole export whose first key is `fields` (TestPlanIt\'s template-fields fixture), zipped alone or beside another: read like the bare file', async () => {
+      const bare = summary(await readAll(fixture('export-template-fields-named.json')));
+      expect(bare).to.deep.equal(['fields: 2', 'field_values: 3', 'templates: 1', 'template_fields: 2']);
+      const alone = await readAll(write(zipOf([{ name: 'testmo-export-template-fields.json', content: fixtureText('export-template-fields-named.json') }]), 'zip'));
+      expect(summary(alone)).to.deep.equal(bare);
+      const two = await readAll(write(zipOf([
+        { name: 'a/testmo-export-template-fields.json', content: fixtureText('export-template-fields-named.json') },
+        { name: 'b/testmo-export-sample-small.json', content: fixtureText('export-top-level.json') },
+      ]), 'zip'));
+      expect(summary(two)).to.deep.equal([...bare, 'users: 2', 'statuses: 2', 'repository_cases: 1', 'runs: 0']);
+      // A one-dataset entry may still lead with its schema under `fields` (a type-tag map, or columns named `fields`/`schema`).
+      const single = await readAll(write(zipOf([
+        { name: 'users.json', content: JSON.stringify({ fields: { id: 'id', email: 'string' }, data: [{ id: 1 }] }) },
+        { name: 'tags.json', content: JSON.stringify({ fields: { schema: 'string', id: 'id' }, data: [{ id: 2 }, { id: 3 }] }) },
+        { name: 'runs.json', content: JSON.stringify({ fields: {}, rows: [{ id: 4 }] }) },
+      ]), 'zip'));
+      expect(summary(single)).to.deep.equal(['users: 1', 'tags: 2', 'runs: 1']);
+    });
+
+    it('a bare JSON export is named as uploaded (not as stored) in its records and errors', async () => {
+      const stored = write(fixtureText('export-top-level.json'), 'json');
+      const records: ExportRecord[] = [];
+      for await (const record of readExport(stored, {}, 'sample-small.json')) records.push(record);
+      expect([...new Set(records.filter((r) => r.type === 'dataset').map((r) => (r as { entry: string }).entry))]).to.deep.equal(['sample-small.json']);
+      const broken = write('{"users":{"data":[{"id":1,}]}}', 'json');
+      try {
+        for await (const _ of readExport(broken, {}, 'my export.json')) { /* read through */ }
+        expect.fail('refused');
+      } catch (error) {
+        expect((error as ExportFileError).details).to.include({ entry: 'my export.json' });
+        expect((error as Error).message).to.contain('my export.json').and.not.contain(path.basename(broken));
+      }
+    });
+
     it('reads whole-export entries and per-dataset entries named by their stem; passes over the rest', async () => {
       const file = write(zipOf([
         { name: 'export/', content: '' },

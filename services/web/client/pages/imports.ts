@@ -28,7 +28,12 @@ interface Job {
   error: { code: string; error: string } | null; createdBy: { name: string; email: string } | null;
   createdAt: string; finishedAt: string | null; rolledBackAt: string | null;
 }
-interface Preview { datasets: Array<{ dataset: string; rows: number; create: number; map: number; skip: number; skipReasons: Record<string, number> }>; skipped: Array<{ dataset: string; rows: number; reason: string }> }
+interface Preview {
+  datasets: Array<{ dataset: string; rows: number; create: number; map: number; skip: number; skipReasons: Record<string, number>; readWith?: string }>;
+  skipped: Array<{ dataset: string; rows: number; reason: string }>;
+  /** Rows executing would refuse (a placeholder user whose e-mail is claimed): map or skip them first. */
+  conflicts?: Array<{ dataset: string; sourceId: string; message: string }>;
+}
 
 const PHASE_LABEL: Record<Phase, string> = {
   uploaded: 'uploaded', analysing: 'analysing', analysed: 'analysed', configured: 'configured', queued: 'queued', importing: 'importing',
@@ -265,7 +270,11 @@ function reviewStep(job: Job, redraw: () => void): HTMLElement {
       h('thead', null, h('tr', null, ['Dataset', 'Rows', 'Create', 'Map', 'Skip'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', null, p.datasets.map((d) => h('tr', null, h('th', { scope: 'row' }, d.dataset),
         ...[d.rows, d.create, d.map, d.skip].map((n) => h('td', { class: 'num' }, count(n))))))),
-    p.skipped.length > 0 ? h('ul', { class: 'warnings' }, p.skipped.map((s) => h('li', null, `${s.dataset}: ${count(s.rows)} rows not imported (${s.reason})`))) : null);
+    (p.conflicts ?? []).length > 0 ? h('ul', { class: 'errors' }, p.conflicts!.map((c) => h('li', null, `${c.message}: map or skip it before executing`))) : null,
+    p.skipped.length > 0 ? h('ul', { class: 'warnings' }, p.skipped.map((s) => h('li', null, `${s.dataset}: ${count(s.rows)} rows not imported (${s.reason})`))) : null,
+    p.datasets.some((d) => d.skip > 0)
+      ? h('ul', { class: 'warnings' }, p.datasets.flatMap((d) => Object.entries(d.skipReasons).map(([reason, n]) => h('li', null, `${d.dataset}: ${count(n)} rows skipped (${reason})`))))
+      : null);
     return null;
   }, { id: 'preview', status, busy: 'Working out what the import would do…' });
   const execute = action('Execute the import', async () => {
