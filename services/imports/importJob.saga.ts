@@ -14,7 +14,7 @@ import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { ConcurrencyError, ContractViolation, DomainError, EventParked, ReadModelWaitFailed } from '../shared/errors';
 import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient, type RetryBudget, retryBudget, RetryBudgetSpent } from '../shared/faults';
 import { parserFor } from './formats';
-import { type ImportFormat, type Outcome, type ParsedCase, ResultFileError, type SuiteOutput } from './formats/parsedResult';
+import { boundedWarning, type ImportFormat, type Outcome, type ParsedCase, ResultFileError, type SuiteOutput } from './formats/parsedResult';
 import { type ChunkData, type ImportJobCommand, type ImportJobState, importJobDecider, importJobStream } from './importJob.decider';
 import { INT32_MAX, INT32_MIN, LIMITS, codePoints, cutText, isStorableTime, longerThan } from '../../contracts/limits';
 
@@ -213,7 +213,7 @@ export class ImportSaga {
     const suites = new Set<string>();
     const onWarning = (warning: ImportWarning) => {
       warningCount++;
-      if (warnings.length < KEPT_WARNINGS) warnings.push(warning);
+      if (warnings.length < KEPT_WARNINGS) warnings.push(boundedWarning(warning)); // whatever a parser quoted, within ImportParsed's bounds
     };
     const at = { file: '' };
     let previousPath: readonly string[] = [];

@@ -1,5 +1,5 @@
 import { EXTERNAL_ID_NAME, JUNIT_OUTCOMES, unnamedCase, withoutAnsi } from './outcomes';
-import { truncate, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
+import { quoting, truncate, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, bodyText, firstLine, isoTimestamp, nonBlank, secondsToMs, streamXml, warner, type Attributes, type XmlHandler } from './xmlStream';
 
 /**
@@ -40,7 +40,7 @@ export const parseJunit: ResultParser = (input, options) => {
       const timestamp = (raw: string | undefined, where: string, caseName?: string): string | null => {
         const iso = isoTimestamp(raw);
         if (iso !== undefined) return iso;
-        warn(`unreadable timestamp "${raw}" on ${where}; no execution time taken from it`, caseName);
+        warn(quoting`unreadable timestamp "${raw}" on ${where}; no execution time taken from it`, caseName);
         return null;
       };
 
@@ -70,16 +70,16 @@ export const parseJunit: ResultParser = (input, options) => {
               let caseName = nonBlank(attrs.name);
               if (caseName === null) {
                 caseName = unnamedCase(position);
-                warn(`a test case without a name (class ${attrs.classname ?? 'none'}) was imported as "${caseName}"`, caseName);
+                warn(quoting`a test case without a name (class ${attrs.classname ?? 'none'}) was imported as "${caseName}"`, caseName);
               }
               draft = newDraft(caseName, attrs, suites, runName ?? fileName);
               const duration = secondsToMs(attrs.time);
-              if (duration === undefined) warn(`unreadable time "${attrs.time}"; no duration recorded`, caseName);
+              if (duration === undefined) warn(quoting`unreadable time "${attrs.time}"; no duration recorded`, caseName);
               draft.durationMs = duration ?? null;
               if (attrs.timestamp !== undefined) draft.executedAt = timestamp(attrs.timestamp, `test case ${caseName}`, caseName) ?? draft.executedAt;
               if (attrs.line !== undefined) {
                 if (/^\d+$/.test(attrs.line.trim())) draft.line = Number(attrs.line.trim());
-                else warn(`unreadable line "${attrs.line}"`, caseName);
+                else warn(quoting`unreadable line "${attrs.line}"`, caseName);
               }
             } else if ((name === 'system-out' || name === 'system-err') && parent === 'testsuite') return true;
             return false;
