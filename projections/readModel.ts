@@ -520,7 +520,7 @@ async function applyChunks(trx: Knex.Transaction, events: EventEnvelope[]): Prom
   const caseIds: number[] = [];
   const runCases = new Map<number, unknown[]>();
   const results: unknown[][] = [];
-  /** Per run case, its last result here: [status, executedAt, durationMs, importedAt, position]. */
+  /** Per run case, its last result here not retried: [status, executedAt, durationMs, importedAt, position]. */
   const latest = new Map<number, [number, string, number | null, string, string]>();
   /** v2: the status each touched run case shows (the worst of its results not retried), which overrides the last result's. */
   const shownStatus = new Map<number, number>();
@@ -546,6 +546,7 @@ async function applyChunks(trx: Knex.Transaction, events: EventEnvelope[]): Prom
       const executedAt = r.executedAt[i] ?? at;
       results.push([id, d.testRunId, r.testRunCaseId[i], r.statusId[i], r.durationMs[i], executedAt, r.message[i], r.failureType[i], r.stackTrace[i],
         r.systemOut[i], r.systemErr[i], r.file[i], r.line[i], r.properties[i], r.attempt[i], by, d.jobId, false, at, at, -1, r.retried?.[i] ?? false, p]);
+      if (r.retried?.[i]) return; // a retried attempt shows nothing: a case's status comes from its results not retried
       latest.set(r.testRunCaseId[i], [r.statusId[i], executedAt, r.durationMs[i], at, p]);
       shownStatus.delete(r.testRunCaseId[i]); // an earlier chunk's word is replaced by this one's (its own `shown`, or its last result)
     });

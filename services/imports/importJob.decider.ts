@@ -34,14 +34,19 @@ export interface ImportJobState {
   /** The files' suite outputs in the chunks so far, in file order: a resumed job skips as many. */
   processedOutputs: number;
   counts: Omit<ImportCounts, 'passed' | 'failed' | 'error' | 'skipped'>;
-  /** Results per status id, for the outcome counts of the completion. */
+  /**
+   * Run cases the job gave a result per the status they show after it (their final result: the
+   * worst not retried), for the outcome counts of the completion: each test once, attempts apart.
+   */
   byStatus: Record<string, number>;
+  /** The status each run case the job gave a result shows (none while it has retried attempts only): what byStatus counts. */
+  finalStatus: ReadonlyMap<number, number>;
 }
 
 export const initialImportJobState: ImportJobState = {
   status: 'none', jobId: 0, options: null, files: [], format: null, totalCases: 0, warnings: [], warningCount: 0,
   testRunId: null, createsRun: false, chunks: 0, processedCases: 0, processedOutputs: 0,
-  counts: { results: 0, newCases: 0, newFolders: 0, newRunCases: 0 }, byStatus: {},
+  counts: { results: 0, newCases: 0, newFolders: 0, newRunCases: 0 }, byStatus: {}, finalStatus: new Map(),
 };
 
 export type ImportJobCommand =
@@ -127,14 +132,29 @@ export function evolve(s: ImportJobState, e: ImportJobEvent): ImportJobState {
     case 'ImportTestRunPlanned':
       return { ...s, status: 'running', testRunId: e.data.testRunId, createsRun: e.data.created };
     case 'TestResultsImported': {
+      // Tests by their final result, as the read model shows them (projections/readModel.ts): a run case's last
+      // result not retried, unless the chunk's `shown` says otherwise; an attempt the file says was retried counts in `results` only.
       const byStatus = { ...s.byStatus };
-      for (const statusId of e.data.results.statusId) byStatus[statusId] = (byStatus[statusId] ?? 0) + 1;
+      const finalStatus = new Map(s.finalStatus);
+      const show = (runCaseId: number, statusId: number) => {
+        const before = finalStatus.get(runCaseId);
+        if (before === statusId) return;
+        if (before !== undefined) byStatus[before] -= 1;
+        byStatus[statusId] = (byStatus[statusId] ?? 0) + 1;
+        finalStatus.set(runCaseId, statusId);
+      };
+      const r = e.data.results;
+      r.statusId.forEach((statusId, i) => {
+        if (!r.retried?.[i]) show(r.testRunCaseId[i], statusId);
+      });
+      e.data.shown?.testRunCaseId.forEach((runCaseId, i) => show(runCaseId, e.data.shown.statusId[i]));
       return {
         ...s,
         chunks: e.data.chunk + 1,
         processedCases: e.data.processedCases,
         processedOutputs: s.processedOutputs + (e.data.suiteOutputs?.folderId.length ?? 0),
         byStatus,
+        finalStatus,
         counts: {
           results: s.counts.results + e.data.results.resultId.length,
           newCases: s.counts.newCases + e.data.cases.caseId.length,

@@ -531,7 +531,7 @@ const RANK: Record<Outcome, number> = { passed: 0, skipped: 1, failed: 2, error:
 interface RunCaseState {
   id: number;
   attempts: number;
-  /** The worst result not retried so far: its rank (NO_RANK: none yet) and status; and the last result's status. */
+  /** The worst result not retried so far: its rank (NO_RANK: none yet) and status; and the last result's status not retried. */
   worstRank: number;
   worstStatus: number | null;
   last: number | null;
@@ -789,7 +789,8 @@ class ChunkBuilder {
       const runCase = runCases.get(this.cases.get(keys[i])!)!;
       const statusId = this.statuses[parsed.outcome];
       runCase.attempts++;
-      runCase.last = statusId;
+      // A retried attempt never decides what the case shows (the read model's last result is its last one not retried).
+      if (!parsed.retried) runCase.last = statusId;
       if (!parsed.retried && RANK[parsed.outcome] >= runCase.worstRank) {
         runCase.worstRank = RANK[parsed.outcome];
         runCase.worstStatus = statusId;
@@ -813,8 +814,8 @@ class ChunkBuilder {
     const shown: ImportedColumns<ShownStatus> = { testRunCaseId: [], statusId: [] };
     for (const runCase of touched) {
       // Only where it is not the last result's (which the read model shows by default): most chunks carry none.
-      const status = runCase.worstStatus ?? runCase.last!;
-      if (status === runCase.last) continue;
+      const status = runCase.worstStatus ?? runCase.last;
+      if (status === runCase.last || status === null) continue; // null: only retried attempts so far, which show nothing
       shown.testRunCaseId.push(runCase.id);
       shown.statusId.push(status);
     }

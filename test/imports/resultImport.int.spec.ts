@@ -158,6 +158,34 @@ describe('result import (JUnit endpoint and the multi-format one)', function () 
     expect(await model('testRunCase', 'count', { where: { testRunId: ids.run } })).to.equal(5);
   });
 
+  it('counts each test by its final result, retried attempts apart; a case with retried attempts only shows no status (issue 36)', async () => {
+    // A Surefire test that passed on its third run (two flakyFailures, no failure), and one that failed for good.
+    const flaky = `<?xml version="1.0" encoding="UTF-8"?><testsuite name="com.acme.FlakyIT" tests="2">
+      <testcase classname="com.acme.FlakyIT" name="eventually passes" time="1">
+        <flakyFailure message="first" type="java.lang.AssertionError"><stackTrace>at A</stackTrace></flakyFailure>
+        <flakyFailure message="second" type="java.lang.AssertionError"><stackTrace>at A</stackTrace></flakyFailure>
+      </testcase>
+      <testcase classname="com.acme.FlakyIT" name="fails" time="1"><failure message="no">at B</failure></testcase>
+    </testsuite>`;
+    const answer = await junit({ name: 'Flaky', projectId: ids.project }, [{ name: 'TEST-flaky.xml', content: flaky }]);
+    const runId = expectCompleted(answer);
+    const job = (await admin.get(`/api/imports/${answer.headers.get('x-import-job-id')}`)).body.data;
+    expect(job.counts).to.include({ results: 4, passed: 1, failed: 1, error: 0, skipped: 0 });
+    const cases = await model('testRunCase', 'findMany', { where: { testRunId: runId }, include: { repositoryCase: true, status: true } });
+    expect(Object.fromEntries(cases.map((c: any) => [c.repositoryCase.title, c.status.systemName]))).to.deep.equal({ 'eventually passes': 'passed', fails: 'failed' });
+
+    // TestNG: a method whose only result is an attempt the retry analyzer ran again.
+    const testng = `<?xml version="1.0" encoding="UTF-8"?><testng-results><suite name="S"><test name="T"><class name="c.Retried">
+      <test-method name="onlyRetried" status="FAIL" duration-ms="3" retried="true"/>
+      <test-method name="plain" status="PASS" duration-ms="3"/></class></test></suite></testng-results>`;
+    const retriedOnly = await results({ name: 'Retried only', projectId: ids.project }, [{ name: 'testng-results.xml', content: testng }]);
+    const second = expectCompleted(retriedOnly);
+    const secondJob = (await admin.get(`/api/imports/${retriedOnly.headers.get('x-import-job-id')}`)).body.data;
+    expect(secondJob.counts).to.include({ results: 2, passed: 1, failed: 0 });
+    const shown = await model('testRunCase', 'findMany', { where: { testRunId: second }, include: { repositoryCase: true } });
+    expect(Object.fromEntries(shown.map((c: any) => [c.repositoryCase.title, c.statusId === null]))).to.deep.equal({ onlyRetried: true, plain: false });
+  });
+
   it('a later import into a new run attaches its results to the same cases (the history stays)', async () => {
     const answer = await results({ name: 'Nightly 2', projectId: ids.project, parentFolderId: ids.root }, [{ name: 'b.xml', content: SUREFIRE }]);
     const runId = expectCompleted(answer);

@@ -76,6 +76,22 @@ describe('ImportJob decider (the result import saga\'s stream)', () => {
     expect(state.counts.results).to.equal(3);
   });
 
+  it('counts each run case once, by the status it shows: retried attempts and earlier attempts apart, `shown` overriding (issue 36)', () => {
+    const retried = (resultId: number, runCase: number, statusId: number) => ({ ...result(resultId, statusId), testRunCaseId: runCase, retried: true });
+    const again = (resultId: number, runCase: number, statusId: number) => ({ ...result(resultId, statusId), testRunCaseId: runCase });
+    // Run case 600: two retried failures (3), then a pass (2). Run case 601: a pass, then a failure (worse, shown by the next chunk's `shown`).
+    const first: ImportJobEvent = { type: 'TestResultsImported', data: { jobId: 9, chunk: 0, ...chunkData(2, [retried(1, 600, 3), retried(2, 600, 3), again(3, 600, 2), again(4, 601, 3)]) } };
+    const secondData = chunkData(3, [again(5, 601, 2)]);
+    secondData.shown = columns(SHOWN_KEYS, [{ testRunCaseId: 601, statusId: 3 }]);
+    const second: ImportJobEvent = { type: 'TestResultsImported', data: { jobId: 9, chunk: 1, ...secondData } };
+    const state = [...requested, parsed, planned, first, second].reduce(importJobDecider.evolve, importJobDecider.initialState);
+    expect(state.byStatus).to.deep.equal({ 2: 1, 3: 1 });
+    expect(state.counts.results).to.equal(5);
+    // A run case with retried attempts only shows nothing, and is not counted.
+    const onlyRetried: ImportJobEvent = { type: 'TestResultsImported', data: { jobId: 9, chunk: 0, ...chunkData(1, [retried(1, 700, 3)]) } };
+    expect([...requested, parsed, planned, onlyRetried].reduce(importJobDecider.evolve, importJobDecider.initialState).byStatus).to.deep.equal({});
+  });
+
   it('fails once, from any unfinished step; a finished job stays as it is', () => {
     const fail: ImportJobCommand = { type: 'Fail', code: 'doctype-refused', error: 'no', details: {}, now: NOW };
     const failed: ImportJobEvent = { type: 'ImportFailed', data: { jobId: 9, code: 'doctype-refused', error: 'no', details: {}, failedAt: NOW } };
