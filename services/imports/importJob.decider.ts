@@ -33,6 +33,8 @@ export interface ImportJobState {
   processedCases: number;
   /** The files' suite outputs in the chunks so far, in file order: a resumed job skips as many. */
   processedOutputs: number;
+  /** The suite properties the chunks kept so far (each distinct pair once, in file order): a resumed job skips as many. */
+  processedSuiteProperties: number;
   counts: Omit<ImportCounts, 'passed' | 'failed' | 'error' | 'skipped'>;
   /**
    * Run cases the job gave a result per the status they show after it (their final result: the
@@ -45,7 +47,7 @@ export interface ImportJobState {
 
 export const initialImportJobState: ImportJobState = {
   status: 'none', jobId: 0, options: null, files: [], format: null, totalCases: 0, warnings: [], warningCount: 0,
-  testRunId: null, createsRun: false, chunks: 0, processedCases: 0, processedOutputs: 0,
+  testRunId: null, createsRun: false, chunks: 0, processedCases: 0, processedOutputs: 0, processedSuiteProperties: 0,
   counts: { results: 0, newCases: 0, newFolders: 0, newRunCases: 0 }, byStatus: {}, finalStatus: new Map(),
 };
 
@@ -84,16 +86,17 @@ export function decide(cmd: ImportJobCommand, s: ImportJobState): ImportJobEvent
       if (cmd.chunk < s.chunks) return []; // appended before (a resumed job repeating itself)
       if (cmd.chunk > s.chunks) throw new DomainError('import-chunk-out-of-order', `Chunk ${cmd.chunk} of job ${s.jobId} comes after chunk ${s.chunks - 1}`);
       if (cmd.data.testRunId !== s.testRunId) throw new DomainError('import-run-planned', `Import job ${s.jobId} writes to test run ${s.testRunId}`);
-      for (const table of ['folders', 'cases', 'runCases', 'results', 'adopted', 'shown', 'suiteOutputs'] as const) {
+      for (const table of ['folders', 'cases', 'runCases', 'results', 'adopted', 'shown', 'suiteOutputs', 'suiteProperties'] as const) {
         const lengths = new Set(Object.values(cmd.data[table]).map((column) => (column as unknown[]).length));
         if (lengths.size > 1) throw new DomainError('import-chunk-malformed', `The ${table} columns of chunk ${cmd.chunk} differ in length`, { table });
       }
       if (cmd.data.cases.scope.some((i) => i !== null && (i >= cmd.data.scopes.length)))
         throw new DomainError('import-chunk-malformed', `A case of chunk ${cmd.chunk} names a scope the chunk does not have`, { table: 'cases' });
-      // A chunk moves past cases, or (holding no result) carries folders or suite output that did not fit before.
+      // A chunk moves past cases, or (holding no result) carries folders, suite output or suite properties that did not fit before.
       if (cmd.data.results.resultId.length > 0
         ? cmd.data.processedCases <= s.processedCases || cmd.data.processedCases > s.totalCases
-        : cmd.data.processedCases !== s.processedCases || cmd.data.folders.folderId.length + cmd.data.suiteOutputs.folderId.length === 0)
+        : cmd.data.processedCases !== s.processedCases
+          || cmd.data.folders.folderId.length + cmd.data.suiteOutputs.folderId.length + cmd.data.suiteProperties.name.length === 0)
         throw new DomainError('import-chunk-out-of-order', `Chunk ${cmd.chunk} of job ${s.jobId} does not move past case ${s.processedCases}`);
       return [{ type: 'TestResultsImported', data: { jobId: s.jobId, chunk: cmd.chunk, ...cmd.data } }];
     case 'Complete':
@@ -153,6 +156,7 @@ export function evolve(s: ImportJobState, e: ImportJobEvent): ImportJobState {
         chunks: e.data.chunk + 1,
         processedCases: e.data.processedCases,
         processedOutputs: s.processedOutputs + (e.data.suiteOutputs?.folderId.length ?? 0),
+        processedSuiteProperties: s.processedSuiteProperties + (e.data.suiteProperties?.name.length ?? 0),
         byStatus,
         finalStatus,
         counts: {

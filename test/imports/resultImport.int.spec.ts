@@ -186,6 +186,31 @@ describe('result import (JUnit endpoint and the multi-format one)', function () 
     expect(Object.fromEntries(shown.map((c: any) => [c.repositoryCase.title, c.statusId === null]))).to.deep.equal({ onlyRetried: true, plain: false });
   });
 
+  it('keeps the suites\' own properties on the run: each value of a name once, bounded, long names cut with a warning (issue 36)', async () => {
+    const longName = 'p'.repeat(3000);
+    const suite = (name: string, properties: [string, string][]) => `<testsuite name="${name}" tests="1"><properties>${
+      properties.map(([n, v]) => `<property name="${n}" value="${v}"/>`).join('')}</properties><testcase classname="${name}" name="works"/></testsuite>`;
+    const file = `<?xml version="1.0" encoding="UTF-8"?><testsuites>${[
+      suite('pkg/a', [['go.version', 'go1.22.1'], ['seed', '1'], [longName, 'x']]),
+      suite('pkg/b', [['go.version', 'go1.22.1'], ['seed', '2']]),
+      suite('pkg/c', Array.from({ length: 12 }, (_, i): [string, string] => ['seed', String(i + 3)])),
+    ].join('')}<testsuite name="pkg/d"><testcase classname="d" name="case property"><properties><property name="${longName}" value="y"/></properties></testcase></testsuite></testsuites>`;
+    const answer = await junit({ name: 'Go', projectId: ids.project }, [{ name: 'report.xml', content: file }]);
+    const runId = expectCompleted(answer);
+    const run = await model('testRun', 'findUnique', { where: { id: runId } });
+    expect(run.suiteProperties).to.deep.equal({
+      'go.version': ['go1.22.1'],
+      seed: ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10'],
+      [`${'p'.repeat(254)}…`]: ['x'],
+    });
+    const warnings = answer.events.filter((e) => 'warning' in e).map((e) => e.warning.message as string);
+    expect(warnings.filter((w) => w.includes('a name of 3000 characters')), JSON.stringify(warnings)).to.have.length(2); // the suite's and the case's
+    expect(warnings.some((w) => w.startsWith('4 suite properties were not kept'))).to.equal(true);
+    // The same file again into the same run adds nothing new.
+    expectCompleted(await junit({ testRunId: runId, projectId: ids.project }, [{ name: 'report.xml', content: file }]));
+    expect((await model('testRun', 'findUnique', { where: { id: runId } })).suiteProperties).to.deep.equal(run.suiteProperties);
+  });
+
   it('a later import into a new run attaches its results to the same cases (the history stays)', async () => {
     const answer = await results({ name: 'Nightly 2', projectId: ids.project, parentFolderId: ids.root }, [{ name: 'b.xml', content: SUREFIRE }]);
     const runId = expectCompleted(answer);

@@ -11,8 +11,8 @@ import { appendOutput, bodyText, firstLine, isoTimestamp, nonBlank, secondsToMs,
  * title in two files makes two suites. mocha-junit-reporter (Cypress) names each spec file on a
  * top-level "Root Suite" and writes that file's describe suites after it, as siblings: the file is
  * theirs too, and put before them the same way. The run's time xmlrunner appends to a suite's name
- * (`TestAcme-20251114214921`) is no part of it. Suite-level properties are not imported; suite-level
- * output goes to `onSuiteOutput`.
+ * (`TestAcme-20251114214921`) is no part of it. Suite-level properties go to `onSuiteProperties`
+ * (the run keeps them), suite-level output to `onSuiteOutput`.
  *
  * Identity (docs/imports.md): a `testament_case_id` property is the externalId; Playwright's browser
  * project (the `hostname` of a suite named by a script file, classname the same file) is the variant.
@@ -34,6 +34,8 @@ export const parseJunit: ResultParser = (input, options) => {
       let draft: Draft | null = null;
       let position = 0;
       let property: { name: string | undefined; value: string | undefined } | null = null;
+      /** A `<testsuite>`'s own `<property>` being read (its value may be its text). */
+      let suiteProperty: { name: string | undefined; value: string | undefined } | null = null;
       /** The outcome or rerun element being read, with the attempt it fills. */
       let element: { name: string; attempt: ParsedCase; children: number } | null = null;
 
@@ -64,6 +66,7 @@ export const parseJunit: ResultParser = (input, options) => {
                 specFile: suites.length > 0 ? suites[suites.length - 1].specFile : specFile,
                 systemOut: null,
                 systemErr: null,
+                properties: [],
               });
             } else if (name === 'testcase') {
               position++;
@@ -82,6 +85,10 @@ export const parseJunit: ResultParser = (input, options) => {
                 else warn(quoting`unreadable line "${attrs.line}"`, caseName);
               }
             } else if ((name === 'system-out' || name === 'system-err') && parent === 'testsuite') return true;
+            else if (name === 'property' && parent === 'properties' && parents[parents.length - 2] === 'testsuite' && suites.length > 0) {
+              suiteProperty = { name: attrs.name, value: attrs.value };
+              return attrs.value === undefined;
+            }
             return false;
           }
           if (parent === 'testcase') {
@@ -136,6 +143,11 @@ export const parseJunit: ResultParser = (input, options) => {
               suites.pop();
               if (suite !== undefined && (suite.systemOut !== null || suite.systemErr !== null))
                 options.onSuiteOutput?.({ suitePath: [...suites.map((s) => s.name), suite.name], systemOut: suite.systemOut, systemErr: suite.systemErr });
+              if (suite !== undefined && suite.properties.length > 0)
+                options.onSuiteProperties?.({ suitePath: [...suites.map((s) => s.name), suite.name], properties: suite.properties });
+            } else if (suite !== undefined && name === 'property' && suiteProperty !== null) {
+              if (suiteProperty.name !== undefined) suite.properties.push({ name: suiteProperty.name, value: suiteProperty.value ?? text ?? '' });
+              suiteProperty = null;
             } else if (suite !== undefined && parent === 'testsuite' && name === 'system-out') suite.systemOut = appendOutput(suite.systemOut, text, max);
             else if (suite !== undefined && parent === 'testsuite' && name === 'system-err') suite.systemErr = appendOutput(suite.systemErr, text, max);
             return;
@@ -211,6 +223,8 @@ interface Suite {
   specFile: string | null;
   systemOut: string | null;
   systemErr: string | null;
+  /** Its own `<properties>`, in file order. */
+  properties: Array<{ name: string; value: string }>;
 }
 
 interface Draft extends ParsedCase {

@@ -63,6 +63,13 @@ export interface SuiteOutput {
   systemErr: string | null;
 }
 
+/** A suite's own properties (JUnit `<testsuite><properties>`), told once per suite as its end is read, in file order. */
+export interface SuiteProperties {
+  /** The suite, as the suitePath of its cases. */
+  suitePath: string[];
+  properties: Array<{ name: string; value: string }>;
+}
+
 export interface ParseWarning {
   /** The uploaded file's name as the client sent it. */
   file: string;
@@ -79,6 +86,8 @@ export interface ParseOptions {
   onWarning(warning: ParseWarning): void;
   /** Suite-level output, where the format has it; optional (the first pass ignores it). */
   onSuiteOutput?(output: SuiteOutput): void;
+  /** Suite-level properties, where the format has them (JUnit); optional. */
+  onSuiteProperties?(properties: SuiteProperties): void;
 }
 
 /**

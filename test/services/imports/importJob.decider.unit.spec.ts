@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { ImportJobEvent } from '../../../contracts/events';
 import { type ChunkData, type ImportJobCommand, importJobDecider, importJobStream, type ImportOptions } from '../../../services/imports/importJob.decider';
-import { ADOPTED_KEYS, CASE_V2_KEYS, columns, FOLDER_KEYS, RESULT_V2_KEYS, RUN_CASE_KEYS, SHOWN_KEYS, SUITE_OUTPUT_KEYS } from '../../support/columns';
+import { ADOPTED_KEYS, CASE_V2_KEYS, columns, FOLDER_KEYS, RESULT_V2_KEYS, RUN_CASE_KEYS, SHOWN_KEYS, SUITE_OUTPUT_KEYS, SUITE_PROPERTY_KEYS } from '../../support/columns';
 import { given } from '../../support/given';
 
 const NOW = '2026-03-01T10:00:00.000Z';
@@ -23,7 +23,7 @@ const result = (resultId: number, statusId: number) => ({
 const chunkData = (processedCases: number, results = [result(processedCases, 2)]): ChunkData => ({
   projectId: 7, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: null, caseStateId: null,
   folders: columns(FOLDER_KEYS, []), cases: columns(CASE_V2_KEYS, []), runCases: columns(RUN_CASE_KEYS, []), results: columns(RESULT_V2_KEYS, results),
-  processedCases, importedAt: NOW, scopes: [], adopted: columns(ADOPTED_KEYS, []), shown: columns(SHOWN_KEYS, []), suiteOutputs: columns(SUITE_OUTPUT_KEYS, []),
+  processedCases, importedAt: NOW, scopes: [], adopted: columns(ADOPTED_KEYS, []), shown: columns(SHOWN_KEYS, []), suiteOutputs: columns(SUITE_OUTPUT_KEYS, []), suiteProperties: columns(SUITE_PROPERTY_KEYS, []),
 });
 const chunk0: ImportJobEvent = { type: 'TestResultsImported', data: { jobId: 9, chunk: 0, ...chunkData(2, [result(1, 2), result(2, 3)]) } };
 const append = (chunk: number, data: ChunkData): ImportJobCommand => ({ type: 'AppendChunk', chunk, data });
