@@ -918,6 +918,8 @@ class SuitePropertiesKept {
   private readonly values = new Map<string, Set<string>>();
   private count = 0;
   private dropped = 0;
+  /** The file of the first pair not kept. */
+  private droppedIn = '';
   private readonly cutNames = new Set<string>();
 
   /** The pairs of a suite not kept before; a name cut to fit is warned about once (when `onWarning` is given). */
@@ -933,7 +935,7 @@ class SuitePropertiesKept {
       let values = this.values.get(name);
       if (values?.has(value)) continue;
       if (this.count >= SUITE_PROPERTIES_MAX || (values !== undefined && values.size >= SUITE_PROPERTY_VALUES)) {
-        this.dropped++;
+        if (this.dropped++ === 0) this.droppedIn = file;
         continue;
       }
       if (!values) this.values.set(name, (values = new Set()));
@@ -946,7 +948,7 @@ class SuitePropertiesKept {
 
   warnDropped(onWarning: (w: ImportWarning) => void): void {
     if (this.dropped === 0) return;
-    onWarning({ file: '', message: `${this.dropped} suite propert${this.dropped === 1 ? 'y was' : 'ies were'} not kept on the run: it keeps at most ${SUITE_PROPERTY_VALUES} values of a name and ${SUITE_PROPERTIES_MAX} in all` });
+    onWarning({ file: this.droppedIn, message: `${this.dropped} suite propert${this.dropped === 1 ? 'y was' : 'ies were'} not kept on the run: it keeps at most ${SUITE_PROPERTY_VALUES} values of a name and ${SUITE_PROPERTIES_MAX} in all` });
   }
 }
 
