@@ -462,6 +462,11 @@ export const ENTITIES: Record<EntityName, EntityDef> = {
       stateId: reference('state_id'),
       createdById: actor('created_by_id'),
       externalImportJobId: externalImportJob,
+      /**
+       * The suites' own properties its result imports read (JUnit `<testsuite><properties>`): each
+       * name with its distinct values, `{"go.version": ["go1.22.1"]}`; null when none (docs/imports.md).
+       */
+      suiteProperties: field('json', 'suite_properties', { nullable: true, writable: false }),
       ...softDeleteAndTimes,
     },
     relations: {

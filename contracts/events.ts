@@ -130,6 +130,8 @@ export interface AdoptedCase { caseId: number; identityKey: string; identityScop
 export interface ShownStatus { testRunCaseId: number; statusId: number }
 /** A suite's own output, by the suite's folder (v2). */
 export interface ImportedSuiteOutput { folderId: number | null; suite: string; systemOut: string | null; systemErr: string | null }
+/** A suite's own property (JUnit `<testsuite><properties>`), kept on the run: each distinct pair once per import (v4). */
+export interface ImportedSuiteProperty { name: string; value: string }
 export interface ImportedRunCase { testRunCaseId: number; repositoryCaseId: number; order: number }
 export interface ImportedResult {
   resultId: number; testRunCaseId: number; statusId: number; durationMs: number | null; executedAt: Iso | null;
@@ -143,13 +145,14 @@ export interface ImportedResult {
  * `processedCases` counts the files' cases consumed so far (resume starts after them). A chunk may
  * hold folders only (a suite nested deeper than one event's 5,000 folders): it moves no case on.
  * v1 events lack the v2 fields (`identityKey`, `scope`, `scopes`, `retried`, `adopted`, `shown`,
- * `suiteOutputs`): readers default them.
+ * `suiteOutputs`), events before v4 `suiteProperties`: readers default them.
  */
 export type TestResultsImported = DomainEvent<'TestResultsImported', {
   jobId: number; chunk: number; projectId: number; testRunId: number; caseSource: CaseSource; caseTemplateId: number | null; caseStateId: number | null;
   folders: ImportedColumns<ImportedFolder>; cases: ImportedColumns<ImportedCase>; runCases: ImportedColumns<ImportedRunCase>;
   results: ImportedColumns<ImportedResult>; processedCases: number; importedAt: Iso;
   scopes: string[]; adopted: ImportedColumns<AdoptedCase>; shown: ImportedColumns<ShownStatus>; suiteOutputs: ImportedColumns<ImportedSuiteOutput>;
+  suiteProperties: ImportedColumns<ImportedSuiteProperty>;
 }>;
 export interface ImportCounts { results: number; newCases: number; newFolders: number; newRunCases: number; passed: number; failed: number; error: number; skipped: number }
 export type ImportCompleted = DomainEvent<'ImportCompleted', { jobId: number; testRunId: number; counts: ImportCounts; completedAt: Iso }>;

@@ -45,6 +45,14 @@ export const LIMITS = {
 
 export type LimitName = keyof typeof LIMITS;
 
+/**
+ * A run's suite properties (what result imports read from JUnit `<testsuite><properties>`,
+ * docs/imports.md): at most this many distinct values of a name (the first met), and this many
+ * (name, value) pairs in all (one import event's rows); names are cut to LIMITS.name, values to
+ * LIMITS.caseTitle.
+ */
+export const SUITE_PROPERTY_LIMITS = { valuesPerName: 10, pairs: 5000 } as const;
+
 /** An index whose count (index + 1) an integer column keeps: an import's chunk. */
 export const MAX_INDEX = INT32_MAX - 1;
 

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import type { EventEnvelope } from '../contracts/envelope';
-import type { DataOf } from '../contracts/events';
+import type { DataOf, ImportedSuiteProperty } from '../contracts/events';
 import { copyRows } from '../infra/postgres/copy';
+import { SUITE_PROPERTY_LIMITS } from '../contracts/limits';
 import { ENTITIES, type EntityDef, historyTableOf } from '../contracts/entities';
 import { entityEventOf, eventFields, eventTypesOf, idKeyOf, isForeignKey, linkField, linkRelations, ownedRelations, rowsWrittenOf } from '../contracts/entityEvents';
 import { catalogueTables, columnType, historyTables } from './migrations/catalogueTables';
@@ -245,8 +246,15 @@ interface Rebuild { days: ProjectDays; caches: Map<string, RowCache> }
 const ROW_CACHED = new Set(Object.values(ENTITIES).map((e) => e.name).filter((name) => name !== 'testRunCase'
   && !Object.values(ENTITIES).some((owner) => [...ownedRelations(owner)].some(([, r]) => r.target === name))));
 
-/** After applyImportedChunks and applyAliases: the case rows they changed with SQL are read again when next needed. */
+/** After applyImportedChunks and applyAliases: the case (and run) rows they changed with SQL are read again when next needed. */
 function forgetCasesWrittenBySql(rebuild: Rebuild | undefined, events: EventEnvelope[]): void {
+  const runs = rebuild?.caches.get(ENTITIES.testRun.name);
+  if (runs) {
+    // A run given suite properties (addSuiteProperties) is read again too.
+    for (const event of events) {
+      if (event.type === 'TestResultsImported' && (event.data as DataOf<'TestResultsImported'>).suiteProperties?.name.length > 0) runs.delete((event.data as DataOf<'TestResultsImported'>).testRunId);
+    }
+  }
   const cache = rebuild?.caches.get(CASES.name);
   if (!cache) return;
   for (const event of events) {
@@ -481,6 +489,30 @@ async function applyAliases(trx: Knex.Transaction, events: EventEnvelope[]): Pro
 }
 
 /**
+ * A run's suite properties (`test_runs.suite_properties`, `{name: [values]}`) with an import's added:
+ * each value of a name once, at most SUITE_PROPERTY_LIMITS.valuesPerName of a name (the first met)
+ * and SUITE_PROPERTY_LIMITS.pairs in all, across the imports into the run. A new version of the run
+ * when anything was added.
+ */
+async function addSuiteProperties(trx: Knex.Transaction, runId: number, pairs: ImportedSuiteProperty[], position: string): Promise<void> {
+  const row = await trx('test_runs').where({ id: runId }).first('suite_properties');
+  if (!row) return;
+  const kept: Record<string, string[]> = { ...(row.suite_properties ?? {}) };
+  let count = Object.values(kept).reduce((n, values) => n + values.length, 0);
+  let added = false;
+  for (const { name, value } of pairs) {
+    const values = Object.hasOwn(kept, name) ? kept[name] : [];
+    if (values.includes(value) || values.length >= SUITE_PROPERTY_LIMITS.valuesPerName || count >= SUITE_PROPERTY_LIMITS.pairs) continue;
+    kept[name] = [...values, value];
+    count++;
+    added = true;
+  }
+  if (!added) return;
+  await closeVersions(trx, 'test_runs', 'test_runs t WHERE t.id = ?', '?::bigint', [position, runId]);
+  await trx('test_runs').where({ id: runId }).update({ suite_properties: JSON.stringify(kept), valid_from: position });
+}
+
+/**
  * Result-import chunks (TestResultsImported, on an import job's stream): their folders, cases
  * (with version 1 of each), run cases and results, written with COPY, one per table for all the
  * chunks of a batch (applied once: the checkpoint moves in the same transaction). A new run case
@@ -520,12 +552,14 @@ async function applyChunks(trx: Knex.Transaction, events: EventEnvelope[]): Prom
   const caseIds: number[] = [];
   const runCases = new Map<number, unknown[]>();
   const results: unknown[][] = [];
-  /** Per run case, its last result here: [status, executedAt, durationMs, importedAt, position]. */
+  /** Per run case, its last result here not retried: [status, executedAt, durationMs, importedAt, position]. */
   const latest = new Map<number, [number, string, number | null, string, string]>();
   /** v2: the status each touched run case shows (the worst of its results not retried), which overrides the last result's. */
   const shownStatus = new Map<number, number>();
   const adopted: unknown[][] = [];
   const suiteOutputs: unknown[][] = [];
+  /** v4: per run, the suite properties its chunks here carry, and the position of the last. */
+  const suiteProperties = new Map<number, { pairs: ImportedSuiteProperty[]; position: string }>();
   for (const event of events) {
     const d = event.data as DataOf<'TestResultsImported'>;
     const by = event.metadata.actor.userId ?? null;
@@ -546,6 +580,7 @@ async function applyChunks(trx: Knex.Transaction, events: EventEnvelope[]): Prom
       const executedAt = r.executedAt[i] ?? at;
       results.push([id, d.testRunId, r.testRunCaseId[i], r.statusId[i], r.durationMs[i], executedAt, r.message[i], r.failureType[i], r.stackTrace[i],
         r.systemOut[i], r.systemErr[i], r.file[i], r.line[i], r.properties[i], r.attempt[i], by, d.jobId, false, at, at, -1, r.retried?.[i] ?? false, p]);
+      if (r.retried?.[i]) return; // a retried attempt shows nothing: a case's status comes from its results not retried
       latest.set(r.testRunCaseId[i], [r.statusId[i], executedAt, r.durationMs[i], at, p]);
       shownStatus.delete(r.testRunCaseId[i]); // an earlier chunk's word is replaced by this one's (its own `shown`, or its last result)
     });
@@ -555,6 +590,12 @@ async function applyChunks(trx: Knex.Transaction, events: EventEnvelope[]): Prom
       const o = d.suiteOutputs;
       suiteOutputs.push([d.testRunId, d.jobId, folderId, o.suite[i], o.systemOut[i], o.systemErr[i], at]);
     });
+    if (d.suiteProperties?.name.length > 0) {
+      const run = suiteProperties.get(d.testRunId) ?? { pairs: [], position: p };
+      d.suiteProperties.name.forEach((name, i) => run.pairs.push({ name, value: d.suiteProperties.value[i] }));
+      run.position = p;
+      suiteProperties.set(d.testRunId, run);
+    }
   }
   for (const [id, status] of shownStatus) {
     const last = latest.get(id);
@@ -580,6 +621,7 @@ async function applyChunks(trx: Knex.Transaction, events: EventEnvelope[]): Prom
     await trx.raw(`UPDATE repository_cases c SET identity_key = x.k, identity_scope = x.s, valid_from = x.p FROM ${source} WHERE c.id = x.id`, columns);
   }
   await copyRows(trx, 'test_run_suite_outputs', ['test_run_id', 'import_job_id', 'folder_id', 'suite', 'system_out', 'system_err', 'created_at'], suiteOutputs);
+  for (const [runId, { pairs, position }] of suiteProperties) await addSuiteProperties(trx, runId, pairs, position);
   if (caseIds.length > 0) {
     await trx.raw(`INSERT INTO repository_case_versions (repository_case_id, version, title, snapshot, changed_by_id, created_at, valid_from)
       SELECT c.id, 1, c.title, ${SNAPSHOT_SQL}, c.created_by_id, c.created_at, c.valid_from FROM repository_cases c WHERE c.id = ANY(?::integer[])`, [caseIds]);

@@ -63,6 +63,8 @@ export const HAND_WRITTEN_LIMITS: Record<string, LimitName | 'bytes' | 'index'> 
   'TestResultsImported.results.file[]': 'name',
   'TestResultsImported.results.properties[][].name': 'name',
   'TestResultsImported.suiteOutputs.suite[]': 'caseTitle',
+  'TestResultsImported.suiteProperties.name[]': 'name',
+  'TestResultsImported.suiteProperties.value[]': 'caseTitle',
   'ImportRequested.testRunName': 'name',
   'ImportRequested.branch': 'name',
   'ImportRequested.ciJobId': 'name',

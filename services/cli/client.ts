@@ -127,6 +127,18 @@ export class ServiceClient {
     return (body as unknown as { data: number }).data;
   }
 
+  /** Attempts of the job's results that the files say were retried (Surefire's flakyFailure/rerunFailure, TestNG's retried="true"). */
+  async retriesOf(jobId: number): Promise<number> {
+    const res = await this.send('/api/model/testRunResult/count', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ where: { importJobId: jobId, retried: true } }),
+    });
+    const body = await jsonOf(res);
+    if (!res.ok) throw errorOf(res, body);
+    return (body as unknown as { data: number }).data;
+  }
+
   /** Uploads the files and follows the import's event stream to its `complete` (or to an interruption the job recovers from). */
   async importResults(files: string[], fields: ImportFields, onEvent: (event: ImportEvent) => void): Promise<ImportOutcome> {
     const form = new FormData();

@@ -59,8 +59,9 @@ CircleCI or Azure Pipelines variables when not given):
       --attempt <n>             the attempt of the CI job (a re-run pipeline)
       --new-attempt             import the files again even if this job and attempt sent them
 
-The last line counts the tests (run cases given a result), results and retries (results beyond
-the first of a test) the import recorded, to compare with your runner's totals.
+The last line counts the tests (run cases given a result), results and retries (attempts the
+files say were retried: Surefire's flakyFailure/rerunFailure, TestNG's retried="true") the import
+recorded, to compare with your runner's totals.
 
 Exit codes: 0 imported; 1 the service refused or failed; 2 wrong usage (no file matched, bad option).`,
   evidence: `testament evidence (--run <id> | --milestone <id>) [-o <file.zip>]
@@ -275,7 +276,7 @@ async function importCommand(argv: string[], out: (line: string) => void, err: (
   const testRunId = job.testRunId!;
   const results = job.counts?.results ?? 0;
   const tests = await client.testsOf(jobId);
-  const retries = results - tests;
+  const retries = await client.retriesOf(jobId);
   const runUrl = `${client.url}/api/model/testRun/findUnique?q=${encodeURIComponent(JSON.stringify({ where: { id: testRunId } }))}`;
   if (values.json) {
     out(JSON.stringify({

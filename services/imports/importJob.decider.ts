@@ -33,15 +33,22 @@ export interface ImportJobState {
   processedCases: number;
   /** The files' suite outputs in the chunks so far, in file order: a resumed job skips as many. */
   processedOutputs: number;
+  /** The suite properties the chunks kept so far (each distinct pair once, in file order): a resumed job skips as many. */
+  processedSuiteProperties: number;
   counts: Omit<ImportCounts, 'passed' | 'failed' | 'error' | 'skipped'>;
-  /** Results per status id, for the outcome counts of the completion. */
+  /**
+   * Run cases the job gave a result per the status they show after it (their final result: the
+   * worst not retried), for the outcome counts of the completion: each test once, attempts apart.
+   */
   byStatus: Record<string, number>;
+  /** The status each run case the job gave a result shows (none while it has retried attempts only): what byStatus counts. */
+  finalStatus: ReadonlyMap<number, number>;
 }
 
 export const initialImportJobState: ImportJobState = {
   status: 'none', jobId: 0, options: null, files: [], format: null, totalCases: 0, warnings: [], warningCount: 0,
-  testRunId: null, createsRun: false, chunks: 0, processedCases: 0, processedOutputs: 0,
-  counts: { results: 0, newCases: 0, newFolders: 0, newRunCases: 0 }, byStatus: {},
+  testRunId: null, createsRun: false, chunks: 0, processedCases: 0, processedOutputs: 0, processedSuiteProperties: 0,
+  counts: { results: 0, newCases: 0, newFolders: 0, newRunCases: 0 }, byStatus: {}, finalStatus: new Map(),
 };
 
 export type ImportJobCommand =
@@ -79,16 +86,17 @@ export function decide(cmd: ImportJobCommand, s: ImportJobState): ImportJobEvent
       if (cmd.chunk < s.chunks) return []; // appended before (a resumed job repeating itself)
       if (cmd.chunk > s.chunks) throw new DomainError('import-chunk-out-of-order', `Chunk ${cmd.chunk} of job ${s.jobId} comes after chunk ${s.chunks - 1}`);
       if (cmd.data.testRunId !== s.testRunId) throw new DomainError('import-run-planned', `Import job ${s.jobId} writes to test run ${s.testRunId}`);
-      for (const table of ['folders', 'cases', 'runCases', 'results', 'adopted', 'shown', 'suiteOutputs'] as const) {
+      for (const table of ['folders', 'cases', 'runCases', 'results', 'adopted', 'shown', 'suiteOutputs', 'suiteProperties'] as const) {
         const lengths = new Set(Object.values(cmd.data[table]).map((column) => (column as unknown[]).length));
         if (lengths.size > 1) throw new DomainError('import-chunk-malformed', `The ${table} columns of chunk ${cmd.chunk} differ in length`, { table });
       }
       if (cmd.data.cases.scope.some((i) => i !== null && (i >= cmd.data.scopes.length)))
         throw new DomainError('import-chunk-malformed', `A case of chunk ${cmd.chunk} names a scope the chunk does not have`, { table: 'cases' });
-      // A chunk moves past cases, or (holding no result) carries folders or suite output that did not fit before.
+      // A chunk moves past cases, or (holding no result) carries folders, suite output or suite properties that did not fit before.
       if (cmd.data.results.resultId.length > 0
         ? cmd.data.processedCases <= s.processedCases || cmd.data.processedCases > s.totalCases
-        : cmd.data.processedCases !== s.processedCases || cmd.data.folders.folderId.length + cmd.data.suiteOutputs.folderId.length === 0)
+        : cmd.data.processedCases !== s.processedCases
+          || cmd.data.folders.folderId.length + cmd.data.suiteOutputs.folderId.length + cmd.data.suiteProperties.name.length === 0)
         throw new DomainError('import-chunk-out-of-order', `Chunk ${cmd.chunk} of job ${s.jobId} does not move past case ${s.processedCases}`);
       return [{ type: 'TestResultsImported', data: { jobId: s.jobId, chunk: cmd.chunk, ...cmd.data } }];
     case 'Complete':
@@ -127,14 +135,30 @@ export function evolve(s: ImportJobState, e: ImportJobEvent): ImportJobState {
     case 'ImportTestRunPlanned':
       return { ...s, status: 'running', testRunId: e.data.testRunId, createsRun: e.data.created };
     case 'TestResultsImported': {
+      // Tests by their final result, as the read model shows them (projections/readModel.ts): a run case's last
+      // result not retried, unless the chunk's `shown` says otherwise; an attempt the file says was retried counts in `results` only.
       const byStatus = { ...s.byStatus };
-      for (const statusId of e.data.results.statusId) byStatus[statusId] = (byStatus[statusId] ?? 0) + 1;
+      const finalStatus = new Map(s.finalStatus);
+      const show = (runCaseId: number, statusId: number) => {
+        const before = finalStatus.get(runCaseId);
+        if (before === statusId) return;
+        if (before !== undefined) byStatus[before] -= 1;
+        byStatus[statusId] = (byStatus[statusId] ?? 0) + 1;
+        finalStatus.set(runCaseId, statusId);
+      };
+      const r = e.data.results;
+      r.statusId.forEach((statusId, i) => {
+        if (!r.retried?.[i]) show(r.testRunCaseId[i], statusId);
+      });
+      e.data.shown?.testRunCaseId.forEach((runCaseId, i) => show(runCaseId, e.data.shown.statusId[i]));
       return {
         ...s,
         chunks: e.data.chunk + 1,
         processedCases: e.data.processedCases,
         processedOutputs: s.processedOutputs + (e.data.suiteOutputs?.folderId.length ?? 0),
+        processedSuiteProperties: s.processedSuiteProperties + (e.data.suiteProperties?.name.length ?? 0),
         byStatus,
+        finalStatus,
         counts: {
           results: s.counts.results + e.data.results.resultId.length,
           newCases: s.counts.newCases + e.data.cases.caseId.length,

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { EventEnvelope, EventMetadata } from '../../contracts/envelope';
 import type {
-  AdoptedCase, CaseSource, ImportCounts, ImportedCase, ImportedColumns, ImportedFolder, ImportedResult, ImportedSuiteOutput, ImportJobEvent,
+  AdoptedCase, CaseSource, ImportCounts, ImportedCase, ImportedColumns, ImportedFolder, ImportedResult, ImportedSuiteOutput, ImportedSuiteProperty, ImportJobEvent,
   ImportWarning, ShownStatus,
 } from '../../contracts/events';
 import { createEntity, deleteEntity, updateEntity } from '../entities/entity.handlers';
@@ -14,9 +14,9 @@ import { type CommandDeps, readYourWrites } from '../shared/commandBus';
 import { ConcurrencyError, ContractViolation, DomainError, EventParked, ReadModelWaitFailed } from '../shared/errors';
 import { DEFAULT_RETRY_BUDGET_MS, describeError, isTransient, type RetryBudget, retryBudget, RetryBudgetSpent } from '../shared/faults';
 import { parserFor } from './formats';
-import { type ImportFormat, type Outcome, type ParsedCase, ResultFileError, type SuiteOutput } from './formats/parsedResult';
+import { boundedWarning, type ImportFormat, type Outcome, type ParsedCase, ResultFileError, type SuiteOutput, type SuiteProperties } from './formats/parsedResult';
 import { type ChunkData, type ImportJobCommand, type ImportJobState, importJobDecider, importJobStream } from './importJob.decider';
-import { INT32_MAX, INT32_MIN, LIMITS, codePoints, cutText, isStorableTime, longerThan } from '../../contracts/limits';
+import { INT32_MAX, INT32_MIN, LIMITS, SUITE_PROPERTY_LIMITS, codePoints, cutText, isStorableTime, longerThan } from '../../contracts/limits';
 
 /**
  * The saga that runs an import job: parse every file once (counting, warning, failing on bad
@@ -213,11 +213,13 @@ export class ImportSaga {
     const suites = new Set<string>();
     const onWarning = (warning: ImportWarning) => {
       warningCount++;
-      if (warnings.length < KEPT_WARNINGS) warnings.push(warning);
+      if (warnings.length < KEPT_WARNINGS) warnings.push(boundedWarning(warning)); // whatever a parser quoted, within ImportParsed's bounds
     };
     const at = { file: '' };
     let previousPath: readonly string[] = [];
-    for await (const parsed of this.cases(job, format, at, onWarning)) {
+    const kept = new SuitePropertiesKept();
+    const onSuiteProperties = (given: SuiteProperties) => kept.add(given, at.file, onWarning);
+    for await (const parsed of this.cases(job, format, at, onWarning, undefined, onSuiteProperties)) {
       if (signal.aborted) throw new Stopped();
       cases++;
       // Cases come suite by suite: a path is joined once, not once per case.
@@ -226,6 +228,7 @@ export class ImportSaga {
       for (const warning of limitWarnings(parsed, at.file)) onWarning(warning);
     }
     if (cases === 0) throw new ResultFileError('no-tests', 'The files hold no test cases', {});
+    kept.warnDropped(onWarning);
     await this.statusesFor(); // a missing status fails the job before anything is written
     await job.apply({ type: 'RecordParsed', format, cases, suites: suites.size, warnings, warningCount, now: this.deps.clock().toISOString() });
   }
@@ -288,6 +291,18 @@ export class ImportSaga {
     let pendingFiles: string[] = [];
     let outputs: SuiteOutput[] = [];
     let outputsSeen = 0;
+    /** The suite properties kept for the run (the same, in the same order, as the first pass and any earlier run of this pass). */
+    const keptProperties = new SuitePropertiesKept();
+    let properties: ImportedColumns<ImportedSuiteProperty> = { name: [], value: [] };
+    let propertiesSeen = 0;
+    const onSuiteProperties = (given: SuiteProperties) => {
+      for (const { name, value } of keptProperties.add(given, at.file)) {
+        propertiesSeen++;
+        if (propertiesSeen <= job.state.processedSuiteProperties) continue;
+        properties.name.push(name);
+        properties.value.push(value);
+      }
+    };
     /** The files' cases in the chunks built so far. */
     let processed = job.state.processedCases;
     const onSuiteOutput = (output: SuiteOutput) => {
@@ -302,13 +317,14 @@ export class ImportSaga {
         await appending?.catch(() => undefined);
         throw new Stopped();
       }
-      const chunks = await builder.build(pending, outputs, processed, index);
+      const chunks = await builder.build(pending, outputs, processed, index, properties);
       // Only what a refused chunk's error names is kept while it is appended: the parsed cases go (an import makes garbage enough).
       const named = { files: pendingFiles, names: pending.map((parsed) => parsed.name) };
       processed = pending.length > 0 ? index : processed;
       pending = [];
       pendingFiles = [];
       outputs = [];
+      properties = { name: [], value: [] };
       if (appending) await appending;
       appending = (async () => {
         for (const data of chunks) {
@@ -321,14 +337,14 @@ export class ImportSaga {
       appending.catch(() => undefined); // awaited at the next flush or at the end
     };
     const at = { file: '' };
-    for await (const parsed of this.cases(job, job.state.format!, at, () => undefined, onSuiteOutput)) {
+    for await (const parsed of this.cases(job, job.state.format!, at, () => undefined, onSuiteOutput, onSuiteProperties)) {
       index++;
       if (index <= job.state.processedCases) continue;
       pending.push(parsed);
       pendingFiles.push(at.file);
       if (pending.length >= this.deps.imports.chunkSize || outputs.length >= this.deps.imports.chunkSize) await flush();
     }
-    if (pending.length > 0 || outputs.length > 0) await flush();
+    if (pending.length > 0 || outputs.length > 0 || properties.name.length > 0) await flush();
     if (appending) await appending;
     if (job.state.processedCases !== total) {
       throw new DomainError('import-files-changed', `The stored files now hold ${index} cases, not ${total}`, { expected: total, found: index });
@@ -338,6 +354,7 @@ export class ImportSaga {
   /** Every case of every file of the job, in order; `at.file` names the file of the case just yielded. */
   private async *cases(
     job: JobStream, format: ImportFormat, at: { file: string }, onWarning: (w: ImportWarning) => void, onSuiteOutput?: (output: SuiteOutput) => void,
+    onSuiteProperties?: (properties: SuiteProperties) => void,
   ): AsyncGenerator<ParsedCase> {
     const parse = parserFor(format);
     for (const file of job.state.files) {
@@ -345,7 +362,7 @@ export class ImportSaga {
       if (!opened) throw new DomainError('import-file-missing', `The stored file ${file.fileName} is gone`, { file: file.fileName });
       at.file = file.fileName; // the file of the cases yielded next (no object per case: an import makes garbage enough)
       try {
-        yield* parse(opened.content, { fileName: file.fileName, maxOutputChars: this.deps.imports.maxOutputChars, onWarning, onSuiteOutput });
+        yield* parse(opened.content, { fileName: file.fileName, maxOutputChars: this.deps.imports.maxOutputChars, onWarning, onSuiteOutput, onSuiteProperties });
       } finally {
         opened.content.destroy();
       }
@@ -531,7 +548,7 @@ const RANK: Record<Outcome, number> = { passed: 0, skipped: 1, failed: 2, error:
 interface RunCaseState {
   id: number;
   attempts: number;
-  /** The worst result not retried so far: its rank (NO_RANK: none yet) and status; and the last result's status. */
+  /** The worst result not retried so far: its rank (NO_RANK: none yet) and status; and the last result's status not retried. */
   worstRank: number;
   worstStatus: number | null;
   last: number | null;
@@ -700,7 +717,10 @@ class ChunkBuilder {
    * An import makes garbage enough: a case gets no wrapper object here, its key and scope are kept
    * in arrays beside it (what lives across a chunk's awaits reaches the old generation).
    */
-  async build(items: readonly ParsedCase[], suiteOutputs: readonly SuiteOutput[], processedBefore: number, lastIndex: number): Promise<ChunkData[]> {
+  async build(
+    items: readonly ParsedCase[], suiteOutputs: readonly SuiteOutput[], processedBefore: number, lastIndex: number,
+    suiteProperties: ImportedColumns<ImportedSuiteProperty> = { name: [], value: [] },
+  ): Promise<ChunkData[]> {
     const s = this.job.state;
     const projectId = s.options!.projectId;
     const testRunId = s.testRunId!;
@@ -789,7 +809,8 @@ class ChunkBuilder {
       const runCase = runCases.get(this.cases.get(keys[i])!)!;
       const statusId = this.statuses[parsed.outcome];
       runCase.attempts++;
-      runCase.last = statusId;
+      // A retried attempt never decides what the case shows (the read model's last result is its last one not retried).
+      if (!parsed.retried) runCase.last = statusId;
       if (!parsed.retried && RANK[parsed.outcome] >= runCase.worstRank) {
         runCase.worstRank = RANK[parsed.outcome];
         runCase.worstStatus = statusId;
@@ -813,8 +834,8 @@ class ChunkBuilder {
     const shown: ImportedColumns<ShownStatus> = { testRunCaseId: [], statusId: [] };
     for (const runCase of touched) {
       // Only where it is not the last result's (which the read model shows by default): most chunks carry none.
-      const status = runCase.worstStatus ?? runCase.last!;
-      if (status === runCase.last) continue;
+      const status = runCase.worstStatus ?? runCase.last;
+      if (status === runCase.last || status === null) continue; // null: only retried attempts so far, which show nothing
       shown.testRunCaseId.push(runCase.id);
       shown.statusId.push(status);
     }
@@ -837,11 +858,11 @@ class ChunkBuilder {
       const part = { folderId: folders.folderId.splice(0, MAX_ROWS_PER_EVENT), parentId: folders.parentId.splice(0, MAX_ROWS_PER_EVENT), name: folders.name.splice(0, MAX_ROWS_PER_EVENT) };
       chunks.push({
         ...base, folders: part, cases: empty(cases), scopes: [], runCases: empty(newRunCases), results: empty(results), adopted: empty(adopted),
-        shown: empty(shown), suiteOutputs: empty(outputs), processedCases: processedBefore,
+        shown: empty(shown), suiteOutputs: empty(outputs), suiteProperties: empty(suiteProperties), processedCases: processedBefore,
       });
     }
     chunks.push({
-      ...base, folders, cases, scopes: chunkScopes, runCases: newRunCases, results, adopted, shown, suiteOutputs: outputs,
+      ...base, folders, cases, scopes: chunkScopes, runCases: newRunCases, results, adopted, shown, suiteOutputs: outputs, suiteProperties,
       processedCases: items.length > 0 ? lastIndex : processedBefore,
     });
     return chunks;
@@ -882,6 +903,55 @@ function propertiesOf(parsed: ParsedCase): Array<{ name: string; value: string }
   return properties;
 }
 
+/**
+ * Bounds of the suite properties an import keeps on its run (docs/imports.md, "Suite properties"):
+ * each distinct (name, value) pair once, at most SUITE_PROPERTY_VALUES distinct values of a name
+ * (the first met), at most SUITE_PROPERTIES_MAX pairs in all (one event's rows); a name cut to
+ * LIMITS.name (with a warning), a value to LIMITS.caseTitle.
+ */
+const SUITE_PROPERTY_VALUES = SUITE_PROPERTY_LIMITS.valuesPerName;
+const SUITE_PROPERTIES_MAX = Math.min(SUITE_PROPERTY_LIMITS.pairs, MAX_ROWS_PER_EVENT);
+const SUITE_PROPERTY_VALUE_MAX = LIMITS.caseTitle;
+
+/** The suite properties of an import's files, kept within the bounds above, in file order: both passes keep the same. */
+class SuitePropertiesKept {
+  private readonly values = new Map<string, Set<string>>();
+  private count = 0;
+  private dropped = 0;
+  /** The file of the first pair not kept. */
+  private droppedIn = '';
+  private readonly cutNames = new Set<string>();
+
+  /** The pairs of a suite not kept before; a name cut to fit is warned about once (when `onWarning` is given). */
+  add(given: SuiteProperties, file: string, onWarning?: (w: ImportWarning) => void): ImportedSuiteProperty[] {
+    const added: ImportedSuiteProperty[] = [];
+    for (const property of given.properties) {
+      const name = cut(property.name, PROPERTY_NAME_MAX);
+      if (name !== property.name && !this.cutNames.has(name)) {
+        this.cutNames.add(name);
+        onWarning?.({ file, message: `a property of suite ${cut(given.suitePath.join(' › '), LIMITS.name)} has a name of ${codePoints(property.name)} characters; the run keeps its first ${PROPERTY_NAME_MAX - 1}` });
+      }
+      const value = cut(property.value, SUITE_PROPERTY_VALUE_MAX);
+      let values = this.values.get(name);
+      if (values?.has(value)) continue;
+      if (this.count >= SUITE_PROPERTIES_MAX || (values !== undefined && values.size >= SUITE_PROPERTY_VALUES)) {
+        if (this.dropped++ === 0) this.droppedIn = file;
+        continue;
+      }
+      if (!values) this.values.set(name, (values = new Set()));
+      values.add(value);
+      this.count++;
+      added.push({ name, value });
+    }
+    return added;
+  }
+
+  warnDropped(onWarning: (w: ImportWarning) => void): void {
+    if (this.dropped === 0) return;
+    onWarning({ file: this.droppedIn, message: `${this.dropped} suite propert${this.dropped === 1 ? 'y was' : 'ies were'} not kept on the run: it keeps at most ${SUITE_PROPERTY_VALUES} values of a name and ${SUITE_PROPERTIES_MAX} in all` });
+  }
+}
+
 /** What of a case the event contract would refuse, as warnings (told at parse time; the chunk cuts the same). */
 export function limitWarnings(parsed: ParsedCase, file: string): ImportWarning[] {
   const warnings: ImportWarning[] = [];
@@ -895,5 +965,9 @@ export function limitWarnings(parsed: ParsedCase, file: string): ImportWarning[]
   const longSuite = parsed.suitePath.find((name) => longerThan(name, FOLDER_NAME_MAX));
   if (longSuite !== undefined) warnings.push({ file, case: caseName, message: `a suite name has ${codePoints(longSuite)} characters; its folder's name keeps the first ${FOLDER_NAME_MAX - 1}` });
   if (parsed.name.trim() === '') warnings.push({ file, message: `a test case without a name is imported as "${UNNAMED}"` });
+  for (const property of parsed.properties) {
+    if (longerThan(property.name, PROPERTY_NAME_MAX))
+      warnings.push({ file, case: caseName, message: `a property has a name of ${codePoints(property.name)} characters; the result keeps its first ${PROPERTY_NAME_MAX - 1}` });
+  }
   return warnings;
 }

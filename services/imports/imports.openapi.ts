@@ -91,7 +91,7 @@ export function importPaths(): OpenAPIV3.PathsObject {
       processedCases: { type: 'integer' },
       chunks: { type: 'integer' },
       counts: nullable({
-        type: 'object', description: 'once completed',
+        type: 'object', description: 'once completed: `results` every result (retried attempts included); `passed`, `failed`, `error`, `skipped` the tests (run cases given a result) by the status they show, retried attempts apart',
         properties: Object.fromEntries(['results', 'newCases', 'newFolders', 'newRunCases', 'passed', 'failed', 'error', 'skipped'].map((k) => [k, { type: 'integer' }])),
       }),
       warnings: { type: 'array', items: { type: 'object', properties: { file: { type: 'string' }, message: { type: 'string' }, case: { type: 'string' } } }, description: 'the first 100' },

@@ -108,29 +108,31 @@ describe(`testament CLI end to end against a started server (${label})`, functio
   it('CI context from GitLab variables (an option wins); the last line counts tests, results and retries; a retried upload adds nothing; --new-attempt does', async () => {
     const sha = '0123456789abcdef0123456789abcdef01234567';
     const file = path.join(work, 'ci-report.xml');
-    // "flaky" ran twice (a retry): 3 tests, 4 results, 1 retry.
-    fs.writeFileSync(file, `<?xml version="1.0"?><testsuite name="ci.Suite" tests="4">${['stable', 'flaky', 'flaky', 'other']
-      .map((name) => `<testcase classname="ci.Suite" name="${name}" time="0.1"/>`).join('')}</testsuite>`);
+    // "flaky" passed on its third run (two flakyFailures: 2 retries), "twice" is in the file twice (no retry): 3 tests, 6 results, 2 retries.
+    fs.writeFileSync(file, `<?xml version="1.0"?><testsuite name="ci.Suite" tests="4">${['stable', 'twice', 'twice']
+      .map((name) => `<testcase classname="ci.Suite" name="${name}" time="0.1"/>`).join('')}<testcase classname="ci.Suite" name="flaky" time="0.1">${
+      '<flakyFailure message="not yet"/>'.repeat(2)}</testcase></testsuite>`);
     const gitlab = env({ GITLAB_CI: 'true', CI_COMMIT_REF_NAME: 'main', CI_COMMIT_SHA: sha, CI_JOB_URL: 'https://gitlab.example.com/acme/shop/-/jobs/77', CI_JOB_ID: '77' });
     const args = ['import', file, '-p', 'Web Shop', '-n', 'From GitLab', '--branch', 'release/1.0'];
     const first = await cli(args, gitlab);
     expect(first.code, first.stdout + first.stderr).to.equal(0);
-    expect(first.stdout).to.match(/Imported 1 file\(s\) into test run \d+: 3 test\(s\), 4 result\(s\), 1 retry recorded: /);
+    expect(first.stdout).to.match(/Imported 1 file\(s\) into test run \d+: 3 test\(s\), 6 result\(s\), 2 retries recorded: /);
     const runId = Number(/test run (\d+)/.exec(first.stdout)![1]);
     const run = await model('testRun', 'findUnique', { where: { id: runId }, include: { _count: { select: { results: true } } } });
     expect(run).to.include({ branch: 'release/1.0', commit: sha, buildUrl: 'https://gitlab.example.com/acme/shop/-/jobs/77', ciJobId: '77', ciAttempt: 1 });
-    expect(run._count.results).to.equal(4);
+    expect(run._count.results).to.equal(6);
 
     const again = await cli([...args, '--json'], gitlab);
     expect(again.code, again.stderr).to.equal(0);
     const answer = JSON.parse(again.stdout.trim());
-    expect(answer).to.include({ ok: true, testRunId: runId, tests: 3, results: 4, retries: 1 });
+    expect(answer).to.include({ ok: true, testRunId: runId, tests: 3, results: 6, retries: 2 });
+    expect(answer.counts).to.include({ passed: 3, failed: 0 }); // each test by its final result: "twice" twice, "flaky" once
     expect(answer.duplicateOf).to.equal(answer.jobId);
     expect(answer.ci).to.include({ provider: 'gitlab-ci', ciJobId: '77', attempt: 1, branch: 'release/1.0' });
     const plain = await cli(args, gitlab);
     expect(plain.stdout).to.include('nothing was added');
     expect(plain.stdout).to.include(`into test run ${runId}:`);
-    expect((await model('testRun', 'findUnique', { where: { id: runId }, include: { _count: { select: { results: true } } } }))._count.results, 'nothing twice').to.equal(4);
+    expect((await model('testRun', 'findUnique', { where: { id: runId }, include: { _count: { select: { results: true } } } }))._count.results, 'nothing twice').to.equal(6);
 
     const forced = await cli([...args, '--new-attempt'], gitlab);
     expect(forced.code, forced.stderr).to.equal(0);

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { ADOPTED_KEYS, CASE_KEYS, CASE_V2_KEYS, columns, FOLDER_KEYS, RESULT_KEYS, RESULT_V2_KEYS, RUN_CASE_KEYS, SHOWN_KEYS, SUITE_OUTPUT_KEYS } from '../support/columns';
+import { ADOPTED_KEYS, CASE_KEYS, CASE_V2_KEYS, columns, FOLDER_KEYS, RESULT_KEYS, RESULT_V2_KEYS, RUN_CASE_KEYS, SHOWN_KEYS, SUITE_OUTPUT_KEYS, SUITE_PROPERTY_KEYS } from '../support/columns';
 import type { EventMetadata } from '../../contracts/envelope';
 import { type DataOf, EVENT_TYPES, type ExternalMappingKey, HAND_WRITTEN_EVENT_TYPES } from '../../contracts/events';
 import { EVENTS_SCHEMA_DIR, loadContracts } from '../../contracts/validator';
@@ -103,6 +103,7 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
     adopted: columns(ADOPTED_KEYS, [{ caseId: 7, identityKey: '12'.repeat(11), identityScope: null }]),
     shown: columns(SHOWN_KEYS, [{ testRunCaseId: 500, statusId: 3 }]),
     suiteOutputs: columns(SUITE_OUTPUT_KEYS, [{ folderId: 11, suite: 'com.acme.LoginTest', systemOut: 'started', systemErr: null }]),
+    suiteProperties: columns(SUITE_PROPERTY_KEYS, [{ name: 'java.version', value: '21' }]),
   },
   ImportCompleted: { jobId: 9, testRunId: 42, counts: { results: 1, newCases: 1, newFolders: 1, newRunCases: 1, passed: 0, failed: 1, error: 0, skipped: 0 }, completedAt: AT },
   ImportFailed: { jobId: 9, code: 'doctype-refused', error: 'A DOCTYPE is not accepted', details: { file: 'evil.xml' }, failedAt: AT },

@@ -99,6 +99,27 @@ describe('long values: what the contracts accept, the read model stores (issue 3
     expect(await plan(folders.sql.replace(/\$\d+/g, '?'), [...folders.bindings] as Knex.RawBinding[])).to.include('repository_folders_by_name');
   });
 
+  it('completes an import whose warnings quote long values, each quoted value cut to LIMITS.name with an ellipsis (issue 36)', async () => {
+    const time = '9'.repeat(1500) + 'x'.repeat(1500);
+    const suite = letters(2100);
+    const junit = `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites><testsuite name="t"><testcase classname="A" name="slow" time="${time}"/></testsuite>`
+      + `<testsuite name="${suite}" timestamp="not a time ${letters(50)}"><testcase classname="B" name="stamped"/></testsuite></testsuites>\n`;
+    const testName = letters(2100);
+    const testng = `<?xml version="1.0" encoding="UTF-8"?>\n<testng-results><suite name="S"><test name="${testName}" started-at="sometime ${letters(10)}">`
+      + '<class name="C"><test-method name="m" status="PASS" duration-ms="1"/></class></test></suite></testng-results>\n';
+    for (const [name, content] of [['long-time.xml', junit], ['testng-results.xml', testng]]) {
+      const answer = await t.upload({ name: `quotes ${name}` }, [{ name, content }]);
+      expectCompleted(answer);
+      const warnings = answer.events.filter((e) => 'warning' in e).map((e) => e.warning as { message: string; case?: string });
+      expect(warnings.length, name).to.be.greaterThan(0);
+      for (const w of warnings) {
+        expect(w.message.length, w.message.slice(0, 300)).to.be.at.most(2 * LIMITS.name + 200);
+        expect(w.case?.length ?? 0).to.be.at.most(LIMITS.name);
+      }
+      expect(warnings.some((w) => w.message.includes('…')), JSON.stringify(warnings).slice(0, 500)).to.equal(true);
+    }
+  });
+
   it('refuses steps added past a list\'s limit (10,000) with 400 before anything is appended', async () => {
     const created = await t.model('repositoryCase', 'create', { data: { title: 'many steps', project: { connect: { id: t.projectId } } } });
     const steps = (n: number) => Array.from({ length: n }, (_, i) => ({ step: `step ${i}` }));

@@ -158,6 +158,59 @@ describe('result import (JUnit endpoint and the multi-format one)', function () 
     expect(await model('testRunCase', 'count', { where: { testRunId: ids.run } })).to.equal(5);
   });
 
+  it('counts each test by its final result, retried attempts apart; a case with retried attempts only shows no status (issue 36)', async () => {
+    // A Surefire test that passed on its third run (two flakyFailures, no failure), and one that failed for good.
+    const flaky = `<?xml version="1.0" encoding="UTF-8"?><testsuite name="com.acme.FlakyIT" tests="2">
+      <testcase classname="com.acme.FlakyIT" name="eventually passes" time="1">
+        <flakyFailure message="first" type="java.lang.AssertionError"><stackTrace>at A</stackTrace></flakyFailure>
+        <flakyFailure message="second" type="java.lang.AssertionError"><stackTrace>at A</stackTrace></flakyFailure>
+      </testcase>
+      <testcase classname="com.acme.FlakyIT" name="fails" time="1"><failure message="no">at B</failure></testcase>
+    </testsuite>`;
+    const answer = await junit({ name: 'Flaky', projectId: ids.project }, [{ name: 'TEST-flaky.xml', content: flaky }]);
+    const runId = expectCompleted(answer);
+    const job = (await admin.get(`/api/imports/${answer.headers.get('x-import-job-id')}`)).body.data;
+    expect(job.counts).to.include({ results: 4, passed: 1, failed: 1, error: 0, skipped: 0 });
+    const cases = await model('testRunCase', 'findMany', { where: { testRunId: runId }, include: { repositoryCase: true, status: true } });
+    expect(Object.fromEntries(cases.map((c: any) => [c.repositoryCase.title, c.status.systemName]))).to.deep.equal({ 'eventually passes': 'passed', fails: 'failed' });
+
+    // TestNG: a method whose only result is an attempt the retry analyzer ran again.
+    const testng = `<?xml version="1.0" encoding="UTF-8"?><testng-results><suite name="S"><test name="T"><class name="c.Retried">
+      <test-method name="onlyRetried" status="FAIL" duration-ms="3" retried="true"/>
+      <test-method name="plain" status="PASS" duration-ms="3"/></class></test></suite></testng-results>`;
+    const retriedOnly = await results({ name: 'Retried only', projectId: ids.project }, [{ name: 'testng-results.xml', content: testng }]);
+    const second = expectCompleted(retriedOnly);
+    const secondJob = (await admin.get(`/api/imports/${retriedOnly.headers.get('x-import-job-id')}`)).body.data;
+    expect(secondJob.counts).to.include({ results: 2, passed: 1, failed: 0 });
+    const shown = await model('testRunCase', 'findMany', { where: { testRunId: second }, include: { repositoryCase: true } });
+    expect(Object.fromEntries(shown.map((c: any) => [c.repositoryCase.title, c.statusId === null]))).to.deep.equal({ onlyRetried: true, plain: false });
+  });
+
+  it('keeps the suites\' own properties on the run: each value of a name once, bounded, long names cut with a warning (issue 36)', async () => {
+    const longName = 'p'.repeat(3000);
+    const suite = (name: string, properties: [string, string][]) => `<testsuite name="${name}" tests="1"><properties>${
+      properties.map(([n, v]) => `<property name="${n}" value="${v}"/>`).join('')}</properties><testcase classname="${name}" name="works"/></testsuite>`;
+    const file = `<?xml version="1.0" encoding="UTF-8"?><testsuites>${[
+      suite('pkg/a', [['go.version', 'go1.22.1'], ['seed', '1'], [longName, 'x']]),
+      suite('pkg/b', [['go.version', 'go1.22.1'], ['seed', '2']]),
+      suite('pkg/c', Array.from({ length: 12 }, (_, i): [string, string] => ['seed', String(i + 3)])),
+    ].join('')}<testsuite name="pkg/d"><testcase classname="d" name="case property"><properties><property name="${longName}" value="y"/></properties></testcase></testsuite></testsuites>`;
+    const answer = await junit({ name: 'Go', projectId: ids.project }, [{ name: 'report.xml', content: file }]);
+    const runId = expectCompleted(answer);
+    const run = await model('testRun', 'findUnique', { where: { id: runId } });
+    expect(run.suiteProperties).to.deep.equal({
+      'go.version': ['go1.22.1'],
+      seed: ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10'],
+      [`${'p'.repeat(254)}…`]: ['x'],
+    });
+    const warnings = answer.events.filter((e) => 'warning' in e).map((e) => e.warning.message as string);
+    expect(warnings.filter((w) => w.includes('a name of 3000 characters')), JSON.stringify(warnings)).to.have.length(2); // the suite's and the case's
+    expect(warnings.some((w) => w.startsWith('4 suite properties were not kept'))).to.equal(true);
+    // The same file again into the same run adds nothing new.
+    expectCompleted(await junit({ testRunId: runId, projectId: ids.project }, [{ name: 'report.xml', content: file }]));
+    expect((await model('testRun', 'findUnique', { where: { id: runId } })).suiteProperties).to.deep.equal(run.suiteProperties);
+  });
+
   it('a later import into a new run attaches its results to the same cases (the history stays)', async () => {
     const answer = await results({ name: 'Nightly 2', projectId: ids.project, parentFolderId: ids.root }, [{ name: 'b.xml', content: SUREFIRE }]);
     const runId = expectCompleted(answer);

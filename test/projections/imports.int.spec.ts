@@ -7,7 +7,7 @@ import { importsProjection } from '../../projections/imports';
 import { migrateReadModel } from '../../projections/migrations';
 import { readModelProjection } from '../../projections/readModel';
 import { applyBatch } from '../../projections/runtime/applyBatch';
-import { ADOPTED_KEYS, CASE_KEYS, CASE_V2_KEYS, columns, FOLDER_KEYS, RESULT_KEYS, RESULT_V2_KEYS, RUN_CASE_KEYS, SHOWN_KEYS, SUITE_OUTPUT_KEYS } from '../support/columns';
+import { ADOPTED_KEYS, CASE_KEYS, CASE_V2_KEYS, columns, FOLDER_KEYS, RESULT_KEYS, RESULT_V2_KEYS, RUN_CASE_KEYS, SHOWN_KEYS, SUITE_OUTPUT_KEYS, SUITE_PROPERTY_KEYS } from '../support/columns';
 import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { at, envelopes, twice } from './envelopes';
 
@@ -123,7 +123,7 @@ describe('import chunks v2 and case aliases (readModel projection, PostgreSQL)',
     data: {
       jobId: 10, chunk: n, projectId: 1, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: null, caseStateId: null,
       folders: columns(FOLDER_KEYS, []), cases: columns(CASE_V2_KEYS, []), runCases: columns(RUN_CASE_KEYS, []), results: columns(RESULT_V2_KEYS, []),
-      scopes: [], adopted: columns(ADOPTED_KEYS, []), shown: columns(SHOWN_KEYS, []), suiteOutputs: columns(SUITE_OUTPUT_KEYS, []),
+      scopes: [], adopted: columns(ADOPTED_KEYS, []), shown: columns(SHOWN_KEYS, []), suiteOutputs: columns(SUITE_OUTPUT_KEYS, []), suiteProperties: columns(SUITE_PROPERTY_KEYS, []),
       processedCases: n + 1, importedAt: at(22 + n), ...data,
     },
   });

@@ -12,6 +12,7 @@ export const CASE_V2_KEYS = [...CASE_KEYS, 'identityKey', 'scope'] as const;
 export const ADOPTED_KEYS = ['caseId', 'identityKey', 'identityScope'] as const;
 export const SHOWN_KEYS = ['testRunCaseId', 'statusId'] as const;
 export const SUITE_OUTPUT_KEYS = ['folderId', 'suite', 'systemOut', 'systemErr'] as const;
+export const SUITE_PROPERTY_KEYS = ['name', 'value'] as const;
 export const RUN_CASE_KEYS = ['testRunCaseId', 'repositoryCaseId', 'order'] as const;
 export const RESULT_KEYS = [
   'resultId', 'testRunCaseId', 'statusId', 'durationMs', 'executedAt', 'message', 'failureType', 'stackTrace', 'systemOut', 'systemErr', 'file', 'line',

@@ -1,5 +1,5 @@
 import { EXTERNAL_ID_NAME, JUNIT_OUTCOMES, unnamedCase, withoutAnsi } from './outcomes';
-import { truncate, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
+import { quoting, truncate, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, bodyText, firstLine, isoTimestamp, nonBlank, secondsToMs, streamXml, warner, type Attributes, type XmlHandler } from './xmlStream';
 
 /**
@@ -11,8 +11,8 @@ import { appendOutput, bodyText, firstLine, isoTimestamp, nonBlank, secondsToMs,
  * title in two files makes two suites. mocha-junit-reporter (Cypress) names each spec file on a
  * top-level "Root Suite" and writes that file's describe suites after it, as siblings: the file is
  * theirs too, and put before them the same way. The run's time xmlrunner appends to a suite's name
- * (`TestAcme-20251114214921`) is no part of it. Suite-level properties are not imported; suite-level
- * output goes to `onSuiteOutput`.
+ * (`TestAcme-20251114214921`) is no part of it. Suite-level properties go to `onSuiteProperties`
+ * (the run keeps them), suite-level output to `onSuiteOutput`.
  *
  * Identity (docs/imports.md): a `testament_case_id` property is the externalId; Playwright's browser
  * project (the `hostname` of a suite named by a script file, classname the same file, in a
@@ -37,13 +37,15 @@ export const parseJunit: ResultParser = (input, options) => {
       let draft: Draft | null = null;
       let position = 0;
       let property: { name: string | undefined; value: string | undefined } | null = null;
+      /** A `<testsuite>`'s own `<property>` being read (its value may be its text). */
+      let suiteProperty: { name: string | undefined; value: string | undefined } | null = null;
       /** The outcome or rerun element being read, with the attempt it fills. */
       let element: { name: string; attempt: ParsedCase; children: number } | null = null;
 
       const timestamp = (raw: string | undefined, where: string, caseName?: string): string | null => {
         const iso = isoTimestamp(raw);
         if (iso !== undefined) return iso;
-        warn(`unreadable timestamp "${raw}" on ${where}; no execution time taken from it`, caseName);
+        warn(quoting`unreadable timestamp "${raw}" on ${where}; no execution time taken from it`, caseName);
         return null;
       };
 
@@ -70,24 +72,29 @@ export const parseJunit: ResultParser = (input, options) => {
                 specFile: suites.length > 0 ? suites[suites.length - 1].specFile : specFile,
                 systemOut: null,
                 systemErr: null,
+                properties: [],
               });
             } else if (name === 'testcase') {
               position++;
               let caseName = nonBlank(attrs.name);
               if (caseName === null) {
                 caseName = unnamedCase(position);
-                warn(`a test case without a name (class ${attrs.classname ?? 'none'}) was imported as "${caseName}"`, caseName);
+                warn(quoting`a test case without a name (class ${attrs.classname ?? 'none'}) was imported as "${caseName}"`, caseName);
               }
               draft = newDraft(caseName, attrs, suites, runName ?? fileName, playwrightRoot);
               const duration = secondsToMs(attrs.time);
-              if (duration === undefined) warn(`unreadable time "${attrs.time}"; no duration recorded`, caseName);
+              if (duration === undefined) warn(quoting`unreadable time "${attrs.time}"; no duration recorded`, caseName);
               draft.durationMs = duration ?? null;
               if (attrs.timestamp !== undefined) draft.executedAt = timestamp(attrs.timestamp, `test case ${caseName}`, caseName) ?? draft.executedAt;
               if (attrs.line !== undefined) {
                 if (/^\d+$/.test(attrs.line.trim())) draft.line = Number(attrs.line.trim());
-                else warn(`unreadable line "${attrs.line}"`, caseName);
+                else warn(quoting`unreadable line "${attrs.line}"`, caseName);
               }
             } else if ((name === 'system-out' || name === 'system-err') && parent === 'testsuite') return true;
+            else if (name === 'property' && parent === 'properties' && parents[parents.length - 2] === 'testsuite' && suites.length > 0) {
+              suiteProperty = { name: attrs.name, value: attrs.value };
+              return attrs.value === undefined;
+            }
             return false;
           }
           if (parent === 'testcase') {
@@ -142,6 +149,11 @@ export const parseJunit: ResultParser = (input, options) => {
               suites.pop();
               if (suite !== undefined && (suite.systemOut !== null || suite.systemErr !== null))
                 options.onSuiteOutput?.({ suitePath: [...suites.map((s) => s.name), suite.name], systemOut: suite.systemOut, systemErr: suite.systemErr });
+              if (suite !== undefined && suite.properties.length > 0)
+                options.onSuiteProperties?.({ suitePath: [...suites.map((s) => s.name), suite.name], properties: suite.properties });
+            } else if (suite !== undefined && name === 'property' && suiteProperty !== null) {
+              if (suiteProperty.name !== undefined) suite.properties.push({ name: suiteProperty.name, value: suiteProperty.value ?? text ?? '' });
+              suiteProperty = null;
             } else if (suite !== undefined && parent === 'testsuite' && name === 'system-out') suite.systemOut = appendOutput(suite.systemOut, text, max);
             else if (suite !== undefined && parent === 'testsuite' && name === 'system-err') suite.systemErr = appendOutput(suite.systemErr, text, max);
             return;
@@ -217,6 +229,8 @@ interface Suite {
   specFile: string | null;
   systemOut: string | null;
   systemErr: string | null;
+  /** Its own `<properties>`, in file order. */
+  properties: Array<{ name: string; value: string }>;
 }
 
 interface Draft extends ParsedCase {

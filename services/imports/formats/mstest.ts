@@ -1,5 +1,5 @@
 import { EXTERNAL_ID_NAME, TRX_OUTCOMES, externalIdOfLabel, outcomeIn, unnamedCase, withoutAnsi } from './outcomes';
-import { noDetails, truncate, type ParsedCase, type ResultParser } from './parsedResult';
+import { noDetails, quoting, truncate, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, bodyText, isoTimestamp, nonBlank, splitQualifiedName, streamXml, warner, type XmlHandler } from './xmlStream';
 
 /**
@@ -39,7 +39,7 @@ export const parseMstest: ResultParser = (input, options) => {
         let cls = found?.className ?? null;
         let name = parsed.name;
         if (cls === null) [cls] = splitQualifiedName(name);
-        if (cls === null) warn(`no class found for test ${testId}; it was put in the suite "(no class)"`, name);
+        if (cls === null) warn(quoting`no class found for test ${testId}; it was put in the suite "(no class)"`, name);
         else if (name.startsWith(`${cls}.`) && name.length > cls.length + 1) name = name.slice(cls.length + 1);
         return { ...parsed, name, className: cls, suitePath: [cls ?? '(no class)'], externalId: found?.externalId ?? null };
       };
@@ -65,20 +65,20 @@ export const parseMstest: ResultParser = (input, options) => {
               const testId = attrs.testId ?? '';
               if (testName === null) {
                 testName = unnamedCase(position);
-                warn(`a result without a testName (testId ${testId}) was imported as "${testName}"`, testName);
+                warn(quoting`a result without a testName (testId ${testId}) was imported as "${testName}"`, testName);
               }
               let outcome = outcomeIn(TRX_OUTCOMES, attrs.outcome);
               if (attrs.outcome === undefined) {
                 outcome = TRX_OUTCOMES['(no outcome)'];
                 warn('a result without an outcome (the run counts it as an error) was imported as an error', testName);
               } else if (outcome === undefined) {
-                warn(`unknown outcome "${attrs.outcome ?? ''}"; imported as an error, so that no failure is hidden`, testName);
+                warn(quoting`unknown outcome "${attrs.outcome ?? ''}"; imported as an error, so that no failure is hidden`, testName);
                 outcome = 'error';
               }
               const durationMs = timeSpanToMs(attrs.duration);
-              if (durationMs === undefined) warn(`unreadable duration "${attrs.duration}"; no duration recorded`, testName);
+              if (durationMs === undefined) warn(quoting`unreadable duration "${attrs.duration}"; no duration recorded`, testName);
               const executedAt = isoTimestamp(attrs.startTime);
-              if (executedAt === undefined) warn(`unreadable startTime "${attrs.startTime}"; no execution time taken from it`, testName);
+              if (executedAt === undefined) warn(quoting`unreadable startTime "${attrs.startTime}"; no execution time taken from it`, testName);
               draft = {
                 testId,
                 depth: parents.length,

@@ -1,5 +1,5 @@
 import { EXTERNAL_ID_NAME, NUNIT2_OUTCOMES, NUNIT3_OUTCOMES, externalIdOfLabel, outcomeIn, unnamedCase, withoutAnsi } from './outcomes';
-import { noDetails, truncate, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
+import { quoting, noDetails, truncate, type Outcome, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, bodyText, baseName, isoTimestamp, nonBlank, secondsToMs, splitQualifiedName, streamXml, warner, type Attributes, type XmlHandler } from './xmlStream';
 
 /**
@@ -35,7 +35,7 @@ export const parseNunit: ResultParser = (input, options) => {
       const timestamp = (raw: string | undefined, where: string, caseName?: string): string | null => {
         const iso = isoTimestamp(raw);
         if (iso !== undefined) return iso;
-        warn(`unreadable start time "${raw}" on ${where}; no execution time taken from it`, caseName);
+        warn(quoting`unreadable start time "${raw}" on ${where}; no execution time taken from it`, caseName);
         return null;
       };
 
@@ -160,19 +160,19 @@ export const parseNunit: ResultParser = (input, options) => {
       function seconds(raw: string | undefined, attribute: string, caseName: string): number | null {
         const ms = secondsToMs(raw);
         if (ms !== undefined) return ms;
-        warn(`unreadable ${attribute} "${raw}"; no duration recorded`, caseName);
+        warn(quoting`unreadable ${attribute} "${raw}"; no duration recorded`, caseName);
         return null;
       }
 
       function nameless(fullName: string | undefined): string {
         const placeholder = unnamedCase(position);
-        warn(`a test case without a name${fullName === undefined ? '' : ` (${fullName})`} was imported as "${placeholder}"`, placeholder);
+        warn(quoting`a test case without a name${fullName === undefined ? '' : ` (${fullName})`} was imported as "${placeholder}"`, placeholder);
         return placeholder;
       }
 
       /** A result value no table lists: an error, so that no failure is hidden. */
       function unclassified(caseName: string, result: string | undefined): Outcome {
-        warn(`unknown result "${result ?? ''}"; imported as an error, so that no failure is hidden`, caseName);
+        warn(quoting`unknown result "${result ?? ''}"; imported as an error, so that no failure is hidden`, caseName);
         return 'error';
       }
     },

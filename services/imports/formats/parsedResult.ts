@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { LIMITS, cutText } from '../../../contracts/limits';
 
 /**
  * What every result-file parser yields: one `ParsedCase` per test case, in file order, streamed
@@ -62,6 +63,13 @@ export interface SuiteOutput {
   systemErr: string | null;
 }
 
+/** A suite's own properties (JUnit `<testsuite><properties>`), told once per suite as its end is read, in file order. */
+export interface SuiteProperties {
+  /** The suite, as the suitePath of its cases. */
+  suitePath: string[];
+  properties: Array<{ name: string; value: string }>;
+}
+
 export interface ParseWarning {
   /** The uploaded file's name as the client sent it. */
   file: string;
@@ -78,6 +86,8 @@ export interface ParseOptions {
   onWarning(warning: ParseWarning): void;
   /** Suite-level output, where the format has it; optional (the first pass ignores it). */
   onSuiteOutput?(output: SuiteOutput): void;
+  /** Suite-level properties, where the format has them (JUnit); optional. */
+  onSuiteProperties?(properties: SuiteProperties): void;
 }
 
 /**
@@ -120,3 +130,30 @@ export function truncate(text: string | null, maxChars: number): string | null {
   if (text === null || text.length <= maxChars) return text;
   return `${text.slice(0, maxChars)}\n[… ${text.length - maxChars} more characters cut]`;
 }
+
+/**
+ * A warning's message, each value it quotes from the file (the template's `${…}`) cut to
+ * LIMITS.name code points, ending in "…" when cut: a 3,000-character `time` or a 2,100-character
+ * suite name is quoted by its start, and the warning stays within its event (ImportParsed).
+ * Every parser writes its warnings with it: `warn(quoting\`unreadable time "${raw}"\`, caseName)`.
+ */
+export function quoting(strings: TemplateStringsArray, ...values: unknown[]): string {
+  let text = strings[0];
+  values.forEach((value, i) => {
+    text += cutText(String(value), LIMITS.name) + strings[i + 1];
+  });
+  return text;
+}
+
+/**
+ * The one place every warning passes (the parsers' `warner`, the import job's first pass): the
+ * case it names cut to LIMITS.name and its message to LIMITS.caseTitle (ImportParsed's bound), so
+ * that no value a file holds makes a warning the job cannot record.
+ */
+export function boundedWarning(warning: ParseWarning): ParseWarning {
+  const bounded: ParseWarning = { file: cutText(warning.file, WARNING_FILE_MAX), message: cutText(warning.message, LIMITS.caseTitle) };
+  if (warning.case !== undefined) bounded.case = cutText(warning.case, LIMITS.name);
+  return bounded;
+}
+/** ImportParsed's bound on a warning's file name (an upload's name, as the client sent it). */
+const WARNING_FILE_MAX = 1000;

@@ -1,5 +1,5 @@
 import { TESTNG_OUTCOMES, outcomeIn, unnamedCase, withoutAnsi } from './outcomes';
-import { noDetails, type ParsedCase, type ResultParser } from './parsedResult';
+import { quoting, noDetails, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, firstLine, isoTimestamp, nonBlank, streamXml, warner, type XmlHandler } from './xmlStream';
 
 /**
@@ -33,7 +33,7 @@ export const parseTestng: ResultParser = (input, options) => {
       const startedAt = (raw: string | undefined, where: string, caseName?: string): string | null => {
         const iso = isoTimestamp(raw);
         if (iso !== undefined) return iso;
-        warn(`unreadable started-at "${raw}" on ${where}; no execution time taken from it`, caseName);
+        warn(quoting`unreadable started-at "${raw}" on ${where}; no execution time taken from it`, caseName);
         return null;
       };
 
@@ -57,18 +57,18 @@ export const parseTestng: ResultParser = (input, options) => {
                 position++;
                 if (methodName === null) {
                   methodName = unnamedCase(position);
-                  warn(`a test method without a name (class ${className ?? 'none'}) was imported as "${methodName}"`, methodName);
+                  warn(quoting`a test method without a name (class ${className ?? 'none'}) was imported as "${methodName}"`, methodName);
                 }
                 let outcome = outcomeIn(TESTNG_OUTCOMES, attrs.status);
                 if (outcome === undefined) {
-                  warn(`unknown status "${attrs.status ?? ''}"; imported as an error, so that no failure is hidden`, methodName);
+                  warn(quoting`unknown status "${attrs.status ?? ''}"; imported as an error, so that no failure is hidden`, methodName);
                   outcome = 'error';
                 }
                 const duration = attrs['duration-ms'];
                 let durationMs: number | null = null;
                 if (duration !== undefined && duration.trim() !== '') {
                   if (/^\d+$/.test(duration.trim())) durationMs = Number(duration.trim());
-                  else warn(`unreadable duration-ms "${duration}"; no duration recorded`, methodName);
+                  else warn(quoting`unreadable duration-ms "${duration}"; no duration recorded`, methodName);
                 }
                 const levels = [suite, test].filter((l): l is Level => l !== null);
                 draft = {
@@ -83,7 +83,7 @@ export const parseTestng: ResultParser = (input, options) => {
                 };
                 if (config) {
                   draft.properties.push({ name: 'configuration', value: 'true' });
-                  warn(`configuration method ${methodName} (class ${className ?? 'none'}) failed; imported as a failed result so that the failure shows`, methodName);
+                  warn(quoting`configuration method ${methodName} (class ${className ?? 'none'}) failed; imported as a failed result so that the failure shows`, methodName);
                 }
               }
             }

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { SaxesParser } from 'saxes';
-import { ResultFileError, truncate, type ParseOptions } from './parsedResult';
+import { ResultFileError, boundedWarning, truncate, type ParseOptions } from './parsedResult';
 
 /**
  * Streams an uploaded XML result file through `saxes`, chunk by chunk, and lets a format's handler
@@ -350,9 +350,9 @@ export function splitQualifiedName(name: string): [string | null, string] {
   return [name.slice(0, dot), name.slice(dot + 1)];
 }
 
-/** Warnings for one file, each naming the file (and the case when there is one). */
+/** Warnings for one file, each naming the file (and the case when there is one), bounded (boundedWarning); messages are written with `quoting`. */
 export function warner(options: ParseOptions): (message: string, caseName?: string) => void {
-  return (message, caseName) => options.onWarning({ file: options.fileName, message, ...(caseName === undefined ? {} : { case: caseName }) });
+  return (message, caseName) => options.onWarning(boundedWarning({ file: options.fileName, message, ...(caseName === undefined ? {} : { case: caseName }) }));
 }
 
 /** Output of one more element added to a case's output (already cut), staying within `maxChars`. */

@@ -1,5 +1,5 @@
 import { EXTERNAL_ID_NAME, XUNIT_OUTCOMES, outcomeIn, unnamedCase, withoutAnsi } from './outcomes';
-import { noDetails, truncate, type ParsedCase, type ResultParser } from './parsedResult';
+import { quoting, noDetails, truncate, type ParsedCase, type ResultParser } from './parsedResult';
 import { appendOutput, bodyText, baseName, isoTimestamp, nonBlank, secondsToMs, streamXml, warner, type XmlHandler } from './xmlStream';
 
 /**
@@ -34,29 +34,29 @@ export const parseXunit: ResultParser = (input, options) => {
               if (attrs['run-date'] !== undefined) {
                 const raw = `${attrs['run-date']}T${attrs['run-time'] ?? '00:00:00'}`;
                 const iso = isoTimestamp(raw);
-                if (iso === undefined) warn(`unreadable run-date/run-time "${attrs['run-date']} ${attrs['run-time'] ?? ''}" on assembly ${assemblyName}`);
+                if (iso === undefined) warn(quoting`unreadable run-date/run-time "${attrs['run-date']} ${attrs['run-time'] ?? ''}" on assembly ${assemblyName}`);
                 executedAt = iso ?? null;
               }
               assembly = { name: assemblyName, executedAt };
             } else if (name === 'collection') collection = nonBlank(attrs.name) ?? '(unnamed collection)';
             else if (name === 'error' && parent === 'errors')
-              warn(`the ${attrs.type ?? ''} error of ${attrs.name ?? 'the assembly'} is not a test case and was not imported`);
+              warn(quoting`the ${attrs.type ?? ''} error of ${attrs.name ?? 'the assembly'} is not a test case and was not imported`);
             else if (name === 'test') {
               position++;
               let fullName = nonBlank(attrs.name);
               const type = nonBlank(attrs.type);
               if (fullName === null) {
                 fullName = unnamedCase(position);
-                warn(`a test without a name (type ${type ?? 'none'}) was imported as "${fullName}"`, fullName);
+                warn(quoting`a test without a name (type ${type ?? 'none'}) was imported as "${fullName}"`, fullName);
               }
               const caseName = type !== null && fullName.startsWith(`${type}.`) && fullName.length > type.length + 1 ? fullName.slice(type.length + 1) : fullName;
               let outcome = outcomeIn(XUNIT_OUTCOMES, attrs.result);
               if (outcome === undefined) {
-                warn(`unknown result "${attrs.result ?? ''}"; imported as an error, so that no failure is hidden`, fullName);
+                warn(quoting`unknown result "${attrs.result ?? ''}"; imported as an error, so that no failure is hidden`, fullName);
                 outcome = 'error';
               }
               const durationMs = secondsToMs(attrs.time);
-              if (durationMs === undefined) warn(`unreadable time "${attrs.time}"; no duration recorded`, fullName);
+              if (durationMs === undefined) warn(quoting`unreadable time "${attrs.time}"; no duration recorded`, fullName);
               const path = [assembly?.name, collection].filter((p): p is string => p !== null && p !== undefined);
               draft = {
                 suitePath: path.length > 0 ? path : [type ?? options.fileName],

@@ -233,4 +233,18 @@ describe('JUnit parser: identity, retries and suite output', () => {
     for await (const _ of parseJunit(createReadStream(join(__dirname, '..', 'fixtures', 'junit-gradle.xml')), { fileName: 'g.xml', maxOutputChars: 100, onWarning: () => {}, onSuiteOutput: (o) => gradle.push(o) }));
     expect(gradle).to.deep.equal([{ suitePath: ['com.example.StackTest'], systemOut: "suite output is not a case's", systemErr: null }]);
   });
+
+  it('tells each suite\'s own properties to onSuiteProperties (value attribute or text), not the cases\' (issue 36)', async () => {
+    const xml = `<?xml version="1.0"?><testsuites><testsuite name="outer"><properties><property name="go.version" value="go1.22.1"/><property name="os">linux</property></properties>
+      <testsuite name="inner"><properties><property name="seed" value="7"/></properties><testcase name="t"><properties><property name="owner" value="a"/></properties></testcase></testsuite>
+      <testcase name="u"/></testsuite></testsuites>`;
+    const told: unknown[] = [];
+    const cases: { name: string; properties: unknown[] }[] = [];
+    for await (const c of parseJunit(Readable.from([Buffer.from(xml)]), { fileName: 'p.xml', maxOutputChars: 100, onWarning: () => {}, onSuiteProperties: (p) => told.push(p) })) cases.push(c);
+    expect(told).to.deep.equal([
+      { suitePath: ['outer', 'inner'], properties: [{ name: 'seed', value: '7' }] },
+      { suitePath: ['outer'], properties: [{ name: 'go.version', value: 'go1.22.1' }, { name: 'os', value: 'linux' }] },
+    ]);
+    expect(cases.map((c) => [c.name, c.properties])).to.deep.equal([['t', [{ name: 'owner', value: 'a' }]], ['u', []]]);
+  });
 });

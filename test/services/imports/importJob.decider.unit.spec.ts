@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { ImportJobEvent } from '../../../contracts/events';
 import { type ChunkData, type ImportJobCommand, importJobDecider, importJobStream, type ImportOptions } from '../../../services/imports/importJob.decider';
-import { ADOPTED_KEYS, CASE_V2_KEYS, columns, FOLDER_KEYS, RESULT_V2_KEYS, RUN_CASE_KEYS, SHOWN_KEYS, SUITE_OUTPUT_KEYS } from '../../support/columns';
+import { ADOPTED_KEYS, CASE_V2_KEYS, columns, FOLDER_KEYS, RESULT_V2_KEYS, RUN_CASE_KEYS, SHOWN_KEYS, SUITE_OUTPUT_KEYS, SUITE_PROPERTY_KEYS } from '../../support/columns';
 import { given } from '../../support/given';
 
 const NOW = '2026-03-01T10:00:00.000Z';
@@ -23,7 +23,7 @@ const result = (resultId: number, statusId: number) => ({
 const chunkData = (processedCases: number, results = [result(processedCases, 2)]): ChunkData => ({
   projectId: 7, testRunId: 42, caseSource: 'JUNIT', caseTemplateId: null, caseStateId: null,
   folders: columns(FOLDER_KEYS, []), cases: columns(CASE_V2_KEYS, []), runCases: columns(RUN_CASE_KEYS, []), results: columns(RESULT_V2_KEYS, results),
-  processedCases, importedAt: NOW, scopes: [], adopted: columns(ADOPTED_KEYS, []), shown: columns(SHOWN_KEYS, []), suiteOutputs: columns(SUITE_OUTPUT_KEYS, []),
+  processedCases, importedAt: NOW, scopes: [], adopted: columns(ADOPTED_KEYS, []), shown: columns(SHOWN_KEYS, []), suiteOutputs: columns(SUITE_OUTPUT_KEYS, []), suiteProperties: columns(SUITE_PROPERTY_KEYS, []),
 });
 const chunk0: ImportJobEvent = { type: 'TestResultsImported', data: { jobId: 9, chunk: 0, ...chunkData(2, [result(1, 2), result(2, 3)]) } };
 const append = (chunk: number, data: ChunkData): ImportJobCommand => ({ type: 'AppendChunk', chunk, data });
@@ -74,6 +74,22 @@ describe('ImportJob decider (the result import saga\'s stream)', () => {
     const state = [...requested, parsed, planned, chunk0, chunk1].reduce(importJobDecider.evolve, importJobDecider.initialState);
     expect(state.byStatus).to.deep.equal({ 2: 2, 3: 1 });
     expect(state.counts.results).to.equal(3);
+  });
+
+  it('counts each run case once, by the status it shows: retried attempts and earlier attempts apart, `shown` overriding (issue 36)', () => {
+    const retried = (resultId: number, runCase: number, statusId: number) => ({ ...result(resultId, statusId), testRunCaseId: runCase, retried: true });
+    const again = (resultId: number, runCase: number, statusId: number) => ({ ...result(resultId, statusId), testRunCaseId: runCase });
+    // Run case 600: two retried failures (3), then a pass (2). Run case 601: a pass, then a failure (worse, shown by the next chunk's `shown`).
+    const first: ImportJobEvent = { type: 'TestResultsImported', data: { jobId: 9, chunk: 0, ...chunkData(2, [retried(1, 600, 3), retried(2, 600, 3), again(3, 600, 2), again(4, 601, 3)]) } };
+    const secondData = chunkData(3, [again(5, 601, 2)]);
+    secondData.shown = columns(SHOWN_KEYS, [{ testRunCaseId: 601, statusId: 3 }]);
+    const second: ImportJobEvent = { type: 'TestResultsImported', data: { jobId: 9, chunk: 1, ...secondData } };
+    const state = [...requested, parsed, planned, first, second].reduce(importJobDecider.evolve, importJobDecider.initialState);
+    expect(state.byStatus).to.deep.equal({ 2: 1, 3: 1 });
+    expect(state.counts.results).to.equal(5);
+    // A run case with retried attempts only shows nothing, and is not counted.
+    const onlyRetried: ImportJobEvent = { type: 'TestResultsImported', data: { jobId: 9, chunk: 0, ...chunkData(1, [retried(1, 700, 3)]) } };
+    expect([...requested, parsed, planned, onlyRetried].reduce(importJobDecider.evolve, importJobDecider.initialState).byStatus).to.deep.equal({});
   });
 
   it('fails once, from any unfinished step; a finished job stays as it is', () => {
