@@ -26,6 +26,7 @@ import * as m025 from './025_signature_meanings';
 import * as m026 from './026_digest_keys';
 import * as m027 from './027_parked_events';
 import * as m029 from './029_secret_keys';
+import * as m030 from './030_users_email_live';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -56,6 +57,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '026_digest_keys': m026,
   '027_parked_events': m027,
   '029_secret_keys': m029,
+  '030_users_email_live': m030,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
