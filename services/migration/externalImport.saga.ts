@@ -431,8 +431,7 @@ export class ExternalImportSaga {
    * its entity's own `Deleted` event (the administrator as actor, the job as correlation), and
    * gives back the unique values of the rows it deletes (a placeholder user's e-mail). The rows a
    * dataset wrote in bulk are deleted a batch at a time (deleteBulkRows); the others as a user
-   * deletes them, `concurrency` at a time (folders and milestones, whose rows refer to each other,
-   * one at a time). The rows gone through and those deleted are recorded every `bulkChunkSize`:
+   * deletes them, `concurrency` at a time. The rows gone through and those deleted are recorded every `bulkChunkSize`:
    * a rollback taken up again goes on from there, and counts only what it deleted.
    */
   private async rollBack(job: JobStream, signal: AbortSignal): Promise<void> {
@@ -447,7 +446,8 @@ export class ExternalImportSaga {
       // The same order every time (the order the job planned them, last first): `done` rows of it are gone through.
       const rows = [...map.bySource].filter(([, id]) => created.has(id)).reverse().slice(done);
       const started = Date.now();
-      const width = step.sequential ? 1 : step.bulk ? Math.min(every, ROLLBACK_BATCH) : this.deps.settings.concurrency;
+      // Folders and milestones refer to each other, but none of their deletions depends on another's: all go `concurrency` at a time.
+      const width = step.bulk ? Math.min(every, ROLLBACK_BATCH) : this.deps.settings.concurrency;
       let processed = done;
       let deleted = job.state.deleted[step.dataset] ?? 0;
       let recorded = done;
