@@ -459,7 +459,10 @@ export class ExternalImportSaga {
           : (await Promise.all(group.map((row) => this.deleteRow(job, deps, step, map.entity, row)))).filter(Boolean).length;
         processed += group.length;
         if (processed - recorded >= every && processed < done + rows.length) {
-          await job.apply({ type: 'RecordRollback', dataset: step.dataset, processed, deleted, now: this.now() });
+          const progressed = await job.apply({ type: 'RecordRollback', dataset: step.dataset, processed, deleted, now: this.now() });
+          // The read models stay at most a record behind: a bulk batch appends its Deleted events far faster than they apply them
+          // (at the bench's full size the read model fell 300,000 events behind, and the wait at the dataset's end timed out).
+          if (progressed) await readYourWrites({ ...this.deps, writeTimeoutMs: Math.max(this.deps.writeTimeoutMs, 120_000) }, progressed);
           recorded = processed;
         }
       }
