@@ -10,10 +10,16 @@
  * - recovery: the server SIGKILLed once the import is `--kill-at` percent through, started again on
  *   the same DATA_DIR, and the time from the kill to the job's progress moving again (and to the
  *   new process listening).
- * - not a goal: COPY of everything the import writes (the read model's rows and, as the design asks,
- *   the job's events, every row's provenance, the audit log and map, the search documents): how far
- *   the import is from writing all of it at COPY's speed, and the ratio that would give.
- * Goals: import rows/s ≥ 0.2 × COPY rows/s, peak RSS < 400 MB.
+ * - COPY of everything the import writes (the read model's rows and, as the design asks, the job's
+ *   events, every row's provenance, the audit log and map, the search documents, case versions,
+ *   result field values), and the import's speed against it (issue 36 §3: the goal counts what the
+ *   design writes);
+ * - the rollback of the import (on by default; `--migration-rollback=0` leaves it out): its time
+ *   against the import's, and where it went per dataset (the worker's deletes, the wait for the
+ *   read models), from the server's log;
+ * - the load average when the run started and when it ended (the machine is shared).
+ * Goals: import rows/s ≥ 0.35 × COPY rows/s of everything it writes, peak RSS < 400 MB, rollback
+ * time ≤ 2 × import time.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -32,14 +38,17 @@ export interface MigrationBenchOptions {
   results: number;
   /** Percent of the import at which the server is SIGKILLed and started again (0: never). */
   killAt: number;
-  /** Also roll the import back and time it (row by row, as a user deletes: slow at the default size). */
+  /** Also roll the import back and time it against the import. */
   rollback: boolean;
 }
-export const MIGRATION_DEFAULTS: MigrationBenchOptions = { cases: 50_000, runs: 2_000, results: 500_000, killAt: 30, rollback: false };
+export const MIGRATION_DEFAULTS: MigrationBenchOptions = { cases: 50_000, runs: 2_000, results: 500_000, killAt: 30, rollback: true };
 
 const ROOT = path.join(__dirname, '..');
 const ADMIN = { email: 'bench@example.com', password: 'migration bench password' };
-const GOAL_RATIO = 0.2;
+/** Import rows/s against COPY rows/s of everything the import writes (issue 36 §3). */
+const GOAL_RATIO = 0.35;
+/** The rollback may take at most this many times the import's time. */
+const GOAL_ROLLBACK_TIMES = 2;
 const GOAL_RSS_BYTES = 400 * 1024 * 1024;
 const JOBS = '/api/admin/imports/external/jobs';
 /** The tables an import fills, as COPY's baseline. */
@@ -195,7 +204,7 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
     console.log(`migration: COPY of the same ${copy.rows} rows ${copy.seconds.toFixed(2)} s; of everything the import wrote (${floor.rows} rows: events, provenance, audit, search too) ${floor.seconds.toFixed(2)} s`);
 
     // The rollback, when asked: every entity the job created deleted as a user would, with compensating events.
-    let rollback: { seconds: number; entitiesDeleted: number; entitiesPerSecond: number } | null = null;
+    let rollback: { seconds: number; entitiesDeleted: number; entitiesPerSecond: number; timesImport: number; datasets: Record<string, unknown> } | null = null;
     if (o.rollback) {
       const rollbackStarted = process.hrtime.bigint();
       await api(url, token, 'POST', `${JOBS}/${jobId}/rollback`);
@@ -207,8 +216,22 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
       const rollbackSeconds = seconds(rollbackStarted);
       const entitiesDeleted = Object.values((current.deleted ?? {}) as Record<string, number>).reduce((n, c) => n + c, 0);
       if (entitiesDeleted !== created) throw new BenchSanityError(`the rollback deleted ${entitiesDeleted} entities, the import created ${created}`);
-      rollback = { seconds: round(rollbackSeconds, 2), entitiesDeleted, entitiesPerSecond: round(entitiesDeleted / rollbackSeconds) };
-      console.log(`migration: rolled back ${entitiesDeleted} entities in ${rollbackSeconds.toFixed(1)} s (${rollback.entitiesPerSecond}/s)`);
+      // Where it went, per dataset: the worker's deletes and the wait for the read models (the saga logs each dataset it finishes).
+      const datasets: Record<string, unknown> = {};
+      for (const line of server.output().split('\n')) {
+        if (!line.includes('external import rollback: dataset done')) continue;
+        try {
+          const entry = JSON.parse(line) as { jobId: number; dataset: string; rows: number; deleted: number; deleteMs: number; waitMs: number };
+          if (entry.jobId === jobId) datasets[entry.dataset] = { rows: entry.rows, deleted: entry.deleted, deleteSeconds: round(entry.deleteMs / 1000, 2), waitSeconds: round(entry.waitMs / 1000, 2) };
+        } catch {
+          // not a JSON line
+        }
+      }
+      rollback = {
+        seconds: round(rollbackSeconds, 2), entitiesDeleted, entitiesPerSecond: round(entitiesDeleted / rollbackSeconds),
+        timesImport: round(rollbackSeconds / importSeconds, 3), datasets,
+      };
+      console.log(`migration: rolled back ${entitiesDeleted} entities in ${rollbackSeconds.toFixed(1)} s (${rollback.entitiesPerSecond}/s), ${rollback.timesImport} × the import's time`);
       peaks.push(status(pid, 'VmHWM'));
     }
 
@@ -216,34 +239,42 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
     // field values, tag links, step results) against COPY of exactly those rows.
     const importRate = copy.rows / importSeconds;
     const copyRate = copy.rows / copy.seconds;
-    const ratio = importRate / copyRate;
+    const readModelRatio = importRate / copyRate;
+    // The goal: the import's rows/s against COPY's rows/s over everything it writes (the same rows both ways).
+    const ratio = floor.seconds / importSeconds;
     const peakRss = Math.max(...peaks);
-    const passed = ratio >= GOAL_RATIO && peakRss < GOAL_RSS_BYTES;
+    const rollbackMet = rollback === null ? null : rollback.timesImport <= GOAL_ROLLBACK_TIMES;
+    const passed = ratio >= GOAL_RATIO && peakRss < GOAL_RSS_BYTES && rollbackMet !== false;
     const result = {
       benchmark: 'migration',
       date: new Date().toISOString(),
       machine,
+      loadAverageAtEnd: os.loadavg().map((l) => round(l, 2)),
       code: describeCode(['services', 'projections', 'bench', 'contracts', 'scripts']),
       parameters: { ...o, fileBytes, exportRows, datasets: generated.datasets, server: 'node dist/services/process/main.js, embedded PostgreSQL, PostgreSQL event store, direct transport, one worker in-process' },
       analysis: { seconds: round(analysisSeconds, 2) },
       import: { seconds: round(importSeconds, 2), entitiesCreated: created, tableRows: copy.rows, rowsPerSecond: round(importRate), counts, events, progress: marks },
       recovery,
       rollback,
-      copy: { seconds: round(copy.seconds, 2), rows: copy.rows, rowsPerSecond: round(copyRate) },
-      // Not a goal: the import's time against COPY of all it writes (a ratio of 1 would be COPY speed for all of it).
-      // ceilingRatio: the goal's ratio an import would reach if it wrote all of it at COPY's speed and did nothing else.
-      copyOfAllWritten: { seconds: round(floor.seconds, 2), rows: floor.rows, importTimeRatio: round(floor.seconds / importSeconds, 4), ceilingRatio: round(copy.seconds / floor.seconds, 4), tables: floor.tables },
+      // Not a goal since issue 36: the read model's rows alone, against COPY of them.
+      copy: { seconds: round(copy.seconds, 2), rows: copy.rows, rowsPerSecond: round(copyRate), readModelRatio: round(readModelRatio, 4) },
+      // The goal: the import's time against COPY of all it writes (a ratio of 1 would be COPY speed for all of it).
+      // ceilingRatio: the read-model ratio an import would reach if it wrote all of it at COPY's speed and did nothing else.
+      copyOfAllWritten: { seconds: round(floor.seconds, 2), rows: floor.rows, importTimeRatio: round(ratio, 4), ceilingRatio: round(copy.seconds / floor.seconds, 4), tables: floor.tables },
       memory: { peakRssBytesPerProcess: peaks, peakRssMB: round(peakRss / 1048576, 1) },
       goals: {
         rateRatio: round(ratio, 4), rateGoal: GOAL_RATIO, rateMet: ratio >= GOAL_RATIO,
         peakRssMB: round(peakRss / 1048576, 1), rssGoalMB: GOAL_RSS_BYTES / 1048576, rssMet: peakRss < GOAL_RSS_BYTES,
+        rollbackTimesImport: rollback?.timesImport ?? null, rollbackGoalTimes: GOAL_ROLLBACK_TIMES, rollbackMet,
       },
       passed,
     };
     const written = writeResult('migration', result);
     console.log(`  import ${importSeconds.toFixed(1)} s for ${created} entities, ${copy.rows} table rows = ${round(importRate)} rows/s; COPY ${round(copyRate)} rows/s`);
-    console.log(`  ratio ${ratio.toFixed(4)} (goal ≥ ${GOAL_RATIO}) ${ratio >= GOAL_RATIO ? 'ok' : 'MISSED'}; peak RSS ${(peakRss / 1048576).toFixed(0)} MB (goal < 400) ${peakRss < GOAL_RSS_BYTES ? 'ok' : 'MISSED'}`);
-    console.log(`  COPY of everything the import wrote took ${(floor.seconds / copy.seconds).toFixed(2)} × COPY of the read model's rows: the ratio an import writing at COPY's speed would reach is ${(copy.seconds / floor.seconds).toFixed(3)}`);
+    console.log(`  against COPY of everything it wrote (${floor.rows} rows, ${floor.seconds.toFixed(2)} s): ratio ${ratio.toFixed(4)} (goal ≥ ${GOAL_RATIO}) ${ratio >= GOAL_RATIO ? 'ok' : 'MISSED'}; `
+      + `read model's rows alone ${readModelRatio.toFixed(4)} (not a goal); peak RSS ${(peakRss / 1048576).toFixed(0)} MB (goal < 400) ${peakRss < GOAL_RSS_BYTES ? 'ok' : 'MISSED'}`);
+    if (rollback) console.log(`  rollback ${rollback.seconds} s = ${rollback.timesImport} × the import (goal ≤ ${GOAL_ROLLBACK_TIMES}) ${rollbackMet ? 'ok' : 'MISSED'}`);
+    console.log(`  load average at the start ${machine.loadAverage.join(' ')}, at the end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
     console.log(`  ${passed ? 'goal met' : 'goal missed'}; ${written}`);
     return passed;
   } finally {

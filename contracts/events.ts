@@ -20,7 +20,7 @@ export type IdBlockReserved = DomainEvent<'IdBlockReserved', { category: string;
 export type UniqueValueClaimed = DomainEvent<'UniqueValueClaimed', { scope: string; value: string; ownerId: number }>;
 /** Appended at the claim's revision (contracts/claims.ts): the value may be claimed again. */
 export type UniqueValueReleased = DomainEvent<'UniqueValueReleased', {
-  scope: string; value: string; ownerId: number; reason: 'owner-write-failed' | 'owner-never-appeared';
+  scope: string; value: string; ownerId: number; reason: 'owner-write-failed' | 'owner-never-appeared' | 'owner-rolled-back';
 }>;
 export type DefaultsPlanned = DomainEvent<'DefaultsPlanned', { items: { key: string; entity: string; id: number }[] }>;
 
@@ -279,7 +279,8 @@ export type ExternalImportFailed = DomainEvent<'ExternalImportFailed', {
 export type ExternalImportCancelRequested = DomainEvent<'ExternalImportCancelRequested', { jobId: number; requestedAt: Iso }>;
 export type ExternalImportCancelled = DomainEvent<'ExternalImportCancelled', { jobId: number; cancelledAt: Iso }>;
 export type ExternalImportRollbackRequested = DomainEvent<'ExternalImportRollbackRequested', { jobId: number; requestedAt: Iso }>;
-export type ExternalImportRollbackProgressed = DomainEvent<'ExternalImportRollbackProgressed', { jobId: number; dataset: string; deleted: number; at: Iso }>;
+/** `processed`: rows of the dataset gone through; `deleted`: of them, those the rollback deleted (v1 and v2 have `deleted` only, which counted both). */
+export type ExternalImportRollbackProgressed = DomainEvent<'ExternalImportRollbackProgressed', { jobId: number; dataset: string; processed: number; deleted: number; at: Iso }>;
 export type ExternalImportRolledBack = DomainEvent<'ExternalImportRolledBack', { jobId: number; deleted: Record<string, number>; rolledBackAt: Iso }>;
 export type ExternalImportClosed = DomainEvent<'ExternalImportClosed', { jobId: number; fileDeleted: boolean; closedAt: Iso }>;
 export type ExternalImportEvent = ExternalImportUploaded | ExternalImportAnalysisStarted | ExternalImportAnalysed | ExternalImportConfigured

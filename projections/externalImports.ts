@@ -110,7 +110,8 @@ export const externalImportsProjection: Projection = {
           break;
         }
         case 'ExternalImportRollbackRequested':
-          await update((e.data as DataOf<'ExternalImportRollbackRequested'>).jobId, { phase: 'rollingBack', error: null, closed: false });
+          // The failure a rolled-back job ended with stays on it: the rollback undoes the rows, not the job's story.
+          await update((e.data as DataOf<'ExternalImportRollbackRequested'>).jobId, { phase: 'rollingBack', closed: false });
           break;
         case 'ExternalImportRollbackProgressed': {
           const d = e.data as DataOf<'ExternalImportRollbackProgressed'>;
@@ -120,7 +121,8 @@ export const externalImportsProjection: Projection = {
         case 'ExternalImportRolledBack': {
           const d = e.data as DataOf<'ExternalImportRolledBack'>;
           await update(d.jobId, { phase: 'rolledBack', deleted: json(d.deleted), rolled_back_at: d.rolledBackAt });
-          await trx('external_import_rows').where({ job_id: d.jobId, mapped: false }).update({ rolled_back: true });
+          // Rows it matched to existing entities too: the job's old ids resolve no more (POST /api/lookup answers 404).
+          await trx('external_import_rows').where({ job_id: d.jobId }).update({ rolled_back: true });
           break;
         }
         case 'ExternalImportClosed': {

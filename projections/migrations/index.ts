@@ -27,6 +27,7 @@ import * as m026 from './026_digest_keys';
 import * as m027 from './027_parked_events';
 import * as m029 from './029_secret_keys';
 import * as m030 from './030_run_suite_properties';
+import * as m031 from './031_users_email_live';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -58,6 +59,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '027_parked_events': m027,
   '029_secret_keys': m029,
   '030_run_suite_properties': m030,
+  '031_users_email_live': m031,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

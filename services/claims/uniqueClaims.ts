@@ -63,6 +63,26 @@ export async function releaseClaim(store: EventStore, claim: HeldClaim, reason: 
   return 'owner-appeared';
 }
 
+/**
+ * Gives back a value whose owner a rollback deleted (`owner-rolled-back`), also a value claimed
+ * for good (a user's e-mail): the release is appended at the revision of the stream's last claim
+ * when that claim is still this owner's. Nothing happens (false) when the stream holds no claim of
+ * this owner (released already, never claimed, or claimed by another row since): repeated after
+ * a crash, it releases once.
+ */
+export async function releaseDeletedOwnerClaim(store: EventStore, claim: Claim, metadata: EventMetadata): Promise<boolean> {
+  const held = activeClaim(await lastEventOf(store, claim.streamId));
+  if (!held || held.ownerId !== claim.ownerId || held.scope !== claim.scope) return false;
+  const released: UniqueValueReleased = { type: 'UniqueValueReleased', data: { scope: held.scope, value: held.value, ownerId: held.ownerId, reason: 'owner-rolled-back' } };
+  try {
+    await store.append(claim.streamId, [released], { expectedRevision: held.revision, metadata });
+  } catch (error) {
+    if (error instanceof ConcurrencyError) return false;
+    throw error;
+  }
+  return true;
+}
+
 export async function appendClaim(store: EventStore, claim: Claim, expectedRevision: ExpectedRevision, metadata: EventMetadata): Promise<HeldClaim> {
   const event: UniqueValueClaimed = { type: 'UniqueValueClaimed', data: { scope: claim.scope, value: claim.value, ownerId: claim.ownerId } };
   const { nextRevision } = await store.append(claim.streamId, [event], { expectedRevision, metadata });

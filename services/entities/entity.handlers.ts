@@ -398,6 +398,11 @@ function uniqueKeys(entity: EntityDef, values: Record<string, unknown>): UniqueK
 const claimStream = (scope: string, value: string) =>
   `unique-${scope}-${value.length <= 80 && /^[\w.+@-]*$/.test(value) ? value : createHash('sha256').update(value).digest('hex')}`;
 
+/** The claims of the unique values a row of `entity` with these values holds (its claim streams, scopes and values). */
+export function uniqueClaimsOf(entity: EntityDef, values: Record<string, unknown>, ownerId: number): Array<{ streamId: string; scope: string; value: string; ownerId: number }> {
+  return uniqueKeys(entity, values).map((key) => ({ streamId: claimStream(key.scope, key.value), scope: key.scope, value: key.value, ownerId }));
+}
+
 /** The unique values `after` holds that `before` did not. */
 function newKeys(entity: EntityDef, before: Record<string, unknown>, after: Record<string, unknown>): UniqueKey[] {
   const previous = new Set(uniqueKeys(entity, before).map((k) => `${k.scope}=${k.value}`));

@@ -26,7 +26,7 @@ export interface LoginAccount extends AuthenticatedUser {
 /** The account an address belongs to, active or not: an inactive one is refused like a wrong password, but recorded as such. */
 export async function findLoginAccount(knex: Knex, normalisedEmail: string): Promise<LoginAccount | null> {
   const row: { id: number; email: string; name: string; access: AccessLevel; password_hash: string; is_active: boolean } | undefined =
-    await knex('users').where({ email: normalisedEmail }).first('id', 'email', 'name', 'access', 'password_hash', 'is_active');
+    await knex('users').where({ email: normalisedEmail }).orderBy('is_deleted').first('id', 'email', 'name', 'access', 'password_hash', 'is_active');
   return row ? { id: row.id, email: row.email, name: row.name, access: row.access, passwordHash: row.password_hash, isActive: row.is_active } : null;
 }
 

@@ -33,9 +33,13 @@ export function lookupPaths(): OpenAPIV3.PathsObject {
                   },
                   {
                     type: 'object', required: ['type', 'externalId'], additionalProperties: false,
-                    description: 'A row an external-tool migration imported, by its id (`1001`) or key (`C1001`) in the source tool: answers {id, type, externalId, source: {tool, jobId, sourceId, key, createdBy, createdAt, mapped}}; 409 ambiguous-external-id when imports of several jobs have it.',
+                    description: 'A row an external-tool migration imported, by its id (`1001`) or key (`C1001`) in the source tool: answers {id, type, externalId, source: {tool, jobId, sourceId, key, createdBy, createdAt, mapped}}; '
+                      + 'rows of a rolled-back job (mapped ones too) are not found; 409 ambiguous-external-id when imports of several jobs, or into several projects, have it (details.ids, details.jobIds): '
+                      + 'narrow it with `jobId` and/or `projectId` (the project the row is in; for type project, its own id; 400 for types that belong to no project).',
                     properties: {
                       type: { type: 'string', enum: Object.keys(EXTERNAL_LOOKUP_TYPES) }, externalId: { oneOf: [{ type: 'string', minLength: 1, maxLength: 200 }, { type: 'integer' }] },
+                      jobId: { ...idSchema(), description: 'only rows this external import job imported' },
+                      projectId: { ...idSchema(), description: 'only rows in this project' },
                     },
                   },
                 ],

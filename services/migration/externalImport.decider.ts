@@ -92,7 +92,10 @@ export interface ExternalImportState {
   cancelRequested: boolean;
   /** Where the job ended before a rollback (completed, failed or cancelled). */
   endedAs: 'completed' | 'failed' | 'cancelled' | null;
+  /** Per dataset, the rows the rollback deleted (rows never written, or deleted by someone else since, are not counted). */
   deleted: Record<string, number>;
+  /** Per dataset, how many of the rows the job created (in the order the rollback goes through them) the rollback has gone through. */
+  processed: Record<string, number>;
   /** The notification that tells the creator how the job ended, and the error it failed with. */
   notificationId: number | null;
   failure: { code: string; error: string } | null;
@@ -100,7 +103,7 @@ export interface ExternalImportState {
 
 export const initialExternalImportState = (): ExternalImportState => ({
   phase: 'none', jobId: 0, file: null, fileDeleted: false, closed: false, analysisErrors: 0, suggestions: null, mappings: null, durationUnit: 'us',
-  plan: [], progress: {}, ids: new Map(), openChunk: null, cancelRequested: false, endedAs: null, deleted: {}, notificationId: null, failure: null,
+  plan: [], progress: {}, ids: new Map(), openChunk: null, cancelRequested: false, endedAs: null, deleted: {}, processed: {}, notificationId: null, failure: null,
 });
 
 export type ExternalImportCommand =
@@ -123,7 +126,7 @@ export type ExternalImportCommand =
   | { type: 'RequestCancel'; now: string }
   | { type: 'Cancel'; now: string }
   | { type: 'RequestRollback'; now: string }
-  | { type: 'RecordRollback'; dataset: string; deleted: number; now: string }
+  | { type: 'RecordRollback'; dataset: string; processed: number; deleted: number; now: string }
   | { type: 'FinishRollback'; now: string }
   | { type: 'Close'; fileDeleted: boolean; now: string };
 
@@ -225,12 +228,13 @@ export function decide(cmd: ExternalImportCommand, s: ExternalImportState): Exte
       return [{ type: 'ExternalImportRollbackRequested', data: { jobId, requestedAt: cmd.now } }];
     case 'RecordRollback':
       if (s.phase !== 'rollingBack') throw refuse(s, 'it is not rolling back');
-      if ((s.deleted[cmd.dataset] ?? 0) >= cmd.deleted && cmd.deleted > 0) return [];
-      return [{ type: 'ExternalImportRollbackProgressed', data: { jobId, dataset: cmd.dataset, deleted: cmd.deleted, at: cmd.now } }];
+      if ((s.processed[cmd.dataset] ?? 0) >= cmd.processed && cmd.processed > 0 && (s.deleted[cmd.dataset] ?? 0) === cmd.deleted) return [];
+      return [{ type: 'ExternalImportRollbackProgressed', data: { jobId, dataset: cmd.dataset, processed: cmd.processed, deleted: cmd.deleted, at: cmd.now } }];
     case 'FinishRollback':
       if (s.phase === 'rolledBack') return [];
       if (s.phase !== 'rollingBack') throw refuse(s, 'it is not rolling back');
-      return [{ type: 'ExternalImportRolledBack', data: { jobId, deleted: s.deleted, rolledBackAt: cmd.now } }];
+      // What it deleted, and only that: a dataset of which it deleted nothing (never written, or deleted since) is not listed.
+      return [{ type: 'ExternalImportRolledBack', data: { jobId, deleted: Object.fromEntries(Object.entries(s.deleted).filter(([, n]) => n > 0)), rolledBackAt: cmd.now } }];
     case 'Close':
       if (s.closed) return [];
       if (!isEnded(s)) throw refuse(s, 'a job is closed when it has ended');
@@ -295,8 +299,11 @@ export function evolve(s: ExternalImportState, e: ExternalImportEvent): External
       return { ...s, phase: 'cancelled', endedAs: 'cancelled' };
     case 'ExternalImportRollbackRequested':
       return { ...s, phase: 'rollingBack', closed: false };
-    case 'ExternalImportRollbackProgressed':
-      return { ...s, deleted: { ...s.deleted, [e.data.dataset]: e.data.deleted } };
+    case 'ExternalImportRollbackProgressed': {
+      // Before v3 `deleted` counted the rows gone through.
+      const processed = (e.data as { processed?: number }).processed ?? e.data.deleted;
+      return { ...s, deleted: { ...s.deleted, [e.data.dataset]: e.data.deleted }, processed: { ...s.processed, [e.data.dataset]: processed } };
+    }
     case 'ExternalImportRolledBack':
       return { ...s, phase: 'rolledBack' };
     case 'ExternalImportClosed':

@@ -48,7 +48,11 @@ const V1_CHUNK = {
   }]),
   processedCases: 1, importedAt: AT,
 };
-const V1_EXAMPLES: Partial<Record<string, Record<string, unknown>>> = { UserRegistered: V1_USER, ImportRequested: V1_IMPORT_REQUESTED, TestResultsImported: V1_CHUNK };
+/** A rollback's progress as v1 and v2 wrote it: `deleted` only (the rows gone through). */
+const V1_ROLLBACK_PROGRESS = { jobId: 5, dataset: 'repository_cases', deleted: 1, at: AT };
+const V1_EXAMPLES: Partial<Record<string, Record<string, unknown>>> = {
+  UserRegistered: V1_USER, ImportRequested: V1_IMPORT_REQUESTED, TestResultsImported: V1_CHUNK, ExternalImportRollbackProgressed: V1_ROLLBACK_PROGRESS,
+};
 
 /** One valid `data` per hand-written event type: the compiler keeps each shape right. */
 const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
@@ -165,7 +169,7 @@ const HAND_VALID: { [T in HandWritten]: DataOf<T> } = {
   ExternalImportCancelRequested: { jobId: 5, requestedAt: AT },
   ExternalImportCancelled: { jobId: 5, cancelledAt: AT },
   ExternalImportRollbackRequested: { jobId: 5, requestedAt: AT },
-  ExternalImportRollbackProgressed: { jobId: 5, dataset: 'repository_cases', deleted: 1, at: AT },
+  ExternalImportRollbackProgressed: { jobId: 5, dataset: 'repository_cases', processed: 2, deleted: 1, at: AT },
   ExternalImportRolledBack: { jobId: 5, deleted: { repository_cases: 1 }, rolledBackAt: AT },
   ExternalImportClosed: { jobId: 5, fileDeleted: true, closedAt: AT },
 };

@@ -118,14 +118,23 @@ describe('external import job decider', () => {
     expect(completed.closed).to.equal(true);
     const { state, events } = run([
       { type: 'RequestRollback', now: NOW }, { type: 'RequestRollback', now: NOW },
-      { type: 'RecordRollback', dataset: 'repository_cases', deleted: 2, now: NOW }, { type: 'RecordRollback', dataset: 'repository_cases', deleted: 2, now: NOW },
+      { type: 'RecordRollback', dataset: 'repository_cases', processed: 2, deleted: 2, now: NOW }, { type: 'RecordRollback', dataset: 'repository_cases', processed: 2, deleted: 2, now: NOW },
+      // Gone through, none of them written: nothing deleted, and not listed as deleted at the end.
+      { type: 'RecordRollback', dataset: 'users', processed: 2, deleted: 0, now: NOW },
       { type: 'FinishRollback', now: NOW },
     ], completed);
-    expect(events.map((e) => e.type)).to.deep.equal(['ExternalImportRollbackRequested', 'ExternalImportRollbackProgressed', 'ExternalImportRolledBack']);
+    expect(events.map((e) => e.type)).to.deep.equal(['ExternalImportRollbackRequested', 'ExternalImportRollbackProgressed', 'ExternalImportRollbackProgressed', 'ExternalImportRolledBack']);
     expect(state).to.include({ phase: 'rolledBack', closed: false });
     expect(isRunnable(state), 'it closes again (the file goes)').to.equal(true);
-    expect(state.deleted).to.deep.equal({ repository_cases: 2 });
+    expect(state.processed).to.deep.equal({ repository_cases: 2, users: 2 });
+    expect(events[3].data).to.deep.include({ deleted: { repository_cases: 2 } });
     expect(refusal({ type: 'Queue', now: NOW }, state)).to.equal('external-import-rolled-back');
+  });
+
+  it('rollback progress written before v3 (deleted only) counts as rows gone through', () => {
+    const s = evolve({ ...initialExternalImportState(), phase: 'rollingBack' }, { type: 'ExternalImportRollbackProgressed', data: { jobId: 1, dataset: 'runs', deleted: 4, at: NOW } } as never);
+    expect(s.processed).to.deep.equal({ runs: 4 });
+    expect(s.deleted).to.deep.equal({ runs: 4 });
   });
 
   it('a failure during a rollback ends it failed (a new rollback may be asked); repeats append nothing', () => {
