@@ -37,6 +37,8 @@ export function runScript(script: string, args: string[], env: NodeJS.ProcessEnv
   });
 }
 
+const START_TIMEOUT_MS = 120_000;
+
 /**
  * Starts `services/process/main.ts` (every role in one process), or another entry point, and waits
  * for its "API listening" log line (or `ready`, the message of another line: a worker's).
@@ -49,7 +51,15 @@ export function startServer(env: NodeJS.ProcessEnv, script = 'services/process/m
   let output = '';
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${output}`)), 60_000);
+    // 120 s: an embedded start runs initdb first, which took over 60 s on a loaded 2-core machine.
+    // A start given up on is stopped (SIGTERM: it stops its embedded PostgreSQL too; SIGKILL 10 s
+    // later), so it does not go on loading the machine for the rest of the run.
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      const hard = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      void exited.then(() => clearTimeout(hard));
+      reject(new Error(`server did not start in time (120 s), stopped:\n${output}`));
+    }, START_TIMEOUT_MS);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       for (const line of chunk.toString().split('\n')) {
