@@ -25,7 +25,7 @@ How an entity is written:
   (\`services/entities/\`): every referenced row must exist, not be deleted, and belong to the same
   project; unique values are claimed on a stream of their own. Repository folders have an
   aggregate of their own (a tree that must stay acyclic), and so have users (\`services/identity\`:
-  the e-mail claimed for good, the password hashed, deactivation and deletion end sessions and
+  the e-mail claimed for good (but for a placeholder user an external import's rollback deletes: docs/migration.md), the password hashed, deactivation and deletion end sessions and
   tokens at once; only administrators write users, and none may demote, deactivate or delete themselves).
 - **owned**: rows that exist only inside their parent (a case's steps, its field values, a
   result's step results); written with nested \`create\` / \`delete\` / \`deleteMany\` on the parent,
