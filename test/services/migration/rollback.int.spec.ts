@@ -7,6 +7,7 @@ import { systemMetadata } from '../../../services/shared/context';
 import { expectRefused, startTestApp, type TestApp } from '../../support/app';
 import { HttpClient } from '../../support/server';
 import { JOBS, uploadExport, waitForPhase } from '../../support/externalImport';
+import { waitUntil } from '../../support/wait';
 
 /**
  * A rollback gives back what it took (issue 36 §2): the e-mails of the placeholder users it
@@ -32,13 +33,19 @@ describe('External-tool migration: what a rollback gives back', function () {
     const put = await admin.request('PUT', `${JOBS}/${jobId}/configuration`, mappings ? { mappings } : {});
     expect(put.status, JSON.stringify(put.body)).to.equal(200);
     expect((await admin.post(`${JOBS}/${jobId}/execute`)).status).to.equal(202);
-    return { jobId, job: await waitForPhase(admin, jobId, ['completed', 'failed']) };
+    const job = await waitForPhase(admin, jobId, ['completed', 'failed']);
+    await closed(jobId);
+    return { jobId, job };
   };
+  /** The end of a job is followed by its notification and its close: a refusal's "appends nothing" is checked after them. */
+  const closed = (jobId: number) => waitUntil(
+    async () => (await app.deps.knex('external_import_jobs').where({ job_id: jobId }).first('closed'))?.closed === true, `job ${jobId} closed`);
   const rollBack = async (jobId: number) => {
     const res = await admin.post(`${JOBS}/${jobId}/rollback`);
     expect(res.status, JSON.stringify(res.body)).to.equal(202);
     const done = await waitForPhase(admin, jobId, ['rolledBack', 'failed']);
     expect(done.phase, JSON.stringify(done.error)).to.equal('rolledBack');
+    await closed(jobId);
     return done;
   };
   const lookup = (body: Record<string, unknown>) => admin.post('/api/lookup', body);
