@@ -105,6 +105,27 @@ async function copyRound(client: pg.Client, work: string, sources: readonly Copy
   return { seconds: took, rows, tables };
 }
 
+/**
+ * Waits until every projection and the search indexer have applied the log as far as it goes now
+ * (the job's phase is the externalImports projection's: the read model, its statistics and the
+ * search documents may still be applying the job's last events).
+ */
+async function caughtUp(connection: pg.ClientConfig): Promise<void> {
+  const client = new pg.Client(connection);
+  await client.connect();
+  try {
+    const head = BigInt((await client.query('SELECT coalesce(max(position), 0)::text AS p FROM es_events')).rows[0].p);
+    for (;;) {
+      const { rows: [row] } = await client.query(`SELECT (SELECT min(position::numeric) FROM projection_checkpoints)::text AS projections,
+        (SELECT min(position::numeric) FROM testament_search_checkpoints WHERE version = (SELECT max(version) FROM testament_search_checkpoints))::text AS search`);
+      if (row.projections !== null && BigInt(row.projections) >= head && row.search !== null && BigInt(row.search) >= head) return;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } finally {
+    await client.end();
+  }
+}
+
 export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-bench-migration-'));
   const exportFile = path.join(work, 'export.zip');
@@ -122,7 +143,7 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
     const pgPort = await freePort();
     const env = {
       DATA_DIR: dataDir, PORT: '0', EMBEDDED_POSTGRES_PORT: String(pgPort), ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password,
-      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', RATE_LIMIT_ENABLED: 'false', EXTERNAL_IMPORT_MAX_BYTES: String(fileBytes + 1024), WORKER_LEASE_TTL_MS: '10000',
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', EMBEDDED_POSTGRES_STATEMENT_STATS: process.env.BENCH_PG_STATS ? 'true' : 'false', RATE_LIMIT_ENABLED: 'false', EXTERNAL_IMPORT_MAX_BYTES: String(fileBytes + 1024), WORKER_LEASE_TTL_MS: '10000',
     };
     server = await startServer(env);
     let { url } = server;
@@ -188,15 +209,27 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
         console.log(`migration: SIGKILLed at ${percent}%, listening again after ${listeningAfter.toFixed(1)} s, progress again after ${recovery.progressAfterSeconds} s`);
       }
     }
-    const importSeconds = seconds(started);
     if (current.phase !== 'completed') throw new BenchSanityError(`the import ended ${current.phase}: ${JSON.stringify(current.error)}`);
+    // The import is done when everything it wrote is read too: every projection and the search indexer at the log's end.
+    const phaseSeconds = seconds(started);
+    await caughtUp(connection);
+    const importSeconds = seconds(started);
     peaks.push(status(pid, 'VmHWM'));
     const counts = current.counts as Record<string, { created: number; mapped: number; skipped: number }>;
-    const created = Object.values(counts).reduce((n, c) => n + c.created, 0);
+    // A template's fields are counted with it (template_fields) but are not entities of their own: the rollback deletes them with their template.
+    const created = Object.entries(counts).filter(([dataset]) => dataset !== 'template_fields').reduce((n, [, c]) => n + c.created, 0);
     if ((counts.run_results?.created ?? 0) !== o.results) throw new BenchSanityError(`${counts.run_results?.created} results created, not ${o.results}`);
 
     const client = new pg.Client(connection);
     await client.connect();
+    // Where PostgreSQL's time went (upload, analysis and import), per statement, when asked: BENCH_PG_STATS names a file for it.
+    let statements: Array<{ ms: number; calls: number; rows: number; query: string }> | null = null;
+    if (process.env.BENCH_PG_STATS) {
+      await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+      statements = (await client.query(`SELECT round(total_exec_time)::int AS ms, calls::int, rows::int, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS query
+        FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 40`)).rows;
+      fs.writeFileSync(process.env.BENCH_PG_STATS, statements.map((r) => `${r.ms}\t${r.calls}\t${r.rows}\t${r.query}`).join('\n'));
+    }
     const events = (await client.query('SELECT count(*)::int AS n FROM es_events WHERE metadata->>\'correlationId\' = $1', [`externalImport-${jobId}`])).rows[0].n as number;
     const copy = await copyRound(client, work, TABLES.map((table) => ({ table })));
     const floor = await copyRound(client, work, [...TABLES.map((table) => ({ table })), ...WRITTEN_TOO(jobId)]);
@@ -213,6 +246,7 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
         current = await job(jobId);
       } while (current.phase !== 'rolledBack' && current.phase !== 'failed');
       if (current.phase !== 'rolledBack') throw new BenchSanityError(`the rollback ended ${current.phase}: ${JSON.stringify(current.error)}`);
+      await caughtUp(connection);
       const rollbackSeconds = seconds(rollbackStarted);
       const entitiesDeleted = Object.values((current.deleted ?? {}) as Record<string, number>).reduce((n, c) => n + c, 0);
       if (entitiesDeleted !== created) throw new BenchSanityError(`the rollback deleted ${entitiesDeleted} entities, the import created ${created}`);
@@ -253,7 +287,8 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
       code: describeCode(['services', 'projections', 'bench', 'contracts', 'scripts']),
       parameters: { ...o, fileBytes, exportRows, datasets: generated.datasets, server: 'node dist/services/process/main.js, embedded PostgreSQL, PostgreSQL event store, direct transport, one worker in-process' },
       analysis: { seconds: round(analysisSeconds, 2) },
-      import: { seconds: round(importSeconds, 2), entitiesCreated: created, tableRows: copy.rows, rowsPerSecond: round(importRate), counts, events, progress: marks },
+      import: { seconds: round(importSeconds, 2), completedPhaseSeconds: round(phaseSeconds, 2), entitiesCreated: created, tableRows: copy.rows, rowsPerSecond: round(importRate), counts, events, progress: marks },
+      ...(statements && { statements }),
       recovery,
       rollback,
       // Not a goal since issue 36: the read model's rows alone, against COPY of them.

@@ -86,7 +86,13 @@ export function holdsClearSecret(value: unknown): boolean {
 }
 
 /** The fields of an entity whose JSON values may hold secrets (`holdsSecrets` in the catalogue). */
-export const secretFieldsOf = (entity: EntityDef): string[] => Object.entries(entity.fields).filter(([, f]) => f.holdsSecrets).map(([name]) => name);
+export function secretFieldsOf(entity: EntityDef): readonly string[] {
+  let fields = secretFields.get(entity);
+  if (!fields) secretFields.set(entity, (fields = Object.entries(entity.fields).filter(([, f]) => f.holdsSecrets).map(([name]) => name)));
+  return fields;
+}
+/** Asked for every row a command or an import writes: computed once per entity. */
+const secretFields = new WeakMap<EntityDef, readonly string[]>();
 
 /**
  * An event's data as answers show it (GET /api/events): the secret-holding fields of a catalogue

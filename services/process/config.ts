@@ -19,6 +19,8 @@ export interface Config {
   modelMaxRows: number;
   /** Null: a free port, chosen at the first start and kept in dataDir/postgres.port while it stays free. */
   embeddedPostgresPort: number | null;
+  /** Loads pg_stat_statements into the embedded PostgreSQL (EMBEDDED_POSTGRES_STATEMENT_STATS): a diagnostic. */
+  embeddedPostgresStatementStats: boolean;
   /** EventStoreDB connection string; when null the PostgreSQL event store is used. */
   eventstoreUrl: string | null;
   /** Null means: generate one and keep it in dataDir/secrets.json. */
@@ -257,6 +259,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     dataDir,
     databaseUrl,
     embeddedPostgresPort: optional(env, 'EMBEDDED_POSTGRES_PORT') === null ? null : int(env, 'EMBEDDED_POSTGRES_PORT', 0, 1, 65535),
+    embeddedPostgresStatementStats: flag(env, 'EMBEDDED_POSTGRES_STATEMENT_STATS', false),
     eventstoreUrl,
     sessionSecret: secret(env, 'SESSION_SECRET'),
     tokenSecret: secret(env, 'TOKEN_SECRET'),

@@ -67,7 +67,7 @@ export async function openPlatform(config: Readonly<Config>, logger: Logger, opt
     let databaseUrl = config.databaseUrl;
     if (!databaseUrl) {
       const embedded = await startEmbeddedPostgres({
-        dataDir: config.dataDir, port: config.embeddedPostgresPort, password: stored.embeddedPostgresPassword, logger,
+        dataDir: config.dataDir, port: config.embeddedPostgresPort, password: stored.embeddedPostgresPassword, logger, statementStats: config.embeddedPostgresStatementStats,
       });
       closers.push(() => embedded.stop());
       databaseUrl = embedded.url;

@@ -2,6 +2,8 @@ import { expect } from 'chai';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import { readModelProjection } from '../../../projections/readModel';
+import { rebuildProjection } from '../../../projections/runtime/rebuild';
 import { generateExport } from '../../../scripts/generateExport';
 import { seedDefaults } from '../../../services/entities/seed';
 import { registerUser } from '../../../services/identity/identity.handlers';
@@ -575,6 +577,44 @@ describe('External-tool migration: a large rollback, recorded as it goes', funct
     ({ app, admin } = await appWithAdmin({ chunkSize: 25, bulkChunkSize: 50, retryBudgetMs: 600_000 }));
   });
   after(() => app.stop());
+
+  it('counts the runs and results it wrote in the statistics once the job ends, as a rebuild of the read model does', async () => {
+    const exported = await generatedExport({ cases: 30, runs: 3, results: 150 }, 11);
+    const jobId = (await uploadExport(app.url, admin, exported)).body.data.jobId;
+    expect((await waitForPhase(admin, jobId, ['analysed', 'failed'])).phase).to.equal('analysed');
+    expect((await admin.request('PUT', `${JOBS}/${jobId}/configuration`, {})).status).to.equal(200);
+    expect((await admin.post(`${JOBS}/${jobId}/execute`)).status).to.equal(202);
+    const imported = await waitForPhase(admin, jobId, ['completed', 'failed'], 240_000);
+    expect(imported.phase, JSON.stringify(imported.error)).to.equal('completed');
+    const knex = app.deps.knex;
+    const runs = await knex('test_runs').where({ external_import_job_id: jobId }).pluck('id');
+    expect(runs).to.have.length(3);
+    // Every run counted (the job's end is applied in the read model's own time, after the job's phase).
+    await waitUntil(async () => Number((await knex('test_run_statistics').whereIn('test_run_id', runs).count('* as n').first())!.n) === 3, 'the job\'s runs counted', 60_000);
+    // Each case's executions: its run cases with a result, as counted straight from the rows.
+    const expected = await knex.raw(`SELECT rc.repository_case_id AS case_id, count(*)::int AS n FROM test_run_cases rc
+      WHERE rc.external_import_job_id = ? AND EXISTS (SELECT 1 FROM test_run_results r WHERE r.test_run_case_id = rc.id AND NOT r.is_deleted)
+      GROUP BY rc.repository_case_id ORDER BY 1`, [jobId]);
+    expect(expected.rows.length).to.be.greaterThan(5);
+    const counted = await knex('case_statistics').whereIn('repository_case_id', expected.rows.map((r: { case_id: number }) => r.case_id))
+      .where({ all_configurations: true }).orderBy('repository_case_id').select('repository_case_id as case_id', 'executions as n');
+    expect(counted).to.deep.equal(expected.rows);
+    const totals = await knex('test_run_statistics').whereIn('test_run_id', runs).orderBy('test_run_id').pluck('total');
+    const runCases = await knex('test_run_cases').whereIn('test_run_id', runs).groupBy('test_run_id').orderBy('test_run_id').select(knex.raw('count(*)::int AS n'));
+    expect(totals).to.deep.equal(runCases.map((r: { n: number }) => r.n));
+    const project = (await knex('test_runs').where({ id: runs[0] }).first('project_id')).project_id as number;
+    const rows = (list: Array<Record<string, unknown>>) => list.map(({ id: _id, ...row }) => row);
+    const snapshot = async () => ({
+      cases: rows(await knex('case_statistics').where({ project_id: project }).orderBy(['repository_case_id', 'all_configurations', 'config_id']).select('*')),
+      days: rows(await knex('case_daily_statistics').where({ project_id: project }).orderBy(['repository_case_id', 'day', 'config_id', 'branch']).select('*')),
+      runs: rows(await knex('test_run_statistics').where({ project_id: project }).orderBy('test_run_id').select('*')),
+      project: rows(await knex('project_daily_statistics').where({ project_id: project }).orderBy('day').select('*')),
+    });
+    const before = await snapshot();
+    await rebuildProjection(readModelProjection, { store: app.deps.store, knex });
+    const after = await snapshot();
+    for (const key of Object.keys(before) as Array<keyof typeof before>) expect(after[key], key).to.deep.equal(before[key]);
+  });
 
   it('deletes rows many at a time, records its progress, and after an outage goes on from what it recorded: every row deleted', async () => {
     const exported = await generatedExport({ cases: 150, runs: 4, results: 600 }, 5);
