@@ -109,6 +109,7 @@ export function affectedBy(events: readonly EventEnvelope[]): Affected {
   const direct = new Map<IndexedType, Set<string>>();
   const named = new Map<string, Set<number>>();
   const chunks: { jobId: number; importedAt: string }[] = [];
+  const freshResults: number[] = [];
   const touch = (type: IndexedType, id: unknown) => {
     if (!direct.has(type)) direct.set(type, new Set());
     direct.get(type)!.add(String(id));
@@ -138,7 +139,10 @@ export function affectedBy(events: readonly EventEnvelope[]): Affected {
         // An external import's bulk chunk: each row is new, as if created on its own.
         const written = rowsWrittenOf(data as { entity: string; fields: string[]; rows: unknown[][] });
         const own = written && OWN_DOCUMENT[written.entity.name];
-        if (own) for (const row of written.rows) touch(own, row[idKeyOf(written.entity)]);
+        if (!own) continue;
+        // New results have no document yet: only those whose status is a failure get one (read set-wise below).
+        if (own === 'failures') for (const row of written.rows) freshResults.push(row[idKeyOf(written.entity)] as number);
+        else for (const row of written.rows) touch(own, row[idKeyOf(written.entity)]);
         continue;
       }
     }
@@ -153,6 +157,9 @@ export function affectedBy(events: readonly EventEnvelope[]): Affected {
   const fanOuts: FanOut[] = [];
   for (const [kind, ids] of named) {
     for (const { type, where } of SHOWN_BY[kind]) fanOuts.push({ type, where, bindings: [[...ids]] });
+  }
+  if (freshResults.length > 0) {
+    fanOuts.push({ type: 'failures', where: `x.id = ANY(?::integer[]) AND x.status_id IN (SELECT s.id FROM statuses s WHERE ${FAILURE_STATUS})`, bindings: [freshResults] });
   }
   if (chunks.length > 0) {
     for (const { type, where } of IMPORTED) fanOuts.push({ type, where, bindings: [chunks.map((c) => c.jobId), chunks.map((c) => c.importedAt)] });

@@ -126,10 +126,9 @@ function checkReferences(entity: EntityDef, values: Record<string, unknown>, fac
   const all = [...Object.entries(facts).map(([relation, fact]) => [relation, fact, true] as const), ...Object.entries(kept).map(([relation, fact]) => [relation, fact, false] as const)];
   for (const [relation, fact, named] of all) {
     for (const f of Array.isArray(fact) ? fact : fact ? [fact] : []) {
-      const target = kebab(f.entity);
-      if (named && (!f.exists || f.isDeleted)) throw new DomainError(`${target}-not-found`, `${f.entity} ${f.id} does not exist`, { path: relation, id: f.id });
+      if (named && (!f.exists || f.isDeleted)) throw new DomainError(`${kebab(f.entity)}-not-found`, `${f.entity} ${f.id} does not exist`, { path: relation, id: f.id });
       if (projectId !== null && f.projectId !== null && f.projectId !== projectId && ENTITIES[f.entity].projectPath !== undefined) {
-        throw new DomainError(`${target}-in-other-project`, `${f.entity} ${f.id} belongs to another project`, { path: relation, id: f.id });
+        throw new DomainError(`${kebab(f.entity)}-in-other-project`, `${f.entity} ${f.id} belongs to another project`, { path: relation, id: f.id });
       }
     }
   }

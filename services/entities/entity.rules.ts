@@ -14,9 +14,20 @@ const STATE_SCOPE: Record<string, string> = { repositoryCase: 'CASES', testRun: 
 
 const single = (fact: Fact | Fact[] | undefined): Fact | undefined => (Array.isArray(fact) ? undefined : fact);
 
+/** The required free-text fields of an entity (computed once per entity: this runs for every row an import writes). */
+function requiredTextOf(entity: EntityDef): readonly string[] {
+  let names = requiredText.get(entity);
+  if (!names) {
+    names = Object.entries(entity.fields).filter(([, f]) => f.requiredOnCreate && f.type === 'string' && !f.enum).map(([name]) => name);
+    requiredText.set(entity, names);
+  }
+  return names;
+}
+const requiredText = new WeakMap<EntityDef, readonly string[]>();
+
 export function checkEntityRules(entity: EntityDef, values: Record<string, unknown>, facts: Facts): void {
-  for (const [name, f] of Object.entries(entity.fields)) {
-    if (f.requiredOnCreate && f.type === 'string' && !f.enum && typeof values[name] === 'string' && (values[name] as string).trim() === '') {
+  for (const name of requiredTextOf(entity)) {
+    if (typeof values[name] === 'string' && (values[name] as string).trim() === '') {
       throw new DomainError('invalid-value', `${name} cannot be empty`, { path: `data.${name}` });
     }
   }

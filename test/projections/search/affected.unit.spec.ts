@@ -23,6 +23,18 @@ describe('search indexer: documents a batch of events touches', () => {
     expect(fanOuts).to.deep.equal([]);
   });
 
+  it('a migration\'s bulk chunk: its cases touch their documents; its results are read set-wise, failures only (new rows have no document to remove)', () => {
+    const { direct, fanOuts } = affectedBy([
+      event('ExternalImportRowsWritten', { jobId: 1, dataset: 'repository_cases', chunk: 1, entity: 'repositoryCase', fields: ['caseId', 'title'], rows: [[7, 'a'], [8, 'b']] }),
+      event('ExternalImportRowsWritten', { jobId: 1, dataset: 'run_results', chunk: 2, entity: 'testRunResult', fields: ['testRunResultId', 'statusId'], rows: [[21, 1], [22, 2]] }),
+    ]);
+    expect(Object.fromEntries([...direct].map(([t, ids]) => [t, [...ids]]))).to.deep.equal({ repository_cases: ['7', '8'] });
+    expect(fanOuts).to.have.length(1);
+    expect(fanOuts[0].type).to.equal('failures');
+    expect(fanOuts[0].bindings).to.deep.equal([[21, 22]]);
+    expect(fanOuts[0].where).to.match(/x\.id = ANY\(\?::integer\[\]\) AND x\.status_id IN \(SELECT s\.id FROM statuses s WHERE /);
+  });
+
   it('a renamed tag fans out to the cases, runs and sessions that show it, every rename of the batch in one statement per type', () => {
     const { direct, fanOuts } = affectedBy([
       event('TagUpdated', { tagId: 1, changes: { name: 'a' } }),

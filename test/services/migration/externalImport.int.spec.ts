@@ -579,7 +579,8 @@ describe('External-tool migration: a large rollback, recorded as it goes', funct
   after(() => app.stop());
 
   it('counts the runs and results it wrote in the statistics once the job ends, as a rebuild of the read model does', async () => {
-    const exported = await generatedExport({ cases: 30, runs: 3, results: 150 }, 11);
+    // Enough for COPY to write the statistics (projections/statistics.ts: from 200 rows on).
+    const exported = await generatedExport({ cases: 150, runs: 3, results: 600 }, 11);
     const jobId = (await uploadExport(app.url, admin, exported)).body.data.jobId;
     expect((await waitForPhase(admin, jobId, ['analysed', 'failed'])).phase).to.equal('analysed');
     expect((await admin.request('PUT', `${JOBS}/${jobId}/configuration`, {})).status).to.equal(200);
@@ -602,6 +603,13 @@ describe('External-tool migration: a large rollback, recorded as it goes', funct
     const totals = await knex('test_run_statistics').whereIn('test_run_id', runs).orderBy('test_run_id').pluck('total');
     const runCases = await knex('test_run_cases').whereIn('test_run_id', runs).groupBy('test_run_id').orderBy('test_run_id').select(knex.raw('count(*)::int AS n'));
     expect(totals).to.deep.equal(runCases.map((r: { n: number }) => r.n));
+    expect(Number((await knex('case_daily_statistics').count('* as n').first())!.n), 'rows enough for COPY').to.be.at.least(200);
+    // The last statuses as the run cases have them, newest first (an array through COPY's text).
+    const statuses = new Set(await knex('statuses').pluck('id'));
+    for (const row of await knex('case_statistics').where({ all_configurations: true }).whereIn('repository_case_id', counted.map((c: { case_id: number }) => c.case_id))) {
+      expect(row.last_status_ids).to.have.length(Math.min(row.executions, 10));
+      for (const id of row.last_status_ids) expect(statuses.has(id), `status ${id}`).to.equal(true);
+    }
     const project = (await knex('test_runs').where({ id: runs[0] }).first('project_id')).project_id as number;
     const rows = (list: Array<Record<string, unknown>>) => list.map(({ id: _id, ...row }) => row);
     const snapshot = async () => ({

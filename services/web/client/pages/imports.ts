@@ -103,7 +103,7 @@ function jobList(): HTMLElement {
   void (async () => {
     try {
       const page = await get<{ data: Job[] }>(`${JOBS}?take=50`);
-      replace(body, page.data.length === 0 ? h('p', null, 'No import jobs yet.') : h('table', null,
+      replace(body, page.data.length === 0 ? h('p', null, 'No import jobs yet.') : scrolling('Latest import jobs', h('table', null,
         h('caption', null, 'Latest import jobs'),
         h('thead', null, h('tr', null, ['Job', 'File', 'Phase', 'Progress', 'Started by', 'Uploaded'].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', null, page.data.map((j) => h('tr', null,
@@ -112,7 +112,7 @@ function jobList(): HTMLElement {
           h('td', null, PHASE_LABEL[j.phase] ?? j.phase),
           h('td', null, `${j.progress.percent} %`),
           h('td', null, j.createdBy?.name ?? '—'),
-          h('td', null, when(j.createdAt)))))));
+          h('td', null, when(j.createdAt))))))));
     } catch (err) {
       replace(body, errorBox(err));
     }
@@ -165,13 +165,13 @@ function analysis(job: Job): HTMLElement {
   return h('section', { class: 'card', 'aria-labelledby': 'analysis-title' },
     h('h2', { id: 'analysis-title' }, 'Step 2: analysis'),
     issues(job.errors, 'errors'), issues(job.warnings, 'warnings'),
-    h('table', null,
+    scrolling('Datasets in the export', h('table', null,
       h('caption', null, 'Datasets in the export'),
-      h('thead', null, h('tr', null, ['Dataset', 'Rows', 'Imported', 'Warnings', 'Errors'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', null, h('tr', null, ['Dataset', 'Rows', 'Imported', 'Warnings', 'Errors'].map(columnHeader))),
       h('tbody', null, job.datasets.map((d) => h('tr', null,
         h('th', { scope: 'row' }, d.name), h('td', { class: 'num' }, count(d.rowCount)),
         h('td', null, d.disposition === 'import' ? 'yes' : `no: ${d.skipReason ?? 'skipped'}`),
-        h('td', { class: 'num' }, d.warnings.length), h('td', { class: 'num' }, d.errors.length))))),
+        h('td', { class: 'num' }, d.warnings.length), h('td', { class: 'num' }, d.errors.length)))))),
     job.datasets.filter((d) => (d.sampleRows?.length ?? 0) > 0 || d.warnings.length + d.errors.length > 0).map((d) => h('details', null,
       h('summary', null, `${d.name}: sample rows${d.samplesTruncated ? ' (values cut short)' : ''}`),
       issues(d.errors, 'errors'), issues(d.warnings, 'warnings'),
@@ -183,7 +183,7 @@ function sampleTable(d: Dataset): Child {
   if (rows.length === 0) return null;
   const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))].slice(0, 12);
   const cell = (v: unknown) => (v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
-  return h('div', { class: 'scroll', tabindex: 0, role: 'region', 'aria-label': `Sample rows of ${d.name}` }, h('table', { class: 'sample' },
+  return scrolling(`Sample rows of ${d.name}`, h('table', { class: 'sample' },
     h('thead', null, h('tr', null, columns.map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', null, rows.map((r) => h('tr', null, columns.map((c) => h('td', null, cell(r[c]))))))));
 }
@@ -222,7 +222,7 @@ function mappingTable(key: string, sources: Source[], current: Mappings): HTMLEl
   const optionsOf = (entry: Entry) => (entry.kind === 'resultField' ? loadTargets('resultField', target.field) : loadTargets(target.entity, target.field));
   return h('section', { class: 'mapping', 'aria-labelledby': `map-${key}` },
     h('h3', { id: `map-${key}` }, target.label),
-    h('table', null,
+    scrolling(target.label, h('table', null,
       h('thead', null, h('tr', null, ['In the export', 'Action', 'Existing entity'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', null, sources.map((source, i) => {
         const entry = entryOf(source.sourceId);
@@ -245,7 +245,7 @@ function mappingTable(key: string, sources: Source[], current: Mappings): HTMLEl
           else delete entry.targetId;
         });
         return h('tr', null, h('th', { scope: 'row' }, source.name, h('span', { class: 'meta' }, ` id ${source.sourceId}`)), h('td', null, action), h('td', null, picker));
-      }))));
+      })))));
 }
 
 const targetCache = new Map<string, Promise<Array<{ id: number; label: string }>>>();
@@ -259,21 +259,33 @@ function loadTargets(entity: string, field: string): Promise<Array<{ id: number;
   return targetCache.get(key)!;
 }
 
+/** "1 row", "2,000 rows". */
+const rows = (n: number) => `${count(n)} ${n === 1 ? 'row' : 'rows'}`;
+
+/** Columns of counts: their headers stand right, over their numbers. */
+const NUMERIC_COLUMNS = new Set(['Rows', 'Warnings', 'Errors', 'Create', 'Map', 'Skip', 'Created', 'Mapped', 'Skipped', 'Rolled back']);
+const columnHeader = (c: string) => h('th', { scope: 'col', ...(NUMERIC_COLUMNS.has(c) && { class: 'num' }) }, c);
+
+/** A table that scrolls sideways on its own where the window is narrower (a keyboard scrolls it too: it takes focus). */
+function scrolling(label: string, table: HTMLElement): HTMLElement {
+  return h('div', { class: 'scroll', tabindex: 0, role: 'region', 'aria-label': label }, table);
+}
+
 /** Step 4: a dry run of what executing would do, then execute. */
 function reviewStep(job: Job, redraw: () => void): HTMLElement {
   const status = h('div', { class: 'status', 'aria-live': 'polite' });
   const result = h('div');
   const preview = action('Preview', async () => {
     const p = (await post<{ data: Preview }>(`${JOBS}/${job.jobId}/preview`)).data;
-    replace(result, h('table', null,
+    replace(result, scrolling('What executing would do', h('table', null,
       h('caption', null, 'What executing would do'),
-      h('thead', null, h('tr', null, ['Dataset', 'Rows', 'Create', 'Map', 'Skip'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', null, h('tr', null, ['Dataset', 'Rows', 'Create', 'Map', 'Skip'].map(columnHeader))),
       h('tbody', null, p.datasets.map((d) => h('tr', null, h('th', { scope: 'row' }, d.dataset),
-        ...[d.rows, d.create, d.map, d.skip].map((n) => h('td', { class: 'num' }, count(n))))))),
+        ...[d.rows, d.create, d.map, d.skip].map((n) => h('td', { class: 'num' }, count(n)))))))),
     (p.conflicts ?? []).length > 0 ? h('ul', { class: 'errors' }, p.conflicts!.map((c) => h('li', null, `${c.message}: map or skip it before executing`))) : null,
-    p.skipped.length > 0 ? h('ul', { class: 'warnings' }, p.skipped.map((s) => h('li', null, `${s.dataset}: ${count(s.rows)} rows not imported (${s.reason})`))) : null,
+    p.skipped.length > 0 ? h('ul', { class: 'warnings' }, p.skipped.map((s) => h('li', null, `${s.dataset}: ${rows(s.rows)} not imported (${s.reason})`))) : null,
     p.datasets.some((d) => d.skip > 0)
-      ? h('ul', { class: 'warnings' }, p.datasets.flatMap((d) => Object.entries(d.skipReasons).map(([reason, n]) => h('li', null, `${d.dataset}: ${count(n)} rows skipped (${reason})`))))
+      ? h('ul', { class: 'warnings' }, p.datasets.flatMap((d) => Object.entries(d.skipReasons).map(([reason, n]) => h('li', null, `${d.dataset}: ${rows(n)} skipped (${reason})`))))
       : null);
     return null;
   }, { id: 'preview', status, busy: 'Working out what the import would do…' });
@@ -305,16 +317,16 @@ function progressStep(job: Job, redraw: () => void): HTMLElement {
     h('h2', { id: 'progress-title' }, running ? 'Step 5: importing' : job.phase === 'rollingBack' ? 'Rolling back' : 'Result'),
     h('div', { class: 'overall' }, progressBar('Whole import', job.progress.percent),
       h('p', { class: 'meta' }, `${count(job.progress.processed)} of ${count(job.progress.rows)} rows`, job.progress.currentDataset && running ? `, now ${job.progress.currentDataset}` : '')),
-    h('table', null,
+    scrolling('Per dataset', h('table', null,
       h('caption', null, 'Per dataset'),
-      h('thead', null, h('tr', null, ['Dataset', 'Progress', 'Created', 'Mapped', 'Skipped', ...(job.deleted ? ['Rolled back'] : [])].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', null, h('tr', null, ['Dataset', 'Progress', 'Created', 'Mapped', 'Skipped', ...(job.deleted ? ['Rolled back'] : [])].map(columnHeader))),
       h('tbody', null, datasets.map((d) => h('tr', null,
         h('th', { scope: 'row' }, d.name),
         h('td', null, progressBar(`${d.name} progress`, d.progress!.percent)),
         h('td', { class: 'num' }, count(job.counts?.[d.name]?.created ?? d.progress!.created)),
         h('td', { class: 'num' }, count(job.counts?.[d.name]?.mapped ?? 0)),
         h('td', { class: 'num' }, count(job.counts?.[d.name]?.skipped ?? d.progress!.skipped)),
-        job.deleted ? h('td', { class: 'num' }, count(job.deleted[d.name] ?? 0)) : null)))),
+        job.deleted ? h('td', { class: 'num' }, count(job.deleted[d.name] ?? 0)) : null))))),
     job.phase === 'completed' ? h('p', null, 'Imported. Scripts that name rows by their old ids find them with ', h('code', null, 'POST /api/lookup'), '; the rows are in the ', h('a', { href: '/docs/api' }, 'model API'), '.') : null,
     job.phase === 'rolledBack' ? h('p', null, `Rolled back ${when(job.rolledBackAt)}: every row the job created is deleted; mapped entities are untouched.`) : null,
     h('div', { class: 'actions' },
