@@ -578,15 +578,20 @@ describe('External-tool migration: a large rollback, recorded as it goes', funct
   });
   after(() => app.stop());
 
-  it('counts the runs and results it wrote in the statistics once the job ends, as a rebuild of the read model does', async () => {
-    // Enough for COPY to write the statistics (projections/statistics.ts: from 200 rows on).
-    const exported = await generatedExport({ cases: 150, runs: 3, results: 600 }, 11);
-    const jobId = (await uploadExport(app.url, admin, exported)).body.data.jobId;
+  /** A generated export uploaded, configured with the suggestions and imported to completion. */
+  async function importedExport(size: { cases: number; runs: number; results: number }, seed: number): Promise<{ jobId: number; job: any }> {
+    const jobId = (await uploadExport(app.url, admin, await generatedExport(size, seed))).body.data.jobId as number;
     expect((await waitForPhase(admin, jobId, ['analysed', 'failed'])).phase).to.equal('analysed');
     expect((await admin.request('PUT', `${JOBS}/${jobId}/configuration`, {})).status).to.equal(200);
     expect((await admin.post(`${JOBS}/${jobId}/execute`)).status).to.equal(202);
-    const imported = await waitForPhase(admin, jobId, ['completed', 'failed'], 240_000);
-    expect(imported.phase, JSON.stringify(imported.error)).to.equal('completed');
+    const job = await waitForPhase(admin, jobId, ['completed', 'failed'], 240_000);
+    expect(job.phase, JSON.stringify(job.error)).to.equal('completed');
+    return { jobId, job };
+  }
+
+  it('counts the runs and results it wrote in the statistics once the job ends, as a rebuild of the read model does', async () => {
+    // Enough for COPY to write the statistics (projections/statistics.ts: from 200 rows on).
+    const { jobId } = await importedExport({ cases: 150, runs: 3, results: 600 }, 11);
     const knex = app.deps.knex;
     const runs = await knex('test_runs').where({ external_import_job_id: jobId }).pluck('id');
     expect(runs).to.have.length(3);
@@ -625,13 +630,7 @@ describe('External-tool migration: a large rollback, recorded as it goes', funct
   });
 
   it('deletes rows many at a time, records its progress, and after an outage goes on from what it recorded: every row deleted', async () => {
-    const exported = await generatedExport({ cases: 150, runs: 4, results: 600 }, 5);
-    const jobId = (await uploadExport(app.url, admin, exported)).body.data.jobId;
-    expect((await waitForPhase(admin, jobId, ['analysed', 'failed'])).phase).to.equal('analysed');
-    expect((await admin.request('PUT', `${JOBS}/${jobId}/configuration`, {})).status).to.equal(200);
-    expect((await admin.post(`${JOBS}/${jobId}/execute`)).status).to.equal(202);
-    const imported = await waitForPhase(admin, jobId, ['completed', 'failed'], 240_000);
-    expect(imported.phase, JSON.stringify(imported.error)).to.equal('completed');
+    const { jobId, job: imported } = await importedExport({ cases: 150, runs: 4, results: 600 }, 5);
     expect(imported.counts.run_results.created).to.equal(600);
 
     expect((await admin.post(`${JOBS}/${jobId}/rollback`)).status).to.equal(202);
