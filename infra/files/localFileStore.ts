@@ -34,17 +34,20 @@ const META_SUFFIX = '.meta.json';
 const TEN_MINUTES = 10 * 60 * 1000;
 
 /**
- * Creates the directory if needed and removes every temporary file in it: at start no upload is
- * in flight, so they are what uploads interrupted by a crash left. The directory belongs to one
- * API process (several replicas share files through an object store behind the FileStore port).
- * While running, temporary files left stale (a failed clean-up) are swept periodically.
+ * Creates the directory if needed and removes the temporary files nobody has written for the
+ * grace period: what uploads interrupted by a crash left. Not the others: the processes of one
+ * installation share the directory (the API and the workers when the roles run apart), and a
+ * process starting while another stores an upload must not take its temporary file away (a
+ * worker restarted mid-upload did: the upload failed with a 500). While running, the same sweep
+ * runs periodically. (Several replicas share files through an object store behind the FileStore port.)
  */
 export async function openLocalFileStore(options: LocalFileStoreOptions): Promise<LocalFileStore> {
   const dir = path.resolve(options.dir);
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
   const store = new LocalFileStore(dir, options.logger);
-  await store.sweep(0);
-  store.sweepEvery(options.sweepIntervalMs ?? TEN_MINUTES, options.staleAfterMs ?? TEN_MINUTES);
+  const staleAfterMs = options.staleAfterMs ?? TEN_MINUTES;
+  await store.sweep(staleAfterMs);
+  store.sweepEvery(options.sweepIntervalMs ?? TEN_MINUTES, staleAfterMs);
   return store;
 }
 

@@ -168,7 +168,7 @@ describe('LocalFileStore (a real directory)', () => {
     expect(await store.stat(key)).to.include({ name: 'late.txt' });
   });
 
-  it('at start, removes every temporary file (what a crash left) and nothing else', async () => {
+  it('at start, removes the temporary files untouched for the grace period (what a crash left), not one another process is writing, and nothing else', async () => {
     await store.close();
     const fresh = path.join(dir, '.upload-00000000-0000-4000-8000-000000000001.tmp');
     const old = path.join(dir, '.upload-00000000-0000-4000-8000-000000000002.tmp');
@@ -179,7 +179,7 @@ describe('LocalFileStore (a real directory)', () => {
     const kept = await store.put(Readable.from(['kept']), newFileKey(), meta, { maxBytes: 10 });
 
     store = await openLocalFileStore({ dir, logger });
-    expect(entries()).to.deep.equal([path.basename(lookalike), kept.key, `${kept.key}.meta.json`].sort());
+    expect(entries()).to.deep.equal([path.basename(fresh), path.basename(lookalike), kept.key, `${kept.key}.meta.json`].sort());
   });
 
   it('while running, sweeps only temporary files untouched for the grace period', async () => {
