@@ -29,24 +29,36 @@ export interface LocalFileStoreOptions {
   sweepIntervalMs?: number;
 }
 
-const TEMP_FILE = /^\.upload-[0-9a-f-]{36}\.tmp$/;
+/** `.upload-<pid>-<uuid>.tmp`: the process writing it (older versions wrote `.upload-<uuid>.tmp`). */
+const TEMP_FILE = /^\.upload-(?:([1-9][0-9]{0,9})-)?[0-9a-f-]{36}\.tmp$/;
+
+/** Whether a process with this id runs on this machine (the directory is local: its writers are too). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 const META_SUFFIX = '.meta.json';
 const TEN_MINUTES = 10 * 60 * 1000;
 
 /**
- * Creates the directory if needed and removes the temporary files nobody has written for the
- * grace period: what uploads interrupted by a crash left. Not the others: the processes of one
- * installation share the directory (the API and the workers when the roles run apart), and a
- * process starting while another stores an upload must not take its temporary file away (a
- * worker restarted mid-upload did: the upload failed with a 500). While running, the same sweep
- * runs periodically. (Several replicas share files through an object store behind the FileStore port.)
+ * Creates the directory if needed and removes the temporary files of uploads a crash interrupted:
+ * those whose writing process (named in the file's name) runs no more, and any nobody has written
+ * for the grace period. Not the others: the processes of one installation share the directory
+ * (the API and the workers when the roles run apart), and a process starting while another
+ * stores an upload must not take its temporary file away (a worker restarted mid-upload did: the
+ * upload failed with a 500). While running, files untouched for the grace period are swept
+ * periodically. (Several replicas share files through an object store behind the FileStore port.)
  */
 export async function openLocalFileStore(options: LocalFileStoreOptions): Promise<LocalFileStore> {
   const dir = path.resolve(options.dir);
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
   const store = new LocalFileStore(dir, options.logger);
   const staleAfterMs = options.staleAfterMs ?? TEN_MINUTES;
-  await store.sweep(staleAfterMs);
+  await store.sweep(staleAfterMs, { writerGone: true });
   store.sweepEvery(options.sweepIntervalMs ?? TEN_MINUTES, staleAfterMs);
   return store;
 }
@@ -166,15 +178,21 @@ export class LocalFileStore implements FileStore {
     await this.syncDir();
   }
 
-  /** Removes temporary files nobody has written for `olderThanMs`; answers how many. */
-  async sweep(olderThanMs: number): Promise<number> {
+  /**
+   * Removes temporary files nobody has written for `olderThanMs` and, with `writerGone`, those
+   * whose writing process runs no more (or unnamed: an older version's); answers how many.
+   */
+  async sweep(olderThanMs: number, options: { writerGone?: boolean } = {}): Promise<number> {
     const now = Date.now();
     let removed = 0;
     for (const name of await fsp.readdir(this.dir)) {
-      if (!TEMP_FILE.test(name)) continue;
+      const match = TEMP_FILE.exec(name);
+      if (!match) continue;
       const file = path.join(this.dir, name);
       const stats = await fsp.lstat(file).catch(ifMissing(null));
-      if (!stats || now - stats.mtimeMs < olderThanMs) continue;
+      if (!stats) continue;
+      const gone = options.writerGone === true && (match[1] === undefined || !running(Number(match[1])));
+      if (!gone && now - stats.mtimeMs < olderThanMs) continue;
       await fsp.rm(file, { force: true });
       removed++;
     }
@@ -239,7 +257,7 @@ export class LocalFileStore implements FileStore {
   }
 
   private tempPath(): string {
-    return path.join(this.dir, `.upload-${randomUUID()}.tmp`);
+    return path.join(this.dir, `.upload-${process.pid}-${randomUUID()}.tmp`);
   }
 
   /** The temporary file of a staged upload, refusing anything that is not one of ours. */

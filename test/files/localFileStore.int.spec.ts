@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,6 +17,12 @@ const read = async (stream: Readable) => {
   for await (const chunk of stream) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
 };
+
+/** A process id no process has now (a child that has exited). */
+function deadPid(): number {
+  const child = spawnSync(process.execPath, ['-e', '0']);
+  return child.pid!;
+}
 
 describe('LocalFileStore (a real directory)', () => {
   let dir: string;
@@ -168,18 +175,20 @@ describe('LocalFileStore (a real directory)', () => {
     expect(await store.stat(key)).to.include({ name: 'late.txt' });
   });
 
-  it('at start, removes the temporary files untouched for the grace period (what a crash left), not one another process is writing, and nothing else', async () => {
+  it('at start, removes the temporary files of writers gone (what a crash left) and stale ones, not one a running process is writing, and nothing else', async () => {
     await store.close();
-    const fresh = path.join(dir, '.upload-00000000-0000-4000-8000-000000000001.tmp');
-    const old = path.join(dir, '.upload-00000000-0000-4000-8000-000000000002.tmp');
+    const gone = path.join(dir, '.upload-00000000-0000-4000-8000-000000000001.tmp'); // an older version's name: its writer is gone
+    const crashed = path.join(dir, `.upload-${deadPid()}-00000000-0000-4000-8000-000000000005.tmp`);
+    const live = path.join(dir, `.upload-${process.ppid}-00000000-0000-4000-8000-000000000006.tmp`); // another process of the installation, mid-upload
+    const stale = path.join(dir, `.upload-${process.ppid}-00000000-0000-4000-8000-000000000002.tmp`);
     const lookalike = path.join(dir, '.upload-not-a-uuid.tmp');
-    for (const f of [fresh, old, lookalike]) fs.writeFileSync(f, 'half an upload');
+    for (const f of [gone, crashed, live, stale, lookalike]) fs.writeFileSync(f, 'half an upload');
     const hourAgo = new Date(Date.now() - 60 * 60 * 1000);
-    fs.utimesSync(old, hourAgo, hourAgo);
+    fs.utimesSync(stale, hourAgo, hourAgo);
     const kept = await store.put(Readable.from(['kept']), newFileKey(), meta, { maxBytes: 10 });
 
     store = await openLocalFileStore({ dir, logger });
-    expect(entries()).to.deep.equal([path.basename(fresh), path.basename(lookalike), kept.key, `${kept.key}.meta.json`].sort());
+    expect(entries()).to.deep.equal([path.basename(live), path.basename(lookalike), kept.key, `${kept.key}.meta.json`].sort());
   });
 
   it('while running, sweeps only temporary files untouched for the grace period', async () => {
