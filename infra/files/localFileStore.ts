@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import fsp, { type FileHandle } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { Writable, type Readable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -29,10 +30,14 @@ export interface LocalFileStoreOptions {
   sweepIntervalMs?: number;
 }
 
-/** `.upload-<pid>-<uuid>.tmp`: the process writing it (older versions wrote `.upload-<uuid>.tmp`). */
-const TEMP_FILE = /^\.upload-(?:([1-9][0-9]{0,9})-)?[0-9a-f-]{36}\.tmp$/;
+/**
+ * `.upload-<host>-<pid>-<uuid>.tmp`: the machine (a hash of its host name: containers sharing the
+ * directory each have theirs) and the process writing it. Older versions wrote `.upload-<uuid>.tmp`.
+ */
+const TEMP_FILE = /^\.upload-(?:([0-9a-f]{8})-([1-9][0-9]{0,9})-)?[0-9a-f-]{36}\.tmp$/;
+const HOST = createHash('sha256').update(os.hostname()).digest('hex').slice(0, 8);
 
-/** Whether a process with this id runs on this machine (the directory is local: its writers are too). */
+/** Whether a process with this id runs here. */
 function running(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -191,7 +196,8 @@ export class LocalFileStore implements FileStore {
       const file = path.join(this.dir, name);
       const stats = await fsp.lstat(file).catch(ifMissing(null));
       if (!stats) continue;
-      const gone = options.writerGone === true && (match[1] === undefined || !running(Number(match[1])));
+      // A writer on another host (another container) is never judged from here: its files go by age.
+      const gone = options.writerGone === true && (match[1] === undefined || (match[1] === HOST && !running(Number(match[2]))));
       if (!gone && now - stats.mtimeMs < olderThanMs) continue;
       await fsp.rm(file, { force: true });
       removed++;
@@ -257,7 +263,7 @@ export class LocalFileStore implements FileStore {
   }
 
   private tempPath(): string {
-    return path.join(this.dir, `.upload-${process.pid}-${randomUUID()}.tmp`);
+    return path.join(this.dir, `.upload-${HOST}-${process.pid}-${randomUUID()}.tmp`);
   }
 
   /** The temporary file of a staged upload, refusing anything that is not one of ours. */

@@ -178,17 +178,20 @@ describe('LocalFileStore (a real directory)', () => {
   it('at start, removes the temporary files of writers gone (what a crash left) and stale ones, not one a running process is writing, and nothing else', async () => {
     await store.close();
     const gone = path.join(dir, '.upload-00000000-0000-4000-8000-000000000001.tmp'); // an older version's name: its writer is gone
-    const crashed = path.join(dir, `.upload-${deadPid()}-00000000-0000-4000-8000-000000000005.tmp`);
-    const live = path.join(dir, `.upload-${process.ppid}-00000000-0000-4000-8000-000000000006.tmp`); // another process of the installation, mid-upload
-    const stale = path.join(dir, `.upload-${process.ppid}-00000000-0000-4000-8000-000000000002.tmp`);
+    const host = createHash('sha256').update(os.hostname()).digest('hex').slice(0, 8);
+    const crashed = path.join(dir, `.upload-${host}-${deadPid()}-00000000-0000-4000-8000-000000000005.tmp`);
+    const live = path.join(dir, `.upload-${host}-${process.ppid}-00000000-0000-4000-8000-000000000006.tmp`); // another process of the installation, mid-upload
+    // Another container's process: not judged from here, whatever its pid.
+    const elsewhere = path.join(dir, `.upload-0badc0de-${deadPid()}-00000000-0000-4000-8000-000000000007.tmp`);
+    const stale = path.join(dir, `.upload-${host}-${process.ppid}-00000000-0000-4000-8000-000000000002.tmp`);
     const lookalike = path.join(dir, '.upload-not-a-uuid.tmp');
-    for (const f of [gone, crashed, live, stale, lookalike]) fs.writeFileSync(f, 'half an upload');
+    for (const f of [gone, crashed, live, elsewhere, stale, lookalike]) fs.writeFileSync(f, 'half an upload');
     const hourAgo = new Date(Date.now() - 60 * 60 * 1000);
     fs.utimesSync(stale, hourAgo, hourAgo);
     const kept = await store.put(Readable.from(['kept']), newFileKey(), meta, { maxBytes: 10 });
 
     store = await openLocalFileStore({ dir, logger });
-    expect(entries()).to.deep.equal([path.basename(live), path.basename(lookalike), kept.key, `${kept.key}.meta.json`].sort());
+    expect(entries()).to.deep.equal([path.basename(live), path.basename(elsewhere), path.basename(lookalike), kept.key, `${kept.key}.meta.json`].sort());
   });
 
   it('while running, sweeps only temporary files untouched for the grace period', async () => {
