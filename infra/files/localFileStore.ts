@@ -11,7 +11,7 @@ import { FileTooLargeError, isFileKey, type FileMeta, type FileStore, type Stage
  * The file store on a local directory. Layout, flat in `dir`:
  *   <key>                the content of one upload, never rewritten once there
  *   <key>.meta.json      its name and MIME type (the sidecar)
- *   .upload-<uuid>.tmp   content or sidecar being written
+ *   .upload-<host>-<pid>-<uuid>.tmp   content or sidecar being written (by that host's process)
  * (Files stored before keys were per upload are under their SHA-256, and read the same way.)
  * A file appears under its key only by rename(2) of a temporary file that was fsynced, then the
  * directory is fsynced: after a crash a key holds its whole content or does not exist. The sidecar
