@@ -159,11 +159,9 @@ export function caseDailyStatistics(executions: readonly Execution[], flipped: R
 
 const CHUNK = 2000;
 
-/** The executions of these cases, from the read model (see the header). */
+/** The executions of these cases (at most CHUNK: the caller pages), from the read model (see the header). */
 async function loadExecutions(trx: Knex.Transaction, caseIds: number[]): Promise<Execution[]> {
-  const executions: Execution[] = [];
-  for (let i = 0; i < caseIds.length; i += CHUNK) {
-    const { rows } = await trx.raw(`
+  const { rows } = await trx.raw(`
       SELECT rc.id AS run_case_id, rc.repository_case_id AS case_id, r.project_id, r.config_id, r.branch, rc.status_id,
         coalesce(s.is_success, false) AS success, coalesce(s.is_failure, false) AS failure,
         x.executed_at, coalesce(rc.elapsed_ms, x.duration_ms) AS duration_ms, x.retry_flip,
@@ -182,16 +180,16 @@ async function loadExecutions(trx: Knex.Transaction, caseIds: number[]): Promise
           WHERE res.test_run_case_id = rc.id AND NOT res.is_deleted
         ) y
       ) x ON x.executed_at IS NOT NULL
-      WHERE rc.repository_case_id = ANY(?::integer[]) AND NOT rc.is_deleted`, [caseIds.slice(i, i + CHUNK)]);
-    for (const r of rows) {
-      executions.push({
-        runCaseId: r.run_case_id, caseId: r.case_id, projectId: r.project_id, configId: r.config_id, branch: r.branch, statusId: r.status_id,
-        outcome: r.success ? 'pass' : r.failure ? 'fail' : 'other', executedAt: new Date(r.executed_at), durationMs: r.duration_ms,
-        retryFlip: r.retry_flip, caseVersion: r.case_version,
-      });
-    }
-  }
-  return executions;
+      WHERE rc.repository_case_id = ANY(?::integer[]) AND NOT rc.is_deleted`, [caseIds]);
+  type Found = {
+    run_case_id: number; case_id: number; project_id: number; config_id: number | null; branch: string | null; status_id: number | null;
+    success: boolean; failure: boolean; executed_at: string | Date; duration_ms: number | null; retry_flip: boolean; case_version: number | null;
+  };
+  return (rows as Found[]).map((r): Execution => ({
+    runCaseId: r.run_case_id, caseId: r.case_id, projectId: r.project_id, configId: r.config_id, branch: r.branch, statusId: r.status_id,
+    outcome: r.success ? 'pass' : r.failure ? 'fail' : 'other', executedAt: new Date(r.executed_at), durationMs: r.duration_ms,
+    retryFlip: r.retry_flip, caseVersion: r.case_version,
+  }));
 }
 
 
