@@ -425,10 +425,8 @@ export class ExternalImportSaga {
         throw new RowRefused(step.dataset, sourceId, err);
       }
     };
-    if (step.sequential) {
-      for (const entry of todo) await writeOne(entry);
-    } else {
-      for (let i = 0; i < todo.length; i += this.deps.settings.concurrency) await Promise.all(todo.slice(i, i + this.deps.settings.concurrency).map(writeOne));
+    for (const wave of wavesOf(step, todo, bySource)) {
+      for (let i = 0; i < wave.length; i += this.deps.settings.concurrency) await Promise.all(wave.slice(i, i + this.deps.settings.concurrency).map(writeOne));
     }
     const written = Date.now();
     const skipped = open.rows.filter(([, id]) => id === null).length;
@@ -664,6 +662,38 @@ export async function foldJobStream(store: EventStore, jobId: number, page = 200
     last = events[events.length - 1] ?? last;
     if (events.length < page) return { state, first, last };
   }
+}
+
+/**
+ * The rows of a chunk to write, in waves: a row whose parent (step.parentOf) is written in this
+ * chunk comes in the wave after its parent's; the rows of a wave are independent of each other.
+ * Rows left in a cycle come last, one per wave, in the chunk's order (the first of them is refused
+ * for its missing parent, as a user's create would be).
+ */
+export function wavesOf<T extends [string, number]>(step: Pick<DatasetStep, 'parentOf'>, todo: T[], bySource: Map<string, Record<string, unknown>>): T[][] {
+  if (!step.parentOf) return todo.length > 0 ? [todo] : [];
+  const pending = new Set(todo.map(([sourceId]) => sourceId));
+  const parentOf = (sourceId: string) => {
+    const row = bySource.get(sourceId);
+    const parent = row ? step.parentOf!(row) : null;
+    return parent === null || parent === undefined || parent === '' ? null : String(parent);
+  };
+  const waves: T[][] = [];
+  let left = todo;
+  while (left.length > 0) {
+    const ready = left.filter(([sourceId]) => {
+      const parent = parentOf(sourceId);
+      return parent === null || parent === sourceId || !pending.has(parent);
+    });
+    if (ready.length === 0) {
+      for (const entry of left) waves.push([entry]);
+      break;
+    }
+    waves.push(ready);
+    for (const [sourceId] of ready) pending.delete(sourceId);
+    left = left.filter(([sourceId]) => pending.has(sourceId));
+  }
+  return waves;
 }
 
 const sourceIdOfRow = (step: DatasetStep, r: { index: number; row: Record<string, unknown> }) =>

@@ -45,8 +45,12 @@ export interface DatasetStep {
   entity: EntityName;
   /** The mapping list that decides this dataset's rows (configuration datasets). */
   mapping?: ExternalMappingKey;
-  /** Rows are written one after the other (a row may point at one earlier in the same chunk). */
-  sequential?: boolean;
+  /**
+   * The source id of the row of the same dataset this row points at (a folder's or milestone's
+   * parent), which must be written before it: the chunk's rows are written in waves, each row
+   * after the wave that wrote its parent. Without it, a chunk's rows are written independently.
+   */
+  parentOf?(row: Row): unknown;
   /** The source id of a row (most rows have `id`; join rows are named by their columns). */
   sourceIdOf?(row: Row, index: number): string;
   decide(row: Row, ctx: ImportContext): Promise<Decision> | Decision;
@@ -342,7 +346,7 @@ const projectSteps: DatasetStep[] = [
     }, id),
   },
   {
-    dataset: 'milestones', entity: 'milestone', sequential: true,
+    dataset: 'milestones', entity: 'milestone', parentOf: (row) => row.parent_id,
     decide: (row, ctx) => {
       if (ctx.idOf('projects', row.project_id) === null) return { skip: 'its project is not imported' };
       if (row.parent_id !== null && row.parent_id !== undefined && ctx.idOf('milestones', row.parent_id) === null) return { skip: 'its parent milestone is not imported (missing, or a cycle)' };
@@ -359,7 +363,7 @@ const projectSteps: DatasetStep[] = [
     }, id),
   },
   {
-    dataset: 'repository_folders', entity: 'repositoryFolder', sequential: true,
+    dataset: 'repository_folders', entity: 'repositoryFolder', parentOf: (row) => row.parent_id,
     decide: (row, ctx) => {
       if (ctx.snapshotRepos.has(String(row.repo_id))) return { skip: 'a run snapshot of the repository (reference §2)' };
       if (ctx.idOf('projects', row.project_id) === null) return { skip: 'its project is not imported' };
