@@ -160,8 +160,8 @@ const CHUNK = 2000;
 
 export const auditProjection: Projection = {
   name: 'audit',
-  // An import chunk's columns are the read model's business: this projection reads their summary.
-  shallow: ['TestResultsImported'],
+  // An import chunk's columns are the read model's business, a migration's chunk plan the provenance's: this projection reads their summary.
+  shallow: ['TestResultsImported', 'ExternalImportChunkPlanned'],
   tables: [TABLES.events, TABLES.projects, TABLES.pending],
 
   async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {

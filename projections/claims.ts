@@ -17,7 +17,7 @@ import type { Projection } from './runtime/projection';
 export const claimsProjection: Projection = {
   name: 'claims',
   // An import chunk's columns are the read model's business: this projection reads no data of theirs.
-  shallow: ['TestResultsImported', 'ExternalImportRowsWritten'],
+  shallow: ['TestResultsImported', 'ExternalImportRowsWritten', 'ExternalImportChunkPlanned'],
   tables: ['unique_claims'],
 
   async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {

@@ -14,7 +14,7 @@ const FILE_EVENTS: ReadonlySet<string> = new Set<StoredFileEvent['type']>(['File
 export const filesProjection: Projection = {
   name: 'files',
   // An import chunk's columns are the read model's business: on the direct transport this projection reads their top level only.
-  shallow: ['TestResultsImported', 'ExternalImportRowsWritten'],
+  shallow: ['TestResultsImported', 'ExternalImportRowsWritten', 'ExternalImportChunkPlanned'],
   tables: ['stored_files'],
 
   async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {

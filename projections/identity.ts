@@ -56,7 +56,7 @@ const TOKEN_COLUMNS: ColumnTypes = {
 export const identityProjection: Projection = {
   name: 'identity',
   // An import chunk's columns are the read model's business: this projection reads their summary.
-  shallow: ['TestResultsImported', 'ExternalImportRowsWritten'],
+  shallow: ['TestResultsImported', 'ExternalImportRowsWritten', 'ExternalImportChunkPlanned'],
   tables: ['users', 'api_tokens'],
 
   async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {

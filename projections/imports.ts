@@ -16,7 +16,7 @@ const JOB_EVENTS: ReadonlySet<string> = new Set<ImportJobEvent['type']>([
 export const importsProjection: Projection = {
   name: 'imports',
   // An import chunk's columns are the read model's business: this projection reads their summary.
-  shallow: ['TestResultsImported', 'ExternalImportRowsWritten'],
+  shallow: ['TestResultsImported', 'ExternalImportRowsWritten', 'ExternalImportChunkPlanned'],
   tables: ['import_jobs'],
 
   async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {

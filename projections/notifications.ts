@@ -13,7 +13,7 @@ const NOTIFICATION_EVENTS: ReadonlySet<string> = new Set<NotificationEvent['type
 export const notificationsProjection: Projection = {
   name: 'notifications',
   // An import chunk's columns are the read model's business: on the direct transport this projection reads their top level only.
-  shallow: ['TestResultsImported', 'ExternalImportRowsWritten'],
+  shallow: ['TestResultsImported', 'ExternalImportRowsWritten', 'ExternalImportChunkPlanned'],
   tables: ['notifications'],
 
   async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {

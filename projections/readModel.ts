@@ -210,6 +210,8 @@ const SNAPSHOT_SQL = `jsonb_build_object(${[...SNAPSHOT_FIELDS.map(([name, f]) =
 
 export const readModelProjection: Projection = {
   name: 'readModel',
+  // A migration's chunk plan (source ids → new ids) is the provenance's (projections/externalImports.ts).
+  shallow: ['ExternalImportChunkPlanned'],
   tables: [...catalogueTables(), ...historyTables().map(({ table }) => historyTableOf(table)), 'history_kept', 'repository_case_aliases', 'test_run_suite_outputs', 'case_quarantines'],
 
   apply: (trx, events) => applyEvents(trx, events),

@@ -17,7 +17,7 @@ const JOB_EVENTS: ReadonlySet<string> = new Set<SearchReindexEvent['type']>([
 export const searchReindexProjection: Projection = {
   name: 'searchReindex',
   // An import chunk's columns are the read model's business: on the direct transport this projection reads their top level only.
-  shallow: ['TestResultsImported', 'ExternalImportRowsWritten'],
+  shallow: ['TestResultsImported', 'ExternalImportRowsWritten', 'ExternalImportChunkPlanned'],
   tables: ['search_reindex_jobs'],
 
   async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {

@@ -13,15 +13,20 @@ export async function lockCheckpoint(trx: Knex.Transaction, name: string): Promi
  * of its streams are parked.
  */
 export async function lockCheckpointRow(trx: Knex.Transaction, name: string): Promise<{ position: bigint; generation: bigint }> {
-  await trx.raw('INSERT INTO projection_checkpoints (name, position) VALUES (?, 0) ON CONFLICT (name) DO NOTHING', [name]);
-  const { rows } = await trx.raw('SELECT position, parked_generation FROM projection_checkpoints WHERE name = ? FOR UPDATE', [name]);
+  // One statement per batch once the row exists (a projector applies thousands of batches); the first batch makes it.
+  const select = 'SELECT position, parked_generation FROM projection_checkpoints WHERE name = ? FOR UPDATE';
+  let { rows } = await trx.raw(select, [name]);
+  if (rows.length === 0) {
+    await trx.raw('INSERT INTO projection_checkpoints (name, position) VALUES (?, 0) ON CONFLICT (name) DO NOTHING', [name]);
+    ({ rows } = await trx.raw(select, [name]));
+  }
   return { position: BigInt(rows[0].position), generation: BigInt(rows[0].parked_generation) };
 }
 
-/** Moves the checkpoint; waiters are told on commit (NOTIFY is transactional). */
+/** Moves the checkpoint (its row locked by lockCheckpointRow); waiters are told on commit (NOTIFY is transactional). One statement. */
 export async function saveCheckpoint(trx: Knex.Transaction, name: string, position: bigint): Promise<void> {
-  await trx.raw('UPDATE projection_checkpoints SET position = ?, updated_at = now() WHERE name = ?', [position.toString(), name]);
-  await trx.raw('SELECT pg_notify(?, ?)', [CHECKPOINT_CHANNEL, `${name}:${position}`]);
+  await trx.raw(`WITH moved AS (UPDATE projection_checkpoints SET position = ?, updated_at = now() WHERE name = ? RETURNING name)
+    SELECT pg_notify(?, ?) FROM moved`, [position.toString(), name, CHECKPOINT_CHANNEL, `${name}:${position}`]);
 }
 
 export async function readCheckpoints(knex: Knex): Promise<Map<string, bigint>> {

@@ -102,8 +102,8 @@ const IMPORTED: { type: IndexedType; where: string }[] = [
   },
 ];
 
-/** Import chunk events are read shallow: only their top-level scalars (job id, importedAt) are used. */
-export const SHALLOW_EVENTS = ['TestResultsImported'] as const;
+/** Import chunk events and a migration's chunk plans are read shallow: only their top-level scalars (job id, importedAt) are used. */
+export const SHALLOW_EVENTS = ['TestResultsImported', 'ExternalImportChunkPlanned'] as const;
 
 export function affectedBy(events: readonly EventEnvelope[]): Affected {
   const direct = new Map<IndexedType, Set<string>>();
