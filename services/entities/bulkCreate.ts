@@ -89,6 +89,19 @@ function referencesOf(entity: EntityDef, values: readonly Record<string, unknown
   return wanted;
 }
 
+/** The columns a fact is made of (not the row's bookkeeping: revisions, times, versions), computed once per entity. */
+const FACT_COLUMNS = new Map<string, string[]>();
+function columnsOfFacts(entity: EntityDef, parentKey: string | undefined): string[] {
+  const key = `${entity.name}:${parentKey ?? ''}`;
+  let columns = FACT_COLUMNS.get(key);
+  if (!columns) {
+    const softDelete = entity.softDeleteField ? [entity.fields[entity.softDeleteField].column] : [];
+    columns = [...new Set(['id', ...eventFields(entity).map((f) => entity.fields[f].column), ...softDelete, ...(parentKey ? [parentKey] : [])])];
+    FACT_COLUMNS.set(key, columns);
+  }
+  return columns;
+}
+
 /**
  * Facts of these rows from the read model, into the memo factOf reads (`<entity>:<id>`). Rows the
  * read model does not have are left out: factOf reads their streams. A row's project comes from
@@ -100,9 +113,9 @@ async function loadFacts(knex: Knex, wanted: Map<EntityName, Set<number>>, memo:
     const entity = ENTITIES[name];
     const ids = [...idSet].filter((id) => !memo.has(`${name}:${id}`));
     if (ids.length === 0) continue;
-    const rows = (await knex(entity.table).whereRaw('id = ANY(?::integer[])', [ids]).select('*')) as Record<string, unknown>[];
     const hop = entity.projectPath?.[0];
     const parent = hop && !entity.fields.projectId && depth < 4 ? entity.relations[hop] : undefined;
+    const rows = (await knex(entity.table).whereRaw('id = ANY(?::integer[])', [ids]).select(columnsOfFacts(entity, parent?.foreignKey))) as Record<string, unknown>[];
     const parents = parent
       ? await loadFacts(knex, new Map([[parent.target, new Set(rows.map((r) => r[parent.foreignKey] as number).filter((id) => id != null))]]), memo, depth + 1)
       : new Map<string, Fact>();
