@@ -12,6 +12,7 @@ import { asyncHandler } from '../shared/http';
 import {
   EXTERNAL_IMPORT_ID_CATEGORY, type ExternalImportCommand, externalImportDecider, externalImportStream,
 } from './externalImport.decider';
+import { foldJobStream } from './externalImport.saga';
 import { checkMappings, readMappings } from './mappings';
 import { previewImport } from './preview';
 import { parseId } from '../shared/validate';
@@ -61,7 +62,12 @@ export function externalImportRoutes(deps: ExternalImportRouteDeps): Router {
       const [first] = await deps.store.readStream(externalImportStream(jobId), { maxCount: 1 });
       if (!first) throw notFound(jobId);
     }
-    const outcome = await handleCommand(deps.store, externalImportStream(jobId), externalImportDecider, cmd, metadataFor(req.auth!, req)).catch((err) => {
+    // The job's state without its map of source ids (a large job's chunks are not read): these commands decide on the phase.
+    const load = async () => {
+      const { state, last } = await foldJobStream(deps.store, jobId, undefined, { withIds: false });
+      return { state, revision: last ? BigInt(last.revision) : null };
+    };
+    const outcome = await handleCommand(deps.store, externalImportStream(jobId), externalImportDecider, cmd, metadataFor(req.auth!, req), undefined, load).catch((err) => {
       // The job's phase does not allow it: a conflict with the job's state, not a malformed request.
       if (err instanceof DomainError && !err.code.endsWith('-not-found')) throw new HttpError(409, err.code, err.message, err.details);
       throw err;

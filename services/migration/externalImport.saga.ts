@@ -645,19 +645,32 @@ function failureOf(err: unknown): { code: string; message: string; details: Reco
   return asFailure(new DomainError('external-import-internal-error', `The import failed on an unexpected error: ${describeError(err)} (logged with the correlation id)`));
 }
 
+/** A chunk plan's rows left out (foldJobStream without ids). */
+const NO_ROWS: DataOf<'ExternalImportChunkPlanned'>['rows'] = { sourceId: [], id: [], key: [], createdBy: [], createdAt: [], skipReason: [], mapped: [] };
+
 /**
  * A job's state from its stream, with the stream's first and last events. Folded a page at a time
  * (`page` events per read): a long job's plans (every row's source id) are not all held at once.
  * The chunks' rows are the read model's business: the job folds their plans and records only.
+ * `withIds: false`: the plans' rows are left out too (read shallow), and the state has no map of
+ * source ids to new ids: enough for the administrator's commands (execute, cancel, rollback,
+ * configure), which decide on the phase alone. A job of a million rows folds in megabytes then.
  */
-export async function foldJobStream(store: EventStore, jobId: number, page = 200): Promise<{ state: ExternalImportState; first?: EventEnvelope; last?: EventEnvelope }> {
+export async function foldJobStream(
+  store: EventStore, jobId: number, page = 200, options: { withIds?: boolean } = {},
+): Promise<{ state: ExternalImportState; first?: EventEnvelope; last?: EventEnvelope }> {
+  const withIds = options.withIds ?? true;
   let state = externalImportDecider.initialState;
   let first: EventEnvelope | undefined;
   let last: EventEnvelope | undefined;
+  const shallow = withIds ? ['ExternalImportRowsWritten'] : ['ExternalImportRowsWritten', 'ExternalImportChunkPlanned'];
   for (;;) {
     const from = last ? BigInt(last.revision) + 1n : undefined;
-    const events = await store.readStream(externalImportStream(jobId), { shallow: ['ExternalImportRowsWritten'], maxCount: page, ...(from !== undefined && { fromRevision: from }) });
-    for (const e of events) state = externalImportDecider.evolve(state, { type: e.type, data: e.data } as ExternalImportEvent);
+    const events = await store.readStream(externalImportStream(jobId), { shallow, maxCount: page, ...(from !== undefined && { fromRevision: from }) });
+    for (const e of events) {
+      const data = !withIds && e.type === 'ExternalImportChunkPlanned' ? { ...(e.data as object), rows: NO_ROWS } : e.data;
+      state = externalImportDecider.evolve(state, { type: e.type, data } as ExternalImportEvent);
+    }
     first ??= events[0];
     last = events[events.length - 1] ?? last;
     if (events.length < page) return { state, first, last };

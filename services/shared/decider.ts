@@ -31,7 +31,8 @@ export async function loadAggregate<E extends DomainEvent, S>(
 
 /**
  * Load → decide → append with the expected revision; on a concurrency conflict, load and decide
- * again (the decision may differ now), a few times.
+ * again (the decision may differ now), a few times. `load`: how the state is had (the whole
+ * stream folded, unless a stream of large events has a cheaper way for this command).
  */
 export async function handleCommand<C, E extends DomainEvent, S>(
   store: EventStore,
@@ -40,9 +41,10 @@ export async function handleCommand<C, E extends DomainEvent, S>(
   command: C,
   metadata: EventMetadata,
   attempts = 5,
+  load: () => Promise<{ state: S; revision: bigint | null }> = () => loadAggregate(store, streamId, decider),
 ): Promise<CommandOutcome<E>> {
   for (let attempt = 1; ; attempt++) {
-    const { state, revision } = await loadAggregate(store, streamId, decider);
+    const { state, revision } = await load();
     const events = decider.decide(command, state);
     if (events.length === 0) return { events, streamId, position: null };
     try {

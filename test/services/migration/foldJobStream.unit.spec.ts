@@ -49,5 +49,19 @@ describe('external import job: folding its stream a page at a time', () => {
       expect([ids.bySource.get('1'), ids.bySource.get('02'), ids.bySource.get('2'), ids.bySource.get('row-1')]).to.deep.equal([1000, 1001, undefined, 1003]);
     }
     expect(await foldJobStream(store, 6)).to.deep.include({ first: undefined, last: undefined });
+
+    // Without ids (the administrator's commands): the plans are read shallow, the state the same but for the map.
+    const reads: Array<readonly string[] | undefined> = [];
+    const spying = { ...store, readStream: (id: string, o: Parameters<MemoryEventStore['readStream']>[1]) => (reads.push(o?.shallow), store.readStream(id, o)) } as unknown as MemoryEventStore;
+    const light = await foldJobStream(spying, 5, 7, { withIds: false });
+    expect(reads[0]).to.have.members(['ExternalImportRowsWritten', 'ExternalImportChunkPlanned']);
+    expect(light.last?.revision).to.equal(String(appended.length - 1));
+    expect({ phase: light.state.phase, progress: light.state.progress, openChunk: light.state.openChunk, cancelRequested: light.state.cancelRequested })
+      .to.deep.equal({ phase: expected.phase, progress: expected.progress, openChunk: null, cancelRequested: expected.cancelRequested });
+    expect(light.state.ids.get('repository_cases')?.bySource.size ?? 0).to.equal(0);
+    for (const cmd of [{ type: 'RequestCancel' as const, now: NOW }, { type: 'RequestRollback' as const, now: NOW }]) {
+      const outcome = (state: typeof expected) => { try { return decide(cmd, state); } catch (err) { return (err as Error).message; } };
+      expect(outcome(light.state), cmd.type).to.deep.equal(outcome(expected));
+    }
   });
 });
