@@ -223,13 +223,7 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
     const client = new pg.Client(connection);
     await client.connect();
     // Where PostgreSQL's time went (upload, analysis and import), per statement, when asked: BENCH_PG_STATS names a file for it.
-    let statements: Array<{ ms: number; calls: number; rows: number; query: string }> | null = null;
-    if (process.env.BENCH_PG_STATS) {
-      await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
-      statements = (await client.query(`SELECT round(total_exec_time)::int AS ms, calls::int, rows::int, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS query
-        FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 40`)).rows;
-      fs.writeFileSync(process.env.BENCH_PG_STATS, statements.map((r) => `${r.ms}\t${r.calls}\t${r.rows}\t${r.query}`).join('\n'));
-    }
+    const statements = process.env.BENCH_PG_STATS ? await writeStatementStats(client, process.env.BENCH_PG_STATS) : null;
     const events = (await client.query('SELECT count(*)::int AS n FROM es_events WHERE metadata->>\'correlationId\' = $1', [`externalImport-${jobId}`])).rows[0].n as number;
     const copy = await copyRound(client, work, TABLES.map((table) => ({ table })));
     const floor = await copyRound(client, work, [...TABLES.map((table) => ({ table })), ...WRITTEN_TOO(jobId)]);
@@ -239,6 +233,8 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
     // The rollback, when asked: every entity the job created deleted as a user would, with compensating events.
     let rollback: { seconds: number; entitiesDeleted: number; entitiesPerSecond: number; timesImport: number; datasets: Record<string, unknown> } | null = null;
     if (o.rollback) {
+      // The rollback's statements apart (BENCH_PG_STATS's file with `.rollback` added).
+      if (process.env.BENCH_PG_STATS) await withClient(connection, (c) => c.query('SELECT pg_stat_statements_reset()'));
       const rollbackStarted = process.hrtime.bigint();
       await api(url, token, 'POST', `${JOBS}/${jobId}/rollback`);
       do {
@@ -248,6 +244,7 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
       if (current.phase !== 'rolledBack') throw new BenchSanityError(`the rollback ended ${current.phase}: ${JSON.stringify(current.error)}`);
       await caughtUp(connection);
       const rollbackSeconds = seconds(rollbackStarted);
+      if (process.env.BENCH_PG_STATS) await withClient(connection, (c) => writeStatementStats(c, `${process.env.BENCH_PG_STATS}.rollback`));
       const entitiesDeleted = Object.values((current.deleted ?? {}) as Record<string, number>).reduce((n, c) => n + c, 0);
       if (entitiesDeleted !== created) throw new BenchSanityError(`the rollback deleted ${entitiesDeleted} entities, the import created ${created}`);
       // Where it went, per dataset: the worker's deletes and the wait for the read models (the saga logs each dataset it finishes).
@@ -316,4 +313,24 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
     if (server) await stopServer(server);
     fs.rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** Runs `work` on a client of its own. */
+async function withClient<T>(connection: pg.ClientConfig, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client(connection);
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The 40 statements PostgreSQL spent most time on since its statistics were last reset, one per line: ms, calls, rows, the statement's start. */
+async function writeStatementStats(client: pg.Client, file: string): Promise<Array<{ ms: number; calls: number; rows: number; query: string }>> {
+  await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  const statements = (await client.query(`SELECT round(total_exec_time)::int AS ms, calls::int, rows::int, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS query
+    FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 40`)).rows as Array<{ ms: number; calls: number; rows: number; query: string }>;
+  fs.writeFileSync(file, statements.map((r) => `${r.ms}\t${r.calls}\t${r.rows}\t${r.query}`).join('\n'));
+  return statements;
 }

@@ -70,7 +70,9 @@ $$;
 -- in one transaction. Each request is checked on its own: a request whose stream is not at the
 -- expected revision writes nothing and is reported as {ok: false, actual}; the others are written.
 -- `expected` is 'any', 'no-stream' or a revision as a decimal string. Outcomes are collected in an
--- array (appending to a jsonb value would copy it for every request).
+-- array (appending to a jsonb value would copy it for every request). The streams' revisions are
+-- read with one statement and the events and streams written with one each: half the time of a
+-- statement per event (500 one-event appends to new streams, the rollback's batch: 1.43 → 0.75 s).
 CREATE OR REPLACE FUNCTION es_append(p_requests jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -90,11 +92,30 @@ DECLARE
   v_version  text;
   v_data     text;
   v_metadata text;
+  v_known    jsonb;
+  v_repeats  boolean;
+  v_streams  text[] := '{}';
+  v_revs     bigint[] := '{}';
+  e_pos      bigint[] := '{}';
+  e_id       uuid[] := '{}';
+  e_stream   text[] := '{}';
+  e_rev      bigint[] := '{}';
+  e_type     text[] := '{}';
+  e_version  integer[] := '{}';
+  e_data     jsonb[] := '{}';
+  e_meta     jsonb[] := '{}';
+  e_hash     bytea[] := '{}';
 BEGIN
   SELECT position, coalesce(hash, decode(repeat('00', 32), 'hex')) INTO v_head, v_hash FROM es_head WHERE id = 1 FOR UPDATE;
+  -- The revisions of the streams the requests name, read with one statement. A stream named by
+  -- more than one request (rare) has its revision moved in v_known as the loop writes it; moving it
+  -- for every request would copy the whole map each time.
+  SELECT coalesce(jsonb_object_agg(s.stream_id, s.revision), '{}') INTO v_known FROM es_streams s
+    WHERE s.stream_id IN (SELECT r->>'streamId' FROM jsonb_array_elements(p_requests) r);
+  SELECT count(*) <> count(DISTINCT r->>'streamId') INTO v_repeats FROM jsonb_array_elements(p_requests) r;
   FOR v_req IN SELECT * FROM jsonb_array_elements(p_requests) LOOP
-    SELECT revision INTO v_current FROM es_streams WHERE stream_id = v_req->>'streamId';
-    IF NOT FOUND THEN v_current := -1; END IF;
+    v_stream := v_req->>'streamId';
+    v_current := coalesce((v_known->>v_stream)::bigint, -1);
     v_expected := v_req->>'expected';
     IF (v_expected = 'no-stream' AND v_current <> -1)
        OR (v_expected NOT IN ('any', 'no-stream') AND v_current <> v_expected::bigint) THEN
@@ -102,15 +123,14 @@ BEGIN
       CONTINUE;
     END IF;
     v_revision := v_current;
-    v_stream := v_req->>'streamId';
     FOR v_event IN SELECT * FROM jsonb_array_elements(v_req->'events') LOOP
       v_head := v_head + 1;
       v_revision := v_revision + 1;
-      -- chain: begin (bench/append.ts times the store without these lines)
-      -- es_event_content's bytes, written out as simple expressions (a call of it here costs a fifth of the append).
       v_id := ((v_event->>'id')::uuid)::text;
       v_type := v_event->>'type';
       v_version := ((v_event->>'schemaVersion')::integer)::text;
+      -- chain: begin (bench/append.ts times the store without these lines)
+      -- es_event_content's bytes, written out as simple expressions (a call of it here costs a fifth of the append).
       v_data := (v_event->'data')::text;
       v_metadata := (v_event->'metadata')::text;
       v_hash := sha256(v_hash || convert_to(concat(
@@ -118,18 +138,36 @@ BEGIN
         octet_length(v_revision::text), ':', v_revision, octet_length(v_type), ':', v_type, octet_length(v_version), ':', v_version,
         octet_length(v_at), ':', v_at, octet_length(v_data), ':', v_data, octet_length(v_metadata), ':', v_metadata), 'UTF8'));
       -- chain: end
-      INSERT INTO es_events (position, id, stream_id, revision, type, schema_version, data, metadata, recorded_at, shallow, hash)
-      VALUES (v_head, (v_event->>'id')::uuid, v_req->>'streamId', v_revision, v_event->>'type',
-              (v_event->>'schemaVersion')::integer, v_event->'data', v_event->'metadata', v_now,
-              CASE WHEN pg_column_size(v_event->'data') > 8192 AND jsonb_typeof(v_event->'data') = 'object' THEN
-                (SELECT jsonb_object_agg(key, CASE WHEN jsonb_typeof(value) IN ('object', 'array') THEN '{}'::jsonb ELSE value END)
-                 FROM jsonb_each(v_event->'data')) END,
-              v_hash);
+      -- Rows collected here and written with one INSERT after the loop (an INSERT per event cost twice as much).
+      e_pos := array_append(e_pos, v_head);
+      e_id := array_append(e_id, v_id::uuid);
+      e_stream := array_append(e_stream, v_stream);
+      e_rev := array_append(e_rev, v_revision);
+      e_type := array_append(e_type, v_type);
+      e_version := array_append(e_version, v_version::integer);
+      e_data := array_append(e_data, v_event->'data');
+      e_meta := array_append(e_meta, v_event->'metadata');
+      e_hash := array_append(e_hash, v_hash);
     END LOOP;
-    INSERT INTO es_streams (stream_id, revision) VALUES (v_req->>'streamId', v_revision)
-      ON CONFLICT (stream_id) DO UPDATE SET revision = EXCLUDED.revision;
+    IF v_revision <> v_current THEN
+      IF v_repeats THEN v_known := v_known || jsonb_build_object(v_stream, v_revision); END IF;
+      v_streams := array_append(v_streams, v_stream);
+      v_revs := array_append(v_revs, v_revision);
+    END IF;
     v_results := array_append(v_results, jsonb_build_object('ok', true, 'revision', v_revision::text, 'position', v_head::text));
   END LOOP;
+  INSERT INTO es_events (position, id, stream_id, revision, type, schema_version, data, metadata, recorded_at, shallow, hash)
+  SELECT e.position, e.id, e.stream_id, e.revision, e.type, e.schema_version, e.data, e.metadata, v_now,
+         CASE WHEN pg_column_size(e.data) > 8192 AND jsonb_typeof(e.data) = 'object' THEN
+           (SELECT jsonb_object_agg(key, CASE WHEN jsonb_typeof(value) IN ('object', 'array') THEN '{}'::jsonb ELSE value END) FROM jsonb_each(e.data)) END,
+         e.hash
+    FROM unnest(e_pos, e_id, e_stream, e_rev, e_type, e_version, e_data, e_meta, e_hash)
+      AS e(position, id, stream_id, revision, type, schema_version, data, metadata, hash);
+  -- A stream written twice in the call: its last revision (the later element) wins.
+  INSERT INTO es_streams (stream_id, revision)
+  SELECT DISTINCT ON (s.stream_id) s.stream_id, s.revision FROM unnest(v_streams, v_revs) WITH ORDINALITY AS s(stream_id, revision, n)
+   ORDER BY s.stream_id, s.n DESC
+  ON CONFLICT (stream_id) DO UPDATE SET revision = EXCLUDED.revision;
   UPDATE es_head SET position = v_head, hash = v_hash WHERE id = 1;
   PERFORM pg_notify('es_appended', v_head::text);
   RETURN to_jsonb(v_results);

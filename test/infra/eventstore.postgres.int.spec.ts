@@ -59,6 +59,37 @@ describe('PostgreSQL event store', () => {
     await pool.end();
   });
 
+  it('one append call naming a stream in several requests checks each against the revision the requests before it left', async () => {
+    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    await setupPostgresEventStore(pool);
+    const store = new PostgresEventStore(pool, db.url);
+    const start = await store.headPosition();
+    const a = `repeat-a-${start}`;
+    const b = `repeat-b-${start}`;
+    await store.append(b, [ev(0)], { expectedRevision: 'no-stream', metadata: meta });
+    const outcomes = await store.appendMany([
+      { streamId: a, expectedRevision: 'no-stream', events: [ev(1), ev(2)], metadata: meta },
+      { streamId: b, expectedRevision: 'no-stream', events: [ev(3)], metadata: meta },
+      { streamId: a, expectedRevision: 1n, events: [ev(4)], metadata: meta },
+      { streamId: a, expectedRevision: 'no-stream', events: [ev(5)], metadata: meta },
+      { streamId: a, expectedRevision: 1n, events: [ev(6)], metadata: meta },
+      { streamId: b, expectedRevision: 0n, events: [ev(7)], metadata: meta },
+      { streamId: a, expectedRevision: 'any', events: [ev(8)], metadata: meta },
+    ]);
+    expect(outcomes.map((o) => o.ok)).to.deep.equal([true, false, true, false, false, true, true]);
+    expect(outcomes.filter((o) => !o.ok).map((o) => (o as { actual: string }).actual)).to.deep.equal(['0', '2', '2']);
+    expect((await store.readStream(a)).map((e) => [e.revision, (e.data as { n: number }).n])).to.deep.equal([['0', 1], ['1', 2], ['2', 4], ['3', 8]]);
+    expect((await store.readStream(b)).map((e) => (e.data as { n: number }).n)).to.deep.equal([0, 7]);
+    // The streams' revisions were kept as the last request left them: the next appends check against them.
+    await store.append(a, [ev(9)], { expectedRevision: 3n, metadata: meta });
+    await store.append(b, [ev(10)], { expectedRevision: 1n, metadata: meta });
+    const positions = (await store.readAll({ after: start })).map((e) => BigInt(e.position));
+    for (let i = 1; i < positions.length; i++) expect(positions[i]).to.equal(positions[i - 1] + 1n);
+    expect((await store.verifyChain()).intact).to.equal(true);
+    await store.close();
+    await pool.end();
+  });
+
   it('reads the types asked for shallow: top-level keys and scalars kept, nested objects and arrays empty; other types whole', async () => {
     const pool = new pg.Pool({ connectionString: db.url, max: 2 });
     await setupPostgresEventStore(pool);
