@@ -213,7 +213,8 @@ export type SearchReindexEvent = SearchReindexRequested | SearchReindexStarted |
   | SearchReindexCancelled | SearchReindexCompleted | SearchReindexFailed;
 
 // ------------------------------------------------------------------------------- external-tool migration
-// An external import job's stream is `externalImport-<jobId>` (services/migration/externalImport.decider.ts).
+/** An external import job's stream (services/migration/externalImport.decider.ts), and the correlation id of every event its job writes. */
+export const externalImportStream = (jobId: number) => `externalImport-${jobId}`;
 
 /** The mappable datasets of the configuration step, by their API names. */
 export type ExternalMappingKey =

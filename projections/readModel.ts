@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { EventEnvelope } from '../contracts/envelope';
-import type { DataOf, ImportedSuiteProperty } from '../contracts/events';
+import { type DataOf, externalImportStream, type ImportedSuiteProperty } from '../contracts/events';
 import { copyRows } from '../infra/postgres/copy';
 import { SUITE_PROPERTY_LIMITS } from '../contracts/limits';
 import { ENTITIES, type EntityDef, historyTableOf } from '../contracts/entities';
@@ -426,7 +426,29 @@ async function applySegment(trx: Knex.Transaction, events: EventEnvelope[], rebu
   await applyAliases(trx, events);
   forgetCasesWrittenBySql(rebuild, events);
   for (const { values, row } of replaced.versions) countCaseVersion(touched, row.project_id as number, values.created_at as string, values.version as number);
+  forgetRolledBack(touched, relevant, batches);
   await refreshStatistics(trx, touched, days);
+}
+
+/** The sets of Touched a deleted run, run case or result is counted in. */
+const TOUCHED_BY_DELETION: Readonly<Record<string, ReadonlyArray<'runs' | 'runTotals' | 'runCases' | 'results'>>> = {
+  testRun: ['runs', 'runTotals'], testRunCase: ['runCases'], testRunResult: ['results'],
+};
+
+/**
+ * The runs, run cases and results a migration's rollback deletes (rows its job wrote, deleted
+ * under the job's correlation id) are counted out when the rollback ends, all at once, as they
+ * were counted in when the job ended: batch by batch, each batch of deleted results recomputed the
+ * whole history of every case it touched (some 27 s of database time for 100,000 results).
+ */
+function forgetRolledBack(touched: Touched, relevant: { event: EventEnvelope; entity: EntityDef; id: number; kind: string }[], batches: Map<string, RowBatch>): void {
+  for (const { event, entity, id, kind } of relevant) {
+    const sets = TOUCHED_BY_DELETION[entity.name];
+    if (kind !== 'deleted' || !sets) continue;
+    const job = batches.get(entity.name)?.peek(id)?.external_import_job_id;
+    if (typeof job !== 'number' || event.metadata.correlationId !== externalImportStream(job)) continue;
+    for (const set of sets) touched[set].delete(id);
+  }
 }
 
 /**
@@ -435,7 +457,8 @@ async function applySegment(trx: Knex.Transaction, events: EventEnvelope[], rebu
  * case versions are counted as they are made). A run changed in what its executions are counted
  * by (its configuration or branch, or deleted) is touched whole, its statistics alone otherwise.
  * The runs, run cases and results an external-tool migration writes in bulk are counted when its
- * job ends (completed, failed or cancelled): all of the job's runs and cases, once.
+ * job ends (completed, failed or cancelled): all of the job's runs and cases, once; and counted out
+ * once more when its rollback ends (forgetRolledBack).
  */
 function touchedBy(relevant: { event: EventEnvelope; entity: EntityDef; id: number; kind: string; bulkJob?: number }[], imported: EventEnvelope[], events: EventEnvelope[]): Touched {
   const touched = touchedNothing();
@@ -463,8 +486,8 @@ function touchedBy(relevant: { event: EventEnvelope; entity: EntityDef; id: numb
   return touched;
 }
 
-/** The end of an external-tool migration job, when the runs and run cases it wrote in bulk are counted. */
-const JOB_ENDED: ReadonlySet<string> = new Set(['ExternalImportCompleted', 'ExternalImportFailed', 'ExternalImportCancelled']);
+/** The end of an external-tool migration job, or of its rollback: when the runs and run cases it wrote in bulk are counted (in, or out). */
+const JOB_ENDED: ReadonlySet<string> = new Set(['ExternalImportCompleted', 'ExternalImportFailed', 'ExternalImportCancelled', 'ExternalImportRolledBack']);
 
 /** The fields of a run its executions are counted by (projections/statistics.ts). */
 const RUN_CONTEXT = new Set(['configId', 'branch', 'projectId', 'isDeleted']);

@@ -252,7 +252,9 @@ const DAYS_PER_STATEMENT = 5000;
 /**
  * The case, daily case and run statistics of the executions touched: results and run cases lead
  * to their run cases, runs and cases; a run changed as a whole (its configuration, branch,
- * deletion) to every case it ran; an ended migration job to every run and case it wrote. Cases are
+ * deletion) to every case it ran; an ended migration job to every run and case it wrote. A run
+ * case deleted with no result left was no execution: its run's totals change, its case's
+ * statistics do not (a rollback deletes the results first, then their run cases). Cases are
  * recomputed CHUNK at a time (a job's may be many); each project day gets what its cases' daily
  * rows count now less what they counted before.
  */
@@ -260,12 +262,14 @@ async function refreshExecutions(trx: Knex.Transaction, touched: Touched, days: 
   const jobs = [...touched.jobs];
   const { rows: [found] } = await trx.raw(`
     WITH rc AS (
-      SELECT test_run_id, repository_case_id FROM test_run_cases WHERE id = ANY(?::integer[])
-      UNION SELECT rc.test_run_id, rc.repository_case_id FROM test_run_results r JOIN test_run_cases rc ON rc.id = r.test_run_case_id WHERE r.id = ANY(?::integer[])
-      UNION SELECT test_run_id, repository_case_id FROM test_run_cases WHERE test_run_id = ANY(?::integer[])
-      UNION SELECT test_run_id, repository_case_id FROM test_run_cases WHERE external_import_job_id = ANY(?::integer[])
+      SELECT test_run_id, repository_case_id,
+        NOT c.is_deleted OR EXISTS (SELECT 1 FROM test_run_results x WHERE x.test_run_case_id = c.id AND NOT x.is_deleted) AS counts
+        FROM test_run_cases c WHERE c.id = ANY(?::integer[])
+      UNION SELECT rc.test_run_id, rc.repository_case_id, true FROM test_run_results r JOIN test_run_cases rc ON rc.id = r.test_run_case_id WHERE r.id = ANY(?::integer[])
+      UNION SELECT test_run_id, repository_case_id, true FROM test_run_cases WHERE test_run_id = ANY(?::integer[])
+      UNION SELECT test_run_id, repository_case_id, true FROM test_run_cases WHERE external_import_job_id = ANY(?::integer[])
     )
-    SELECT coalesce((SELECT array_agg(DISTINCT repository_case_id) FROM rc), '{}') AS cases, coalesce((SELECT array_agg(DISTINCT test_run_id) FROM rc), '{}') AS runs,
+    SELECT coalesce((SELECT array_agg(DISTINCT repository_case_id) FROM rc WHERE counts), '{}') AS cases, coalesce((SELECT array_agg(DISTINCT test_run_id) FROM rc), '{}') AS runs,
       coalesce((SELECT array_agg(id) FROM test_runs WHERE external_import_job_id = ANY(?::integer[])), '{}') AS job_runs`,
   [[...touched.runCases], [...touched.results], [...touched.runs], jobs, jobs]);
   const allCases = found.cases as number[];

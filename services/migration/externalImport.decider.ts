@@ -17,7 +17,7 @@ import { assertNever, DomainError } from '../shared/errors';
  * rows they point at. Pure: the saga (externalImport.saga.ts) reads files and writes entities.
  */
 
-export const externalImportStream = (jobId: number) => `externalImport-${jobId}`;
+export { externalImportStream } from '../../contracts/events';
 export const EXTERNAL_IMPORT_ID_CATEGORY = 'externalImport';
 
 export type ExternalImportPhase =

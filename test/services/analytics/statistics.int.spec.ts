@@ -135,6 +135,31 @@ describe('analytics read models: case, daily, run and project statistics', funct
     expect(days.find((d: any) => d.day === `${at(5).slice(0, 10)}T00:00:00.000Z`)).to.equal(undefined);
   });
 
+  it('counts a deleted run case out of its case when it held a result; one without a result changes its run\'s totals only', async () => {
+    const connect = (id: number) => ({ connect: { id } });
+    // Without its row id: a recomputation writes the row anew.
+    const caseRow = async (title: string) => {
+      const [{ id: _id, ...row }] = await read(admin, 'caseStatistic', 'findMany', { where: { repositoryCaseId: cases[title], allConfigurations: true } });
+      return row;
+    };
+    const runTotals = async (id: number) => (await read(admin, 'testRunStatistic', 'findMany', { where: { testRunId: id } }))[0];
+    const before = await caseRow('add');
+    // A planned run case, never executed: in its run's totals, in no case's executions.
+    const planned = (await model('testRun', 'create', { data: { name: 'Planned', project: connect(projectId), branch: 'main', configuration: connect(configA) } })).id;
+    const untested = (await model('testRunCase', 'create', { data: { testRun: connect(planned), repositoryCase: connect(cases.add) } })).id;
+    expect(await runTotals(planned)).to.deep.include({ total: 1, untested: 1 });
+    expect((await admin.post('/api/model/testRunCase/delete', { where: { id: untested } })).status).to.equal(200);
+    expect(await runTotals(planned)).to.deep.include({ total: 0, untested: 0 });
+    expect(await caseRow('add')).to.deep.equal(before);
+    // An executed one (r5's, a fail on the feature branch), its result left in place: its case counts one execution less.
+    const [executed] = await model('testRunCase', 'findMany', { where: { testRunId: runs.r5, repositoryCaseId: cases.add }, select: { id: true } });
+    expect((await admin.post('/api/model/testRunCase/delete', { where: { id: executed.id } })).status).to.equal(200);
+    const after = await caseRow('add');
+    expect(after.executions).to.equal(before.executions - 1);
+    expect(after.failed).to.equal(before.failed - 1);
+    expect(await runTotals(runs.r5)).to.deep.include({ total: 2 });
+  });
+
   it('is read-only, refuses asOf, and shows a user only the projects they may read', async () => {
     await expectRefusedAs(app, () => admin.post('/api/model/caseStatistic/create', { data: {} }), 400, 'read-only-entity');
     await expectRefusedAs(app, () => admin.post('/api/model/caseStatistic/findMany', { asOf: 1 }), 400, 'invalid-argument', 'asOf');

@@ -629,6 +629,39 @@ describe('External-tool migration: a large rollback, recorded as it goes', funct
     for (const key of Object.keys(before) as Array<keyof typeof before>) expect(after[key], key).to.deep.equal(before[key]);
   });
 
+  it('counts what its rollback deleted out of the statistics once the rollback ends, as a rebuild of the read model does', async () => {
+    const { jobId } = await importedExport({ cases: 150, runs: 3, results: 600 }, 12);
+    const knex = app.deps.knex;
+    const runs = await knex('test_runs').where({ external_import_job_id: jobId }).pluck('id');
+    const cases = await knex('repository_cases').where({ external_import_job_id: jobId }).pluck('id');
+    const project = (await knex('test_runs').where({ id: runs[0] }).first('project_id')).project_id as number;
+    await waitUntil(async () => Number((await knex('test_run_statistics').whereIn('test_run_id', runs).count('* as n').first())!.n) === 3, 'the job\'s runs counted', 60_000);
+    expect(Number((await knex('case_statistics').whereIn('repository_case_id', cases).count('* as n').first())!.n)).to.be.greaterThan(0);
+
+    expect((await admin.post(`${JOBS}/${jobId}/rollback`)).status).to.equal(202);
+    expect((await waitForPhase(admin, jobId, ['rolledBack', 'failed'], 240_000)).phase).to.equal('rolledBack');
+    // The rollback's end is applied in the read model's own time, after the job's phase.
+    await waitUntil(async () => Number((await knex('test_run_statistics').whereIn('test_run_id', runs).count('* as n').first())!.n) === 0, 'the job\'s runs counted out', 60_000);
+    expect(Number((await knex('case_statistics').whereIn('repository_case_id', cases).count('* as n').first())!.n)).to.equal(0);
+    expect(Number((await knex('case_daily_statistics').whereIn('repository_case_id', cases).count('* as n').first())!.n)).to.equal(0);
+    // The project's days count the executions left in it (earlier tests' jobs may have written into the same project).
+    const executions = await knex('project_daily_statistics').where({ project_id: project }).sum('executions as n').first();
+    const left = await knex.raw(`SELECT count(*)::int AS n FROM test_run_cases rc JOIN test_runs r ON r.id = rc.test_run_id
+      WHERE r.project_id = ? AND NOT r.is_deleted AND NOT rc.is_deleted AND EXISTS (SELECT 1 FROM test_run_results x WHERE x.test_run_case_id = rc.id AND NOT x.is_deleted)`, [project]);
+    expect(Number(executions?.n ?? 0)).to.equal(left.rows[0].n);
+    const rows = (list: Array<Record<string, unknown>>) => list.map(({ id: _id, ...row }) => row);
+    const snapshot = async () => ({
+      cases: rows(await knex('case_statistics').orderBy(['repository_case_id', 'all_configurations', 'config_id']).select('*')),
+      days: rows(await knex('case_daily_statistics').orderBy(['repository_case_id', 'day', 'config_id', 'branch']).select('*')),
+      runs: rows(await knex('test_run_statistics').orderBy('test_run_id').select('*')),
+      project: rows(await knex('project_daily_statistics').orderBy(['project_id', 'day']).select('*')),
+    });
+    const before = await snapshot();
+    await rebuildProjection(readModelProjection, { store: app.deps.store, knex });
+    const after = await snapshot();
+    for (const key of Object.keys(before) as Array<keyof typeof before>) expect(after[key], key).to.deep.equal(before[key]);
+  });
+
   it('deletes rows many at a time, records its progress, and after an outage goes on from what it recorded: every row deleted', async () => {
     const { jobId, job: imported } = await importedExport({ cases: 150, runs: 4, results: 600 }, 5);
     expect(imported.counts.run_results.created).to.equal(600);
