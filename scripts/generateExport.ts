@@ -3,7 +3,7 @@
  * [--results 500000] [--projects 5] [--users 50] [--shape A|B|C] [--match-email a@x,b@y]`
  *
  * Writes a realistic, seeded external-tool export (Testmo, in the shapes TestPlanIt reads:
- * shared/reference/external-export-format.md) for the migration tests and the benchmark. Nothing
+ * docs/external-export-format.md) for the migration tests and the benchmark. Nothing
  * here comes from a real Testmo file; the rows carry the columns of the reference's §4 examples.
  *
  * Streamed: rows are generated one at a time and written in 64 KiB chunks with backpressure, so

@@ -7,8 +7,8 @@ import { ResultFileError } from '../imports/formats/parsedResult';
 import { isWholeZip, readRange, ZIP_EMPTY_ARCHIVE, ZIP_LOCAL_HEADER } from '../shared/zipFile';
 
 /**
- * Reading an external tool's export (Testmo, as TestPlanIt reads it: shared/reference/
- * external-export-format.md): a ZIP whose `*.json` entries are each a whole export or one dataset
+ * Reading an external tool's export (Testmo, as TestPlanIt reads it:
+ * docs/external-export-format.md): a ZIP whose `*.json` entries are each a whole export or one dataset
  * named by the file stem, or a bare JSON export in one of the three container shapes (A: top-level
  * keyed, B: `datasets`/`entities` object, C: `datasets` array of `{name, rows}`).
  *
