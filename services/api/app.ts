@@ -1,8 +1,7 @@
 import express, { type Express } from 'express';
-import passport from 'passport';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { bearerStrategy, requireAuthentication, TokenUsageRecorder } from '../identity/authentication';
+import { requireAuthentication, TokenUsageRecorder } from '../identity/authentication';
 import { identityRoutes, loginRoutes } from '../identity/identity.routes';
 import { recordLoginFailure } from '../identity/loginAttempts';
 import { loginOriginGuard, sessionGuard, sessionMiddleware, type SessionSettings } from '../identity/sessions';
@@ -88,8 +87,6 @@ export function buildApp(deps: AppDeps): Express {
   app.use('/api', sessionMiddleware(deps));
 
   const usage = new TokenUsageRecorder(deps.knex, deps.logger);
-  passport.use(bearerStrategy({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage, identityGeneration: () => deps.watcher.generation('identity') }));
-  // No passport.initialize(): only passport.authenticate is used (bearer tokens, no passport sessions), and it sets up the request itself.
 
   // Per address before authentication (login also per e-mail), per token or user after it.
   const limits = deps.rateLimits && rateLimiters({
@@ -103,7 +100,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(loginRoutes({ ...deps, passwordLimiter }));
   app.use(docsRoutes());
   if (limits) app.use('/api', limits.anonymous);
-  app.use('/api', sessionGuard(deps), requireAuthentication({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage }));
+  app.use('/api', sessionGuard(deps), requireAuthentication({ knex: deps.knex, tokenSecret: deps.tokenSecret, clock: deps.clock, usage, identityGeneration: () => deps.watcher.generation('identity') }));
   if (limits) app.use('/api', ...limits.afterAuthentication);
   app.use(identityRoutes(deps));
   app.use(adminRoutes(deps));

@@ -104,12 +104,17 @@ declare module 'express-serve-static-core' {
  * (a bad one is a 401 even if a session cookie is present), otherwise the session cookie.
  */
 export function requireAuthentication(deps: AuthDeps): RequestHandler {
+  // An authenticator of its own: passport's default one is shared by the whole process, where a
+  // second app (tests, benchmarks) would replace this app's strategy, and with it its database.
+  // No initialize(): only authenticate is used (bearer tokens, no passport sessions), and it sets up the request itself.
+  const authenticator = new passport.Passport();
+  authenticator.use(bearerStrategy(deps));
   return (req: Request, res: Response, next: NextFunction) => {
     if (req.headers.authorization !== undefined) {
       if (!/^Bearer\s+\S+$/i.test(req.headers.authorization))
         return next(new HttpError(401, 'invalid-authorization-header', 'Authorization must be "Bearer <token>"'));
       // passport's custom callback receives (err, user, info, status); adapt it to ours.
-      return passport.authenticate('bearer', { session: false }, (err: unknown, auth: RequestAuth | false) => {
+      return authenticator.authenticate('bearer', { session: false }, (err: unknown, auth: RequestAuth | false) => {
         if (err) return next(err);
         if (!auth) return next(new HttpError(401, 'invalid-token', 'The bearer token is invalid, expired or revoked'));
         req.auth = auth;

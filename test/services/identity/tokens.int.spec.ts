@@ -21,6 +21,24 @@ describe('API tokens', function () {
   });
   after(() => app.stop());
 
+  it("a second app in the same process leaves this one's tokens to this one's database", async () => {
+    const created = await session.post('/api/tokens', { name: 'before the second app' });
+    const other = await startTestApp();
+    try {
+      await registerUser(other.deps, { email: 'cy@example.com', name: 'Cy', password: 'cy-password-1', access: 'USER' }, systemMetadata('test'));
+      const cy = new HttpClient(other.url);
+      expect((await cy.post('/api/auth/login', { email: 'cy@example.com', password: 'cy-password-1' })).status).to.equal(200);
+      const theirs = (await cy.post('/api/tokens', { name: 'theirs' })).body.token as string;
+      // Each token is known to its own app only (the second app took over the first's token lookup before).
+      expect((await new HttpClient(app.url, created.body.token).get('/api/auth/me')).body.user.email).to.equal('ann@example.com');
+      expect((await new HttpClient(other.url, theirs).get('/api/auth/me')).body.user.email).to.equal('cy@example.com');
+      expect((await new HttpClient(app.url, theirs).get('/api/auth/me')).status).to.equal(401);
+      expect((await new HttpClient(other.url, created.body.token).get('/api/auth/me')).status).to.equal(401);
+    } finally {
+      await other.stop();
+    }
+  });
+
   it('an expired token is refused from its expiry on', async () => {
     const expiresAt = new Date(app.clock.now.getTime() + 60 * 60 * 1000).toISOString();
     const created = await session.post('/api/tokens', { name: 'short-lived', expiresAt });
