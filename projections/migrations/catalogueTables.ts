@@ -21,12 +21,16 @@ function columnDefault(knex: Knex, f: FieldDef): Knex.Raw | undefined {
 /** Foreign keys that lead a unique index of their own (added by a migration): no second index. */
 const COVERED: Record<string, string[]> = { repository_case_versions: ['repository_case_id'] };
 
+/** The columns a table has now (none when it does not exist): one read, not one per column (~3,000 reads on a new database). */
+async function columnsOf(knex: Knex, table: string): Promise<Set<string>> {
+  const { rows } = await knex.raw('SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?', [table]);
+  return new Set((rows as { column_name: string }[]).map((r) => r.column_name));
+}
+
 async function syncEntityTable(knex: Knex, entity: EntityDef): Promise<void> {
-  const exists = await knex.schema.hasTable(entity.table);
-  const missing: [string, FieldDef][] = [];
-  for (const f of Object.values(entity.fields)) {
-    if (!exists || !(await knex.schema.hasColumn(entity.table, f.column))) missing.push([f.column, f]);
-  }
+  const columns = await columnsOf(knex, entity.table);
+  const exists = columns.size > 0;
+  const missing: [string, FieldDef][] = Object.values(entity.fields).filter((f) => !columns.has(f.column)).map((f) => [f.column, f]);
   const build = (t: Knex.CreateTableBuilder) => {
     for (const [column, f] of missing) {
       if (column === 'id') {
@@ -112,7 +116,7 @@ export function historyTables(): { table: string; keys: string[] }[] {
  */
 export async function syncHistoryTables(knex: Knex): Promise<void> {
   for (const { table, keys } of historyTables()) {
-    if (!(await knex.schema.hasColumn(table, 'valid_from'))) await knex.schema.alterTable(table, (t) => t.bigInteger('valid_from'));
+    if (!(await columnsOf(knex, table)).has('valid_from')) await knex.schema.alterTable(table, (t) => t.bigInteger('valid_from'));
     const history = historyTableOf(table);
     if (await knex.schema.hasTable(history)) continue;
     await knex.raw(`CREATE TABLE "${history}" (LIKE "${table}")`);
