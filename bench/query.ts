@@ -11,6 +11,7 @@ import { runFind } from '../services/model/query';
 import { systemMetadata } from '../services/shared/context';
 import { prismaClientFor, prismaVersion, type PrismaClientLike, type PrismaDelegate } from '../test/model/prisma/client';
 import { translator, type Translator } from '../test/model/prisma/translate';
+import { importingAdmin } from '../test/imports/importClient';
 import { startTestApp, type TestApp } from '../test/support/app';
 import { ADMIN_URL } from '../test/support/database';
 import { HttpClient } from '../test/support/server';
@@ -35,9 +36,17 @@ export interface QueryOptions {
   casesPerRun: number;
   warmup: number;
   iterations: number;
+  /** Under load (issue 37): concurrent readers, seconds per round (four rounds, the two ways alternating), CI uploads running meanwhile and their size. */
+  loadClients: number;
+  loadSeconds: number;
+  loadUploads: number;
+  loadUploadCases: number;
 }
 
-export const QUERY_DEFAULTS: QueryOptions = { cases: 100_000, folders: 1_000, projects: 20, tags: 50, runs: 200, casesPerRun: 500, warmup: 30, iterations: 300 };
+export const QUERY_DEFAULTS: QueryOptions = {
+  cases: 100_000, folders: 1_000, projects: 20, tags: 50, runs: 200, casesPerRun: 500, warmup: 30, iterations: 300,
+  loadClients: 16, loadSeconds: 15, loadUploads: 2, loadUploadCases: 1_000,
+};
 
 type Json = Record<string, unknown>;
 type Mode = 'http' | 'engine' | 'sql' | 'sqlPrepared' | 'prisma';
@@ -465,7 +474,10 @@ export async function runQuery(o: QueryOptions): Promise<boolean> {
       };
     });
     const roundTripsFlat = Object.values(roundTrips).every((r) => r.engine.rows10 === r.engine.rows100);
-    const passed = goals.every((g) => g.engineAtLeastAsFastAsPrisma && g.httpWithin2xSql) && roundTripsFlat;
+
+    console.log(`  under load: ${o.loadClients} readers, ${o.loadUploads} CI uploads of ${o.loadUploadCases} results running meanwhile, 4 rounds of ${o.loadSeconds} s...`);
+    const underLoad = await loadRounds(o, list, app.url, token, dbUrl);
+    const passed = goals.every((g) => g.engineAtLeastAsFastAsPrisma && g.httpWithin2xSql) && roundTripsFlat && underLoad.goals.met;
 
     const file = writeResult('query', {
       benchmark: 'query',
@@ -481,6 +493,7 @@ export async function runQuery(o: QueryOptions): Promise<boolean> {
       roundTrips,
       goals,
       roundTripsDoNotGrowWithRows: roundTripsFlat,
+      underLoad,
       passed,
       loadAverageAfter: (await import('node:os')).loadavg().map((l) => round(l, 2)),
     });
@@ -496,6 +509,9 @@ export async function runQuery(o: QueryOptions): Promise<boolean> {
     for (const [name, r] of Object.entries(roundTrips)) {
       console.log(`  round trips ${name}: engine ${r.engine.rows10} (10 rows) / ${r.engine.rows100} (100 rows), prisma ${r.prisma.rows10} / ${r.prisma.rows100}, app's knex per HTTP request ${r.httpAppKnex.rows10} / ${r.httpAppKnex.rows100}`);
     }
+    const g = underLoad.goals;
+    console.log(`  under load: http ${underLoad.http.callsPerSecond}/s p99 ${underLoad.http.p99Ms} ms, sql ${underLoad.sql.callsPerSecond}/s p99 ${underLoad.sql.p99Ms} ms; `
+      + `throughput ${g.throughputRatio} (goal ≥ 0.7) ${g.throughputRatio >= 0.7 ? 'ok' : 'MISSED'}, p99 ${g.p99Ratio} × (goal ≤ 3) ${g.p99Ratio <= 3 ? 'ok' : 'MISSED'}; ${underLoad.uploads.completed} uploads completed`);
     console.log(`  ${passed ? 'goals met' : 'goal missed'}; ${file}`);
     return passed;
   } finally {
@@ -505,6 +521,103 @@ export async function runQuery(o: QueryOptions): Promise<boolean> {
     await knex?.destroy();
     await app?.stop();
   }
+}
+
+interface LoadWay { calls: number; seconds: number; callsPerSecond: number; p50Ms: number; p99Ms: number }
+
+/**
+ * The model API under load (issue 37): `loadClients` readers at once, each calling the five reads
+ * in turn over its own kept-alive connection, while `loadUploads` CI uploads (JUnit files of
+ * `loadUploadCases` results, each into a new run) follow one another; against the same statements
+ * through `pg` with as many connections, under the same uploads. Four rounds, the two ways
+ * alternating (http, sql, http, sql), so a drift of the machine falls on both. Readers and server
+ * share this process, as the `sql` way's readers do. The uploads go to a second app in the same
+ * process, on a database of its own on the same PostgreSQL: the read model seeded here has no
+ * events, so ids the domain hands out would collide with its rows.
+ */
+async function loadRounds(o: QueryOptions, list: BenchQuery[], url: string, token: string, dbUrl: string) {
+  const http16 = Array.from({ length: o.loadClients }, () => httpRunner(url, token));
+  const pool = new pg.Pool({ connectionString: dbUrl, max: o.loadClients });
+  const sql = sqlRunner(pool);
+  const uploadApp = await startTestApp();
+  const { token: uploadToken, projectId: uploadProject } = await importingAdmin(uploadApp, 'Uploads');
+  const uploads = { started: 0, completed: 0, failed: [] as string[] };
+  let stopUploads = false;
+  const report = junitReport(o.loadUploadCases);
+  const uploader = async (slot: number) => {
+    while (!stopUploads) {
+      uploads.started++;
+      const form = new FormData();
+      form.append('name', `Load ${slot}.${uploads.started}`);
+      form.append('projectId', String(uploadProject));
+      form.append('files', new Blob([report], { type: 'application/xml' }), `TEST-load-${slot}.xml`);
+      const res = await fetch(`${uploadApp.url}/api/junit/import`, { method: 'POST', headers: { authorization: `Bearer ${uploadToken}` }, body: form });
+      const text = await res.text();
+      const last = text.trim().split('\n\n').pop() ?? '';
+      if (res.status === 200 && last.includes('"complete":true')) uploads.completed++;
+      else uploads.failed.push(`${res.status} ${last.slice(0, 300)}`);
+    }
+  };
+  const measure = async (way: 'http' | 'sql'): Promise<{ calls: number; latencies: number[] }> => {
+    const latencies: number[] = [];
+    const until = Date.now() + o.loadSeconds * 1000;
+    await Promise.all(Array.from({ length: o.loadClients }, async (_, c) => {
+      for (let n = c; Date.now() < until; n++) {
+        const q = list[n % list.length];
+        const t0 = process.hrtime.bigint();
+        await (way === 'http' ? http16[c].run(q) : sql.run(q));
+        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      }
+    }));
+    return { calls: latencies.length, latencies };
+  };
+  const uploading = Array.from({ length: o.loadUploads }, (_, slot) => uploader(slot));
+  try {
+    // The uploads under way first (a file parsed, its chunks applied), then the rounds.
+    await new Promise((r) => setTimeout(r, 2_000));
+    const all = { http: [] as number[], sql: [] as number[] };
+    for (const way of ['http', 'sql', 'http', 'sql'] as const) {
+      const { latencies } = await measure(way);
+      all[way].push(...latencies);
+    }
+    stopUploads = true;
+    await Promise.all(uploading);
+    if (uploads.failed.length > 0) throw new BenchSanityError(`an upload under load failed: ${uploads.failed[0]}`);
+    if (uploads.completed === 0) throw new BenchSanityError('no upload completed during the load rounds');
+    const seconds = 2 * o.loadSeconds;
+    const wayOf = (values: number[]): LoadWay => {
+      const sorted = [...values].sort((a, b) => a - b);
+      return { calls: values.length, seconds, callsPerSecond: round2(values.length / seconds), p50Ms: round2(percentile(sorted, 50)), p99Ms: round2(percentile(sorted, 99)) };
+    };
+    const [h, q] = [wayOf(all.http), wayOf(all.sql)];
+    const throughputRatio = round(h.callsPerSecond / q.callsPerSecond, 3);
+    const p99Ratio = round(h.p99Ms / q.p99Ms, 2);
+    return {
+      clients: o.loadClients, uploads: { running: o.loadUploads, resultsEach: o.loadUploadCases, started: uploads.started, completed: uploads.completed },
+      http: h, sql: q,
+      goals: { throughputRatio, throughputAtLeast07: throughputRatio >= 0.7, p99Ratio, p99AtMost3x: p99Ratio <= 3, met: throughputRatio >= 0.7 && p99Ratio <= 3 },
+    };
+  } finally {
+    stopUploads = true;
+    await Promise.allSettled(uploading);
+    for (const w of http16) w.close();
+    await pool.end();
+    await uploadApp.stop();
+  }
+}
+
+const round2 = (n: number) => round(n, 2);
+
+/** A JUnit report of `cases` test cases, a tenth failed (a CI upload's shape). */
+function junitReport(cases: number): string {
+  const lines = [`<?xml version="1.0" encoding="UTF-8"?>`, `<testsuite name="load" tests="${cases}" failures="${Math.floor(cases / 10)}" time="${cases / 100}">`];
+  for (let i = 0; i < cases; i++) {
+    lines.push(i % 10 === 0
+      ? `  <testcase classname="load.Suite${i % 50}" name="test ${i}" time="0.01"><failure message="expected ${i}" type="AssertionError">at load.Suite${i % 50}.test${i}</failure></testcase>`
+      : `  <testcase classname="load.Suite${i % 50}" name="test ${i}" time="0.01"/>`);
+  }
+  lines.push('</testsuite>');
+  return lines.join('\n');
 }
 
 function stats(values: number[]): Latency {

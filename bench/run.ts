@@ -12,7 +12,8 @@
  * default 15; --transport-rounds=N the rounds per transport, default 3; --writers=N the concurrent
  * writers of a throughput round, default 32.
  * query: BENCH_QUERY_CASES (or --cases=N) scales the repository (default 100,000 cases);
- * --iterations=N sets the measured calls per query and way, default 300.
+ * --iterations=N sets the measured calls per query and way, default 300; under load, --load-clients=N
+ * readers (default 16) and --load-seconds=N per round (default 15, four rounds) while 2 CI uploads run.
  * memory: BENCH_MEMORY_RESULTS (or --memory-results=N) sets the results read, default 100,000;
  * --max-rows=N the server's MODEL_MAX_ROWS, default its default.
  * search: BENCH_SEARCH_CASES (or --search-cases=N) scales the log of repository cases (default
@@ -80,6 +81,8 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
       ...QUERY_DEFAULTS,
       cases: positiveInt('--cases', flags.get('cases') ?? env.BENCH_QUERY_CASES, QUERY_DEFAULTS.cases),
       iterations: positiveInt('--iterations', flags.get('iterations'), QUERY_DEFAULTS.iterations),
+      loadClients: positiveInt('--load-clients', flags.get('load-clients'), QUERY_DEFAULTS.loadClients),
+      loadSeconds: positiveInt('--load-seconds', flags.get('load-seconds'), QUERY_DEFAULTS.loadSeconds),
     },
     import: {
       ...IMPORT_DEFAULTS,
