@@ -1,7 +1,7 @@
 'use strict';
 /**
  * Mocha's settings. `npx mocha` (and `npm test`) runs every spec file under test/; naming files or
- * folders runs only those: `npx mocha test/model/cases.int.spec.ts`. (Mocha adds the files it is
+ * folders runs only those: `npx mocha test/model/query.int.spec.ts`. (Mocha adds the files it is
  * given to a configured `spec` instead of replacing it, so the whole suite is configured only when
  * none is named.)
  */
@@ -10,10 +10,10 @@ const named = process.argv.slice(2).some((arg) => !arg.startsWith('-') && /(^|\/
 module.exports = {
   require: ['tsx/cjs'],
   ...(named ? {} : { spec: ['test/**/*.spec.ts'] }),
-  // The spec reporter, then the 20 slowest files with their times (test/support/reporter.cjs).
   // A folder named runs its spec files, its subfolders' included.
   extension: ['spec.ts'],
   recursive: true,
+  // The spec reporter, then the 20 slowest files with their times (test/support/reporter.cjs).
   reporter: './test/support/reporter.cjs',
   timeout: 30000,
   exit: true,
