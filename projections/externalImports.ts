@@ -21,6 +21,7 @@ const json = (value: unknown) => JSON.stringify(value);
 
 export const externalImportsProjection: Projection = {
   name: 'externalImports',
+  types: JOB_EVENTS,
   // A result import's chunk columns are the read model's business: read at their top level only.
   shallow: ['TestResultsImported', 'ExternalImportRowsWritten'],
   tables: ['external_import_jobs', 'external_import_rows'],

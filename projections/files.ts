@@ -13,6 +13,7 @@ const FILE_EVENTS: ReadonlySet<string> = new Set<StoredFileEvent['type']>(['File
 
 export const filesProjection: Projection = {
   name: 'files',
+  types: FILE_EVENTS,
   // An import chunk's columns are the read model's business: on the direct transport this projection reads their top level only.
   shallow: ['TestResultsImported', 'ExternalImportRowsWritten', 'ExternalImportChunkPlanned'],
   tables: ['stored_files'],

@@ -12,6 +12,8 @@ const USER_COLUMNS: ColumnTypes = {
 const USER_EVENTS: ReadonlySet<string> = new Set(['UserRegistered', 'UserUpdated', 'UserDeactivated', 'UserReactivated', 'UserPasswordChanged', 'UserDeleted']);
 const TOKEN_EVENTS: ReadonlySet<string> = new Set(['ApiTokenCreated', 'ApiTokenRevoked']);
 
+const IDENTITY_EVENTS: ReadonlySet<string> = new Set([...USER_EVENTS, ...TOKEN_EVENTS]);
+
 type UserRow = Record<string, unknown> & { id: number };
 
 /** A user's row after one of the user's events (undefined: nothing to change). */
@@ -55,6 +57,7 @@ const TOKEN_COLUMNS: ColumnTypes = {
 
 export const identityProjection: Projection = {
   name: 'identity',
+  types: IDENTITY_EVENTS,
   // An import chunk's columns are the read model's business: this projection reads their summary.
   shallow: ['TestResultsImported', 'ExternalImportRowsWritten', 'ExternalImportChunkPlanned'],
   tables: ['users', 'api_tokens'],
@@ -62,7 +65,7 @@ export const identityProjection: Projection = {
   async apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void> {
     const users = new RowBatch('users', USER_COLUMNS);
     const tokens = new RowBatch('api_tokens', TOKEN_COLUMNS);
-    const relevant = events.filter((e) => USER_EVENTS.has(e.type) || TOKEN_EVENTS.has(e.type));
+    const relevant = events.filter((e) => IDENTITY_EVENTS.has(e.type));
     if (relevant.length === 0) return;
     for (const e of relevant) {
       if (USER_EVENTS.has(e.type)) users.want((e.data as { userId: number }).userId);

@@ -15,6 +15,7 @@ const JOB_EVENTS: ReadonlySet<string> = new Set<ImportJobEvent['type']>([
 
 export const importsProjection: Projection = {
   name: 'imports',
+  types: JOB_EVENTS,
   // An import chunk's columns are the read model's business: this projection reads their summary.
   shallow: ['TestResultsImported', 'ExternalImportRowsWritten', 'ExternalImportChunkPlanned'],
   tables: ['import_jobs'],

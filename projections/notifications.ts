@@ -12,6 +12,7 @@ const NOTIFICATION_EVENTS: ReadonlySet<string> = new Set<NotificationEvent['type
 
 export const notificationsProjection: Projection = {
   name: 'notifications',
+  types: NOTIFICATION_EVENTS,
   // An import chunk's columns are the read model's business: on the direct transport this projection reads their top level only.
   shallow: ['TestResultsImported', 'ExternalImportRowsWritten', 'ExternalImportChunkPlanned'],
   tables: ['notifications'],

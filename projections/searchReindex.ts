@@ -16,6 +16,7 @@ const JOB_EVENTS: ReadonlySet<string> = new Set<SearchReindexEvent['type']>([
 
 export const searchReindexProjection: Projection = {
   name: 'searchReindex',
+  types: JOB_EVENTS,
   // An import chunk's columns are the read model's business: on the direct transport this projection reads their top level only.
   shallow: ['TestResultsImported', 'ExternalImportRowsWritten', 'ExternalImportChunkPlanned'],
   tables: ['search_reindex_jobs'],

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { EventEnvelope } from '../../contracts/envelope';
-import { lockCheckpointRow, saveCheckpoint } from './checkpoints';
+import { lockCheckpointRow, passCheckpoint, saveCheckpoint } from './checkpoints';
 import { heldError, parkingOf, recordParked, type ParkedStreams, type Parking } from './parking';
 import type { Projection } from './projection';
 
@@ -23,16 +23,25 @@ export interface BatchParking {
  * Kafka, where each partition carries an increasing subsequence of the global order. With
  * `parking`, events of parked streams are recorded as held instead of applied, in the same
  * transaction, as are the batch's own parked events.
+ * Events of types the projection does not act on (Projection.types) are passed over: the
+ * checkpoint moves past them, and a batch of nothing else moves it with one statement
+ * (passCheckpoint) instead of a transaction: most projections act on a few types, and the live
+ * path applies small batches (bench/README.md, "The live projector").
  * Returns the checkpoint after the batch.
  */
 export async function applyBatch(knex: Knex, projection: Projection, events: EventEnvelope[], checkpointKey = projection.name, parking?: BatchParking): Promise<bigint> {
+  const types = projection.types;
+  const last = events.length > 0 ? BigInt(events[events.length - 1].position) : 0n;
+  const through = parking?.through !== undefined && parking.through > last ? parking.through : last;
+  const acted = types ? events.filter((e) => types.has(e.type)) : events;
+  if (acted.length === 0 && events.length > 0 && !parking?.park?.length) return passCheckpoint(knex, checkpointKey, through);
   return knex.transaction(async (trx) => {
     const locked = await lockCheckpointRow(trx, checkpointKey);
     if (parking) await parking.streams.sync(trx, checkpointKey, locked.generation);
     let checkpoint = locked.position;
     const fresh: EventEnvelope[] = [];
     const held: Parking[] = [];
-    for (const event of events) {
+    for (const event of acted) {
       const position = BigInt(event.position);
       if (position <= checkpoint) continue;
       checkpoint = position;
@@ -42,7 +51,7 @@ export async function applyBatch(knex: Knex, projection: Projection, events: Eve
     }
     // An event parked again after a redelivery is past the checkpoint already: recorded once. (A message that is not an event has no position to trust: the partition and offset recognise it.)
     const parked = [...(parking?.park ?? []).filter((p) => p.kind === 'invalid' || p.position === null || BigInt(p.position) > locked.position), ...held];
-    if (parking?.through !== undefined && parking.through > checkpoint) checkpoint = parking.through;
+    if (through > checkpoint) checkpoint = through;
     if (fresh.length > 0) await projection.apply(trx, fresh);
     if (parked.length > 0) await recordParked(trx, projection.name, parked);
     if (checkpoint > locked.position) await saveCheckpoint(trx, checkpointKey, checkpoint);

@@ -29,6 +29,21 @@ export async function saveCheckpoint(trx: Knex.Transaction, name: string, positi
     SELECT pg_notify(?, ?) FROM moved`, [position.toString(), name, CHECKPOINT_CHANNEL, `${name}:${position}`]);
 }
 
+/**
+ * Moves a checkpoint past events its projection does not act on (Projection.types): one statement,
+ * no transaction; never backwards (the row is locked by the update, so a projector applying a
+ * batch meanwhile is waited for), made if missing; waiters told as by saveCheckpoint. Answers
+ * `position` (the checkpoint is there or beyond).
+ */
+export async function passCheckpoint(knex: Knex, name: string, position: bigint): Promise<bigint> {
+  await knex.raw(`WITH moved AS (
+      INSERT INTO projection_checkpoints (name, position) VALUES (?, ?)
+      ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position, updated_at = now() WHERE projection_checkpoints.position < EXCLUDED.position
+      RETURNING name)
+    SELECT pg_notify(?, ?) FROM moved`, [name, position.toString(), CHECKPOINT_CHANNEL, `${name}:${position}`]);
+  return position;
+}
+
 export async function readCheckpoints(knex: Knex): Promise<Map<string, bigint>> {
   const rows: { name: string; position: string }[] = await knex('projection_checkpoints').select('name', 'position');
   return new Map(rows.map((r) => [r.name, BigInt(r.position)]));

@@ -13,6 +13,14 @@ export interface Projection {
   tables: string[];
   apply(trx: Knex.Transaction, events: EventEnvelope[]): Promise<void>;
   /**
+   * The event types `apply` acts on, for a projection that acts on a few (its own filter uses this
+   * same set, so the two cannot disagree); absent: every event. The projectors give it only these:
+   * a batch with none of them moves its checkpoint with one statement, no transaction
+   * (projections/runtime/applyBatch.ts), and an event of another type is never held behind a
+   * parked one. `apply` must still ignore the others (rebuilds give it every event).
+   */
+  types?: ReadonlySet<string>;
+  /**
    * Event types whose nested data this projection does not read (ReadAllOptions.shallow): the
    * direct transport then reads their top-level keys and scalars only. An optimisation: `apply`
    * must still work when given the whole event (Kafka, EventStoreDB, rebuilds).

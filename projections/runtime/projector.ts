@@ -32,6 +32,15 @@ export interface Projector {
 }
 
 const BATCH_SIZE = 1000;
+/**
+ * Under a steady stream of writes a projection reads and applies at most one batch per this
+ * period: it waits out the rest of it before reading on, so what arrives meanwhile is applied in
+ * one batch (one read, one transaction) instead of many small ones. Not after a batch of one
+ * event (a quiet log, or writes that each wait to be applied): those are applied at once.
+ * Measured (bench/README.md, "The live projector"): at ~700 events/s on the direct transport,
+ * p50 lag 484 → 177 ms and p99 903 → 411 ms.
+ */
+const LIVE_PERIOD_MS = 50;
 const FIRST_BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 30_000;
 
@@ -138,7 +147,10 @@ export function startProjector(deps: {
       let readError: unknown;
       try {
         for await (const batch of inBatches(subscription, BATCH_SIZE)) {
+          const started = performance.now();
           if (stopping || !(await applyEvents(projection, budget, batch, streams))) return;
+          const rest = LIVE_PERIOD_MS - (performance.now() - started);
+          if (batch.length > 1 && batch.length < BATCH_SIZE && rest > 0) await pauses.sleep(rest);
         }
         return;
       } catch (error) {
