@@ -22,6 +22,7 @@ const FORMATS: [string, string][] = [
  * process of its own, and the Linux x64 standalone binary (built here with bun, as
  * `npm run build:cli` does) run with an empty environment (no PATH, so no node): nothing but the
  * service settings and a home directory.
+ * Slow: runs the CLI as 34 processes (17 of them imports into an in-process test app) twice: through node and tsx, then as a binary compiled here first with bun build --compile
  */
 cliSuite('source, run by node', null);
 cliSuite('standalone binary testament-linux-x64, empty environment', 'linux-x64');

@@ -39,6 +39,7 @@ const schemaOf = (type: string, contracts: ReturnType<typeof loadContracts>): Da
  * projection (ALL_PROJECTIONS: the read model with statistics and history, identity, audit,
  * imports, files, claims, search reindex jobs, notifications, external imports), then indexed by
  * the search indexer into PostgreSQL search; the event store's hash chain holds them all.
+ * Slow: appends every event type in 3 modes (~450 events: 200,000-character texts, 10,000-item lists, 16-deep JSON) one at a time, each applied by 9 projections and indexed into search
  */
 describe('every valid event applies: events at the contracts\' extremes through every projection (issue 35)', function () {
   this.timeout(600_000);

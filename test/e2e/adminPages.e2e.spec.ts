@@ -22,7 +22,10 @@ function wizardExport(): string {
   return JSON.stringify(data);
 }
 
-/** The administrator's pages in a real headless Chromium: sign-in, the start page, the migration wizard end to end. */
+/**
+ * The administrator's pages in a real headless Chromium: sign-in, the start page, the migration wizard end to end.
+ * Slow: launches Chromium for 12 fresh browser contexts (10 sign-ins), runs axe-core on 7 pages with full-page screenshots, and drives a migration import and its rollback through the worker
+ */
 describe('administrator pages in headless Chromium', function () {
   this.timeout(240_000);
   let app: TestApp;

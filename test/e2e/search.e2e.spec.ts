@@ -33,6 +33,7 @@ const SETUPS: Setup[] = [
  * user writes is found, after the indexer applied it (read-your-writes with `after`), renamed tags
  * re-index the documents that show them, deleted rows leave the index, failures of an imported
  * JUnit file are found by their exception, and a rebuild switches versions while search answers.
+ * Slow: runs in 3 setups (direct or Kafka transport, PostgreSQL or OpenSearch search), each starting services/process/main.ts as a process and scripts/rebuild.ts search as another
  */
 for (const setup of SETUPS) describe(`search end to end (every role in one process, ${setup.transport} transport, ${setup.engine} search)`, function () {
   this.timeout(180_000);

@@ -37,6 +37,7 @@ function bigReport(): string {
  * once (its count per type is the read model's), and search answered throughout: the engine
  * directly, every 100 ms, from before the job to after the switch (the old version serving until
  * then), and the API before the kill and after the restart.
+ * Slow: starts services/process/main.ts on OpenSearch twice, imports and indexes a 3,000-case JUnit report, then reindexes it all in batches of 25, SIGKILLed after 400 documents and resumed
  */
 describe('search reindex end to end (a started server, killed mid-reindex)', function () {
   this.timeout(300_000);

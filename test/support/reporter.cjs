@@ -2,11 +2,30 @@
 const Mocha = require('mocha');
 
 const { EVENT_SUITE_BEGIN, EVENT_SUITE_END, EVENT_RUN_END } = Mocha.Runner.constants;
+const fs = require('node:fs');
+const path = require('node:path');
+
 const SLOWEST = 20;
+/** A file slower than this says why in its header: a comment line starting `Slow:`. */
+const SLOW_FILE_SECONDS = 30;
+
+/** The reason a spec file gives for its time: its first comment line that starts with `Slow:`, or null. */
+function slowReason(file) {
+  let text;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+  const m = /^\s*(?:\/\/|\*)\s*Slow:\s*(.+)$/m.exec(text);
+  return m ? m[1].trim() : null;
+}
 
 /**
  * Mocha's spec reporter, and at the end of the run the slowest spec files with their time (the
- * top-level suites of each file added up, their hooks included): where a run's time goes.
+ * top-level suites of each file added up, their hooks included) and why each is slow: where a
+ * run's time goes. A file slower than SLOW_FILE_SECONDS without a `Slow:` line in its header is
+ * named as such.
  */
 class SpecWithSlowestFiles extends Mocha.reporters.Spec {
   constructor(runner, options) {
@@ -28,7 +47,9 @@ class SpecWithSlowestFiles extends Mocha.reporters.Spec {
       const slowest = [...byFile].sort((a, b) => b[1] - a[1]).slice(0, SLOWEST);
       Mocha.reporters.Base.consoleLog(`\n  The ${slowest.length} slowest of ${byFile.size} files (${(total / 1000).toFixed(0)} s in all):`);
       for (const [file, ms] of slowest) {
-        Mocha.reporters.Base.consoleLog(`  ${(ms / 1000).toFixed(1).padStart(8)} s  ${require('node:path').relative(process.cwd(), file)}`);
+        const reason = slowReason(file);
+        const why = reason ?? (ms / 1000 > SLOW_FILE_SECONDS ? `(over ${SLOW_FILE_SECONDS} s and says not why: add a "Slow:" line to its header)` : '');
+        Mocha.reporters.Base.consoleLog(`  ${(ms / 1000).toFixed(1).padStart(8)} s  ${path.relative(process.cwd(), file)}${why ? `: ${why}` : ''}`);
       }
     });
   }

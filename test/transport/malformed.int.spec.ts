@@ -70,6 +70,20 @@ describe('Kafka transport: malformed messages and failing events (real broker)',
     tt.defer(() => producer.disconnect());
     await producer.send({ topic: tt.topic, acks: -1, messages: placed.map((m) => (m.kind === 'valid' ? encodeEvent(m.event) : m.message)) });
 
+    // Both consumer groups of the process fetch every message; each is decoded and checked once.
+    let checks = 0;
+    const check = tt.contracts.checkEnvelope;
+    tt.contracts.checkEnvelope = (value) => (checks++, check(value));
+    const parses = (value: unknown) => {
+      try {
+        JSON.parse(String(value));
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const checkable = placed.filter((m) => m.kind === 'valid' || parses(m.message.value)).length;
+
     const projector = tt.startProjector(projectionsUnderTest());
     await waitForConsumers(tt, PROJECTIONS);
     expect(projector.status().map((s) => s.state)).to.deep.equal(['running', 'running']);
@@ -96,6 +110,8 @@ describe('Kafka transport: malformed messages and failing events (real broker)',
     };
     await expectApplied();
     await expectFailuresOnce();
+    expect(checks, 'contract checks: one per message that is JSON, for two projections').to.equal(checkable);
+    tt.contracts.checkEnvelope = check;
     const titles = await tt.knex('repository_cases').orderBy('id').select('id', 'title', 'revision');
     expect(titles.map((r) => [r.id, r.title, String(r.revision)])).to.deep.equal(
       [[a, `case ${a} r2 w0`, '2'], [b, `case ${b} r1 w0`, '1'], [c, `case ${c} r1 w0`, '1'], [d, `case ${d}`, '0']].sort((x, y) => Number(x[0]) - Number(y[0])));

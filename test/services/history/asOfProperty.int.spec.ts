@@ -27,6 +27,7 @@ import { expectCompleted, importingAdmin, postImport } from '../../imports/impor
  *
  * Every catalogue entity is read (users and statistics excepted: kept as they are now only) with all
  * its fields, the ids of its many-to-many links and the count of each list relation.
+ * Slow: for 2 seeds, 60 random commands reading every entity after each, then the whole log replayed one event at a time, every entity read twice per event, and a rebuild in pages of 7
  */
 
 /** Every entity a read asOf answers for (accounts and statistics are kept as they are now only). */

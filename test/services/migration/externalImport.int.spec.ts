@@ -37,6 +37,7 @@ async function generatedExport(size: { cases: number; runs: number; results: num
   await generateExport({ ...size, projects: 1, users: 4, seed, format: 'json', matchEmails: [] }, sink);
   return Buffer.concat(chunks);
 }
+// Slow: starts 3 test apps and imports 5 generated exports of 150 cases and 600 results in 25-row chunks, rolling 3 back, through database outages of 3 s and 2 s and 2 read-model rebuilds
 describe('External-tool migration: jobs through the API and a worker', function () {
   this.timeout(240_000);
   let app: TestApp;

@@ -30,6 +30,7 @@ function junit(cases: number, name: string): string {
  * version side by side and switches to it, every document once; a partial one rewrites its scope
  * in the live version; pause, resume, cancel, schedules, an engine that changes or goes away, and
  * every refusal (nothing appended).
+ * Slow: on PostgreSQL and on OpenSearch, runs ten reindex jobs (seven full) over 50 cases in batches of 2-7 documents, six with writes slowed 20-30 ms, and waits for the indexer to follow
  */
 for (const engineName of ['postgres', 'opensearch'] as const) describe(`search administration: reindex jobs (${engineName})`, function () {
   this.timeout(180_000);
