@@ -117,6 +117,8 @@ export class PostgresEventStore implements EventStore {
   private queue: Pending[] = [];
   private flushing = false;
   private readonly subscriptions = new Set<Subscription>();
+  /** The LISTEN connection its subscriptions share, opened with the first. */
+  private sharedListener: SharedListener | null = null;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -322,7 +324,7 @@ export class PostgresEventStore implements EventStore {
   }
 
   subscribeToAll(options: { after?: string; shallow?: readonly string[] } = {}): Subscription {
-    const sub = new PostgresSubscription(this, this.connectionString, options.after ?? '0', options.shallow);
+    const sub = new PostgresSubscription(this, (this.sharedListener ??= new SharedListener(this.connectionString)), options.after ?? '0', options.shallow);
     this.subscriptions.add(sub);
     const close = sub.close.bind(sub);
     sub.close = async () => {
@@ -337,38 +339,78 @@ export class PostgresEventStore implements EventStore {
   }
 }
 
+/**
+ * The one LISTEN connection a store's subscriptions share (a process following the log with nine
+ * projections held nine): each subscriber is woken by every notification. Lost, it is replaced at
+ * a subscriber's next turn, whose catch-up read covers what was missed; with no subscriber left, it
+ * is ended.
+ */
+class SharedListener {
+  private client: pg.Client | null = null;
+  private connecting: Promise<void> | null = null;
+  private readonly subscribers = new Set<() => void>();
+
+  constructor(private readonly connectionString: string) {}
+
+  add(onNotify: () => void): void {
+    this.subscribers.add(onNotify);
+  }
+
+  async remove(onNotify: () => void): Promise<void> {
+    this.subscribers.delete(onNotify);
+    if (this.subscribers.size > 0 || !this.client) return;
+    const client = this.client;
+    this.client = null;
+    await client.end().catch(() => undefined);
+  }
+
+  /** Resolves once the connection listens; rejects when it cannot be had (the subscriber's error). */
+  async ensure(): Promise<void> {
+    while (!this.client && this.subscribers.size > 0) {
+      this.connecting ??= this.connect().finally(() => {
+        this.connecting = null;
+      });
+      await this.connecting;
+    }
+  }
+
+  private async connect(): Promise<void> {
+    const client = await listenOn(this.connectionString, NOTIFY_CHANNEL, {
+      onNotification: () => this.notifyAll(),
+      onLost: (lost) => {
+        if (this.client === lost) this.client = null;
+        this.notifyAll();
+      },
+    });
+    // Every subscriber left while it connected: nobody else will end this client.
+    if (this.subscribers.size === 0) await client.end().catch(() => undefined);
+    else this.client = client;
+  }
+
+  private notifyAll(): void {
+    for (const notify of this.subscribers) notify();
+  }
+}
+
 /** Catch-up then live: reads pages after the last delivered position, sleeps on LISTEN between them. */
 class PostgresSubscription implements Subscription {
   private closed = false;
-  private listener: pg.Client | null = null;
   private wake: (() => void) | null = null;
   private notified = false;
 
   constructor(
     private readonly store: PostgresEventStore,
-    private readonly connectionString: string,
+    private readonly listener: SharedListener,
     private after: string,
     private readonly shallow?: readonly string[],
-  ) {}
+  ) {
+    listener.add(this.onNotify);
+  }
 
   private onNotify = () => {
     this.notified = true;
     this.wake?.();
   };
-
-  private async listen(): Promise<void> {
-    // A lost LISTEN connection is replaced at the next turn; the catch-up read after it covers what was missed.
-    const client = await listenOn(this.connectionString, NOTIFY_CHANNEL, {
-      onNotification: this.onNotify,
-      onLost: (lost) => {
-        if (this.listener === lost) this.listener = null;
-        this.onNotify();
-      },
-    });
-    // Closed while connecting: nobody else will end this client.
-    if (this.closed) await client.end().catch(() => undefined);
-    else this.listener = client;
-  }
 
   async *[Symbol.asyncIterator](): AsyncIterator<EventEnvelope> {
     try {
@@ -382,7 +424,7 @@ class PostgresSubscription implements Subscription {
     while (!this.closed) {
       // A listener that cannot be had (again) ends the subscription with the error: its follower
       // (projector, relay) decides whether and for how long to retry (services/shared/faults.ts).
-      if (!this.listener) await this.listen();
+      await this.listener.ensure();
       this.notified = false;
       const page = await this.store.readAll({ after: this.after, maxCount: PAGE, maxBytes: SUBSCRIPTION_PAGE_BYTES, shallow: this.shallow });
       for (const event of page) {
@@ -404,8 +446,6 @@ class PostgresSubscription implements Subscription {
     if (this.closed) return;
     this.closed = true;
     this.wake?.();
-    const l = this.listener;
-    this.listener = null;
-    await l?.end().catch(() => undefined);
+    await this.listener.remove(this.onNotify);
   }
 }

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { expect } from 'chai';
 import { PostgresEventStore, setupPostgresEventStore } from '../../infra/eventstore/postgres';
 import { createTestDatabase, type TestDatabase } from '../support/database';
+import { waitUntil } from '../support/wait';
 import { eventStoreContract, ev, meta, take } from './eventStoreContract';
 
 describe('PostgreSQL event store', () => {
@@ -36,6 +37,33 @@ describe('PostgreSQL event store', () => {
     for (let i = 1; i < positions.length; i++) expect(positions[i]).to.equal(positions[i - 1] + 1n);
     await Promise.all(stores.map((s) => s.close()));
     await Promise.all(pools.map((p) => p.end()));
+  });
+
+  it('subscriptions of one store share one LISTEN session; killed, it is replaced and every subscription goes on live; the last closed ends it', async function () {
+    this.timeout(60000);
+    const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+    await setupPostgresEventStore(pool);
+    const store = new PostgresEventStore(pool, db.url);
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    const listening = async () => (await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN %' AND pid <> pg_backend_pid()")).rows.map((r) => r.pid);
+    try {
+      const start = await store.headPosition();
+      const received = Array.from({ length: 5 }, () => take(store.subscribeToAll({ after: start }), 4));
+      await store.append(`shared-${start}`, [ev(0), ev(1)], { expectedRevision: 'any', metadata: meta });
+      await waitUntil(async () => (await listening()).length === 1, 'the subscriptions to listen', 10_000);
+      await new Promise((r) => setTimeout(r, 300));
+      const [pid] = await listening();
+      expect(await listening(), 'five subscriptions, one session').to.have.length(1);
+      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      await store.append(`shared-${start}`, [ev(2), ev(3)], { expectedRevision: 'any', metadata: meta });
+      for (const seen of await Promise.all(received)) expect(seen.map((e) => (e.data as { n: number }).n)).to.deep.equal([0, 1, 2, 3]);
+      await waitUntil(async () => (await listening()).length === 0, 'the session to end with the last subscription', 10_000);
+    } finally {
+      await admin.end();
+      await store.close();
+      await pool.end();
+    }
   });
 
   it('a page of readAll stops at maxBytes of stored data (at least one event); a subscription still delivers every big event', async function () {
