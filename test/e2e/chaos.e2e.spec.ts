@@ -8,6 +8,7 @@ import { formatReport, runChaos } from '../../scripts/chaos/index';
  * judged. The embedded deployment always; the Kafka one when its own broker and OpenSearch node
  * (infra/, on ports 19092 and 19200) can be started: else skipped with a visible line, or failed
  * with REQUIRE_SERVICES=1.
+ * Exclusive: up to 6 processes of the service and 8 readers at once, which would leave the files beside it short of PostgreSQL connections (100 by default) and of CPU
  * Slow: 8,000 JUnit results in 4 uploads and a 200-case migration under 8 readers and 2 searchers, embedded (2 faults), then, if infra/ starts, on 6 processes with own Kafka and OpenSearch (6 faults)
  */
 describe('chaos: faults under load (short form)', function () {

@@ -10,6 +10,7 @@ const ADMIN = { email: 'owner@example.com', password: 'embedded-default-1' };
 /**
  * `npm start` with no configuration: embedded PostgreSQL under DATA_DIR, PostgreSQL event store,
  * direct transport. Data survives a restart and a SIGKILL; rebuild works on the same DATA_DIR.
+ * Slow: starts the service with its embedded PostgreSQL (initdb the first time) three times and rebuilds the read model
  */
 /** Waits on the checkpoints (through /readyz) until every projection has applied the head of the log. */
 async function caughtUp(url: string): Promise<void> {

@@ -29,6 +29,7 @@ const WRITTEN_IN_BULK: Record<string, [table: string, idKey: string]> = {
  * taken over when their leases expire. Every job completes, and every row of every job was
  * created exactly once (one Created event per row in the job's correlation, each under the id the
  * job planned).
+ * Slow: two processes (the API with a worker, a second worker) migrate 4 exports of 240 cases and 1,200 results each in 50-row chunks; the second is SIGKILLed mid-job and its jobs wait out a 3 s lease
  */
 describe('external-tool migration with two workers, one SIGKILLed mid-job', function () {
   this.timeout(600_000);

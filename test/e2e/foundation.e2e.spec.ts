@@ -27,6 +27,7 @@ async function kafkaAvailable(): Promise<boolean> {
   }
 }
 
+// Slow: starts the service as a process for each transport (direct, Kafka), restarts it and rebuilds the read model in it
 for (const transport of ['direct', 'kafka'] as const) describe(`HTTP end to end (DATABASE_URL, every role in one process, ${transport} transport)`, function () {
   this.timeout(120_000);
   let db: TestDatabase;

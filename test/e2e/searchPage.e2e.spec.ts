@@ -16,6 +16,7 @@ const USER = { email: 'search-page-user@example.com', password: 'search page use
  * /admin/search in headless Chromium against a started server (every role in one process), on
  * PostgreSQL search and on a real OpenSearch: status, the indices listed, a delete refused without
  * the typed confirmation, a reindex whose progress reaches 100, and a non-admin kept out.
+ * Slow: launches Chromium and, on each engine (PostgreSQL, OpenSearch), starts the service as a process, then drives a full reindex through the page until it reaches 100 %
  */
 for (const engine of ['postgres', 'opensearch'] as const) {
   describe(`search administration page (/admin/search) in headless Chromium, ${engine === 'postgres' ? 'PostgreSQL search' : 'OpenSearch'}`, function () {

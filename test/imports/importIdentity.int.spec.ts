@@ -6,6 +6,8 @@ import { startTestApp, type TestApp } from '../support/app';
 import { waitUntil } from '../support/wait';
 import { expectCompleted, importingAdmin } from './importClient';
 
+// Slow: 23 tests, each importing small files through the API and waiting for every job to end; the last wait out jobs that fail and a 1.5 s retry budget
+
 /** A JUnit file of suites, each with its cases: [name, classname, outcome element or ''] */
 function junit(suites: Array<{ name: string; cases: Array<[string, string, string]> }>): string {
   const body = suites.map((s) => `  <testsuite name="${s.name}" tests="${s.cases.length}">\n${s.cases.map(([name, cls, outcome]) =>

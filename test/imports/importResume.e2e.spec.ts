@@ -42,6 +42,7 @@ async function importUntilChunksAreIn(url: string, token: string, project: numbe
  * The import saga survives a SIGKILL: `services/process/main.ts` is killed while its worker appends
  * chunks; the next start's worker takes the job over once the dead one's lease expired and resumes
  * it from its stream, and the run ends with every result exactly once.
+ * Slow: starts the service as a process three times and imports 4,000 cases in 20-case chunks twice: once killed (SIGKILL) and resumed after a 4 s lease, once cut off from the database and let in again
  */
 describe('result import end to end (a started server, killed mid-import)', function () {
   this.timeout(180_000);

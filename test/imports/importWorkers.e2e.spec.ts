@@ -31,6 +31,7 @@ async function startImport(url: string, token: string, project: number, name: st
  * is taken over once its lease expires, every job completes with each result exactly once, and
  * every answer's stream (followed by the API in the read model, not in the worker) ends with the
  * job's `complete`, that of the job whose worker died too.
+ * Slow: two processes (the service, a second worker) import 4 files of 2,000 cases in 20-case chunks at once; one is SIGKILLed mid-job and its job waits out the lease
  */
 describe('result imports run by two workers, one SIGKILLed mid-job', function () {
   this.timeout(600_000);

@@ -15,6 +15,7 @@ import { expectCompleted, type ImportAnswer, importingAdmin } from './importClie
  * counters, Mocha stats), and with its test cases where it has none (Cucumber). Every file also
  * holds to what a CI user relies on: every failure or error in the file is a failed or error result
  * whose run case shows failed or error (never passed), and distinct tests stay distinct run cases.
+ * Slow: imports 29 real result files through the API, each into a run of its own, and reads back every run case and result of each
  */
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'real');

@@ -32,10 +32,18 @@ class SpecWithSlowestFiles extends Mocha.reporters.Spec {
     super(runner, options);
     const started = new Map();
     const byFile = new Map();
+    // Files run in parallel: each worker times its files (workerReporter.cjs) and the time arrives
+    // on the end of each top-level suite; run one after the other, the times are taken here.
+    const parallel = typeof runner.isParallelMode === 'function' && runner.isParallelMode();
+    if (parallel) runner.workerReporter(require.resolve('./workerReporter.cjs'));
     runner.on(EVENT_SUITE_BEGIN, (suite) => {
-      if (suite.file && suite.parent && suite.parent.root) started.set(suite, Date.now());
+      if (!parallel && suite.file && suite.parent && suite.parent.root) started.set(suite, Date.now());
     });
     runner.on(EVENT_SUITE_END, (suite) => {
+      if (parallel) {
+        if (suite.file && typeof suite.elapsedMs === 'number') byFile.set(suite.file, (byFile.get(suite.file) ?? 0) + suite.elapsedMs);
+        return;
+      }
       const at = started.get(suite);
       if (at === undefined) return;
       started.delete(suite);
@@ -43,6 +51,11 @@ class SpecWithSlowestFiles extends Mocha.reporters.Spec {
     });
     runner.once(EVENT_RUN_END, () => {
       if (byFile.size < 2) return;
+      // TEST_TIMES=<file>: every file's time as JSON too (seconds), to see where a whole run goes.
+      if (process.env.TEST_TIMES) {
+        const all = Object.fromEntries([...byFile].sort((a, b) => b[1] - a[1]).map(([f, ms]) => [path.relative(process.cwd(), f), ms / 1000]));
+        fs.writeFileSync(process.env.TEST_TIMES, JSON.stringify(all, null, 1));
+      }
       const total = [...byFile.values()].reduce((a, b) => a + b, 0);
       const slowest = [...byFile].sort((a, b) => b[1] - a[1]).slice(0, SLOWEST);
       Mocha.reporters.Base.consoleLog(`\n  The ${slowest.length} slowest of ${byFile.size} files (${(total / 1000).toFixed(0)} s in all):`);

@@ -1,6 +1,7 @@
 // The relay as its own process (services/process/relay/main.ts), killed with SIGKILL in the middle of a
 // burst and restarted: it resumes from its checkpoint, nothing is lost, nothing is applied twice. And
 // a relay stopped while it starts ends (it opened its subscription after stop() once, and waited forever).
+// Slow: starts the relay as a process of its own (SIGKILLed mid-burst of 3,000 events, restarted behind the broker, stopped while it starts), each time waiting for every consumer group to apply everything
 import { expect } from 'chai';
 import { readModelProjection } from '../../projections/readModel';
 import { startRelay } from '../../services/process/relay/relay';

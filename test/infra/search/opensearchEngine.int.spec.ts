@@ -18,6 +18,7 @@ import { describeSearchEngineContract } from './engineContract';
 const settingsFor = (prefix: string, overrides: Partial<SearchSettings> = {}): SearchSettings =>
   ({ ...DEFAULT_SEARCH_SETTINGS, url: SEARCH_TEST_URL, indexPrefix: prefix, ...overrides });
 
+// Slow: runs the whole search engine contract against a real OpenSearch node (each index created, refreshed and deleted over HTTP), then waits out request time limits and retries against an engine away or silent
 describe('OpenSearch search engine contract', () => {
   // Here, not in `open`: one SKIPPED line for the whole suite.
   before(async function () {

@@ -21,6 +21,7 @@ const OPERATIONS = '/api/admin/search/operations';
  * maintenance") over HTTP, on each real engine: the list with checkpoints and lag against the real
  * event log, creating and deleting indices (confirmed), the maintenance operations, health and
  * nodes; every operation an event with its actor, every refusal nothing at all.
+ * Slow: every route of the index administration on both engines: indices deleted and created again, force merges, a REINDEX and a mapping update, and an engine that stops answering mid-operation
  */
 for (const engineName of ['postgres', 'opensearch'] as const) describe(`search administration: indices and maintenance (${engineName})`, function () {
   this.timeout(120_000);

@@ -1,0 +1,63 @@
+'use strict';
+/**
+ * Spec files run side by side (`jobs` in .mocharc.cjs), each in a worker process. A file whose header
+ * has a comment line starting `Exclusive:` runs alone: it says why (it stops a server the others use,
+ * or starts so many processes that PostgreSQL's connections would run out for the files beside it).
+ *
+ * How: in a worker, every file holds an advisory lock of PostgreSQL (the machine's, TEST_DATABASE_URL)
+ * while it runs: shared for most files, exclusive for those. PostgreSQL queues a lock request behind
+ * a waiting one it conflicts with, so an exclusive file waits for the files running to end, and files
+ * asking after it wait for it. Run one after the other (a named file, `--jobs 1`), nothing is locked.
+ */
+const fs = require('node:fs');
+const pg = require('pg');
+const workerpool = require('workerpool');
+
+const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** The advisory lock's key (any number no other code of ours locks). */
+const FILE_LOCK = 7362078;
+
+/** The reason a spec file gives for running alone (its first comment line starting `Exclusive:`), or null. */
+function exclusiveReason(file) {
+  try {
+    const m = /^\s*(?:\/\/|\*)\s*Exclusive:\s*(.+)$/m.exec(fs.readFileSync(file, 'utf8'));
+    return m ? m[1].trim() : null;
+  } catch {
+    return null;
+  }
+}
+
+/** One connection per worker, kept for its files. */
+let client = null;
+let held = null;
+
+async function connection() {
+  if (!client) {
+    client = new pg.Client({ connectionString: ADMIN_URL, application_name: 'testament-test-files' });
+    client.on('error', () => {
+      client = null;
+    });
+    await client.connect();
+  }
+  return client;
+}
+
+exports.mochaHooks = workerpool.isMainThread ? {} : {
+  async beforeAll() {
+    // Waiting for the files before it (or an exclusive one) to end is not the file's time.
+    this.timeout(0);
+    const file = this.test?.parent?.suites?.[0]?.file;
+    if (!file) return;
+    held = exclusiveReason(file) ? 'pg_advisory_unlock' : 'pg_advisory_unlock_shared';
+    const c = await connection();
+    await c.query(held === 'pg_advisory_unlock' ? 'SELECT pg_advisory_lock($1)' : 'SELECT pg_advisory_lock_shared($1)', [FILE_LOCK]);
+  },
+  async afterAll() {
+    if (!held || !client) return;
+    const unlock = held;
+    held = null;
+    await client.query(`SELECT ${unlock}($1)`, [FILE_LOCK]);
+  },
+};
+
+exports.exclusiveReason = exclusiveReason;

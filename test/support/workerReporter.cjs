@@ -1,0 +1,32 @@
+'use strict';
+/**
+ * The reporter of a worker when mocha runs files in parallel (set by test/support/reporter.cjs): mocha's
+ * own buffering reporter, with each file's time added to the end of its top-level suites, since the
+ * events of a worker reach the main process only when its file is done (their times there mean nothing).
+ */
+const ParallelBuffered = require('mocha/lib/nodejs/reporters/parallel-buffered.cjs');
+const { Suite } = require('mocha');
+const { EVENT_SUITE_BEGIN, EVENT_SUITE_END } = require('mocha').Runner.constants;
+
+class TimedParallelBuffered extends ParallelBuffered {
+  constructor(runner, options) {
+    super(runner, options);
+    const started = new Map();
+    // Ahead of the buffering listeners: a file's time is on its suite before the suite is serialised.
+    runner.prependListener(EVENT_SUITE_BEGIN, (suite) => {
+      if (suite.file && suite.parent && suite.parent.root) started.set(suite, Date.now());
+    });
+    runner.prependListener(EVENT_SUITE_END, (suite) => {
+      const at = started.get(suite);
+      if (at === undefined) return;
+      started.delete(suite);
+      const elapsedMs = Date.now() - at;
+      const file = suite.file;
+      suite.serialize = function serialize() {
+        return { ...Suite.prototype.serialize.call(this), file, elapsedMs };
+      };
+    });
+  }
+}
+
+module.exports = TimedParallelBuffered;
