@@ -16,8 +16,6 @@ const MAX_BATCH = 500;
 const PAGE = 1000;
 /** A subscription's page holds at most this many stored bytes of event data (ReadAllOptions.maxBytes). */
 const SUBSCRIPTION_PAGE_BYTES = 256 * 1024;
-/** The stored bytes of event data a store keeps of what its subscriptions read last (RecentEvents). */
-const RECENT_EVENTS_BYTES = 4 * 1024 * 1024;
 
 export interface AppendRequest {
   streamId: string;
@@ -119,10 +117,6 @@ export class PostgresEventStore implements EventStore {
   private queue: Pending[] = [];
   private flushing = false;
   private readonly subscriptions = new Set<Subscription>();
-  /** What its subscriptions read last. */
-  private readonly recent = new RecentEvents(RECENT_EVENTS_BYTES);
-  /** Reads of subscription pages in flight, by variant and position. */
-  private readonly reading = new Map<string, Promise<EventEnvelope[]>>();
   /** The LISTEN connection its subscriptions share, opened with the first. */
   private sharedListener: SharedListener | null = null;
 
@@ -205,46 +199,16 @@ export class PostgresEventStore implements EventStore {
     const after = options.after ?? '0';
     const limit = options.maxCount ?? PAGE;
     const shallow = options.shallow?.length ? [...options.shallow] : null;
+    const columns = shallow === null ? COLUMNS : shallowColumns(options.maxBytes === undefined ? 3 : 4);
     const extra = shallow === null ? [] : [shallow];
-    if (options.maxBytes !== undefined) return (await this.readSized(after, limit, options.maxBytes, shallow)).map((r) => r.event);
-    const columns = shallow === null ? COLUMNS : shallowColumns(3);
-    const { rows } = await this.pool.query<EventRow>(`SELECT ${columns} FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2`, [after, limit, ...extra]);
+    const { rows } = options.maxBytes === undefined
+      ? await this.pool.query<EventRow>(`SELECT ${columns} FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2`, [after, limit, ...extra])
+      : await this.pool.query<EventRow>(
+        `SELECT ${columns} FROM (
+           SELECT page.*, sum(pg_column_size(page.data)) OVER (ORDER BY page.position) - pg_column_size(page.data) AS before
+           FROM (SELECT * FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2) page
+         ) sized WHERE before < $3 ORDER BY position ASC`, [after, limit, options.maxBytes, ...extra]);
     return rows.map(toEnvelope);
-  }
-
-  /** A page of at most `limit` events and `maxBytes` stored bytes (at least one event), each with its stored size. */
-  private async readSized(after: string, limit: number, maxBytes: number, shallow: string[] | null): Promise<SizedEvent[]> {
-    const columns = shallow === null ? COLUMNS : shallowColumns(4);
-    const { rows } = await this.pool.query<EventRow & { stored_size: number }>(
-      `SELECT ${columns}, stored_size FROM (
-         SELECT page.*, pg_column_size(page.data) AS stored_size,
-                sum(pg_column_size(page.data)) OVER (ORDER BY page.position) - pg_column_size(page.data) AS before
-         FROM (SELECT * FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2) page
-       ) sized WHERE before < $3 ORDER BY position ASC`, [after, limit, maxBytes, ...(shallow === null ? [] : [shallow])]);
-    return rows.map((r) => ({ event: toEnvelope(r), size: Number(r.stored_size) }));
-  }
-
-  /**
-   * A subscription's next page: from what the store's subscriptions read last where it has the
-   * events following `after` (the projections of a process follow the log a few events apart, and
-   * read each page once between them, not once each), else from the table.
-   */
-  async readPage(after: string, shallow: readonly string[] | undefined): Promise<EventEnvelope[]> {
-    const variant = shallow?.length ? [...shallow].sort() : null;
-    const key = variant === null ? '' : variant.join(',');
-    const kept = this.recent.read(key, after, PAGE, SUBSCRIPTION_PAGE_BYTES);
-    if (kept.length > 0) return kept;
-    // Woken by the same NOTIFY, subscriptions at the same position share one read.
-    const reading = `${key}\u0000${after}`;
-    let read = this.reading.get(reading);
-    if (!read) {
-      read = this.readSized(after, PAGE, SUBSCRIPTION_PAGE_BYTES, variant).then((page) => {
-        this.recent.keep(key, page);
-        return page.map((r) => r.event);
-      }).finally(() => this.reading.delete(reading));
-      this.reading.set(reading, read);
-    }
-    return read;
   }
 
   async headPosition(): Promise<string> {
@@ -375,49 +339,6 @@ export class PostgresEventStore implements EventStore {
   }
 }
 
-interface SizedEvent { event: EventEnvelope; size: number }
-
-/**
- * The events a store's subscriptions read last, up to `budget` stored bytes, the oldest read
- * forgotten first; kept per variant (the types read shallow). Events never change once appended, and
- * positions have no gaps, so events at consecutive positions found here are exactly what the table
- * holds after the first of them. Handed to several subscriptions, an event is one object: nobody
- * may change an event they are given (the Kafka projector shares its decoded events the same way).
- */
-export class RecentEvents {
-  private readonly events = new Map<string, SizedEvent>();
-  private bytes = 0;
-
-  constructor(private readonly budget: number) {}
-
-  /** The events after `after` found here, in order, stopping at the first missing (none if it is). */
-  read(variant: string, after: string, maxCount: number, maxBytes: number): EventEnvelope[] {
-    const page: EventEnvelope[] = [];
-    let bytes = 0;
-    for (let position = BigInt(after) + 1n; page.length < maxCount && bytes < maxBytes; position++) {
-      const found = this.events.get(`${variant}\u0000${position}`);
-      if (!found) break;
-      page.push(found.event);
-      bytes += found.size;
-    }
-    return page;
-  }
-
-  keep(variant: string, page: readonly SizedEvent[]): void {
-    for (const sized of page) {
-      const key = `${variant}\u0000${sized.event.position}`;
-      if (this.events.has(key) || sized.size > this.budget) continue;
-      this.events.set(key, sized);
-      this.bytes += sized.size;
-    }
-    for (const [key, oldest] of this.events) {
-      if (this.bytes <= this.budget) break;
-      this.events.delete(key);
-      this.bytes -= oldest.size;
-    }
-  }
-}
-
 /**
  * The one LISTEN connection a store's subscriptions share (a process following the log with nine
  * projections held nine): each subscriber is woken by every notification. Lost, it is replaced at
@@ -505,7 +426,7 @@ class PostgresSubscription implements Subscription {
       // (projector, relay) decides whether and for how long to retry (services/shared/faults.ts).
       await this.listener.ensure();
       this.notified = false;
-      const page = await this.store.readPage(this.after, this.shallow);
+      const page = await this.store.readAll({ after: this.after, maxCount: PAGE, maxBytes: SUBSCRIPTION_PAGE_BYTES, shallow: this.shallow });
       for (const event of page) {
         if (this.closed) return;
         this.after = event.position;
