@@ -59,9 +59,6 @@ export interface TestApp {
 
 export const TEST_TOKEN_SECRET = 'x'.repeat(40);
 
-/** The size of each of a test app's two connection pools (the event store's, the read model's). */
-const TEST_APP_POOL_SIZE = 6;
-
 /** Rate limiting runs in every test app, with limits no suite reaches unless it sets its own. */
 export const UNREACHED_RATE_LIMITS: RateLimitSettings = { windowMs: 60_000, max: 1e9, anonymousMax: 1e9, loginMax: 1e9, loginWindowMs: 15 * 60_000 };
 
@@ -90,12 +87,10 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
   projections?: readonly Projection[];
 } = {}): Promise<TestApp> {
   const db = await createMigratedDatabase('app');
-  // Six connections a pool, not the service's ten: files run side by side (.mocharc.cjs) and some
-  // start three apps, whose idle connections at ten each came to 90 of PostgreSQL's default 100.
-  const pool = createPool(db.url, TEST_APP_POOL_SIZE);
+  const pool = createPool(db.url);
   const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   // Pool warnings (a test that cuts the database) go to the app's log, not the console.
-  const knex = createKnex(db.url, TEST_APP_POOL_SIZE, logger);
+  const knex = createKnex(db.url, 10, logger);
   await migrateReadModel(knex);
   await setupPostgresEventStore(pool);
   const store = withContracts(new PostgresEventStore(pool, db.url), loadContracts());
