@@ -9,23 +9,13 @@
  * a waiting one it conflicts with, so an exclusive file waits for the files running to end, and files
  * asking after it wait for it. Run one after the other (a named file, `--jobs 1`), nothing is locked.
  */
-const fs = require('node:fs');
 const pg = require('pg');
 const workerpool = require('workerpool');
+const { headerLine } = require('./specFiles.cjs');
 
 const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** The advisory lock's key (any number no other code of ours locks). */
 const FILE_LOCK = 7362078;
-
-/** The reason a spec file gives for running alone (its first comment line starting `Exclusive:`), or null. */
-function exclusiveReason(file) {
-  try {
-    const m = /^\s*(?:\/\/|\*)\s*Exclusive:\s*(.+)$/m.exec(fs.readFileSync(file, 'utf8'));
-    return m ? m[1].trim() : null;
-  } catch {
-    return null;
-  }
-}
 
 /** One connection per worker, kept for its files. */
 let client = null;
@@ -46,9 +36,11 @@ exports.mochaHooks = workerpool.isMainThread ? {} : {
   async beforeAll() {
     // Waiting for the files before it (or an exclusive one) to end is not the file's time.
     this.timeout(0);
-    const file = this.test?.parent?.suites?.[0]?.file;
+    // The worker's root suite holds one file's suites (or tests written at its top level).
+    const root = this.test?.parent;
+    const file = root?.suites?.[0]?.file ?? root?.tests?.[0]?.file;
     if (!file) return;
-    held = exclusiveReason(file) ? 'pg_advisory_unlock' : 'pg_advisory_unlock_shared';
+    held = headerLine(file, 'Exclusive') ? 'pg_advisory_unlock' : 'pg_advisory_unlock_shared';
     const c = await connection();
     await c.query(held === 'pg_advisory_unlock' ? 'SELECT pg_advisory_lock($1)' : 'SELECT pg_advisory_lock_shared($1)', [FILE_LOCK]);
   },
@@ -59,5 +51,3 @@ exports.mochaHooks = workerpool.isMainThread ? {} : {
     await client.query(`SELECT ${unlock}($1)`, [FILE_LOCK]);
   },
 };
-
-exports.exclusiveReason = exclusiveReason;

@@ -1,25 +1,14 @@
 'use strict';
 const Mocha = require('mocha');
 
-const { EVENT_SUITE_BEGIN, EVENT_SUITE_END, EVENT_RUN_END } = Mocha.Runner.constants;
+const { EVENT_SUITE_END, EVENT_RUN_END } = Mocha.Runner.constants;
 const fs = require('node:fs');
 const path = require('node:path');
+const { headerLine, timeTopLevelSuites } = require('./specFiles.cjs');
 
 const SLOWEST = 20;
 /** A file slower than this says why in its header: a comment line starting `Slow:`. */
 const SLOW_FILE_SECONDS = 30;
-
-/** The reason a spec file gives for its time: its first comment line that starts with `Slow:`, or null. */
-function slowReason(file) {
-  let text;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch {
-    return null;
-  }
-  const m = /^\s*(?:\/\/|\*)\s*Slow:\s*(.+)$/m.exec(text);
-  return m ? m[1].trim() : null;
-}
 
 /**
  * Mocha's spec reporter, and at the end of the run the slowest spec files with their time (the
@@ -30,25 +19,19 @@ function slowReason(file) {
 class SpecWithSlowestFiles extends Mocha.reporters.Spec {
   constructor(runner, options) {
     super(runner, options);
-    const started = new Map();
     const byFile = new Map();
+    const add = (file, ms) => byFile.set(file, (byFile.get(file) ?? 0) + ms);
     // Files run in parallel: each worker times its files (workerReporter.cjs) and the time arrives
     // on the end of each top-level suite; run one after the other, the times are taken here.
     const parallel = typeof runner.isParallelMode === 'function' && runner.isParallelMode();
-    if (parallel) runner.workerReporter(require.resolve('./workerReporter.cjs'));
-    runner.on(EVENT_SUITE_BEGIN, (suite) => {
-      if (!parallel && suite.file && suite.parent && suite.parent.root) started.set(suite, Date.now());
-    });
-    runner.on(EVENT_SUITE_END, (suite) => {
-      if (parallel) {
-        if (suite.file && typeof suite.elapsedMs === 'number') byFile.set(suite.file, (byFile.get(suite.file) ?? 0) + suite.elapsedMs);
-        return;
-      }
-      const at = started.get(suite);
-      if (at === undefined) return;
-      started.delete(suite);
-      byFile.set(suite.file, (byFile.get(suite.file) ?? 0) + Date.now() - at);
-    });
+    if (parallel) {
+      runner.workerReporter(require.resolve('./workerReporter.cjs'));
+      runner.on(EVENT_SUITE_END, (suite) => {
+        if (suite.file && typeof suite.elapsedMs === 'number') add(suite.file, suite.elapsedMs);
+      });
+    } else {
+      timeTopLevelSuites(runner, (suite, ms) => add(suite.file, ms));
+    }
     runner.once(EVENT_RUN_END, () => {
       if (byFile.size < 2) return;
       // TEST_TIMES=<file>: every file's time as JSON too (seconds), to see where a whole run goes.
@@ -60,7 +43,7 @@ class SpecWithSlowestFiles extends Mocha.reporters.Spec {
       const slowest = [...byFile].sort((a, b) => b[1] - a[1]).slice(0, SLOWEST);
       Mocha.reporters.Base.consoleLog(`\n  The ${slowest.length} slowest of ${byFile.size} files (${(total / 1000).toFixed(0)} s in all):`);
       for (const [file, ms] of slowest) {
-        const reason = slowReason(file);
+        const reason = headerLine(file, 'Slow');
         const why = reason ?? (ms / 1000 > SLOW_FILE_SECONDS ? `(over ${SLOW_FILE_SECONDS} s and says not why: add a "Slow:" line to its header)` : '');
         Mocha.reporters.Base.consoleLog(`  ${(ms / 1000).toFixed(1).padStart(8)} s  ${path.relative(process.cwd(), file)}${why ? `: ${why}` : ''}`);
       }

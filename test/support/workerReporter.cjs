@@ -6,26 +6,18 @@
  */
 const ParallelBuffered = require('mocha/lib/nodejs/reporters/parallel-buffered.cjs');
 const { Suite } = require('mocha');
-const { EVENT_SUITE_BEGIN, EVENT_SUITE_END } = require('mocha').Runner.constants;
+const { timeTopLevelSuites } = require('./specFiles.cjs');
 
 class TimedParallelBuffered extends ParallelBuffered {
   constructor(runner, options) {
     super(runner, options);
-    const started = new Map();
     // Ahead of the buffering listeners: a file's time is on its suite before the suite is serialised.
-    runner.prependListener(EVENT_SUITE_BEGIN, (suite) => {
-      if (suite.file && suite.parent && suite.parent.root) started.set(suite, Date.now());
-    });
-    runner.prependListener(EVENT_SUITE_END, (suite) => {
-      const at = started.get(suite);
-      if (at === undefined) return;
-      started.delete(suite);
-      const elapsedMs = Date.now() - at;
+    timeTopLevelSuites(runner, (suite, elapsedMs) => {
       const file = suite.file;
       suite.serialize = function serialize() {
         return { ...Suite.prototype.serialize.call(this), file, elapsedMs };
       };
-    });
+    }, { prepend: true });
   }
 }
 
