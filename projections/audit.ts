@@ -4,6 +4,7 @@ import { type EventEnvelope, streamCategory } from '../contracts/envelope';
 import { idKeyOf, rowsWrittenOf } from '../contracts/entityEvents';
 import { SECRET_NAME } from '../contracts/secrets';
 import type { Projection } from './runtime/projection';
+import { upsertRecords } from './runtime/rowBatch';
 
 /**
  * The audit trail: one row per event of the log (who, through which token or session, from where,
@@ -53,6 +54,8 @@ interface EntityProject { projectId: number | null; parent: { entity: string; id
 const keyOf = (entity: string, id: number) => `${entity}:${id}`;
 
 /** The (entity, id) → project map, as far as this batch needs it: loaded once, changed in memory, written back once. */
+const MAP_TYPES = { entity: 'text', entity_id: 'integer', project_id: 'integer', parent_entity: 'text', parent_id: 'integer' };
+
 class ProjectMap {
   private readonly entries = new Map<string, EntityProject | null>();
   private readonly dirty = new Set<string>();
@@ -108,12 +111,8 @@ class ProjectMap {
       return { entity, entity_id: Number(id), project_id: e.projectId, parent_entity: e.parent?.entity ?? null, parent_id: e.parent?.id ?? null };
     });
     this.dirty.clear();
-    await this.trx.raw(
-      `INSERT INTO ${TABLES.projects} (entity, entity_id, project_id, parent_entity, parent_id)
-       SELECT entity, entity_id, project_id, parent_entity, parent_id
-       FROM json_to_recordset(?::json) AS x(entity text, entity_id integer, project_id integer, parent_entity text, parent_id integer)
-       ON CONFLICT (entity, entity_id) DO UPDATE SET project_id = EXCLUDED.project_id, parent_entity = EXCLUDED.parent_entity, parent_id = EXCLUDED.parent_id`,
-      [JSON.stringify(rows)]);
+    await upsertRecords(this.trx, TABLES.projects, MAP_TYPES, rows,
+      'ON CONFLICT (entity, entity_id) DO UPDATE SET project_id = EXCLUDED.project_id, parent_entity = EXCLUDED.parent_entity, parent_id = EXCLUDED.parent_id');
   }
 }
 

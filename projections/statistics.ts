@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import { copyRows } from '../infra/postgres/copy';
 import { insertRecords } from './runtime/rowBatch';
 
 /**
@@ -289,8 +288,8 @@ async function refreshExecutions(trx: Knex.Transaction, touched: Touched, days: 
       RETURNING project_id, day, executions, passed, failed, other`, [caseIds]);
     await trx.raw('DELETE FROM case_statistics WHERE repository_case_id = ANY(?::integer[])', [caseIds]);
     const daily = caseDailyStatistics(executions, flipped);
-    await writeRecords(trx, 'case_statistics', CASE_TYPES, [...byCase.values()].flatMap((list) => caseStatistics(list, flipped)));
-    await writeRecords(trx, 'case_daily_statistics', DAILY_TYPES, daily);
+    await insertRecords(trx, 'case_statistics', CASE_TYPES, [...byCase.values()].flatMap((list) => caseStatistics(list, flipped)));
+    await insertRecords(trx, 'case_daily_statistics', DAILY_TYPES, daily);
     // Each project day by difference: executions counted now less those counted before.
     for (const [rows, sign] of [[before as Row[], -1], [daily, 1]] as const) {
       for (const r of rows) {
@@ -300,17 +299,6 @@ async function refreshExecutions(trx: Knex.Transaction, touched: Touched, days: 
     }
   }
   await refreshRuns(trx, runIds);
-}
-
-/** From this many rows on, statistics are written with COPY (a migration job's end writes hundreds of thousands). */
-const COPY_FROM_ROWS = 200;
-
-/** New rows (their old ones deleted first): COPY for many, one INSERT for a few. */
-async function writeRecords(trx: Knex.Transaction, table: string, types: Record<string, string>, rows: Row[]): Promise<void> {
-  if (rows.length < COPY_FROM_ROWS) return insertRecords(trx, table, types, rows);
-  const columns = Object.keys(types);
-  // COPY's text takes an array as a literal: {1,2,3} (the statistics' arrays hold integers).
-  await copyRows(trx, table, columns, rows.map((row) => columns.map((c) => (Array.isArray(row[c]) ? `{${(row[c] as number[]).join(',')}}` : row[c]))));
 }
 
 interface ProjectDay { project_id: number; day: string; executions: number; passed: number; failed: number; other: number; cases_created: number; cases_changed: number }

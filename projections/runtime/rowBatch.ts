@@ -15,19 +15,67 @@ export type ColumnTypes = Record<string, string>;
 const CHUNK = 5000;
 
 /**
- * Inserts rows (column → value) into `table`, typed by `types`: one JSON parameter per 5,000 rows
- * through json_to_recordset. (Not jsonb_to_recordset: `json` parses the text once as it reads it,
- * where `jsonb` first builds the whole document; a third less time per statement at 200,000 events'
+ * From this many rows on, rows are written with COPY: PostgreSQL parses COPY's text several times
+ * faster than a JSON parameter, and the text is a third of the bytes (no key repeated per value;
+ * a migration's results went from 52 to ~20 MB). Fewer rows: one statement costs less than COPY's
+ * round trips (and, for an upsert, a temporary table).
+ */
+export const COPY_FROM_ROWS = 200;
+
+/**
+ * Inserts rows (column → value) into `table`, typed by `types`: with COPY from COPY_FROM_ROWS rows
+ * (`copyFrom`: from this many), below it one JSON parameter per 5,000 rows through
+ * json_to_recordset. (Not jsonb_to_recordset: `json` parses the text once as it reads it, where
+ * `jsonb` first builds the whole document; a third less time per statement at 200,000 events'
  * rebuild, bench/README.md.)
  */
-export async function insertRecords(trx: Knex.Transaction, table: string, types: ColumnTypes, rows: Record<string, unknown>[]): Promise<void> {
+export async function insertRecords(trx: Knex.Transaction, table: string, types: ColumnTypes, rows: Record<string, unknown>[], copyFrom = COPY_FROM_ROWS): Promise<void> {
   if (rows.length === 0) return;
   const columns = Object.keys(types);
+  if (rows.length >= copyFrom) return copyRows(trx, table, columns, rows.map((row) => copyFieldsOf(row, columns, types)));
   const list = columns.map((c) => `"${c}"`).join(', ');
   const record = columns.map((c) => `"${c}" ${types[c]}`).join(', ');
   for (let i = 0; i < rows.length; i += CHUNK) {
     await trx.raw(`INSERT INTO "${table}" (${list}) SELECT ${list} FROM json_to_recordset(?::json) AS x(${record})`, [JSON.stringify(rows.slice(i, i + CHUNK))]);
   }
+}
+
+/**
+ * Upserts rows (column → value) into `table`, typed by `types`; `onConflict` is the statement's
+ * ON CONFLICT clause. From COPY_FROM_ROWS rows (`copyFrom`: from this many) they are copied into a
+ * temporary table of the transaction first (COPY has no ON CONFLICT), and upserted from it; below,
+ * one JSON parameter per 5,000 rows.
+ */
+export async function upsertRecords(
+  trx: Knex.Transaction, table: string, types: ColumnTypes, rows: Record<string, unknown>[], onConflict: string, copyFrom = COPY_FROM_ROWS,
+): Promise<void> {
+  if (rows.length === 0) return;
+  const columns = Object.keys(types);
+  const list = columns.map((c) => `"${c}"`).join(', ');
+  const record = columns.map((c) => `"${c}" ${types[c]}`).join(', ');
+  if (rows.length >= copyFrom) {
+    const staging = `copy_${table}`.slice(0, 63);
+    await trx.raw(`CREATE TEMPORARY TABLE IF NOT EXISTS "${staging}" (${record}) ON COMMIT DROP`);
+    await trx.raw(`TRUNCATE "${staging}"`);
+    await copyRows(trx, staging, columns, rows.map((row) => copyFieldsOf(row, columns, types)));
+    await trx.raw(`INSERT INTO "${table}" (${list}) SELECT ${list} FROM "${staging}" ${onConflict}`);
+    return;
+  }
+  for (let i = 0; i < rows.length; i += CHUNK) {
+    await trx.raw(`INSERT INTO "${table}" (${list}) SELECT ${list} FROM json_to_recordset(?::json) AS x(${record}) ${onConflict}`, [JSON.stringify(rows.slice(i, i + CHUNK))]);
+  }
+}
+
+/** A row's values in the order of `columns`, as COPY's text takes them: JSON for json columns, array literals for arrays. */
+function copyFieldsOf(row: Record<string, unknown>, columns: readonly string[], types: ColumnTypes): unknown[] {
+  return columns.map((column) => {
+    const value = row[column];
+    if (value === null || value === undefined) return null;
+    const type = types[column] ?? 'bigint';
+    if (type === 'jsonb' || type === 'json') return JSON.stringify(value);
+    if (type.endsWith('[]')) return arrayLiteral(value as unknown[]);
+    return value;
+  });
 }
 
 /**
@@ -56,24 +104,22 @@ export class RowCache {
 
 /**
  * The rows of one table touched by a batch of events, folded in memory and written back with one
- * upsert per table (the rows travel as one JSON parameter through json_to_recordset): the read
- * model keeps up, and rebuilds, at tens of thousands of events a second instead of one statement
- * per event.
+ * upsert per table (upsertRecords: COPY for many rows, a JSON parameter for a few): the read model
+ * keeps up, and rebuilds, at tens of thousands of events a second instead of one statement per
+ * event.
  */
 export class RowBatch {
   private readonly rows = new Map<number, VersionedRow>();
   /** With a history table: the versions this batch replaced or removed, each closed at the position that did. */
   private readonly closed: VersionedRow[] = [];
-  private readonly historySql: string | null = null;
   private readonly dirty = new Set<number>();
   private readonly wanted = new Set<number>();
   private readonly removed = new Set<number>();
-  private readonly columns: string[];
-  private readonly upsertSql: string;
+  private readonly onConflict: string;
   private readonly selectSql: string;
-  /** With `copy`: the temporary table each chunk is copied into, the statement that creates it, and the upsert from it. */
-  private readonly copy: { staging: string; createSql: string; upsertSql: string } | null = null;
-  private readonly history: string | null = null;
+  /** From how many rows a flush writes with COPY (0 with `copy`). */
+  private readonly copyFrom: number;
+  private readonly history: { table: string; types: ColumnTypes } | null = null;
   private readonly cache: RowCache | null = null;
 
   /**
@@ -85,34 +131,18 @@ export class RowBatch {
     private readonly types: ColumnTypes,
     history?: string,
     /**
-     * Write with COPY (through a temporary table for the upsert) instead of a JSON parameter:
-     * PostgreSQL parses COPY's text several times faster. For a rebuild's one long transaction;
-     * each batch of the live projector would create the temporary table again.
+     * `copy`: write with COPY however few the rows (a rebuild's one long transaction); otherwise
+     * from COPY_FROM_ROWS rows (a live batch of a few rows would create a temporary table for each).
      */
     options: { copy?: boolean; cache?: RowCache } = {},
   ) {
     this.cache = options.cache ?? null;
-    this.columns = Object.keys(types);
-    this.history = history ?? null;
-    if (history) {
-      const columns = [...this.columns, 'valid_to'];
-      const list = columns.map((c) => `"${c}"`).join(', ');
-      const recordType = columns.map((c) => `"${c}" ${c === 'valid_to' ? 'bigint' : types[c]}`).join(', ');
-      this.historySql = `INSERT INTO "${history}" (${list}) SELECT ${list} FROM json_to_recordset(?::json) AS x(${recordType})`;
-    }
-    const list = this.columns.map((c) => `"${c}"`).join(', ');
-    const recordType = this.columns.map((c) => `"${c}" ${types[c]}`).join(', ');
-    const updates = this.columns.filter((c) => c !== 'id').map((c) => `"${c}" = EXCLUDED."${c}"`).join(', ');
-    this.upsertSql = `INSERT INTO "${table}" (${list}) SELECT ${list} FROM json_to_recordset(?::json) AS x(${recordType}) ON CONFLICT (id) DO UPDATE SET ${updates}`;
-    this.selectSql = `SELECT ${list} FROM "${table}" WHERE id = ANY(?::integer[])`;
-    if (options.copy) {
-      const staging = `rowbatch_${table}`.slice(0, 63);
-      this.copy = {
-        staging,
-        createSql: `CREATE TEMPORARY TABLE IF NOT EXISTS "${staging}" (${recordType}) ON COMMIT DROP`,
-        upsertSql: `INSERT INTO "${table}" (${list}) SELECT ${list} FROM "${staging}" ON CONFLICT (id) DO UPDATE SET ${updates}`,
-      };
-    }
+    this.copyFrom = options.copy ? 0 : COPY_FROM_ROWS;
+    if (history) this.history = { table: history, types: { ...types, valid_to: 'bigint' } };
+    const columns = Object.keys(types);
+    const updates = columns.filter((c) => c !== 'id').map((c) => `"${c}" = EXCLUDED."${c}"`).join(', ');
+    this.onConflict = `ON CONFLICT (id) DO UPDATE SET ${updates}`;
+    this.selectSql = `SELECT ${columns.map((c) => `"${c}"`).join(', ')} FROM "${table}" WHERE id = ANY(?::integer[])`;
   }
 
   want(id: number): void {
@@ -146,7 +176,7 @@ export class RowBatch {
     // `change` returns a fresh object (it never edits `current`): stamp it instead of copying it again.
     next.id = id;
     next.revision = revision;
-    if (this.historySql) {
+    if (this.history) {
       if (current) this.close(current, event.position);
       next.valid_from = event.position;
     }
@@ -167,7 +197,7 @@ export class RowBatch {
   remove(id: number, event: EventEnvelope): void {
     const current = this.rows.get(id);
     if (current && current.revision >= BigInt(event.revision)) return;
-    if (current && this.historySql) this.close(current, event.position);
+    if (current && this.history) this.close(current, event.position);
     this.rows.delete(id);
     this.dirty.delete(id);
     this.removed.add(id);
@@ -178,10 +208,9 @@ export class RowBatch {
     this.removed.clear();
     if (removed.length > 0) await trx.raw(`DELETE FROM "${this.table}" WHERE id = ANY(?::integer[])`, [removed]);
     for (const id of removed) this.cache?.delete(id);
-    if (this.historySql && this.closed.length > 0) {
+    if (this.history && this.closed.length > 0) {
       const closed = this.closed.splice(0).map((row) => ({ ...row, revision: row.revision.toString() }));
-      if (this.copy) await copyRows(trx, this.history!, [...this.columns, 'valid_to'], closed.map((row) => this.copyFields(row, ['valid_to'])));
-      else for (let i = 0; i < closed.length; i += CHUNK) await trx.raw(this.historySql, [JSON.stringify(closed.slice(i, i + CHUNK))]);
+      await insertRecords(trx, this.history.table, this.history.types, closed, this.copyFrom);
     }
     const ids = [...this.dirty];
     this.dirty.clear();
@@ -191,27 +220,8 @@ export class RowBatch {
         const row = this.rows.get(id)!;
         return { ...row, revision: row.revision.toString() };
       });
-      if (this.copy) {
-        await trx.raw(this.copy.createSql);
-        await trx.raw(`TRUNCATE "${this.copy.staging}"`);
-        await copyRows(trx, this.copy.staging, this.columns, chunk.map((row) => this.copyFields(row)));
-        await trx.raw(this.copy.upsertSql);
-      } else {
-        await trx.raw(this.upsertSql, [JSON.stringify(chunk)]);
-      }
+      await upsertRecords(trx, this.table, this.types, chunk, this.onConflict, this.copyFrom);
     }
-  }
-
-  /** A row's values in the order of its columns (and `extra`), as COPY's text takes them: JSON for json columns, array literals for arrays. */
-  private copyFields(row: Record<string, unknown>, extra: string[] = []): unknown[] {
-    return [...this.columns, ...extra].map((column) => {
-      const value = row[column];
-      if (value === null || value === undefined) return null;
-      const type = this.types[column] ?? 'bigint';
-      if (type === 'jsonb' || type === 'json') return JSON.stringify(value);
-      if (type.endsWith('[]')) return arrayLiteral(value as unknown[]);
-      return value;
-    });
   }
 }
 

@@ -105,11 +105,15 @@ const IMPORTED: { type: IndexedType; where: string }[] = [
 /** Import chunk events and a migration's chunk plans are read shallow: only their top-level scalars (job id, importedAt) are used. */
 export const SHALLOW_EVENTS = ['TestResultsImported', 'ExternalImportChunkPlanned'] as const;
 
-export function affectedBy(events: readonly EventEnvelope[]): Affected {
+/**
+ * `failureStatuses`: the ids of the statuses a failure has (FAILURE_STATUS), for the results an
+ * external import writes in bulk: each row carries its status, so its failures are known without
+ * reading the rows back (`failureStatusesOf`; needed only when such a chunk is in the batch).
+ */
+export function affectedBy(events: readonly EventEnvelope[], failureStatuses: ReadonlySet<number> = new Set()): Affected {
   const direct = new Map<IndexedType, Set<string>>();
   const named = new Map<string, Set<number>>();
   const chunks: { jobId: number; importedAt: string }[] = [];
-  const freshResults: number[] = [];
   const touch = (type: IndexedType, id: unknown) => {
     if (!direct.has(type)) direct.set(type, new Set());
     direct.get(type)!.add(String(id));
@@ -140,9 +144,10 @@ export function affectedBy(events: readonly EventEnvelope[]): Affected {
         const written = rowsWrittenOf(data as { entity: string; fields: string[]; rows: unknown[][] });
         const own = written && OWN_DOCUMENT[written.entity.name];
         if (!own) continue;
-        // New results have no document yet: only those whose status is a failure get one (read set-wise below).
-        if (own === 'failures') for (const row of written.rows) freshResults.push(row[idKeyOf(written.entity)] as number);
-        else for (const row of written.rows) touch(own, row[idKeyOf(written.entity)]);
+        // New results have no document yet: only those whose status is a failure get one.
+        if (own === 'failures') {
+          for (const row of written.rows) if (failureStatuses.has(row.statusId as number)) touch(own, row[idKeyOf(written.entity)]);
+        } else for (const row of written.rows) touch(own, row[idKeyOf(written.entity)]);
         continue;
       }
     }
@@ -158,13 +163,21 @@ export function affectedBy(events: readonly EventEnvelope[]): Affected {
   for (const [kind, ids] of named) {
     for (const { type, where } of SHOWN_BY[kind]) fanOuts.push({ type, where, bindings: [[...ids]] });
   }
-  if (freshResults.length > 0) {
-    fanOuts.push({ type: 'failures', where: `x.id = ANY(?::integer[]) AND x.status_id IN (SELECT s.id FROM statuses s WHERE ${FAILURE_STATUS})`, bindings: [freshResults] });
-  }
   if (chunks.length > 0) {
     for (const { type, where } of IMPORTED) fanOuts.push({ type, where, bindings: [chunks.map((c) => c.jobId), chunks.map((c) => c.importedAt)] });
   }
   return { direct, fanOuts };
+}
+
+/** Whether a batch holds results an external import wrote in bulk (affectedBy then needs the failure statuses). */
+export function writesResultsInBulk(events: readonly EventEnvelope[]): boolean {
+  return events.some((e) => e.type === 'ExternalImportRowsWritten' && (e.data as Values).entity === 'testRunResult');
+}
+
+/** The ids of the statuses a failure has (FAILURE_STATUS), as the read model holds them now. */
+export async function failureStatusesOf(knex: Knex): Promise<Set<number>> {
+  const { rows } = await knex.raw(`SELECT s.id FROM statuses s WHERE ${FAILURE_STATUS}`);
+  return new Set((rows as { id: number }[]).map((r) => Number(r.id)));
 }
 
 /** The ids of a fan-out, in pages of at most `pageSize` (keyset by id, rows not deleted). */

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { describeError, isTransient } from '../../services/shared/faults';
 import { BulkWriteFailed, SearchUnavailable, type DocumentKey, type SearchDocument, type SearchEngine, type WriteFailure } from '../../services/shared/search';
-import { affectedBy, fanOutPages } from './affected';
+import { affectedBy, failureStatusesOf, fanOutPages, writesResultsInBulk } from './affected';
 import { isIndexedType, loadDocuments, type IndexedType } from './documents';
 
 /** How often the documents of a refused bulk write are written again before they are recorded. */
@@ -151,7 +151,7 @@ async function recordFailures(deps: WriterDeps, version: number, failures: Write
 export async function indexEvents(
   deps: WriterDeps, version: number, events: Parameters<typeof affectedBy>[0], position: string, checkpoints: Record<string, string>,
 ): Promise<number> {
-  const { direct, fanOuts } = affectedBy(events);
+  const { direct, fanOuts } = affectedBy(events, writesResultsInBulk(events) ? await failureStatusesOf(deps.knex) : undefined);
   const checkStop = () => {
     if (deps.stopping?.()) throw new IndexingStopped();
   };

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { EventEnvelope } from '../../../contracts/envelope';
-import { affectedBy } from '../../../projections/search/affected';
+import { affectedBy, writesResultsInBulk } from '../../../projections/search/affected';
 
 let position = 0;
 const event = (type: string, data: Record<string, unknown>): EventEnvelope => ({
@@ -23,16 +23,20 @@ describe('search indexer: documents a batch of events touches', () => {
     expect(fanOuts).to.deep.equal([]);
   });
 
-  it('a migration\'s bulk chunk: its cases touch their documents; its results are read set-wise, failures only (new rows have no document to remove)', () => {
+  it('a migration\'s bulk chunk: its cases touch their documents; its results touch a failure document when their status is a failure (new rows have no document to remove)', () => {
     const { direct, fanOuts } = affectedBy([
       event('ExternalImportRowsWritten', { jobId: 1, dataset: 'repository_cases', chunk: 1, entity: 'repositoryCase', fields: ['caseId', 'title'], rows: [[7, 'a'], [8, 'b']] }),
-      event('ExternalImportRowsWritten', { jobId: 1, dataset: 'run_results', chunk: 2, entity: 'testRunResult', fields: ['testRunResultId', 'statusId'], rows: [[21, 1], [22, 2]] }),
-    ]);
-    expect(Object.fromEntries([...direct].map(([t, ids]) => [t, [...ids]]))).to.deep.equal({ repository_cases: ['7', '8'] });
-    expect(fanOuts).to.have.length(1);
-    expect(fanOuts[0].type).to.equal('failures');
-    expect(fanOuts[0].bindings).to.deep.equal([[21, 22]]);
-    expect(fanOuts[0].where).to.match(/x\.id = ANY\(\?::integer\[\]\) AND x\.status_id IN \(SELECT s\.id FROM statuses s WHERE /);
+      event('ExternalImportRowsWritten', { jobId: 1, dataset: 'run_results', chunk: 2, entity: 'testRunResult', fields: ['testRunResultId', 'statusId'], rows: [[21, 1], [22, 2], [23, 3], [24, null]] }),
+    ], new Set([2, 3]));
+    expect(Object.fromEntries([...direct].map(([t, ids]) => [t, [...ids]]))).to.deep.equal({ repository_cases: ['7', '8'], failures: ['22', '23'] });
+    expect(fanOuts).to.deep.equal([]);
+  });
+
+  it('tells a batch with results written in bulk (the failure statuses are read for it) from one without', () => {
+    const results = event('ExternalImportRowsWritten', { jobId: 1, dataset: 'run_results', chunk: 2, entity: 'testRunResult', fields: ['testRunResultId'], rows: [[21]] });
+    const cases = event('ExternalImportRowsWritten', { jobId: 1, dataset: 'repository_cases', chunk: 1, entity: 'repositoryCase', fields: ['caseId'], rows: [[7]] });
+    expect(writesResultsInBulk([cases, results])).to.equal(true);
+    expect(writesResultsInBulk([cases, event('TestRunResultCreated', { testRunResultId: 9 })])).to.equal(false);
   });
 
   it('a renamed tag fans out to the cases, runs and sessions that show it, every rename of the batch in one statement per type', () => {

@@ -14,6 +14,8 @@ import { HttpClient } from '../../support/server';
 import { JOBS, uploadExport, waitForPhase } from '../../support/externalImport';
 import { waitUntil } from '../../support/wait';
 import { zipOf } from './zipWriter';
+import { FAILURE_STATUS } from '../../../projections/search/documents';
+import { caughtUp, documents, expected, indexed, postgresEngine, startIndexer } from '../../projections/search/support';
 
 const PASSWORD = 'migration-password-1';
 const FIXTURES = path.join(__dirname, 'fixtures');
@@ -590,8 +592,31 @@ describe('External-tool migration: a large rollback, recorded as it goes', funct
     return { jobId, job };
   }
 
+  it('indexes the failures among the results it wrote in bulk, as the search indexer following the log (each row\'s status decides)', async () => {
+    const engine = postgresEngine(app);
+    const indexer = startIndexer(app, engine);
+    try {
+      await caughtUp(app, indexer, engine);
+      const { jobId } = await importedExport({ cases: 60, runs: 2, results: 300 }, 13);
+      await caughtUp(app, indexer, engine, 120_000);
+      // Every document the read model has, no other: the job's failed results among them, its passed ones not.
+      expect(await indexed(engine)).to.deep.equal(await expected(app));
+      const knex = app.deps.knex;
+      const failed = await knex('test_run_results as x').join('statuses as s', 's.id', 'x.status_id').where({ 'x.external_import_job_id': jobId })
+        .whereRaw(FAILURE_STATUS).pluck('x.id');
+      const passed = await knex('test_run_results as x').join('statuses as s', 's.id', 'x.status_id').where({ 'x.external_import_job_id': jobId, 's.is_success': true }).pluck('x.id');
+      expect(failed.length, 'failed results in the export').to.be.greaterThan(5);
+      expect(passed.length, 'passed results in the export').to.be.greaterThan(5);
+      const failures = await documents(engine, 'failures');
+      for (const id of failed) expect(failures.has(String(id)), `failure ${id}`).to.equal(true);
+      for (const id of passed) expect(failures.has(String(id)), `passed ${id}`).to.equal(false);
+    } finally {
+      await indexer.stop();
+    }
+  });
+
   it('counts the runs and results it wrote in the statistics once the job ends, as a rebuild of the read model does', async () => {
-    // Enough for COPY to write the statistics (projections/statistics.ts: from 200 rows on).
+    // Enough for COPY to write the statistics (COPY_FROM_ROWS in projections/runtime/rowBatch.ts: from 200 rows on).
     const { jobId } = await importedExport({ cases: 150, runs: 3, results: 600 }, 11);
     const knex = app.deps.knex;
     const runs = await knex('test_runs').where({ external_import_job_id: jobId }).pluck('id');
