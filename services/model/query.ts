@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { ISO_TIMESTAMP_TYPES } from '../../infra/postgres/isoTimestamps';
 import { preparedStatementsOf } from '../../infra/postgres/preparedStatements';
 import { ENTITIES, type EntityDef, historyTableOf, type RelationDef } from '../../contracts/entities';
 import { assertNever, badRequest, type HttpError, notFound } from '../shared/errors';
@@ -220,7 +221,8 @@ export async function fetchRows(qb: Knex.QueryBuilder): Promise<Row[]> {
     throw badRequest('invalid-argument', `the query needs ${bindings.length} values, more than the ${MAX_BINDINGS} one statement takes; split it`, { path: '' });
   }
   const name = preparedStatementsOf(qb as unknown as Knex).nameFor(text);
-  return (await (name === undefined ? qb : qb.options({ name }))) as Row[];
+  // Timestamps as ISO text: the rows go out as JSON (shape.ts), a Date per value would be built only to be formatted again.
+  return (await qb.options({ types: ISO_TIMESTAMP_TYPES, ...(name !== undefined && { name }) })) as Row[];
 }
 
 function scopeOf(sql: SqlContext, entity: EntityDef): Where | undefined {

@@ -40,10 +40,15 @@ export function toApiValue(field: FieldDef, value: unknown): unknown {
   return toApiScalar(field, value);
 }
 
+/** An ISO 8601 text exactly as `toISOString()` writes it. */
+const CANONICAL_ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
 function toApiScalar(field: FieldDef, value: unknown): unknown {
   if (value === null || value === undefined) return null;
   switch (field.type) {
     case 'datetime':
+      // The model's reads have timestamps as this text already (infra/postgres/isoTimestamps.ts).
+      if (typeof value === 'string' && CANONICAL_ISO.test(value)) return value;
       return (value instanceof Date ? value : new Date(String(value))).toISOString();
     case 'int':
     case 'float':
