@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { describeError, isTransient } from '../../services/shared/faults';
 import { BulkWriteFailed, SearchUnavailable, type DocumentKey, type SearchDocument, type SearchEngine, type WriteFailure } from '../../services/shared/search';
-import { affectedBy, failureStatusesOf, fanOutPages, writesResultsInBulk, type FanOut } from './affected';
+import { affectedBy, failureStatusesOf, fanOutPages, writesResultsInBulk } from './affected';
 import { isIndexedType, loadDocuments, type IndexedType } from './documents';
 
 /** How often the documents of a refused bulk write are written again before they are recorded. */
@@ -123,20 +123,6 @@ async function refusalsOf(deps: WriterDeps, version: number, ops: { upsert: Sear
   return refused.length === 0 ? null : new BulkWriteFailed(refused);
 }
 
-/** The pages of ids a batch writes, in order: each type's own documents (`direct`), then each fan-out's pages. */
-async function* pagesOf(deps: WriterDeps, direct: Map<IndexedType, Set<string>>, fanOuts: FanOut[]): AsyncGenerator<{ type: IndexedType; ids: string[] }> {
-  for (const [type, ids] of direct) {
-    if (!isIndexedType(type)) continue;
-    const all = [...ids];
-    for (let i = 0; i < all.length; i += deps.bulkSize) yield { type, ids: all.slice(i, i + deps.bulkSize) };
-  }
-  // The direct documents are not left out of the fan-outs' pages: remembering them all would cost
-  // memory on a big batch (an import), writing one twice costs little.
-  for (const fanOut of fanOuts) {
-    for await (const ids of fanOutPages(deps.knex, fanOut, deps.bulkSize)) if (ids.length > 0) yield { type: fanOut.type, ids };
-  }
-}
-
 /** Documents written at last: their earlier failures (if any) are resolved. */
 async function resolveFailures(deps: WriterDeps, version: number, ops: { upsert: readonly DocumentKey[]; remove: readonly DocumentKey[] }): Promise<void> {
   const keys = [...ops.upsert, ...ops.remove];
@@ -159,9 +145,7 @@ async function recordFailures(deps: WriterDeps, version: number, failures: Write
  * Indexes a batch of events into `version`: the documents it touches (affected.ts) are read from
  * the read model (which the caller made sure has applied the batch), in bulk, a statement per type
  * and page of `bulkSize`, and written; then, only once every write was acknowledged (or its refused
- * documents recorded), the checkpoints. Each page's documents are read while the page before is
- * written (one page ahead, on another connection: the engine's write and the read model's read run
- * side by side, as they can on two cores). Stopping between writes leaves the checkpoints unmoved.
+ * documents recorded), the checkpoints. Stopping between writes leaves the checkpoints unmoved.
  * Answers the documents written.
  */
 export async function indexEvents(
@@ -171,28 +155,23 @@ export async function indexEvents(
   const checkStop = () => {
     if (deps.stopping?.()) throw new IndexingStopped();
   };
-  const pages = pagesOf(deps, direct, fanOuts)[Symbol.asyncIterator]();
-  /** The next page with its documents read, or null after the last. */
-  const readNext = async (): Promise<{ upsert: SearchDocument[]; remove: DocumentKey[] } | null> => {
-    const page = await pages.next();
-    return page.done ? null : loadDocuments(deps.knex, page.value.type, page.value.ids);
-  };
   let written = 0;
-  let next = readNext();
-  try {
-    for (;;) {
-      const ops = await next;
-      if (ops === null) break;
-      checkStop();
-      next = readNext();
-      // Read ahead: its failure is met when it is awaited, not as an unhandled rejection if this write fails first.
-      next.catch(() => undefined);
-      written += await writeDocuments(deps, version, ops, position);
-    }
-  } finally {
-    // A write that failed or stopped leaves no read running on behind it.
-    await next.catch(() => undefined);
-    await pages.return?.(undefined);
+  const write = async (type: IndexedType, ids: string[]) => {
+    if (ids.length === 0) return;
+    checkStop();
+    const ops = await loadDocuments(deps.knex, type, ids);
+    checkStop();
+    written += await writeDocuments(deps, version, ops, position);
+  };
+  for (const [type, ids] of direct) {
+    if (!isIndexedType(type)) continue;
+    const all = [...ids];
+    for (let i = 0; i < all.length; i += deps.bulkSize) await write(type, all.slice(i, i + deps.bulkSize));
+  }
+  // The direct documents are not left out of the fan-outs' pages: remembering them all would cost
+  // memory on a big batch (an import), writing one twice costs little.
+  for (const fanOut of fanOuts) {
+    for await (const page of fanOutPages(deps.knex, fanOut, deps.bulkSize)) await write(fanOut.type, page);
   }
   checkStop();
   await deps.engine.write(version, { upsert: [], remove: [] }, checkpoints);
