@@ -53,9 +53,10 @@ interface EntityProject { projectId: number | null; parent: { entity: string; id
 
 const keyOf = (entity: string, id: number) => `${entity}:${id}`;
 
-/** The (entity, id) → project map, as far as this batch needs it: loaded once, changed in memory, written back once. */
+/** The columns of audit_entity_projects, as ProjectMap writes them. */
 const MAP_TYPES = { entity: 'text', entity_id: 'integer', project_id: 'integer', parent_entity: 'text', parent_id: 'integer' };
 
+/** The (entity, id) → project map, as far as this batch needs it: loaded once, changed in memory, written back once. */
 class ProjectMap {
   private readonly entries = new Map<string, EntityProject | null>();
   private readonly dirty = new Set<string>();

@@ -1,6 +1,6 @@
 import pg from 'pg';
 
-/** PostgreSQL's type ids of `timestamp with time zone` and its array. */
+/** PostgreSQL's type id of `timestamp with time zone`. */
 const TIMESTAMPTZ = 1184;
 
 /** A timestamptz as PostgreSQL writes it in a session at UTC (DateStyle ISO): `2026-11-30 16:36:00.123456+00`. */
@@ -25,7 +25,8 @@ export function isoOfTimestamptz(text: string): string | number | null {
 
 /**
  * pg's parsers with timestamptz as ISO text (`isoOfTimestamptz`), for reads whose rows only go
- * out as JSON (the model API's): half the time of a Date per value, built and formatted again.
+ * out as JSON (the model API's): a third of the time of a Date per value, built and formatted
+ * again (bench/README.md, model API under load).
  * Given as a query's `types` (pg's per-query type parsers); every other type as pg parses it.
  */
 export const ISO_TIMESTAMP_TYPES = {
