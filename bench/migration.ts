@@ -25,12 +25,10 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
-import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { generateExport } from '../scripts/generateExport';
 import { api, freePort, startServer, status, stopServer } from './import';
-import { BenchSanityError, describeCode, describeMachine, round, seconds, writeResult } from './support';
+import { BenchSanityError, type CopySource, copyRound, describeCode, describeMachine, round, seconds, writeResult } from './support';
 
 export interface MigrationBenchOptions {
   cases: number;
@@ -72,38 +70,6 @@ const WRITTEN_TOO = (jobId: number): CopySource[] => [
   { table: 'repository_case_versions' },
   { table: 'result_field_values' },
 ];
-
-interface CopySource { table: string; where?: string }
-
-/** COPY these rows (each source's rows, as COPY's text) into LIKE-shaped tables; answers the seconds and rows. */
-async function copyRound(client: pg.Client, work: string, sources: readonly CopySource[]): Promise<{ seconds: number; rows: number; tables: Record<string, { rows: number; seconds: number }> }> {
-  const files: Array<{ table: string; file: string; rows: number }> = [];
-  const tables: Record<string, { rows: number; seconds: number }> = {};
-  let rows = 0;
-  for (const { table, where } of sources) {
-    const exists = (await client.query('SELECT to_regclass($1) AS t', [table])).rows[0].t;
-    if (!exists) continue;
-    const file = path.join(work, `${table}.copy`);
-    const selected = where ? `(SELECT * FROM ${table} WHERE ${where})` : table;
-    await pipeline(client.query(copyTo(`COPY ${selected} TO STDOUT`)), fs.createWriteStream(file));
-    const n = (await client.query(`SELECT count(*)::int AS n FROM ${table}${where ? ` WHERE ${where}` : ''}`)).rows[0].n as number;
-    rows += n;
-    files.push({ table, file, rows: n });
-    await client.query(`DROP TABLE IF EXISTS bench_${table}; CREATE TABLE bench_${table} (LIKE ${table} INCLUDING ALL)`);
-  }
-  const started = process.hrtime.bigint();
-  for (const { table, file, rows: n } of files) {
-    const one = process.hrtime.bigint();
-    await pipeline(fs.createReadStream(file), client.query(copyFrom(`COPY bench_${table} FROM STDIN`)));
-    tables[table] = { rows: n, seconds: round(seconds(one), 3) };
-  }
-  const took = seconds(started);
-  for (const { table, file } of files) {
-    await client.query(`DROP TABLE bench_${table}`);
-    fs.rmSync(file);
-  }
-  return { seconds: took, rows, tables };
-}
 
 /**
  * Waits until every projection and the search indexer have applied the log as far as it goes now

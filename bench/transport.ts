@@ -742,6 +742,12 @@ interface LagRound {
   /** Measured events applied before the stall (all of them when not stalled). */
   appliedEvents: number;
   pipeline: ReturnType<Probe['summary']>;
+  /**
+   * Kafka only: from each measured append's acknowledgement to the relay's send of it (the
+   * message's CreateTime, set by the relay's producer on this machine's clock): the part of the
+   * lag before the projector can fetch the event.
+   */
+  relayMs: Distribution | null;
 }
 
 function lagRound(s: Session, shared: Shared, rate: number): Promise<LagRound> {
@@ -760,6 +766,8 @@ async function measureLag(s: Session, shared: Shared, rate: number): Promise<Lag
   let measured = 0;
   let firstAck = Infinity;
   let lastAck = 0;
+  /** Measured appends: position → wall-clock time of the acknowledgement (for the relay's share of the lag). */
+  const ackWallOf = new Map<string, number>();
   const totalEvents = Math.round((o.lagWarmupSeconds + o.lagSeconds) * rate);
   const warmupEvents = Math.round(o.lagWarmupSeconds * rate);
   const start = now();
@@ -779,6 +787,7 @@ async function measureLag(s: Session, shared: Shared, rate: number): Promise<Lag
           const ackAt = now();
           if (position > (targets.get(key) ?? 0n)) targets.set(key, position);
           if (isMeasured) {
+            ackWallOf.set(position.toString(), Date.now());
             appendLatencies.push(ackAt - scheduledAt);
             firstAck = Math.min(firstAck, ackAt);
             lastAck = Math.max(lastAck, ackAt);
@@ -816,7 +825,36 @@ async function measureLag(s: Session, shared: Shared, rate: number): Promise<Lag
     stalled,
     appliedEvents: tracker.times.size,
     pipeline: s.probe.summary(),
+    relayMs: stalled || s.topic === null ? null : distribution(await relayLatencies(s, shared, ackWallOf)),
   };
+}
+
+/** Reads the round's topic from the start (a group of its own) and answers, per measured position, its send time less its acknowledgement. */
+async function relayLatencies(s: Session, shared: Shared, ackWallOf: Map<string, number>): Promise<number[]> {
+  const latencies: number[] = [];
+  const consumer = shared.kafka.consumer({ groupId: `${s.topic}.bench.relay.${randomBytes(3).toString('hex')}`, allowAutoTopicCreation: false, maxWaitTimeInMs: 500 });
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topics: [s.topic!], fromBeginning: true });
+    const left = new Set(ackWallOf.keys());
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new BenchSanityError(`relay latency: ${left.size} measured events not found on ${s.topic}`)), 60_000);
+      consumer.run({
+        eachMessage: async ({ message }) => {
+          const position = message.headers?.position?.toString();
+          if (position === undefined || !left.delete(position)) return;
+          latencies.push(Number(message.timestamp) - ackWallOf.get(position)!);
+          if (left.size === 0) {
+            clearTimeout(timer);
+            resolve();
+          }
+        },
+      }).catch(reject);
+    });
+  } finally {
+    await consumer.disconnect().catch(() => undefined);
+  }
+  return latencies;
 }
 
 /** Every seeded event made it into the rows, nothing was skipped, the checkpoints end where the log does. */
@@ -926,7 +964,8 @@ export async function benchTransport(o: TransportOptions = TRANSPORT_DEFAULTS) {
     const r = await withSession(transport, shared, (s) => lagRound(s, shared, rate));
     lagRounds.push(r);
     const l = r.lagMs;
-    const line = l ? `p50 ${l.p50} ms, p99 ${l.p99} ms, max ${l.max} ms over ${l.count} events` : stallNote(r.stalled);
+    const relay = r.relayMs ? ` (of which append → relay's send: p50 ${r.relayMs.p50} ms, p99 ${r.relayMs.p99} ms)` : '';
+    const line = l ? `p50 ${l.p50} ms, p99 ${l.p99} ms, max ${l.max} ms over ${l.count} events${relay}` : stallNote(r.stalled);
     console.log(`  lag ${i + 1}/${sequence.length} ${transport.padEnd(6)} at ${rate} events/s (achieved ${r.achievedEventsPerSecond}): ${line}${disrupted(r.loggedErrors)}`);
   }
   if (lagSkipped) console.log(`  lag: not measured, ${lagSkipped}`);
