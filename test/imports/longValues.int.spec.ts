@@ -20,6 +20,7 @@ const NON_ASCII = '𠀀𠀁𠀂𠜎𠝹𝒜𝒞😀🎉🦀äöüßéèêçñø�
  * case whose title and class together outgrow a btree index row, a folder of a long name. The
  * import completes and the read model shows the case; a value past the contract's limit is
  * refused with 400 before anything is appended.
+ * Slow: 7 tests on one app, each importing through the API and waiting for the job; one grows a case to 10,000 steps in 10 updates of 1,000 (~11 s)
  */
 describe('long values: what the contracts accept, the read model stores (issue 35)', function () {
   this.timeout(300_000);

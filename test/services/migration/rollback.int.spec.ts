@@ -13,6 +13,7 @@ import { waitUntil } from '../../support/wait';
  * A rollback gives back what it took (issue 36 §2): the e-mails of the placeholder users it
  * deletes (so the same export imports again), the old ids (mapped rows too), the failure the job
  * ended with; it reports only what it deleted. And the lookup by old id narrows by job and project.
+ * Slow: 3 tests, each migrating generated exports through the worker (upload, analysis, execution) and rolling one back, waiting for every job's end
  */
 const PASSWORD = 'migration-password-1';
 const FIXTURES = path.join(__dirname, 'fixtures');
