@@ -9,7 +9,8 @@
  * transport needs a Kafka broker (KAFKA_BROKERS, default 127.0.0.1:9092; `bash infra/kafka/up.sh`);
  * BENCH_TRANSPORT_EVENTS (or --transport-events=N) sets the events of each throughput round, default
  * 20,000; BENCH_TRANSPORT_LAG_SECONDS (or --lag-seconds=N) the measured window of each lag round,
- * default 15; --transport-rounds=N the rounds per transport, default 3; --writers=N the concurrent
+ * default 15; --transport-rounds=N the rounds per transport, default 3; --partitions=N the Kafka topic's
+ * partitions, default the service's KAFKA_PARTITIONS default (1); --writers=N the concurrent
  * writers of a throughput round, default 32.
  * query: BENCH_QUERY_CASES (or --cases=N) scales the repository (default 100,000 cases);
  * --iterations=N sets the measured calls per query and way, default 300; under load, --load-clients=N
@@ -59,7 +60,7 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
     const flag = /^--([a-z-]+)=(.*)$/.exec(arg);
     if (flag) flags.set(flag[1], flag[2]);
     else if ((BENCHMARKS as readonly string[]).includes(arg)) names.push(arg as Benchmark);
-    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N, --cases=N, --iterations=N, --import-cases=N, --memory-results=N, --max-rows=N, --search-cases=N, --search-iterations=N, --migration-cases=N, --migration-runs=N, --migration-results=N, --kill-at=N, --migration-rollback=0|1, --history-events=N, --integrity-events=N, --bundle-results=N`);
+    else throw new Error(`unknown argument "${arg}"; expected ${BENCHMARKS.join(' | ')}, --events=N, --seconds=N, --page-size=N, --transport-events=N, --lag-seconds=N, --transport-rounds=N, --writers=N, --partitions=N, --cases=N, --iterations=N, --import-cases=N, --memory-results=N, --max-rows=N, --search-cases=N, --search-iterations=N, --migration-cases=N, --migration-runs=N, --migration-results=N, --kill-at=N, --migration-rollback=0|1, --history-events=N, --integrity-events=N, --bundle-results=N`);
   }
   return {
     benchmarks: names.length > 0 ? names : [...BENCHMARKS],
@@ -75,6 +76,7 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv) {
       lagSeconds: positiveInt('--lag-seconds', flags.get('lag-seconds') ?? env.BENCH_TRANSPORT_LAG_SECONDS, TRANSPORT_DEFAULTS.lagSeconds),
       rounds: positiveInt('--transport-rounds', flags.get('transport-rounds'), TRANSPORT_DEFAULTS.rounds),
       writers: positiveInt('--writers', flags.get('writers'), TRANSPORT_DEFAULTS.writers),
+      partitions: positiveInt('--partitions', flags.get('partitions'), TRANSPORT_DEFAULTS.partitions),
       brokers: env.KAFKA_BROKERS ? env.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean) : TRANSPORT_DEFAULTS.brokers,
     },
     query: {

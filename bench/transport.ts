@@ -15,6 +15,7 @@ import { migrateReadModel } from '../projections/migrations';
 import { readModelProjection } from '../projections/readModel';
 import { CHECKPOINT_CHANNEL } from '../projections/runtime/checkpoints';
 import { consumerGroupOf, kafkaCheckpointKey } from '../projections/runtime/kafkaProjector';
+import { DEFAULT_KAFKA_PARTITIONS } from '../services/process/config';
 import { createTestDatabase, type TestDatabase } from '../test/support/database';
 import { type SeedCategory, SeedLog } from './seed';
 import { BenchSanityError, describeCode, describeMachine, type Machine, median, percentile, round, writeResult } from './support';
@@ -62,7 +63,7 @@ export interface TransportOptions {
 
 export const TRANSPORT_DEFAULTS: TransportOptions = {
   events: 20_000, writers: 32, warmupEvents: 500, rounds: 3, lagSeconds: 15, lagWarmupSeconds: 2, lagRateFraction: 0.5,
-  partitions: 6, brokers: ['127.0.0.1:9092'], drainTimeoutSeconds: 120, stallSeconds: 20,
+  partitions: DEFAULT_KAFKA_PARTITIONS, brokers: ['127.0.0.1:9092'], drainTimeoutSeconds: 120, stallSeconds: 20,
 };
 /** Issue 37's goals: Kafka ≥ 0.8 × direct; p99 lag < 300 ms on both transports; the read model drained within 0.5 s of the last append (median of each transport's throughput rounds). */
 const GOAL_THROUGHPUT_RATIO = 0.8;

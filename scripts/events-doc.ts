@@ -17,7 +17,7 @@ your own (in any language) can follow it. This page is generated from \`contract
 ## The topic
 
 - Name: \`KAFKA_TOPIC\` (default \`testament.events\`), created by Testament when missing with
-  \`KAFKA_PARTITIONS\` partitions (default 6; an existing topic keeps its own count).
+  \`KAFKA_PARTITIONS\` partitions (default 1; an existing topic keeps its own count).
 - Key: the stream id (\`<category>-<id>\`, e.g. \`repositoryCase-42\`), partitioned with Kafka's
   default (murmur2) partitioner, so **all events of one stream are on one partition, in order**.
   Across streams there is no order but the \`position\`.

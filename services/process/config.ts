@@ -169,6 +169,15 @@ function rateLimitConfig(env: NodeJS.ProcessEnv): Config['rateLimits'] {
   return enabled === 'false' || enabled === '0' ? null : Object.freeze(limits);
 }
 
+/**
+ * Partitions of the topic when Testament creates it. One: the shipped topology runs one projector
+ * process, which gains nothing from more; with six, each projection applied every partition's
+ * batch in a transaction of its own, three at once, contending for the same statistics rows, and
+ * the Kafka path's lag p99 was 4.0–6.4 s against 1.1–1.2 s with one (bench/README.md, "The Kafka
+ * topic's partitions"). Several projector processes share the work only with more partitions.
+ */
+export const DEFAULT_KAFKA_PARTITIONS = 1;
+
 function kafkaConfig(env: NodeJS.ProcessEnv): Config['kafka'] {
   const brokers = optional(env, 'KAFKA_BROKERS');
   if (brokers === null) return null;
@@ -177,7 +186,7 @@ function kafkaConfig(env: NodeJS.ProcessEnv): Config['kafka'] {
     throw new ConfigError(`KAFKA_BROKERS must be a comma-separated list of host:port, got "${brokers}"`);
   const topic = optional(env, 'KAFKA_TOPIC') ?? 'testament.events';
   if (!/^[A-Za-z0-9._-]{1,249}$/.test(topic)) throw new ConfigError(`KAFKA_TOPIC is not a valid topic name: "${topic}"`);
-  return { brokers: list, topic, partitions: int(env, 'KAFKA_PARTITIONS', 6, 1, 10_000), clientId: optional(env, 'KAFKA_CLIENT_ID') ?? 'testament' };
+  return { brokers: list, topic, partitions: int(env, 'KAFKA_PARTITIONS', DEFAULT_KAFKA_PARTITIONS, 1, 10_000), clientId: optional(env, 'KAFKA_CLIENT_ID') ?? 'testament' };
 }
 
 function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
