@@ -14,7 +14,7 @@ import { ALL_PROJECTIONS } from '../../projections';
 import { filesProjection } from '../../projections/files';
 import { migrateReadModel } from '../../projections/migrations';
 import { applyBatch } from '../../projections/runtime/applyBatch';
-import { CHECKPOINT_CHANNEL } from '../../projections/runtime/checkpoints';
+import { CHECKPOINT_CHANNEL, passCheckpoint } from '../../projections/runtime/checkpoints';
 import { ParkedStreams } from '../../projections/runtime/parking';
 import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { at, envelopes } from './envelopes';
@@ -106,6 +106,35 @@ describe('projections: the event types a projection acts on', function () {
       }
       await waitFor(() => notified.includes(`${key}:102`));
       expect(notified.filter((n) => n.startsWith(`${key}:`))).to.deep.equal([`${key}:102`]);
+    });
+
+    it('passes asked for at once are written with one statement (a group commit), each told, none moved back; a write that fails fails its passes alone', async () => {
+      const [a, b, c] = ['files#group', 'identity#group', 'imports#group'];
+      expect(await passCheckpoint(knex, a, 500n)).to.equal(500n);
+      const statements: string[] = [];
+      const count = (q: { sql: string }) => statements.push(q.sql);
+      knex.on('query', count);
+      try {
+        const passed = await Promise.all([passCheckpoint(knex, a, 400n), passCheckpoint(knex, b, 410n), passCheckpoint(knex, c, 420n), passCheckpoint(knex, c, 415n)]);
+        expect(passed).to.deep.equal([400n, 410n, 420n, 415n]);
+        expect(statements, 'statements').to.have.length(1);
+      } finally {
+        knex.off('query', count);
+      }
+      expect([await checkpoint(a), await checkpoint(b), await checkpoint(c)], 'never backwards').to.deep.equal(['500', '410', '420']);
+      await waitFor(() => notified.includes(`${b}:410`) && notified.includes(`${c}:420`));
+      expect(notified.filter((n) => [a, b, c].some((k) => n.startsWith(`${k}:`)))).to.have.members([`${a}:500`, `${b}:410`, `${c}:420`]);
+
+      await knex.raw('ALTER TABLE projection_checkpoints RENAME TO projection_checkpoints_away');
+      let failed: PromiseSettledResult<bigint>[];
+      try {
+        failed = await Promise.allSettled([passCheckpoint(knex, b, 600n), passCheckpoint(knex, c, 610n)]);
+      } finally {
+        await knex.raw('ALTER TABLE projection_checkpoints_away RENAME TO projection_checkpoints');
+      }
+      expect(failed.map((r) => r.status)).to.deep.equal(['rejected', 'rejected']);
+      expect(await passCheckpoint(knex, b, 620n), 'the next write goes on').to.equal(620n);
+      expect([await checkpoint(b), await checkpoint(c)]).to.deep.equal(['620', '420']);
     });
 
     it('applies what it acts on in a mixed batch and moves the checkpoint past the others after it; never holds another type behind a parked event', async () => {
