@@ -28,7 +28,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { generateExport } from '../scripts/generateExport';
 import { api, freePort, startServer, status, stopServer } from './import';
-import { BenchSanityError, type CopySource, copyRound, describeCode, describeMachine, round, seconds, writeResult } from './support';
+import { BenchSanityError, type CopySource, CpuMeter, copyRound, cpuSecondsOf, describeCode, describeMachine, postgresCpuSeconds, postmasterOf, round, seconds, writeResult } from './support';
 
 export interface MigrationBenchOptions {
   cases: number;
@@ -138,6 +138,15 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
     console.log(`migration: uploaded and analysed in ${analysisSeconds.toFixed(1)} s`);
     await api(url, token, 'PUT', `${JOBS}/${jobId}/configuration`, {});
 
+    // The CPU the import costs: the server's process and PostgreSQL's, sampled each second (a SIGKILLed process's last second is lost).
+    const postmasterNow = async () => withClient(connection, postmasterOf);
+    let postmaster = await postmasterNow();
+    const meter = new CpuMeter();
+    const sampleCpu = () => {
+      meter.sample('server', pid, (p) => cpuSecondsOf(p));
+      meter.sample('postgres', postmaster, postgresCpuSeconds);
+    };
+    sampleCpu();
     const started = process.hrtime.bigint();
     await api(url, token, 'POST', `${JOBS}/${jobId}/execute`);
     const marks: Array<{ percent: number; seconds: number }> = [];
@@ -145,6 +154,7 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
     for (;;) {
       await new Promise((r) => setTimeout(r, 1000));
       current = await job(jobId);
+      sampleCpu();
       const percent = current.progress.percent as number;
       if (marks.length === 0 || marks[marks.length - 1].percent !== percent) marks.push({ percent, seconds: round(seconds(started), 1) });
       if (current.phase === 'completed' || current.phase === 'failed') break;
@@ -169,6 +179,7 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
         server = await startServer(env);
         url = server.url;
         pid = server.child.pid!;
+        postmaster = await postmasterNow();
         const listeningAfter = seconds(killed);
         while ((await revisionOf()) <= revisionAtKill) await new Promise((r) => setTimeout(r, 200));
         recovery = { killedAtPercent: percent, killedAtSeconds: round(seconds(started), 1), listeningAfterSeconds: round(listeningAfter, 2), progressAfterSeconds: round(seconds(killed), 2) };
@@ -180,6 +191,8 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
     const phaseSeconds = seconds(started);
     await caughtUp(connection);
     const importSeconds = seconds(started);
+    sampleCpu();
+    const cpuSeconds = { server: meter.seconds('server'), postgres: meter.seconds('postgres') };
     peaks.push(status(pid, 'VmHWM'));
     const counts = current.counts as Record<string, { created: number; mapped: number; skipped: number }>;
     // A template's fields are counted with it (template_fields) but are not entities of their own: the rollback deletes them with their template.
@@ -242,6 +255,13 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
     const peakRss = Math.max(...peaks);
     const rollbackMet = rollback === null ? null : rollback.timesImport <= GOAL_ROLLBACK_TIMES;
     const passed = ratio >= GOAL_RATIO && peakRss < GOAL_RSS_BYTES && rollbackMet !== false;
+    // The import's CPU against the machine's: with every core busy all along, it could not take less
+    // than cpuTotal ÷ cores, so floor ÷ that is the best ratio this much work allows here.
+    const cpuTotal = cpuSeconds.server + cpuSeconds.postgres;
+    const cpu = {
+      serverSeconds: round(cpuSeconds.server, 1), postgresSeconds: round(cpuSeconds.postgres, 1), totalSeconds: round(cpuTotal, 1),
+      coresBusy: round(cpuTotal / importSeconds, 2), cores: machine.cpus, bestRatioAtThisCpu: round(floor.seconds / (cpuTotal / machine.cpus), 4),
+    };
     const result = {
       benchmark: 'migration',
       date: new Date().toISOString(),
@@ -250,7 +270,7 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
       code: describeCode(['services', 'projections', 'bench', 'contracts', 'scripts']),
       parameters: { ...o, fileBytes, exportRows, datasets: generated.datasets, server: 'node dist/services/process/main.js, embedded PostgreSQL, PostgreSQL event store, direct transport, one worker in-process' },
       analysis: { seconds: round(analysisSeconds, 2) },
-      import: { seconds: round(importSeconds, 2), completedPhaseSeconds: round(phaseSeconds, 2), entitiesCreated: created, tableRows: copy.rows, rowsPerSecond: round(importRate), counts, events, progress: marks },
+      import: { seconds: round(importSeconds, 2), completedPhaseSeconds: round(phaseSeconds, 2), entitiesCreated: created, tableRows: copy.rows, rowsPerSecond: round(importRate), cpu, counts, events, progress: marks },
       ...(statements && { statements }),
       recovery,
       rollback,
@@ -271,6 +291,8 @@ export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
     console.log(`  import ${importSeconds.toFixed(1)} s for ${created} entities, ${copy.rows} table rows = ${round(importRate)} rows/s; COPY ${round(copyRate)} rows/s`);
     console.log(`  against COPY of everything it wrote (${floor.rows} rows, ${floor.seconds.toFixed(2)} s): ratio ${ratio.toFixed(4)} (goal ≥ ${GOAL_RATIO}) ${ratio >= GOAL_RATIO ? 'ok' : 'MISSED'}; `
       + `read model's rows alone ${readModelRatio.toFixed(4)} (not a goal); peak RSS ${(peakRss / 1048576).toFixed(0)} MB (goal < 400) ${peakRss < GOAL_RSS_BYTES ? 'ok' : 'MISSED'}`);
+    console.log(`  CPU: server ${cpu.serverSeconds} s, PostgreSQL ${cpu.postgresSeconds} s = ${cpu.coresBusy} of ${cpu.cores} cores busy; `
+      + `with all ${cpu.cores} busy throughout the ratio could reach ${cpu.bestRatioAtThisCpu} at this CPU`);
     if (rollback) console.log(`  rollback ${rollback.seconds} s = ${rollback.timesImport} × the import (goal ≤ ${GOAL_ROLLBACK_TIMES}) ${rollbackMet ? 'ok' : 'MISSED'}`);
     console.log(`  load average at the start ${machine.loadAverage.join(' ')}, at the end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
     console.log(`  ${passed ? 'goal met' : 'goal missed'}; ${written}`);

@@ -121,3 +121,77 @@ export async function copyRound(client: pg.ClientBase, work: string, sources: re
   }
   return { seconds: took, rows, tables };
 }
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on Linux's every architecture here). */
+const TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+/** A process's CPU seconds (user + system) from /proc; with `reaped`, its children's that it has waited for too. Null when it is gone. */
+export function cpuSecondsOf(pid: number, reaped = false): number | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // The fields after the command's closing parenthesis: state is [0], utime [11], stime [12], cutime [13], cstime [14].
+  const f = text.slice(text.lastIndexOf(')') + 2).split(' ').map(Number);
+  return (f[11] + f[12] + (reaped ? f[13] + f[14] : 0)) / TICKS;
+}
+
+/**
+ * A PostgreSQL server's CPU seconds so far: the postmaster's, its live processes' (backends,
+ * writers, autovacuum), and those of the processes that have ended (the postmaster waits for each,
+ * so their time is in its own `cutime`). `postmasterPid`: the parent of any backend
+ * (`pg_backend_pid()`'s `PPid`).
+ */
+export function postgresCpuSeconds(postmasterPid: number): number | null {
+  const own = cpuSecondsOf(postmasterPid, true);
+  if (own === null) return null;
+  let children = 0;
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmasterPid) children += cpuSecondsOf(Number(entry)) ?? 0;
+  }
+  return own + children;
+}
+
+/** The postmaster of the server `client` is connected to (the parent of its backend): this machine's only. */
+export async function postmasterOf(client: pg.ClientBase): Promise<number> {
+  const backend = Number((await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+  const m = /^PPid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${backend}/status`, 'utf8'));
+  if (!m) throw new BenchSanityError(`no parent for PostgreSQL backend ${backend}`);
+  return Number(m[1]);
+}
+
+/**
+ * CPU seconds of named processes over a span, sampled: a process replaced between samples (a
+ * SIGKILLed server started again, with its PostgreSQL) keeps what it had used at its last sample,
+ * and the new one counts from its start. `read(pid)` is cpuSecondsOf or postgresCpuSeconds.
+ */
+export class CpuMeter {
+  private readonly tracked = new Map<string, { pid: number; base: number; last: number; done: number }>();
+
+  sample(name: string, pid: number, read: (pid: number) => number | null): void {
+    const now = read(pid);
+    const t = this.tracked.get(name);
+    if (!t) {
+      if (now !== null) this.tracked.set(name, { pid, base: now, last: now, done: 0 });
+      return;
+    }
+    if (t.pid !== pid) {
+      t.done += t.last - t.base;
+      Object.assign(t, { pid, base: 0, last: now ?? 0 });
+    } else if (now !== null) t.last = now;
+  }
+
+  seconds(name: string): number {
+    const t = this.tracked.get(name);
+    return t ? t.done + t.last - t.base : 0;
+  }
+}
