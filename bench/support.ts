@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type pg from 'pg';
+import pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { mulberry32 } from '../scripts/generateExport';
 
@@ -122,6 +122,46 @@ export async function copyRound(client: pg.ClientBase, work: string, sources: re
   return { seconds: took, rows, tables };
 }
 
+/** Every table's row count (the service's schema, not the benchmarks' own `bench_` copies). */
+export async function rowCounts(client: pg.ClientBase): Promise<Map<string, number>> {
+  const { rows } = await client.query<{ table: string }>(`SELECT c.relname AS table FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname NOT LIKE 'bench\\_%' ORDER BY c.relname`);
+  const counts = new Map<string, number>();
+  for (const { table } of rows) counts.set(table, Number((await client.query(`SELECT count(*) AS n FROM "${table}"`)).rows[0].n));
+  return counts;
+}
+
+/**
+ * Everything written since `before` (rowCounts then): each table that has more rows now, whole (the
+ * few rows it had before, a benchmark's setup, go with it). COPY of them is the floor of the work
+ * in between: it cannot have taken less than writing all of it.
+ */
+export async function grownSince(client: pg.ClientBase, before: Map<string, number>): Promise<CopySource[]> {
+  const after = await rowCounts(client);
+  return [...after].filter(([table, n]) => n > (before.get(table) ?? 0)).map(([table]) => ({ table }));
+}
+
+/**
+ * Waits until every projection and the search indexer have applied the log as far as it goes now
+ * (a job's end is one projection's news: the read model, its statistics and the search documents
+ * may still be applying its last events).
+ */
+export async function caughtUp(connection: pg.ClientConfig): Promise<void> {
+  const client = new pg.Client(connection);
+  await client.connect();
+  try {
+    const head = BigInt((await client.query('SELECT coalesce(max(position), 0)::text AS p FROM es_events')).rows[0].p);
+    for (;;) {
+      const { rows: [row] } = await client.query(`SELECT (SELECT min(position::numeric) FROM projection_checkpoints)::text AS projections,
+        (SELECT min(position::numeric) FROM testament_search_checkpoints WHERE version = (SELECT max(version) FROM testament_search_checkpoints))::text AS search`);
+      if (row.projections !== null && BigInt(row.projections) >= head && row.search !== null && BigInt(row.search) >= head) return;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } finally {
+    await client.end();
+  }
+}
+
 /** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on Linux's every architecture here). */
 const TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
@@ -194,4 +234,13 @@ export class CpuMeter {
     const t = this.tracked.get(name);
     return t ? t.done + t.last - t.base : 0;
   }
+}
+
+/** The 40 statements PostgreSQL spent most time on since its statistics were last reset, one per line: ms, calls, rows, the statement's start. */
+export async function writeStatementStats(client: pg.ClientBase, file: string): Promise<Array<{ ms: number; calls: number; rows: number; query: string }>> {
+  await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  const statements = (await client.query(`SELECT round(total_exec_time)::int AS ms, calls::int, rows::int, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS query
+    FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 40`)).rows as Array<{ ms: number; calls: number; rows: number; query: string }>;
+  fs.writeFileSync(file, statements.map((r) => `${r.ms}\t${r.calls}\t${r.rows}\t${r.query}`).join('\n'));
+  return statements;
 }

@@ -108,6 +108,23 @@ describe('search indexer (direct transport, PostgreSQL search)', function () {
     expect(renamed.map((f) => f.description?.endsWith('— Nightly 7b'))).to.deep.equal([true, true]);
   });
 
+  it('a status renamed re-indexes its failures; a status that stops being a failure removes them (a fan-out page answers removals too)', async () => {
+    indexer = startIndexer(app, engine, { bulkSize: 1 });
+    await caughtUp(app, indexer, engine);
+    const runId = expectCompleted(await world.upload({ format: 'junit', name: 'Nightly 8' }, [{ name: 'TEST-checkout.xml', content: JUNIT }]));
+    await caughtUp(app, indexer, engine);
+    const ofRun = async () => [...(await documents(engine, 'failures')).values()].filter((d) => d.runId === String(runId));
+    expect((await ofRun()).map((f) => f.status).sort()).to.deep.equal(['Error', 'Failed']);
+    const errorId = Number((await app.deps.knex('statuses').where({ system_name: 'error' }).first('id')).id);
+    await world.model('status', 'update', { where: { id: errorId }, data: { name: 'Broken' } });
+    await caughtUp(app, indexer, engine);
+    expect((await ofRun()).map((f) => f.status).sort()).to.deep.equal(['Broken', 'Failed']);
+    // Neither a success nor a failure, completed: a skip. Its results have no failure document any more.
+    await world.model('status', 'update', { where: { id: errorId }, data: { isFailure: false } });
+    await caughtUp(app, indexer, engine);
+    expect((await ofRun()).map((f) => f.status)).to.deep.equal(['Failed']);
+  });
+
   it('stopped mid-batch, its checkpoint stays before the unwritten work; started again, every document is present once', async () => {
     let block: (() => void) | null = null;
     let blocked: (() => void) | null = null;
