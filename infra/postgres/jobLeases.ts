@@ -28,6 +28,10 @@ const RELEASE = 'DELETE FROM job_leases WHERE kind = $1 AND job_id = $2 AND owne
 
 const HOLDER = 'SELECT owner, expires_at FROM job_leases WHERE kind = $1 AND job_id = $2 AND expires_at > now()';
 
+const OWNERS = 'SELECT DISTINCT owner FROM job_leases WHERE expires_at > now() ORDER BY owner';
+
+const EXPIRE = 'UPDATE job_leases SET expires_at = now() WHERE owner = ANY($1::text[]) AND expires_at > now()';
+
 export class PostgresJobLeases implements JobLeases {
   constructor(private readonly pool: Pick<pg.Pool, 'query'>) {}
 
@@ -48,6 +52,17 @@ export class PostgresJobLeases implements JobLeases {
   async holder(kind: string, jobId: number): Promise<{ owner: string; expiresAt: Date } | null> {
     const { rows } = await this.pool.query<{ owner: string; expires_at: Date }>({ name: 'job-lease-holder', text: HOLDER, values: [kind, jobId] });
     return rows.length === 0 ? null : { owner: rows[0].owner, expiresAt: rows[0].expires_at };
+  }
+
+  async owners(): Promise<string[]> {
+    const { rows } = await this.pool.query<{ owner: string }>(OWNERS);
+    return rows.map((r) => r.owner);
+  }
+
+  async expire(owners: readonly string[]): Promise<number> {
+    if (owners.length === 0) return 0;
+    const { rowCount } = await this.pool.query(EXPIRE, [[...owners]]);
+    return rowCount ?? 0;
   }
 }
 

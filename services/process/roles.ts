@@ -38,6 +38,7 @@ import { systemMetadata } from '../shared/context';
 import type { RetryPolicy } from '../shared/faults';
 import { IdAllocator } from '../shared/ids';
 import { PostgresJobLeases } from '../../infra/postgres/jobLeases';
+import { goneOwnersOfThisHost } from '../shared/jobLeases';
 import { DEFAULT_EXTERNAL_IMPORT_SETTINGS, ExternalImportSaga } from '../migration/externalImport.saga';
 import { startJobRunner, type JobRunner } from './worker/jobRunner';
 import { externalImportKind, resultImportKind } from './worker/kinds';
@@ -222,8 +223,15 @@ export async function runWorker(
     ...deps, files, logger: log.child({ saga: 'externalImport' }),
     settings: { ...DEFAULT_EXTERNAL_IMPORT_SETTINGS, retryBudgetMs: config.retryBudgetMs, chunkSize: e.chunkSize, bulkChunkSize: e.bulkChunkSize, keepFiles: e.keepFiles, limits: { maxExpandedBytes: e.maxExpandedBytes, maxCompressionRatio: e.maxCompressionRatio } },
   });
+  const leases = new PostgresJobLeases(platform.pool);
+  if (config.databaseUrl === null) {
+    // The embedded PostgreSQL: every worker runs on this host, so the leases of a process that is
+    // gone (killed) end now, and its jobs go on at once rather than after WORKER_LEASE_TTL_MS.
+    const gone = goneOwnersOfThisHost(await leases.owners());
+    if (gone.length > 0) log.info({ owners: gone, leases: await leases.expire(gone) }, 'ended the job leases of processes that no longer run');
+  }
   const runner = startJobRunner({
-    leases: new PostgresJobLeases(platform.pool), logger: log, ...config.worker,
+    leases, logger: log, ...config.worker,
     kinds: [resultImportKind(imports), externalImportKind(external)],
   });
   // EventStoreDB: the log's hash chain is this follower's projection (docs/compliance.md).

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
+import { bigReport, expectEveryResultOnce, jobWhenEnded, tokenAndProject } from '../imports/bigImport';
 import { HttpClient, runScript, startServer, type RunningServer } from '../support/server';
 
 const ADMIN = { email: 'owner@example.com', password: 'embedded-default-1' };
@@ -10,7 +11,7 @@ const ADMIN = { email: 'owner@example.com', password: 'embedded-default-1' };
 /**
  * `npm start` with no configuration: embedded PostgreSQL under DATA_DIR, PostgreSQL event store,
  * direct transport. Data survives a restart and a SIGKILL; rebuild works on the same DATA_DIR.
- * Slow: starts the service with its embedded PostgreSQL (initdb the first time) three times and rebuilds the read model
+ * Slow: starts the service with its embedded PostgreSQL (initdb the first time) five times, rebuilds the read model, and imports 2,000 cases killed mid-way
  */
 /** Waits on the checkpoints (through /readyz) until every projection has applied the head of the log. */
 async function caughtUp(url: string): Promise<void> {
@@ -102,5 +103,36 @@ describe('embedded default (no DATABASE_URL)', function () {
     server = await startServer(env());
     const after = (await api().post('/api/model/project/findMany', { include: { repositoryCases: true } })).body.data;
     expect(after).to.deep.equal(before);
+  });
+  it('a result import killed with the process goes on as soon as it starts again: the dead process\'s lease is ended, not waited out', async () => {
+    // A lease that would outlast the test: only ending it at the start lets the job go on.
+    const withLongLease = () => ({ ...env(), WORKER_LEASE_TTL_MS: '600000', IMPORT_CHUNK_SIZE: '20' });
+    if (server) await server.stop();
+    server = await startServer(withLongLease());
+    const { token, project } = await tokenAndProject(server.url, ADMIN, 'Killed import');
+    const form = new FormData();
+    form.append('name', 'Killed mid-way');
+    form.append('projectId', String(project));
+    form.append('files', new Blob([bigReport(2000)]), 'big.xml');
+    const res = await fetch(`${server.url}/api/junit/import`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
+    expect(res.status).to.equal(200);
+    const jobId = Number(res.headers.get('x-import-job-id'));
+    const reader = res.body!.getReader();
+    let seen = '';
+    while (!/Imported ([6-9]\d|\d{3,}) of/.test(seen)) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the stream ended before three chunks were in:\n${seen}`);
+      seen += Buffer.from(value).toString();
+    }
+    await server.kill();
+    server = null;
+    await reader.cancel().catch(() => undefined);
+    expect(seen, 'killed before the job completed').to.not.include('"complete"');
+
+    server = await startServer(withLongLease());
+    const admin = new HttpClient(server.url, token);
+    const job = await jobWhenEnded(admin, jobId, 90_000);
+    expect(server.output()).to.include('ended the job leases of processes that no longer run');
+    await expectEveryResultOnce(admin, project, job, 2000);
   });
 });

@@ -137,4 +137,20 @@ describe('PostgreSQL job leases', () => {
     }
     expect(await leases.holder('resultImport', 9)).to.equal(null);
   });
+  it('lists the owners of the leases not expired, and ends every lease of the owners named at once (another takes the job at once)', async () => {
+    expect(await leases.acquire('resultImport', 1, 'host:10:aa', LONG)).to.equal(true);
+    expect(await leases.acquire('externalImport', 2, 'host:10:aa', LONG)).to.equal(true);
+    expect(await leases.acquire('resultImport', 3, 'host:20:bb', LONG)).to.equal(true);
+    expect(await leases.acquire('resultImport', 4, 'host:30:cc', SHORT)).to.equal(true);
+    await expired('resultImport', 4);
+    expect(await leases.owners()).to.deep.equal(['host:10:aa', 'host:20:bb']);
+    expect(await leases.acquire('resultImport', 1, 'host:40:dd', LONG)).to.equal(false);
+
+    expect(await leases.expire(['host:10:aa', 'host:99:zz'])).to.equal(2);
+    expect(await leases.owners()).to.deep.equal(['host:20:bb']);
+    expect(await leases.acquire('resultImport', 1, 'host:40:dd', LONG)).to.equal(true);
+    expect(await leases.acquire('externalImport', 2, 'host:40:dd', LONG)).to.equal(true);
+    expect((await leases.holder('resultImport', 3))?.owner).to.equal('host:20:bb');
+    expect(await leases.expire([])).to.equal(0);
+  });
 });
