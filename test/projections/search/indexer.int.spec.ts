@@ -15,7 +15,7 @@ import { FAST_RETRY, caughtUp, documents, expected, indexed, postgresEngine, qui
  * built at start, then the log followed; renames fanned out in bounded writes; failures of an
  * import; its checkpoint in the engine across a stop mid-batch; the engine away and back;
  * refused documents recorded; a rebuild side by side.
- * Slow: 13 tests each with an app, its projector and an indexer following it; some wait for retries with backoff while the engine is away
+ * Slow: 14 tests each with an app, its projector and an indexer following it; some wait for retries with backoff while the engine is away
  */
 describe('search indexer (direct transport, PostgreSQL search)', function () {
   this.timeout(180_000);
