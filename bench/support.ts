@@ -122,6 +122,17 @@ export async function copyRound(client: pg.ClientBase, work: string, sources: re
   return { seconds: took, rows, tables };
 }
 
+/**
+ * copyRound `rounds` times in a row: the mean seconds (`rounds`: each), the rows and the last round's
+ * tables. A floor measured once moved by ±10 % between runs (bench/README.md).
+ */
+export async function meanCopy(client: pg.ClientBase, work: string, sources: readonly CopySource[], rounds = 2): Promise<{ seconds: number; rounds: number[]; rows: number; tables: Record<string, { rows: number; seconds: number }> }> {
+  const each: Array<Awaited<ReturnType<typeof copyRound>>> = [];
+  for (let i = 0; i < rounds; i++) each.push(await copyRound(client, work, sources));
+  const last = each[each.length - 1];
+  return { seconds: each.reduce((sum, r) => sum + r.seconds, 0) / each.length, rounds: each.map((r) => round(r.seconds, 2)), rows: last.rows, tables: last.tables };
+}
+
 /** Every table's row count (the service's schema, not the benchmarks' own `bench_` copies). */
 export async function rowCounts(client: pg.ClientBase): Promise<Map<string, number>> {
   const { rows } = await client.query<{ table: string }>(`SELECT c.relname AS table FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
