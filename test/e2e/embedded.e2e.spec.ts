@@ -104,6 +104,7 @@ describe('embedded default (no DATABASE_URL)', function () {
     const after = (await api().post('/api/model/project/findMany', { include: { repositoryCases: true } })).body.data;
     expect(after).to.deep.equal(before);
   });
+
   it('a result import killed with the process goes on as soon as it starts again: the dead process\'s lease is ended, not waited out', async () => {
     // A lease that would outlast the test: only ending it at the start lets the job go on.
     const withLongLease = () => ({ ...env(), WORKER_LEASE_TTL_MS: '600000', IMPORT_CHUNK_SIZE: '20' });
