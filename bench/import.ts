@@ -8,7 +8,8 @@
  * results per second, the server process's peak RSS (VmHWM) and RSS sampled every 50 ms.
  * Also: the time until every projection and the search indexer have applied the import too
  * (`allWrittenSeconds`), against COPY of everything it wrote by then (every table with more rows
- * than before: events, read model, history, statistics, search documents, audit), and the CPU it
+ * than before: events, read model, history, statistics, search documents, audit; the mean of two
+ * rounds), and the CPU it
  * cost (the server's process and PostgreSQL's, from /proc).
  * Goals (issue 37): import rate ≥ 0.35 × COPY rate, peak RSS < 200 MB, everything written ≥ 0.5 × its COPY.
  */

@@ -10,10 +10,12 @@
  * - recovery: the server SIGKILLed once the import is `--kill-at` percent through, started again on
  *   the same DATA_DIR, and the time from the kill to the job's progress moving again (and to the
  *   new process listening).
- * - COPY of everything the import writes (the read model's rows and, as the design asks, the job's
- *   events, every row's provenance, the audit log and map, the search documents, case versions,
- *   result field values), and the import's speed against it (issue 36 §3: the goal counts what the
- *   design writes);
+ * - COPY of everything the import writes (every table with more rows than before it: the read
+ *   model's rows and, as the design asks, the job's events, every row's provenance, the audit log
+ *   and map, the search documents, case versions, result field values, statistics; the mean of two
+ *   rounds), and the import's speed against it (issue 36 §3: the goal counts what the design writes);
+ * - the CPU the import cost (the server's process and PostgreSQL's, from /proc) and the best ratio
+ *   that CPU allows with every core busy throughout;
  * - the rollback of the import (on by default; `--migration-rollback=0` leaves it out): its time
  *   against the import's, and where it went per dataset (the worker's deletes, the wait for the
  *   read models), from the server's log;
@@ -54,7 +56,6 @@ const TABLES = [
   'repository_folders', 'repository_cases', 'steps', 'case_field_values', 'repository_case_tags', 'milestones',
   'test_runs', 'test_run_tags', 'test_run_cases', 'test_run_results', 'test_run_step_results', 'sessions', 'session_results',
 ];
-
 
 export async function runMigration(o: MigrationBenchOptions): Promise<boolean> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'testament-bench-migration-'));
