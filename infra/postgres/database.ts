@@ -5,12 +5,25 @@ import pg from 'pg';
 // count(*) is int8 too; callers convert counts explicitly.
 
 /**
+ * What every connection of the service sets first. `jit = off`: PostgreSQL compiles a statement
+ * with LLVM when the planner's cost estimate passes `jit_above_cost` (100,000 by default), and a
+ * search document's statement (a sub-select per row for its steps, tags and custom fields) is
+ * estimated far above that for 100 rows that take 2 ms to read: on a PostgreSQL built with JIT
+ * (Debian's, the usual server; the embedded one has none), each page of documents spent 0.6-1.3 s
+ * compiling. The service runs short statements, where compiling never pays.
+ */
+export const SESSION_SETTINGS = 'SET jit = off';
+
+/**
  * A pool whose idle connections may be cut (a database restart, an administrator) without taking
  * the process down: pg emits 'error' on the pool for them, which would otherwise be uncaught.
  */
 export function createPool(connectionString: string, max = 10, onIdleError: (err: Error) => void = () => undefined): pg.Pool {
   const pool = new pg.Pool({ connectionString, max });
   pool.on('error', onIdleError);
+  // Queued on the new client before anything the pool hands it out for. Refused (a server older
+  // than PostgreSQL 11 has no `jit`), the connection stays as the server made it.
+  pool.on('connect', (client) => void client.query(SESSION_SETTINGS).catch(() => undefined));
   return pool;
 }
 
@@ -22,7 +35,8 @@ export interface KnexLog {
 
 export function createKnex(connectionString: string, max = 10, log?: KnexLog, options: { searchPath?: readonly string[] } = {}): Knex {
   const knex = knexFactory({
-    client: 'pg', connection: connectionString, pool: { min: 0, max },
+    client: 'pg', connection: connectionString,
+    pool: { min: 0, max, afterCreate: (conn: pg.Client, done: (err: null, conn: pg.Client) => void) => void conn.query(SESSION_SETTINGS, () => done(null, conn)) },
     // A replay (projections/runtime/replay.ts) writes into a schema of its own.
     ...(options.searchPath && { searchPath: [...options.searchPath] }),
     // A failed query's message would otherwise carry its SQL with every bound value written in.
