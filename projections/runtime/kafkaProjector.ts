@@ -18,7 +18,17 @@ const RESTART_FIRST_MS = 1000;
 const RESTART_MAX_MS = 30_000;
 const APPLY_FIRST_MS = 500;
 const APPLY_MAX_MS = 30_000;
-/** A batch waiting to be applied again heartbeats at least this often, so the group keeps it. */
+/**
+ * How long the broker keeps a member that stopped heartbeating (kafkajs: 30 s). A process that is
+ * killed, or a consumer that crashed when the broker went away and joins again as a new member,
+ * leaves a member behind that the group waits for before it hands the partitions out again: with
+ * 30 s, the read model stood still for half a minute after a projector's SIGKILL or a broker's
+ * restart (the chaos run's; requests waiting for their writes answered 503 meanwhile).
+ */
+export const SESSION_TIMEOUT_MS = 10_000;
+/** How often a consumer heartbeats between fetches (kafkajs: 3 s; at most a third of the session). */
+const HEARTBEAT_INTERVAL_MS = 1000;
+/** A batch being applied, or waiting to be applied again, heartbeats at least this often, so the group keeps it. */
 const HEARTBEAT_SLICE_MS = 3000;
 
 export interface KafkaProjectorHooks {
@@ -32,7 +42,9 @@ export const kafkaCheckpointKey = (projection: string, partition: number) => `${
  * 5 s): disconnect() waits for the fetch under way, and every role must stop within
  * SHUTDOWN_TIMEOUT_MS. A fetch that finds messages returns at once either way.
  */
-export const consumerOptions = (groupId: string): ConsumerConfig => ({ groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 1000 });
+export const consumerOptions = (groupId: string): ConsumerConfig => ({
+  groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 1000, sessionTimeout: SESSION_TIMEOUT_MS, heartbeatInterval: HEARTBEAT_INTERVAL_MS,
+});
 
 export const consumerGroupOf = (topic: string, projection: string) => `${topic}.projection.${projection}`;
 
@@ -292,7 +304,15 @@ export function startKafkaProjector(deps: {
       partitionsConsumedConcurrently: PARTITIONS_IN_PARALLEL,
       eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }) => {
         if (!isRunning() || isStale() || batch.messages.length === 0 || supervisor.stopping) return;
-        if (!(await handleWithinBudget(batch.partition, batch.messages, heartbeat, () => isRunning() && !isStale()))) return;
+        // A long batch (an import's chunks on a busy machine) must not outlast the session.
+        const beat = setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_SLICE_MS);
+        let handled: boolean;
+        try {
+          handled = await handleWithinBudget(batch.partition, batch.messages, heartbeat, () => isRunning() && !isStale());
+        } finally {
+          clearInterval(beat);
+        }
+        if (!handled) return;
         const lastOffset = batch.messages[batch.messages.length - 1].offset;
         await deps.hooks?.afterApply?.(projection.name, batch.partition, lastOffset);
         // Moves this consumer's fetch position; the group's offset follows within OFFSET_COMMIT_INTERVAL_MS.
