@@ -2,6 +2,7 @@
 // that the broker keeps until its session runs out; the process started in its place gets the
 // partitions only then. The service's consumers (consumerOptions) keep that wait short: with
 // kafkajs's default session of 30 s, the read model stood still for half a minute.
+// Slow: waits out the killed member's 10 s session on a real broker (a process started and SIGKILLed first)
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { expect } from 'chai';
