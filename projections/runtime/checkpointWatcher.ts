@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { listenOn } from '../../infra/postgres/listen';
 import { EventParked, ReadModelWaitFailed } from '../../services/shared/errors';
 import type { ReadModelWatcher } from '../../services/shared/commandBus';
-import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
+import { LIVE_RETRY_MAX_MS, RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
 import { CHECKPOINT_CHANNEL, readCheckpoints } from './checkpoints';
 
 interface Waiter { keys: string[]; position: bigint; resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout; parkedMatters: boolean }
@@ -18,7 +18,7 @@ const SAFETY_POLL_MS = 1000;
 /** Parked positions kept in memory for the writes waiting on them: the newest this many. */
 const PARKED_KEPT = 50_000;
 const RECONNECT_FIRST_MS = 1000;
-const RECONNECT_MAX_MS = 30_000;
+const RECONNECT_MAX_MS = LIVE_RETRY_MAX_MS;
 
 /** listening; reconnecting: its LISTEN connection was lost and is being replaced; failed: it gave up (until restart). */
 export interface WatcherStatus { state: 'listening' | 'reconnecting' | 'failed'; lastError: string | null; correlationId?: string }

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { EventEnvelope } from '../../contracts/envelope';
 import type { ContractValidator } from '../../contracts/validator';
-import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
+import { LIVE_RETRY_MAX_MS, RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
 import { Pauses } from '../../services/shared/pauses';
 import { decodeValue, headerText, type ConsumerConfig, type ConsumerRunConfig, type Kafka, type KafkaMessage } from '../../infra/kafka';
 import { applyBatch } from './applyBatch';
@@ -15,9 +15,9 @@ import type { ProjectionStatus, Projector } from './projector';
 const OFFSET_COMMIT_INTERVAL_MS = 1000;
 const PARTITIONS_IN_PARALLEL = 3;
 const RESTART_FIRST_MS = 1000;
-const RESTART_MAX_MS = 30_000;
+const RESTART_MAX_MS = LIVE_RETRY_MAX_MS;
 const APPLY_FIRST_MS = 500;
-const APPLY_MAX_MS = 30_000;
+const APPLY_MAX_MS = LIVE_RETRY_MAX_MS;
 /**
  * How long the broker keeps a member that stopped heartbeating (kafkajs: 30 s). A process that is
  * killed, or a consumer that crashed when the broker went away and joins again as a new member,

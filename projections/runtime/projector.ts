@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { EventEnvelope } from '../../contracts/envelope';
 import type { EventStore, Subscription } from '../../services/shared/eventStore';
-import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
+import { LIVE_RETRY_MAX_MS, RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
 import { Pauses } from '../../services/shared/pauses';
 import { applyBatch } from './applyBatch';
 import { applyIsolating, ParkedStreams, parkingOf, triesError } from './parking';
@@ -43,7 +43,7 @@ const LIVE_PERIOD_MS = 50;
 /** ...after a batch of at least this many events: fewer is a quiet log, or writes that each wait for their own (a command's few events), applied at once. */
 const LIVE_BATCH_MIN = 20;
 const FIRST_BACKOFF_MS = 500;
-const MAX_BACKOFF_MS = 30_000;
+const MAX_BACKOFF_MS = LIVE_RETRY_MAX_MS;
 
 /**
  * The direct transport: each projection follows the event store's global log from its own

@@ -5,7 +5,7 @@ import type { EventEnvelope } from '../../contracts/envelope';
 import { decodeValue, type Kafka, type KafkaMessage } from '../../infra/kafka';
 import type { EventStore, Subscription } from '../../services/shared/eventStore';
 import { ReadModelWaitFailed } from '../../services/shared/errors';
-import { RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
+import { LIVE_RETRY_MAX_MS, RetryBudgetSpent, budgetOf, describeError, isTransient, type RetryBudget, type RetryPolicy } from '../../services/shared/faults';
 import { Pauses } from '../../services/shared/pauses';
 import { SearchUnavailable, searchPositionKey, type SearchEngine } from '../../services/shared/search';
 import { inBatches } from '../runtime/batches';
@@ -37,7 +37,7 @@ export const INDEXER_NAME = DIRECT_KEY;
 
 const BATCH_SIZE = 1000;
 const FIRST_BACKOFF_MS = 500;
-const MAX_BACKOFF_MS = 30_000;
+const MAX_BACKOFF_MS = LIVE_RETRY_MAX_MS;
 const VERSION_CHECK_MS = 3000;
 /** A wait for the read model longer than this is reported (`retrying`) and started again. */
 const READ_MODEL_WAIT_MS = 30_000;

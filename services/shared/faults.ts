@@ -171,5 +171,13 @@ export function budgetOf(policy: RetryPolicy | undefined, defaults: { firstMs: n
   return retryBudget({ firstMs: policy?.firstMs ?? defaults.firstMs, maxMs: policy?.maxMs ?? defaults.maxMs, budgetMs: policy?.budgetMs ?? DEFAULT_RETRY_BUDGET_MS });
 }
 
+/**
+ * The longest pause between two tries of a live loop (the projectors, the search indexer, the
+ * read-your-writes watcher) while a dependency is away: it goes on within this of the
+ * dependency's return, and the retry budget, not the pause, bounds how long it tries. With 30 s,
+ * the read model or search could stay behind half a minute after an outage had ended.
+ */
+export const LIVE_RETRY_MAX_MS = 5_000;
+
 /** 30 minutes: the default RETRY_BUDGET_MS. */
 export const DEFAULT_RETRY_BUDGET_MS = 30 * 60 * 1000;
