@@ -19,11 +19,10 @@ export const SESSION_SETTINGS = 'SET jit = off';
  * the process down: pg emits 'error' on the pool for them, which would otherwise be uncaught.
  */
 export function createPool(connectionString: string, max = 10, onIdleError: (err: Error) => void = () => undefined): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max });
+  // onConnect: awaited before the pool hands a new client out. Refused (a server older than
+  // PostgreSQL 11 has no `jit`), the connection stays as the server made it.
+  const pool = new pg.Pool({ connectionString, max, onConnect: async (client) => void (await client.query(SESSION_SETTINGS).catch(() => undefined)) });
   pool.on('error', onIdleError);
-  // Queued on the new client before anything the pool hands it out for. Refused (a server older
-  // than PostgreSQL 11 has no `jit`), the connection stays as the server made it.
-  pool.on('connect', (client) => void client.query(SESSION_SETTINGS).catch(() => undefined));
   return pool;
 }
 
