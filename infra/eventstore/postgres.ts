@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { EventEnvelope, EventMetadata, NewEvent } from '../../contracts/envelope';
 import { ConcurrencyError } from '../../services/shared/errors';
 import { listenOn } from '../postgres/listen';
+import { RecentEvents, sameShapePrefix, type ReadEvent } from './recentEvents';
 import type {
   AppendResult, ChainBreak, ChainReport, EventStore, ExpectedRevision, ReadAllOptions, ReadStreamOptions, Subscription,
 } from '../../services/shared/eventStore';
@@ -16,6 +17,8 @@ const MAX_BATCH = 500;
 const PAGE = 1000;
 /** A subscription's page holds at most this many stored bytes of event data (ReadAllOptions.maxBytes). */
 const SUBSCRIPTION_PAGE_BYTES = 256 * 1024;
+/** What the subscriptions of a store share of the log's end (RecentEvents): four pages' worth. */
+const RECENT_LIMITS = { events: 4 * PAGE, bytes: 4 * SUBSCRIPTION_PAGE_BYTES };
 
 export interface AppendRequest {
   streamId: string;
@@ -34,10 +37,21 @@ type RequestOutcome = { ok: true; revision: string; position: string } | { ok: f
 
 interface EventRow {
   position: string; id: string; stream_id: string; revision: string; type: string;
-  schema_version: number; data: unknown; metadata: EventMetadata; recorded_at: Date;
+  schema_version: number; data: unknown; metadata: EventMetadata; recorded_at: string;
 }
 
-const COLUMNS = 'position, id, stream_id, revision, type, schema_version, data, metadata, recorded_at';
+interface SizedRow extends EventRow {
+  /** pg_column_size of the stored data. */
+  size: number;
+}
+
+/**
+ * recorded_at as the envelope gives it (ISO 8601, milliseconds cut, as a Date's toISOString of
+ * pg's parse would): a Date per event, built and formatted again, was a tenth of a live
+ * projector's reading (bench/README.md, "One read of the log per process").
+ */
+const COLUMNS = `position, id, stream_id, revision, type, schema_version, data, metadata,
+  to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS recorded_at`;
 
 /** Positions verified per statement (PostgresEventStore.verifyChain), and statements run at once. */
 const VERIFY_RANGE = 50_000n;
@@ -78,10 +92,15 @@ const shallowColumns = (n: number) => COLUMNS.replace('data', `CASE WHEN type = 
   THEN COALESCE(shallow, (SELECT jsonb_object_agg(key, CASE WHEN jsonb_typeof(value) IN ('object', 'array') THEN '{}'::jsonb ELSE value END) FROM jsonb_each(data)))
   ELSE data END AS data`);
 
+/** Names a list of shallow types whatever its order. */
+function shallowKey(types: readonly string[] | undefined): string {
+  return types?.length ? [...types].sort().join(',') : '';
+}
+
 function toEnvelope(r: EventRow): EventEnvelope {
   return {
     id: r.id, type: r.type, schemaVersion: r.schema_version, streamId: r.stream_id, revision: r.revision,
-    position: r.position, recordedAt: r.recorded_at.toISOString(), data: r.data, metadata: r.metadata,
+    position: r.position, recordedAt: r.recorded_at, data: r.data, metadata: r.metadata,
   };
 }
 
@@ -119,6 +138,12 @@ export class PostgresEventStore implements EventStore {
   private readonly subscriptions = new Set<Subscription>();
   /** The LISTEN connection its subscriptions share, opened with the first. */
   private sharedListener: SharedListener | null = null;
+  /** What its subscriptions read of the log's end, shared (emptied when the last one closes). */
+  private readonly recent = new RecentEvents(RECENT_LIMITS);
+  /** Subscription reads under way, by `after`: a reader asking the same joins. */
+  private readonly reading = new Map<string, { seq: number; shallow: ReadonlySet<string>; page: Promise<ReadEvent[]> }>();
+  /** One Set per list of shallow types, so that readers of the same list are recognised at once. */
+  private readonly shallowSets = new Map<string, ReadonlySet<string>>();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -198,17 +223,61 @@ export class PostgresEventStore implements EventStore {
   async readAll(options: ReadAllOptions = {}): Promise<EventEnvelope[]> {
     const after = options.after ?? '0';
     const limit = options.maxCount ?? PAGE;
+    if (options.maxBytes !== undefined) return (await this.readSized(after, limit, options.maxBytes, options.shallow)).map((r) => r.event);
     const shallow = options.shallow?.length ? [...options.shallow] : null;
-    const columns = shallow === null ? COLUMNS : shallowColumns(options.maxBytes === undefined ? 3 : 4);
-    const extra = shallow === null ? [] : [shallow];
-    const { rows } = options.maxBytes === undefined
-      ? await this.pool.query<EventRow>(`SELECT ${columns} FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2`, [after, limit, ...extra])
-      : await this.pool.query<EventRow>(
-        `SELECT ${columns} FROM (
-           SELECT page.*, sum(pg_column_size(page.data)) OVER (ORDER BY page.position) - pg_column_size(page.data) AS before
-           FROM (SELECT * FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2) page
-         ) sized WHERE before < $3 ORDER BY position ASC`, [after, limit, options.maxBytes, ...extra]);
+    const columns = shallow === null ? COLUMNS : shallowColumns(3);
+    const { rows } = await this.pool.query<EventRow>(`SELECT ${columns} FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2`, [after, limit, ...(shallow === null ? [] : [shallow])]);
     return rows.map(toEnvelope);
+  }
+
+  /** A page that stops once its events' stored data passes `maxBytes` (at least one event), each event with its size. */
+  private async readSized(after: string, limit: number, maxBytes: number, shallowTypes?: readonly string[]): Promise<ReadEvent[]> {
+    const shallow = shallowTypes?.length ? [...shallowTypes] : null;
+    const columns = shallow === null ? COLUMNS : shallowColumns(4);
+    const { rows } = await this.pool.query<SizedRow>(
+      `SELECT ${columns}, size FROM (
+         SELECT page.*, pg_column_size(page.data) AS size, sum(pg_column_size(page.data)) OVER (ORDER BY page.position) - pg_column_size(page.data) AS before
+         FROM (SELECT * FROM es_events WHERE position > $1 ORDER BY position ASC LIMIT $2) page
+       ) sized WHERE before < $3 ORDER BY position ASC`, [after, limit, maxBytes, ...(shallow === null ? [] : [shallow])]);
+    return rows.map((r) => ({ event: toEnvelope(r), size: r.size }));
+  }
+
+  /**
+   * A subscription's next page after `after`: from what the store's subscriptions read last
+   * (RecentEvents) when it holds it, else read (joining a read of the same page under way that
+   * began at notification `seq` or later); [] when nothing was appended after `after` as of the
+   * notification `seq` the reader has seen.
+   */
+  async readFollowing(after: string, shallowTypes: readonly string[] | undefined, seq: number, currentSeq: () => number): Promise<EventEnvelope[]> {
+    const shallow = this.shallowSet(shallowTypes);
+    const served = this.recent.serve(BigInt(after), shallow, seq, PAGE, SUBSCRIPTION_PAGE_BYTES);
+    if (served) return served;
+    const underWay = this.reading.get(after);
+    if (underWay && underWay.seq >= seq) {
+      const read = await underWay.page;
+      // Read with other types shallow: what has the reader's shape up to the first that has not.
+      const same = sameShapePrefix(read, underWay.shallow, shallow);
+      if (same.length > 0 || read.length === 0) return same;
+    }
+    const began = currentSeq();
+    const page = this.readSized(after, PAGE, SUBSCRIPTION_PAGE_BYTES, shallowTypes);
+    const entry = { seq: began, shallow, page };
+    if (!underWay) this.reading.set(after, entry);
+    const settled = () => {
+      if (this.reading.get(after) === entry) this.reading.delete(after);
+    };
+    page.then((read) => {
+      settled();
+      if (this.subscriptions.size > 0) this.recent.record(BigInt(after), shallow, began, read);
+    }, settled);
+    return (await page).map((r) => r.event);
+  }
+
+  private shallowSet(types: readonly string[] | undefined): ReadonlySet<string> {
+    const key = shallowKey(types);
+    let set = this.shallowSets.get(key);
+    if (!set) this.shallowSets.set(key, (set = new Set(types ?? [])));
+    return set;
   }
 
   async headPosition(): Promise<string> {
@@ -329,6 +398,7 @@ export class PostgresEventStore implements EventStore {
     const close = sub.close.bind(sub);
     sub.close = async () => {
       this.subscriptions.delete(sub);
+      if (this.subscriptions.size === 0) this.recent.clear();
       await close();
     };
     return sub;
@@ -349,6 +419,12 @@ class SharedListener {
   private client: pg.Client | null = null;
   private connecting: Promise<void> | null = null;
   private readonly subscribers = new Set<() => void>();
+  /**
+   * Notifications received (and connections lost) so far. A read begun at count `n` sees every
+   * event whose notification was counted in `n`: a subscriber that has seen no count past the one
+   * its empty read began at has nothing to read.
+   */
+  seq = 0;
 
   constructor(private readonly connectionString: string) {}
 
@@ -384,19 +460,27 @@ class SharedListener {
     });
     // Every subscriber left while it connected: nobody else will end this client.
     if (this.subscribers.size === 0) await client.end().catch(() => undefined);
-    else this.client = client;
+    else {
+      this.client = client;
+      // Appends while nobody listened were not notified: what was read before now is no proof of an end.
+      this.seq++;
+    }
   }
 
   private notifyAll(): void {
+    this.seq++;
     for (const notify of this.subscribers) notify();
   }
 }
 
-/** Catch-up then live: reads pages after the last delivered position, sleeps on LISTEN between them. */
+/**
+ * Catch-up then live: reads pages after the last delivered position (the store's subscriptions
+ * share what they read of the log's end: PostgresEventStore.readFollowing), sleeps on LISTEN
+ * between them.
+ */
 class PostgresSubscription implements Subscription {
   private closed = false;
   private wake: (() => void) | null = null;
-  private notified = false;
 
   constructor(
     private readonly store: PostgresEventStore,
@@ -408,9 +492,10 @@ class PostgresSubscription implements Subscription {
   }
 
   private onNotify = () => {
-    this.notified = true;
     this.wake?.();
   };
+
+  private readonly currentSeq = () => this.listener.seq;
 
   async *[Symbol.asyncIterator](): AsyncIterator<EventEnvelope> {
     try {
@@ -425,18 +510,18 @@ class PostgresSubscription implements Subscription {
       // A listener that cannot be had (again) ends the subscription with the error: its follower
       // (projector, relay) decides whether and for how long to retry (services/shared/faults.ts).
       await this.listener.ensure();
-      this.notified = false;
-      const page = await this.store.readAll({ after: this.after, maxCount: PAGE, maxBytes: SUBSCRIPTION_PAGE_BYTES, shallow: this.shallow });
+      const seq = this.listener.seq;
+      const page = await this.store.readFollowing(this.after, this.shallow, seq, this.currentSeq);
       for (const event of page) {
         if (this.closed) return;
         this.after = event.position;
         yield event;
       }
       // A page may stop short of PAGE at its byte budget: read on until a page comes back empty.
-      if (page.length > 0 || this.notified) continue;
+      if (page.length > 0 || this.listener.seq !== seq) continue;
       await new Promise<void>((resolve) => {
         this.wake = resolve;
-        if (this.notified || this.closed) resolve();
+        if (this.listener.seq !== seq || this.closed) resolve();
       });
       this.wake = null;
     }

@@ -66,6 +66,46 @@ describe('PostgreSQL event store', () => {
     }
   });
 
+  it('subscriptions of one store read the log\'s end once between them, each still given every event in order with its own shallow types', async function () {
+    this.timeout(60000);
+    const pool = new pg.Pool({ connectionString: db.url, max: 10 });
+    await setupPostgresEventStore(pool);
+    const store = new PostgresEventStore(pool, db.url);
+    // Counts the subscriptions' page reads (the statement readAll with maxBytes sends too).
+    let pageReads = 0;
+    const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+    (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      if (typeof args[0] === 'string' && args[0].includes('pg_column_size(page.data)')) pageReads++;
+      return query(...args);
+    };
+    try {
+      const start = await store.headPosition();
+      const appends = 40;
+      const total = appends * 5 + 1;
+      const shallowLists = [undefined, undefined, undefined, ['Bulky'], ['Bulky'], ['Bulky', 'Other'], ['Other'], ['Other'], undefined];
+      const following = shallowLists.map((shallow) => take(store.subscribeToAll({ after: start, shallow }), total));
+      // One bulky event, read whole by some and shallow by others, then a steady stream.
+      await store.append(`recent-${start}`, [{ type: 'Bulky', data: { jobId: 1, rows: [[1, 2]] } }], { expectedRevision: 'any', metadata: meta });
+      for (let i = 0; i < appends; i++) {
+        await store.append(`recent-${start}-${i % 3}`, [ev(5 * i), ev(5 * i + 1), ev(5 * i + 2), ev(5 * i + 3), ev(5 * i + 4)], { expectedRevision: 'any', metadata: meta });
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const seen = await Promise.all(following);
+      for (const [k, events] of seen.entries()) {
+        const positions = events.map((e) => BigInt(e.position));
+        expect(positions[0]).to.equal(BigInt(start) + 1n);
+        for (let i = 1; i < positions.length; i++) expect(positions[i], `subscription ${k}: in order, none missed`).to.equal(positions[i - 1] + 1n);
+        expect(events[0].data, `subscription ${k}'s own shallow types`).to.deep.equal(shallowLists[k]?.includes('Bulky') ? { jobId: 1, rows: {} } : { jobId: 1, rows: [[1, 2]] });
+        expect(events.slice(1).map((e) => (e.data as { n: number }).n)).to.deep.equal([...Array(appends * 5).keys()]);
+      }
+      // Each on its own read every page and an empty one after each append: nine times appends × 2 at least.
+      expect(pageReads, `${pageReads} page reads for nine subscriptions and ${appends} appends`).to.be.below(appends * 4);
+    } finally {
+      await store.close();
+      await pool.end();
+    }
+  });
+
   it('a page of readAll stops at maxBytes of stored data (at least one event); a subscription still delivers every big event', async function () {
     this.timeout(60000);
     const pool = new pg.Pool({ connectionString: db.url, max: 4 });
