@@ -176,20 +176,19 @@ export function documentOf(type: IndexedType, row: Row): SearchDocument {
 
 /**
  * The documents of these rows as they are now: those that exist and are live to index, the others
- * (missing, deleted, under a deleted parent, a result that is no failure) to remove.
+ * (missing, deleted, under a deleted parent, a result that is no failure) to remove. Both in the
+ * order of `ids` (the indexer's: the log's), so that what the engine refuses of one batch is
+ * recorded in that order too (the error log lists the newest first).
  */
 export async function loadDocuments(knex: Knex | Knex.Transaction, type: IndexedType, ids: readonly string[]): Promise<{ upsert: SearchDocument[]; remove: DocumentKey[] }> {
   if (ids.length === 0) return { upsert: [], remove: [] };
-  const numeric = [...new Set(ids)].filter((id) => /^\d+$/.test(id) && Number(id) <= 2_147_483_647).map(Number);
+  const order = new Map([...new Set(ids)].map((id, i) => [id, i]));
+  const numeric = [...order.keys()].filter((id) => /^\d+$/.test(id) && Number(id) <= 2_147_483_647).map(Number);
   const { rows } = await knex.raw(`${SELECTS[type]} WHERE x.id = ANY(?::integer[])`, [numeric]);
-  const upsert: SearchDocument[] = [];
-  const live = new Set<string>();
-  for (const row of rows as Row[]) {
-    if (!row.live) continue;
-    live.add(String(row.id));
-    upsert.push(documentOf(type, row));
-  }
-  const remove = [...new Set(ids)].filter((id) => !live.has(id)).map((id) => ({ type, id }));
+  const live = (rows as Row[]).filter((row) => row.live).sort((a, b) => order.get(String(a.id))! - order.get(String(b.id))!);
+  const liveIds = new Set(live.map((row) => String(row.id)));
+  const upsert = live.map((row) => documentOf(type, row));
+  const remove = [...order.keys()].filter((id) => !liveIds.has(id)).map((id) => ({ type, id }));
   return { upsert, remove };
 }
 

@@ -92,6 +92,16 @@ describe('search documents from the read model', function () {
     expect((await one('failures', id)).content).to.have.length(4000);
   });
 
+  it('documents and removals come in the order of the ids asked (the log\'s: refused ones are recorded newest last)', async () => {
+    const { model, ids, connect } = world;
+    const created: string[] = [];
+    for (let i = 0; i < 6; i++) created.push(String((await model('repositoryCase', 'create', { data: { title: `Ordered ${i}`, project: connect(ids.project), folder: connect(ids.folderA) } })).id));
+    const asked = [created[4], '999998', created[1], created[5], created[0], '999997', created[3], created[2]];
+    const { upsert, remove } = await loadDocuments(app.deps.knex, 'repository_cases', asked);
+    expect(upsert.map((d) => d.id)).to.deep.equal(asked.filter((id) => !id.startsWith('9999')));
+    expect(remove.map((k) => k.id)).to.deep.equal(['999998', '999997']);
+  });
+
   it('a deleted row, and rows under a deleted folder, are removals; the scan leaves them out', async () => {
     const { model, ids, connect } = world;
     const other = (await model('repositoryCase', 'create', { data: { title: 'Short-lived', project: connect(ids.project), folder: connect(ids.folderA) } })).id;
