@@ -37,10 +37,15 @@ export interface AnchorDeps { store: EventStore; logger: Pick<Logger, 'info' | '
 /** One anchor now: nothing when nothing was appended since the last one. */
 export async function anchorNow(deps: AnchorDeps): Promise<AnchorOutcome> {
   if (!deps.store.chainHead) return { anchored: false, reason: 'no-chain' };
+  // The last anchor before the head: the append below expects the anchor stream as read here, so
+  // a worker that anchors meanwhile makes this one's append a race lost. (Read the other way
+  // round, a worker could read the head, then another's anchor of that same head, and anchor it
+  // again after it.)
+  const [last] = await deps.store.readStream(ANCHOR_STREAM, { direction: 'backwards', maxCount: 1 });
   const head = await deps.store.chainHead();
   if (head.position === '0' || head.hash === null) return { anchored: false, reason: 'empty' };
-  const [last] = await deps.store.readStream(ANCHOR_STREAM, { direction: 'backwards', maxCount: 1 });
-  if (last && last.position === head.position) return { anchored: false, reason: 'unchanged' };
+  // Nothing past the last anchor (a head that lags behind its own anchor event included).
+  if (last && (BigInt(head.position) <= BigInt(last.position) || (last.data as { position?: string }).position === head.position)) return { anchored: false, reason: 'unchanged' };
   const anchoredAt = deps.clock().toISOString();
   const line = { position: head.position, hash: head.hash, anchoredAt };
   const copies: ('file' | 'url')[] = [];

@@ -10,6 +10,7 @@ import { ANCHOR_STREAM, anchorNow, type AnchorSettings, checkAnchors, startAncho
 import { verifyIntegrity } from '../../../services/integrity/integrity';
 import { registerUser } from '../../../services/identity/identity.handlers';
 import { systemMetadata } from '../../../services/shared/context';
+import type { EventStore, ReadStreamOptions } from '../../../services/shared/eventStore';
 import { startTestApp, type TestApp } from '../../support/app';
 import { HttpClient } from '../../support/server';
 
@@ -96,6 +97,23 @@ describe('integrity anchors: the head hash recorded in the log and copied where 
     const report = await verifyIntegrity(app.deps.store, {});
     expect(report.intact).to.equal(true);
     expect(report.anchors).to.deep.equal({ checked: 3, firstMismatch: null });
+  });
+
+  it('a worker that read the head before another anchored it does not anchor it again', async () => {
+    const admin = new HttpClient(app.url);
+    expect((await admin.post('/api/auth/login', { email: 'root@example.com', password: 'root-password-1' })).status).to.equal(200);
+    expect((await admin.post('/api/model/project/create', { data: { name: 'Infusion pump' } })).status).to.equal(201);
+    const quiet = { ...settings, file: null, url: null };
+    const real = app.deps.store;
+    let first: Promise<unknown> = Promise.resolve();
+    // The second worker's reads: the head at once, the anchor stream only once the first has anchored.
+    const late: EventStore = Object.assign(Object.create(real) as EventStore, { readStream: async (stream: string, options?: ReadStreamOptions) => (await first, real.readStream(stream, options)) });
+    const second = anchorNow({ store: late, logger, clock: app.clock.read, settings: quiet });
+    first = anchorNow({ store: real, logger, clock: app.clock.read, settings: quiet });
+    const outcomes = [await first, await second] as { anchored: boolean }[];
+    expect(outcomes.map((o) => o.anchored)).to.deep.equal([true, false]);
+    const anchors = await real.readStream(ANCHOR_STREAM);
+    expect(new Set(anchors.map((e) => (e.data as { position: string }).position)).size, 'no head anchored twice').to.equal(anchors.length);
   });
 
   it('anchors on its own every interval once started (the worker role starts it), and stops cleanly', async () => {
