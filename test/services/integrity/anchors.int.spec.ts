@@ -105,13 +105,16 @@ describe('integrity anchors: the head hash recorded in the log and copied where 
     expect((await admin.post('/api/model/project/create', { data: { name: 'Infusion pump' } })).status).to.equal(201);
     const quiet = { ...settings, file: null, url: null };
     const real = app.deps.store;
-    let first: Promise<unknown> = Promise.resolve();
+    let release!: () => void;
+    const firstAnchored = new Promise<void>((resolve) => (release = resolve));
     // The second worker's reads: the head at once, the anchor stream only once the first has anchored.
-    const late: EventStore = Object.assign(Object.create(real) as EventStore, { readStream: async (stream: string, options?: ReadStreamOptions) => (await first, real.readStream(stream, options)) });
+    const late: EventStore = Object.assign(Object.create(real) as EventStore, {
+      readStream: async (stream: string, options?: ReadStreamOptions) => (await firstAnchored, real.readStream(stream, options)),
+    });
     const second = anchorNow({ store: late, logger, clock: app.clock.read, settings: quiet });
-    first = anchorNow({ store: real, logger, clock: app.clock.read, settings: quiet });
-    const outcomes = [await first, await second] as { anchored: boolean }[];
-    expect(outcomes.map((o) => o.anchored)).to.deep.equal([true, false]);
+    const first = await anchorNow({ store: real, logger, clock: app.clock.read, settings: quiet });
+    release();
+    expect([first.anchored, (await second).anchored]).to.deep.equal([true, false]);
     const anchors = await real.readStream(ANCHOR_STREAM);
     expect(new Set(anchors.map((e) => (e.data as { position: string }).position)).size, 'no head anchored twice').to.equal(anchors.length);
   });
