@@ -140,7 +140,11 @@ describe('scripts/generateExport', () => {
       () => expect.fail('should refuse'),
       (error: Error) => expect(error.message).to.equal('runs need at least one case'),
     );
+    // Closed before the file's directory goes (after()): a stream destroyed while still opening
+    // opens it first, and an open that found the directory gone killed the test process.
+    const closed = new Promise((resolve) => sink.once('close', resolve));
     sink.destroy();
+    await closed;
   });
 });
 
