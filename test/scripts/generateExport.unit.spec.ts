@@ -142,7 +142,7 @@ describe('scripts/generateExport', () => {
     );
     // Closed before the file's directory goes (after()): a stream destroyed while still opening
     // opens it first, and an open that found the directory gone killed the test process.
-    const closed = new Promise((resolve) => sink.once('close', resolve));
+    const closed = new Promise<void>((resolve) => sink.once('close', () => resolve()));
     sink.destroy();
     await closed;
   });
