@@ -58,33 +58,11 @@ const FIELD_TEXT = `CASE jsonb_typeof(v.value)
   ELSE COALESCE(${OPTION_NAME('v.value')}, v.value #>> '{}') END`;
 
 /** Per type: the columns and joins of its documents; `live` is true when the row has a document. */
-const SELECTS: Record<IndexedType, string> = {
+const SELECTS: Record<Exclude<IndexedType, 'repository_cases'>, string> = {
   projects: `
     SELECT x.id, x.id AS project_id, x.name AS project, x.name AS title, x.note AS description, NULL AS content,
       u.name AS creator, x.created_at, x.updated_at, NOT x.is_deleted AS live
     FROM projects x LEFT JOIN users u ON u.id = x.created_by_id`,
-  repository_cases: `
-    SELECT x.id, x.project_id, p.name AS project, x.title, x.description,
-      (SELECT string_agg(concat_ws(E'\\n', st.step, st.expected_result), E'\\n' ORDER BY st.sort_order, st.id) FROM steps st WHERE st.repository_case_id = x.id) AS content,
-      ${TAGS('repository_case_tags', 'repository_case_id')} AS tags,
-      fp.path AS folder, tm.name AS template, w.name AS state, u.name AS creator,
-      (SELECT COALESCE(json_agg(json_build_object('name', f.display_name, 'value', ${FIELD_TEXT}) ORDER BY f.display_name, v.id), '[]')
-        FROM case_field_values v JOIN case_fields f ON f.id = v.field_id AND NOT f.is_deleted
-        WHERE v.repository_case_id = x.id AND v.value IS NOT NULL AND v.value <> 'null'::jsonb) AS custom_fields,
-      x.created_at, x.updated_at,
-      NOT x.is_deleted AND NOT p.is_deleted AND NOT COALESCE(fp.deleted, false) AS live
-    FROM repository_cases x
-    JOIN projects p ON p.id = x.project_id
-    LEFT JOIN LATERAL (
-      WITH RECURSIVE up AS (
-        SELECT f.parent_id, f.name, f.is_deleted, 0 AS depth FROM repository_folders f WHERE f.id = x.folder_id
-        UNION ALL
-        SELECT f.parent_id, f.name, f.is_deleted, up.depth + 1 FROM repository_folders f JOIN up ON f.id = up.parent_id WHERE up.depth < 100
-      ) SELECT string_agg(up.name, ' / ' ORDER BY up.depth DESC) AS path, bool_or(up.is_deleted) AS deleted FROM up
-    ) fp ON true
-    LEFT JOIN templates tm ON tm.id = x.template_id
-    LEFT JOIN workflows w ON w.id = x.state_id
-    LEFT JOIN users u ON u.id = x.created_by_id`,
   test_runs: `
     SELECT x.id, x.project_id, p.name AS project, x.name AS title, x.note AS description, NULL AS content,
       ${TAGS('test_run_tags', 'test_run_id')} AS tags, w.name AS state, cf.name AS configuration, x.branch, u.name AS creator,
@@ -140,6 +118,45 @@ const SELECTS: Record<IndexedType, string> = {
     LEFT JOIN users u ON u.id = x.executed_by_id`,
 };
 
+/**
+ * A repository case's document: its steps, tags and custom fields read case by case (index scans,
+ * whatever the statistics of tables a bulk import has just filled), its folder's path walked once
+ * per folder of the page, not once per case.
+ */
+const CASES_WITH = (where: string) => `
+  WITH x AS MATERIALIZED (SELECT * FROM repository_cases x WHERE ${where}),
+  folder_paths AS (
+    WITH RECURSIVE up AS (
+      SELECT f.id AS start, f.parent_id, f.name, f.is_deleted, 0 AS depth FROM repository_folders f WHERE f.id IN (SELECT folder_id FROM x)
+      UNION ALL
+      SELECT up.start, f.parent_id, f.name, f.is_deleted, up.depth + 1 FROM repository_folders f JOIN up ON f.id = up.parent_id WHERE up.depth < 100
+    ) SELECT start, string_agg(up.name, ' / ' ORDER BY up.depth DESC) AS path, bool_or(up.is_deleted) AS deleted FROM up GROUP BY start)
+  SELECT x.id, x.project_id, p.name AS project, x.title, x.description,
+    (SELECT string_agg(concat_ws(E'\\n', st.step, st.expected_result), E'\\n' ORDER BY st.sort_order, st.id) FROM steps st WHERE st.repository_case_id = x.id) AS content,
+    ${TAGS('repository_case_tags', 'repository_case_id')} AS tags,
+    fp.path AS folder, tm.name AS template, w.name AS state, u.name AS creator,
+    (SELECT COALESCE(json_agg(json_build_object('name', f.display_name, 'value', ${FIELD_TEXT}) ORDER BY f.display_name, v.id), '[]')
+      FROM case_field_values v JOIN case_fields f ON f.id = v.field_id AND NOT f.is_deleted
+      WHERE v.repository_case_id = x.id AND v.value IS NOT NULL AND v.value <> 'null'::jsonb) AS custom_fields,
+    x.created_at, x.updated_at,
+    NOT x.is_deleted AND NOT p.is_deleted AND NOT COALESCE(fp.deleted, false) AS live
+  FROM x
+  JOIN projects p ON p.id = x.project_id
+  LEFT JOIN folder_paths fp ON fp.start = x.folder_id
+  LEFT JOIN templates tm ON tm.id = x.template_id
+  LEFT JOIN workflows w ON w.id = x.state_id
+  LEFT JOIN users u ON u.id = x.created_by_id`;
+
+/**
+ * The statement of a type's documents for the rows `where` selects (on alias `x`), in id order
+ * when `page` is given (a keyset page: `ORDER BY x.id LIMIT ?`, its binding last).
+ */
+function statementOf(type: IndexedType, where: string, page = false): string {
+  const limit = page ? ' ORDER BY x.id LIMIT ?' : '';
+  if (type === 'repository_cases') return `${CASES_WITH(where + limit)}${page ? ' ORDER BY x.id' : ''}`;
+  return `${SELECTS[type]} WHERE ${where}${limit}`;
+}
+
 type Row = Record<string, unknown>;
 
 const iso = (v: unknown): string | null => (v === null || v === undefined ? null : v instanceof Date ? v.toISOString() : new Date(String(v)).toISOString());
@@ -184,7 +201,7 @@ export async function loadDocuments(knex: Knex | Knex.Transaction, type: Indexed
   if (ids.length === 0) return { upsert: [], remove: [] };
   const order = new Map([...new Set(ids)].map((id, i) => [id, i]));
   const numeric = [...order.keys()].filter((id) => /^\d+$/.test(id) && Number(id) <= 2_147_483_647).map(Number);
-  const { rows } = await knex.raw(`${SELECTS[type]} WHERE x.id = ANY(?::integer[])`, [numeric]);
+  const { rows } = await knex.raw(statementOf(type, 'x.id = ANY(?::integer[])'), [numeric]);
   const live = (rows as Row[]).filter((row) => row.live).sort((a, b) => order.get(String(a.id))! - order.get(String(b.id))!);
   const liveIds = new Set(live.map((row) => String(row.id)));
   const upsert = live.map((row) => documentOf(type, row));
@@ -211,7 +228,7 @@ export async function scanDocuments(
   knex: Knex | Knex.Transaction, type: IndexedType, afterId: number, limit: number, projectIds: readonly number[] | null = null,
 ): Promise<{ documents: SearchDocument[]; removed: DocumentKey[]; scanned: number; lastId: number | null }> {
   const scope = inProjects(type, projectIds);
-  const { rows } = await knex.raw(`SELECT * FROM (${SELECTS[type]} WHERE x.id > ?${scope.sql} ORDER BY x.id LIMIT ?) page`, [afterId, ...scope.bindings, limit]);
+  const { rows } = await knex.raw(`SELECT * FROM (${statementOf(type, `x.id > ?${scope.sql}`, true)}) page ORDER BY id`, [afterId, ...scope.bindings, limit]);
   const all = rows as Row[];
   return {
     documents: all.filter((r) => r.live).map((r) => documentOf(type, r)),
@@ -224,6 +241,6 @@ export async function scanDocuments(
 /** How many documents a type has (of some projects only when `projectIds` is given): a reindex's totals. */
 export async function countDocuments(knex: Knex | Knex.Transaction, type: IndexedType, projectIds: readonly number[] | null = null): Promise<number> {
   const scope = inProjects(type, projectIds);
-  const { rows } = await knex.raw(`SELECT count(*)::integer AS n FROM (${SELECTS[type]} WHERE true${scope.sql}) page WHERE live`, scope.bindings);
+  const { rows } = await knex.raw(`SELECT count(*)::integer AS n FROM (${statementOf(type, `true${scope.sql}`)}) page WHERE live`, scope.bindings);
   return (rows as { n: number }[])[0].n;
 }

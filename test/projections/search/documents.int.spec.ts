@@ -116,6 +116,27 @@ describe('search documents from the read model', function () {
     expect(scanned.documents.map((d) => d.id)).to.include(String(ids.case)).and.not.include(String(other)).and.not.include(String(underGone));
   });
 
+  it('one batch: each case its own folder path (shared folders, nested ones, none), a deleted ancestor removes what is under it; a scan page keeps id order', async () => {
+    const { model, ids, connect } = world;
+    const folder = async (name: string, parent?: number) =>
+      (await model('repositoryFolder', 'create', { data: { name, project: connect(ids.project), ...(parent && { parent: connect(parent) }) } })).id as number;
+    const top = await folder('Top');
+    const middle = await folder('Middle', top);
+    const leaf = await folder('Leaf', middle);
+    const doomed = await folder('Doomed');
+    const doomedChild = await folder('Child', doomed);
+    const kase = async (title: string, f?: number) =>
+      String((await model('repositoryCase', 'create', { data: { title, project: connect(ids.project), ...(f && { folder: connect(f) }) } })).id);
+    const [a, b, c, d, e] = [await kase('In leaf 1', leaf), await kase('In top', top), await kase('No folder'), await kase('In leaf 2', leaf), await kase('Under doomed', doomedChild)];
+    await model('repositoryFolder', 'delete', { where: { id: doomed } });
+    const { upsert, remove } = await loadDocuments(app.deps.knex, 'repository_cases', [e, a, b, c, d]);
+    expect(upsert.map((doc) => [doc.id, doc.folder])).to.deep.equal([[a, 'Top / Middle / Leaf'], [b, 'Top'], [c, null], [d, 'Top / Middle / Leaf']]);
+    expect(remove).to.deep.equal([{ type: 'repository_cases', id: e }]);
+    const page = await scanDocuments(app.deps.knex, 'repository_cases', Number(a) - 1, 4);
+    expect(page.documents.map((doc) => [doc.id, doc.folder])).to.deep.equal([[a, 'Top / Middle / Leaf'], [b, 'Top'], [c, null], [d, 'Top / Middle / Leaf']]);
+    expect(page.lastId).to.equal(Number(d));
+  });
+
   it('everything of a deleted project is a removal', async () => {
     const { model, connect } = world;
     const p = (await model('project', 'create', { data: { name: 'Doomed' } })).id;
