@@ -4,7 +4,6 @@ import type { TestamentEvent } from '../../contracts/events';
 import { createKnex } from '../../infra/postgres/database';
 import { externalImportsProjection } from '../../projections/externalImports';
 import { migrateReadModel } from '../../projections/migrations';
-import { COPY_FROM_ROWS } from '../../projections/runtime/rowBatch';
 import { createMigratedDatabase, type TestDatabase } from '../support/database';
 import { at, envelopes } from './envelopes';
 
@@ -53,7 +52,7 @@ describe('externalImports projection: provenance rows of planned chunks', functi
   const rows = () => knex('external_import_rows').where({ job_id: 7 }).orderBy('source_id').select('source_id', 'entity_id', 'source_key', 'skip_reason');
 
   it('writes every row of chunks of a bulk size, and a repeated source id keeps its first row, in the same chunk or a later one', async () => {
-    const size = COPY_FROM_ROWS + 50;
+    const size = 250;
     const ids = (from: number) => Array.from({ length: size }, (_, i) => `C${String(from + i).padStart(5, '0')}`);
     const first = ids(0);
     // The second chunk repeats a row of its own (its index 10 is its index 3 again) and one of the first chunk.
@@ -61,7 +60,7 @@ describe('externalImports projection: provenance rows of planned chunks', functi
     second[10] = second[3];
     second[20] = first[5];
     await apply([
-      { type: 'ExternalImportUploaded', data: { jobId: 7, fileName: 'export.zip', fileSize: 1, sha256: 'a'.repeat(64), container: 'zip', uploadedAt: at(1) } } as TestamentEvent,
+      { type: 'ExternalImportUploaded', data: { jobId: 7, fileName: 'export.zip', fileSize: 1, sha256: 'a'.repeat(64), storedAs: 'a'.repeat(64), container: 'zip', uploadedAt: at(1) } },
       chunk(7, 0, first),
       chunk(7, 1, second, new Set([10, 20])),
     ]);
