@@ -7,7 +7,7 @@ import {
   type SearchSettings, type SearchType,
 } from '../../services/shared/search';
 import {
-  analysisConflicts, bulkBody, bulkOutcome, checkpointDocId, checkpointIndex, checkpointIndexBody, facetsBody, indexBody,
+  analysisConflicts, bulkBody, bulkOutcome, checkpointDocId, checkpointIndex, checkpointIndexBody, facetsBody, FORWARD_ONLY_CHECKPOINTS, indexBody,
   indexTemplateBody, indexTemplateName, parseFacets, parseSearch, parseVersionedIndex, searchBody, versionedIndex, writeFailure,
   type BulkItemOutcome,
 } from './engineBodies';
@@ -239,11 +239,13 @@ export class DocumentSearchEngine implements SearchEngine {
     for (let start = 0; start < all.length; start += size) failed.push(...await this.bulk(version, all.slice(start, start + size)));
     if (failed.length) throw new BulkWriteFailed(failed.map(writeFailure));
     if (checkpoints && Object.keys(checkpoints).length) {
+      // Forward only (a script compares the positions): a request the client retried after a
+      // timeout may still be applied after a later one, and must not move a checkpoint back.
       await this.transport.request({
         method: 'POST',
         path: `/${encodeURIComponent(checkpointIndex(this.prefix))}/_update/${checkpointDocId(version)}`,
         querystring: { retry_on_conflict: 5 },
-        body: { doc: { version, checkpoints }, doc_as_upsert: true },
+        body: { script: { source: FORWARD_ONLY_CHECKPOINTS, lang: 'painless', params: { checkpoints } }, upsert: { version, checkpoints } },
       });
     }
   }

@@ -111,6 +111,23 @@ export function analysisConflicts(index: string, current: unknown, settings: Pic
     .map(([key, value]) => `${index}: analysis ${key} is ${have[key] === undefined ? 'missing' : JSON.stringify(have[key])}, the current setting is ${JSON.stringify(value)}`);
 }
 
+/**
+ * The update of a version's checkpoints: each key moves to the position given only when it is
+ * further on than the one stored (positions and offsets are decimal integers); nothing moved, the
+ * update is a no-op.
+ */
+export const FORWARD_ONLY_CHECKPOINTS = [
+  'boolean moved = false;',
+  'if (ctx._source.checkpoints == null) { ctx._source.checkpoints = new HashMap(); }',
+  'for (def entry : params.checkpoints.entrySet()) {',
+  '  def stored = ctx._source.checkpoints[entry.getKey()];',
+  '  if (stored == null || Long.parseLong(stored.toString()) < Long.parseLong(entry.getValue())) {',
+  '    ctx._source.checkpoints[entry.getKey()] = entry.getValue(); moved = true;',
+  '  }',
+  '}',
+  "if (!moved) { ctx.op = 'noop'; }",
+].join('\n');
+
 /** The checkpoint index: positions are stored, never searched. */
 export function checkpointIndexBody(settings: Pick<SearchSettings, 'replicas'>): Json {
   return {

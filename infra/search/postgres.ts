@@ -122,8 +122,10 @@ export class PostgresSearchEngine implements SearchEngine {
           [chunk.map((k) => k.type), chunk.map((k) => k.id)]);
       }
       if (keys.length) {
-        await trx.raw(`INSERT INTO ${this.checkpointsTable} (version, key, position) SELECT ?, k, p FROM unnest(?::text[], ?::text[]) AS c(k, p)
-          ON CONFLICT (version, key) DO UPDATE SET position = EXCLUDED.position`, [version, keys, keys.map((k) => checkpoints[k])]);
+        // Forward only, as on the document engines (positions and offsets are decimal integers).
+        await trx.raw(`INSERT INTO ${this.checkpointsTable} AS t (version, key, position) SELECT ?, k, p FROM unnest(?::text[], ?::text[]) AS c(k, p)
+          ON CONFLICT (version, key) DO UPDATE SET position = EXCLUDED.position WHERE EXCLUDED.position::numeric > t.position::numeric`,
+        [version, keys, keys.map((k) => checkpoints[k])]);
       }
     }, chunks.length + removals.length + 2);
   }

@@ -290,8 +290,9 @@ export interface SearchEngine {
   /**
    * Indexes (replaces) `upsert` and deletes `remove` (a missing document is not an error) in
    * `version`, in bulk requests of at most the configured bulk size, then — only if every one of
-   * them was acknowledged — sets the checkpoints given. Throws BulkWriteFailed (nothing about the
-   * checkpoints changed) or SearchUnavailable.
+   * them was acknowledged — moves the checkpoints given forward: a key keeps a position further on
+   * than the one given (a request retried after a timeout may be applied after a later one).
+   * Throws BulkWriteFailed (nothing about the checkpoints changed) or SearchUnavailable.
    */
   write(version: number, ops: { upsert: readonly SearchDocument[]; remove: readonly DocumentKey[] }, checkpoints?: Readonly<Record<string, string>>): Promise<void>;
   /** The checkpoints of a version (key → position). */

@@ -336,6 +336,21 @@ export function describeSearchEngineContract(name: string, open: (ctx: Mocha.Con
         expect(await engine.count(1, 'failures')).to.equal(0);
       });
 
+      it('checkpoints only move forward: a write naming an earlier position (a late retry) keeps the later one, and moves the keys it passes', async () => {
+        await engine.ensureVersion(1);
+        await engine.write(1, { upsert: [], remove: [] }, { search: '142', 'search#0': '9' });
+        await engine.write(1, { upsert: [c.loginCase], remove: [] }, { search: '141', 'search#0': '10', 'search#1': '3' });
+        expect(await engine.readCheckpoints(1)).to.deep.equal({ search: '142', 'search#0': '10', 'search#1': '3' });
+        // Compared as numbers, not as text ('99' < '100'), beyond 2^53 too.
+        await engine.write(1, { upsert: [], remove: [] }, { search: '1000' });
+        await engine.write(1, { upsert: [], remove: [] }, { search: '999' });
+        await engine.write(1, { upsert: [], remove: [] }, { 'search#0': '9007199254740993' });
+        await engine.write(1, { upsert: [], remove: [] }, { 'search#0': '9007199254740992' });
+        expect(await engine.readCheckpoints(1)).to.deep.equal({ search: '1000', 'search#0': '9007199254740993', 'search#1': '3' });
+        await engine.refresh();
+        expect(await engine.count(1, 'repository_cases'), 'the documents of a write whose checkpoint stays are written').to.equal(1);
+      });
+
       it('facets count a label once per document', async () => {
         await engine.ensureVersion(1);
         await engine.switchAlias(1);
