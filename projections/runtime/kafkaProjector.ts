@@ -13,6 +13,14 @@ import type { Projection } from './projection';
 import type { ProjectionStatus, Projector } from './projector';
 
 const OFFSET_COMMIT_INTERVAL_MS = 1000;
+/**
+ * A projection's live pace, as on the direct transport (projections/runtime/projector.ts): after a
+ * batch of at least LIVE_BATCH_MIN events that reached the partition's end, the next fetch waits
+ * out the rest of LIVE_PERIOD_MS. Measured (bench/README.md): Kafka lag p50 196 → 90 ms, p99
+ * 1,107 → 435 ms at ~2,200 events/s.
+ */
+const LIVE_PERIOD_MS = 50;
+const LIVE_BATCH_MIN = 20;
 const PARTITIONS_IN_PARALLEL = 3;
 const RESTART_FIRST_MS = 1000;
 const RESTART_MAX_MS = LIVE_RETRY_MAX_MS;
@@ -304,6 +312,7 @@ export function startKafkaProjector(deps: {
       partitionsConsumedConcurrently: PARTITIONS_IN_PARALLEL,
       eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }) => {
         if (!isRunning() || isStale() || batch.messages.length === 0 || supervisor.stopping) return;
+        const started = performance.now();
         // A long batch (an import's chunks on a busy machine) must not outlast the session.
         const beat = setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_SLICE_MS);
         let handled: boolean;
@@ -318,6 +327,11 @@ export function startKafkaProjector(deps: {
         // Moves this consumer's fetch position; the group's offset follows within OFFSET_COMMIT_INTERVAL_MS.
         resolveOffset(lastOffset);
         offsets.note(batch.partition, (BigInt(lastOffset) + 1n).toString());
+        // Live (the batch reached the partition's end when it was fetched) and busy: what arrives
+        // in the rest of the period comes in one fetch and one transaction; a backlog is applied
+        // without a pause.
+        const rest = LIVE_PERIOD_MS - (performance.now() - started);
+        if (batch.messages.length >= LIVE_BATCH_MIN && batch.offsetLag() === '0' && rest > 0 && !supervisor.stopping) await pauses.sleep(rest);
       },
     };
 

@@ -29,6 +29,12 @@ export interface Relay {
 const BATCH = 500;
 /** The checkpoint is written at most this often (and at stop): a crash republishes at most that much. */
 const CHECKPOINT_INTERVAL_MS = 250;
+/**
+ * After a send, what arrives within this long goes in the next one (Kafka's linger.ms; kafkajs has
+ * none): under a steady stream of single-event appends the relay sent one produce request per event
+ * or two, and its socket writes took more CPU than anything else in it (bench/README.md).
+ */
+const LINGER_MS = 10;
 const FIRST_BACKOFF_MS = 200;
 const MAX_BACKOFF_MS = 10_000;
 
@@ -158,7 +164,11 @@ export function startRelay(deps: {
     subscription = following;
     try {
       for await (const batch of inBatches(following, BATCH)) {
+        const sent = performance.now();
         if (stopping || !(await publish(batch))) break;
+        const rest = LINGER_MS - (performance.now() - sent);
+        if (batch.length < BATCH && rest > 0) await sleep(rest);
+        if (stopping) break;
       }
     } finally {
       subscription = null;
