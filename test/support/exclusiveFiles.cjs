@@ -8,10 +8,15 @@
  * while it runs: shared for most files, exclusive for those. PostgreSQL queues a lock request behind
  * a waiting one it conflicts with, so an exclusive file waits for the files running to end, and files
  * asking after it wait for it. Run one after the other (a named file, `--jobs 1`), nothing is locked.
+ *
+ * A file whose header says `Exclusive with Kafka:` instead runs alone only when its Kafka part runs:
+ * when a broker answers at KAFKA_BROKERS (the Kafka suites' own test) or with REQUIRE_SERVICES=1.
+ * Without one that part skips with its SKIPPED line and the rest of the file shares the machine.
  */
 const pg = require('pg');
 const workerpool = require('workerpool');
 const { headerLine } = require('./specFiles.cjs');
+const { kafkaAnswers } = require('./kafkaBroker.cjs');
 
 const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** The advisory lock's key (any number no other code of ours locks). */
@@ -32,6 +37,13 @@ async function connection() {
   return client;
 }
 
+/** Whether the file runs alone (see the header comment). */
+async function runsAlone(file) {
+  if (headerLine(file, 'Exclusive')) return true;
+  if (!headerLine(file, 'Exclusive with Kafka')) return false;
+  return process.env.REQUIRE_SERVICES === '1' || kafkaAnswers();
+}
+
 exports.mochaHooks = workerpool.isMainThread ? {} : {
   async beforeAll() {
     // Waiting for the files before it (or an exclusive one) to end is not the file's time.
@@ -40,7 +52,7 @@ exports.mochaHooks = workerpool.isMainThread ? {} : {
     const root = this.test?.parent;
     const file = root?.suites?.[0]?.file ?? root?.tests?.[0]?.file;
     if (!file) return;
-    held = headerLine(file, 'Exclusive') ? 'pg_advisory_unlock' : 'pg_advisory_unlock_shared';
+    held = (await runsAlone(file)) ? 'pg_advisory_unlock' : 'pg_advisory_unlock_shared';
     const c = await connection();
     await c.query(held === 'pg_advisory_unlock' ? 'SELECT pg_advisory_lock($1)' : 'SELECT pg_advisory_lock_shared($1)', [FILE_LOCK]);
   },

@@ -7,7 +7,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -33,13 +32,14 @@ import { ConcurrencyError } from '../../services/shared/errors';
 import type { EventStore } from '../../services/shared/eventStore';
 import { withContracts } from '../../services/shared/validatingEventStore';
 import { createMigratedDatabase, type TestDatabase } from './database';
+import { KAFKA_BROKERS, brokerAnswers, kafkaAnswers } from './kafkaBroker.cjs';
 import { waitUntil } from './wait';
 
 export { waitUntil };
 
 const ROOT = path.join(__dirname, '..', '..');
 
-export const KAFKA_BROKERS = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',').map((b) => b.trim()).filter(Boolean);
+export { KAFKA_BROKERS, brokerAnswers, kafkaAnswers };
 export const PARTITIONS = 6;
 export const TEST_SECRET = 's'.repeat(40);
 export const META: EventMetadata = { actor: { userId: 1, via: 'api' }, correlationId: 'transport-test', causationId: null };
@@ -50,31 +50,9 @@ type Consumer = ReturnType<Kafka['consumer']>;
 // ---------------------------------------------------------------------------------------------
 // The broker
 
-/** True if a Kafka broker answers an ApiVersions request on host:port (what infra/kafka/up.sh checks too). */
-export function brokerAnswers(broker: string, timeoutMs = 3000): Promise<boolean> {
-  const i = broker.lastIndexOf(':');
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: broker.slice(0, i), port: Number(broker.slice(i + 1)) });
-    let reply = Buffer.alloc(0);
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once('error', () => done(false));
-    socket.once('close', () => done(false));
-    // size 15 | api key 18 (ApiVersions) v0 | correlation id "KAFK" | client id "probe"
-    socket.once('connect', () => socket.write(Buffer.concat([Buffer.from('0000000f00120000', 'hex'), Buffer.from('KAFK'), Buffer.from('0005', 'hex'), Buffer.from('probe')])));
-    socket.on('data', (chunk) => {
-      reply = Buffer.concat([reply, chunk]);
-      if (reply.length >= 8) done(reply.subarray(4, 8).toString() === 'KAFK');
-    });
-  });
-}
-
 /** In a `before`: skips the suite with one visible line when no broker answers, or fails with REQUIRE_SERVICES=1. */
 export async function requireKafka(ctx: Mocha.Context, suite: string): Promise<void> {
-  if ((await Promise.all(KAFKA_BROKERS.map((b) => brokerAnswers(b)))).some(Boolean)) return;
+  if (await kafkaAnswers()) return;
   const where = KAFKA_BROKERS.join(',');
   if (process.env.REQUIRE_SERVICES === '1') throw new Error(`${suite}: no Kafka broker answers at ${where} and REQUIRE_SERVICES=1 (start one with npm run kafka:up)`);
   console.log(`  SKIPPED ${suite}: no broker at ${where} (npm run kafka:up)`);

@@ -1,6 +1,6 @@
 // The broker stopped (infra/kafka/down.sh) and started again (up.sh) in the middle of a burst:
 // the relay and the projector ride it out; nothing is lost, nothing is applied twice.
-// Exclusive: it stops the broker every other Kafka suite uses
+// Exclusive with Kafka: it stops the broker every other Kafka suite uses (without a broker it skips at once, beside another file)
 // Slow: stops the Kafka broker (infra/kafka/down.sh) mid-burst and starts it again (up.sh), then waits for the relay and every consumer group to catch up
 import { expect } from 'chai';
 import { readModelProjection } from '../../projections/readModel';
