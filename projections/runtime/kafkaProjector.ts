@@ -34,6 +34,14 @@ const APPLY_MAX_MS = LIVE_RETRY_MAX_MS;
  * restart (the chaos run's; requests waiting for their writes answered 503 meanwhile).
  */
 export const SESSION_TIMEOUT_MS = 10_000;
+/**
+ * A consumer that heard nothing from the broker for this long (no fetch answered, no heartbeat, no
+ * batch) is reported `failing`, though kafkajs still retries its connection and has not crashed: a
+ * broker that is away left every projection `running` in /readyz for as long as it stayed away. The
+ * broker has dropped such a member from its group by then anyway. A fetch with nothing to return is
+ * answered within a second (consumerOptions), so a consumer with nothing to do is heard from too.
+ */
+const SILENT_MS = SESSION_TIMEOUT_MS;
 /** How often a consumer heartbeats between fetches (kafkajs: 3 s; at most a third of the session). */
 const HEARTBEAT_INTERVAL_MS = 1000;
 /** A batch being applied, or waiting to be applied again, heartbeats at least this often, so the group keeps it. */
@@ -124,13 +132,15 @@ export function startKafkaProjector(deps: {
   /** Told after an event was parked (committed). */
   onParked?: (projection: string, event: EventEnvelope) => void;
 }): Projector {
-  const states = new Map<string, ProjectionStatus & { partitions: Record<number, string>; parkedStreams: number }>();
+  const states = new Map<string, ProjectionStatus & { partitions: Record<number, string>; parkedStreams: number; heardAt: number }>();
   const decodedMessages = new DecodedMessages();
   const consumers = deps.projections.map((projection) => {
     const log = deps.logger.child({ role: 'projector', projection: projection.name, transport: 'kafka' });
     const status = {
       name: projection.name, position: '0', state: 'running' as ProjectionStatus['state'], lastError: null as string | null,
       correlationId: undefined as string | undefined, partitions: {} as Record<number, string>, parkedStreams: 0,
+      /** When the broker was last heard from (SILENT_MS). */
+      heardAt: Date.now(),
     };
     states.set(projection.name, status);
     const offsets = new OffsetCommitter(
@@ -372,6 +382,7 @@ export function startKafkaProjector(deps: {
 
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       if (supervisor.stopping) return;
+      status.heardAt = Date.now();
       supervisor.restarts.reset();
       status.state = 'running';
       status.lastError = null;
@@ -379,6 +390,10 @@ export function startKafkaProjector(deps: {
       // After a rebalance, only offsets of partitions still ours are worth committing.
       offsets.keepOnly(e.payload.memberAssignment[deps.topic] ?? []);
     });
+    const heard = () => {
+      status.heardAt = Date.now();
+    };
+    for (const event of [consumer.events.FETCH, consumer.events.HEARTBEAT, consumer.events.START_BATCH_PROCESS, consumer.events.END_BATCH_PROCESS]) consumer.on(event, heard);
     consumer.on(consumer.events.CRASH, (e) => {
       if (supervisor.stopping) return;
       status.lastError = describeError(e.payload.error);
@@ -392,10 +407,14 @@ export function startKafkaProjector(deps: {
   });
 
   return {
-    status: () => [...states.values()].map((s) => {
+    status: () => [...states.values()].map(({ heardAt, ...s }) => {
       const positions = Object.values(s.partitions).map(BigInt);
       const max = positions.reduce((a, b) => (b > a ? b : a), 0n);
-      return { ...s, partitions: { ...s.partitions }, position: max.toString() };
+      const silentFor = Date.now() - heardAt;
+      const silent = s.state === 'running' && silentFor > SILENT_MS
+        ? { state: 'failing' as const, lastError: `nothing heard from the Kafka broker for ${Math.round(silentFor / 1000)} s: not consuming (the connection is being retried)` }
+        : {};
+      return { ...s, partitions: { ...s.partitions }, position: max.toString(), ...silent };
     }),
     async stop() {
       await Promise.all(consumers.map(async ({ consumer, supervisor, committer, offsets, pauses }) => {

@@ -4,6 +4,7 @@
 // Slow: stops the Kafka broker (infra/kafka/down.sh) mid-burst and starts it again (up.sh), then waits for the relay and every consumer group to catch up
 import { expect } from 'chai';
 import { readModelProjection } from '../../projections/readModel';
+import { SESSION_TIMEOUT_MS } from '../../projections/runtime/kafkaProjector';
 import {
   Gate, KAFKA_BROKERS, RECORDER, appliedCount, brokerAnswers, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder,
   expectReadModelMatchesStore, failures, kafkaScript, openTransportTest, projectionsUnderTest, relayPosition, requireKafka, startBurst,
@@ -44,6 +45,12 @@ describe('Kafka transport: broker restarted mid-burst (real broker)', function (
     expect(await brokerAnswers(KAFKA_BROKERS[0]), 'broker stopped').to.equal(false);
     gates[0].open();
     await waitUntil(() => burst.appended() >= 800, 'writers to append while the broker is down');
+    // /readyz reads these states: a consumer the broker cannot answer is not running, though kafkajs has not given up on it yet.
+    await waitUntil(() => projector.status().every((s) => s.state === 'failing'), 'the projections to say they are not consuming', SESSION_TIMEOUT_MS + 10_000)
+      .catch((error: Error) => {
+        error.message += `; projector: ${JSON.stringify(projector.status().map(({ name, state, lastError }) => ({ name, state, lastError })))}`;
+        throw error;
+      });
     expect(Number(await relayPosition(tt.knex, tt.topic)), 'relay cannot publish without the broker').to.be.lessThan(Number(await tt.store.headPosition()));
 
     await kafkaScript('up');
