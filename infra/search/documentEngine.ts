@@ -2,7 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import {
   BulkWriteFailed, IndexNotFound, MAINTENANCE_TIMEOUT_MS, MappingNeedsReindex, SEARCH_TYPES, SearchUnavailable,
-  type ClusterHealth, type CreatedIndices, type DocumentKey, type EngineInfo, type FacetRequest, type HealthStatus, type IndexStats,
+  type ClusterHealth, type CreatedIndices, type DocumentKey, type DocumentWrites, type EngineInfo, type FacetRequest, type HealthStatus, type IndexStats,
   type MaintenanceResult, type NodeStats, type SearchDocument, type SearchEngine, type SearchRequest, type SearchResult,
   type SearchSettings, type SearchType,
 } from '../../services/shared/search';
@@ -229,14 +229,14 @@ export class DocumentSearchEngine implements SearchEngine {
 
   async write(
     version: number,
-    ops: { upsert: readonly SearchDocument[]; remove: readonly DocumentKey[] },
+    ops: DocumentWrites,
     checkpoints?: Readonly<Record<string, string>>,
   ): Promise<void> {
     // Upserts before deletions: a document both written and removed in one call ends removed.
     const all: Operation[] = [...ops.upsert.map((upsert) => ({ upsert })), ...ops.remove.map((remove) => ({ remove }))];
     const size = Math.max(1, this.settings.bulkSize);
     const failed: BulkItemOutcome[] = [];
-    for (let start = 0; start < all.length; start += size) failed.push(...await this.bulk(version, all.slice(start, start + size)));
+    for (let start = 0; start < all.length; start += size) failed.push(...await this.bulk(version, all.slice(start, start + size), ops.readAt));
     if (failed.length) throw new BulkWriteFailed(failed.map(writeFailure));
     if (checkpoints && Object.keys(checkpoints).length) {
       // Forward only (a script compares the positions): a request the client retried after a
@@ -251,7 +251,7 @@ export class DocumentSearchEngine implements SearchEngine {
   }
 
   /** One bulk request, its busy items retried with backoff: the items still not written. */
-  private async bulk(version: number, operations: Operation[]): Promise<BulkItemOutcome[]> {
+  private async bulk(version: number, operations: Operation[], readAt?: string): Promise<BulkItemOutcome[]> {
     const refused: BulkItemOutcome[] = [];
     let pending = operations;
     for (let attempt = 0; ; attempt++) {
@@ -260,7 +260,7 @@ export class DocumentSearchEngine implements SearchEngine {
       // In the order of the bulk body: upserts, then deletions.
       const ordered: Operation[] = [...upsert.map((d) => ({ upsert: d })), ...remove.map((k) => ({ remove: k }))];
       const { body } = await this.transport.request({
-        method: 'POST', path: '/_bulk', bulk: bulkBody(this.prefix, version, upsert, remove), querystring: { refresh: 'false' },
+        method: 'POST', path: '/_bulk', bulk: bulkBody(this.prefix, version, upsert, remove, readAt), querystring: { refresh: 'false' },
       });
       const { retry, failed } = bulkOutcome(body ?? {}, ordered.map(keyOf));
       refused.push(...failed);

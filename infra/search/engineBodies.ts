@@ -270,10 +270,19 @@ export function facetsBody(request: FacetRequest): Json {
 }
 
 /** One bulk request's lines: upserts (whole documents), then deletions. */
-export function bulkBody(prefix: string, version: number, upsert: readonly SearchDocument[], remove: readonly DocumentKey[]): Json[] {
+/**
+ * The `_bulk` lines of a write. With `readAt` (when the documents were read, in microseconds:
+ * DocumentWrites) each operation carries it as an external version (`external_gte`): the engine
+ * refuses, with a conflict, a write older than the one it holds, so a request it applies late
+ * (retried by the client after a timeout) or a reindex's page read before the indexer's write
+ * cannot bring an older document back. A document written without one (before this existed) holds
+ * an internal version, a small counter below any time.
+ */
+export function bulkBody(prefix: string, version: number, upsert: readonly SearchDocument[], remove: readonly DocumentKey[], readAt?: string): Json[] {
+  const versioned = readAt === undefined ? {} : { version: Number(readAt), version_type: 'external_gte' };
   const lines: Json[] = [];
-  for (const doc of upsert) lines.push({ index: { _index: versionedIndex(prefix, doc.type, version), _id: doc.id } }, { ...doc });
-  for (const key of remove) lines.push({ delete: { _index: versionedIndex(prefix, key.type, version), _id: key.id } });
+  for (const doc of upsert) lines.push({ index: { _index: versionedIndex(prefix, doc.type, version), _id: doc.id, ...versioned } }, { ...doc });
+  for (const key of remove) lines.push({ delete: { _index: versionedIndex(prefix, key.type, version), _id: key.id, ...versioned } });
   return lines;
 }
 
@@ -291,7 +300,8 @@ export const RETRYABLE_ITEM_STATUSES: readonly number[] = [429, 502, 503, 504];
 
 /**
  * The items of a bulk answer that did not succeed: `retry` (the engine was busy) and `failed`
- * (refused). Deleting a missing document is a success.
+ * (refused). Deleting a missing document is a success, and so is a version conflict: the engine
+ * holds the document from a later read (bulkBody).
  */
 export function bulkOutcome(response: Json, sent: readonly DocumentKey[]): { retry: BulkItemOutcome[]; failed: BulkItemOutcome[] } {
   const retry: BulkItemOutcome[] = [];
@@ -308,6 +318,7 @@ export function bulkOutcome(response: Json, sent: readonly DocumentKey[]): { ret
     if (status >= 200 && status < 300) return;
     if (action === 'delete' && status === 404) return;
     const error = result.error;
+    if (status === 409 && typeof error === 'object' && error?.type === 'version_conflict_engine_exception') return;
     const reason = typeof error === 'string' ? error : error ? `${error.type ?? 'error'}: ${error.reason ?? ''}` : `status ${status}`;
     const outcome = { position, type: sent[position].type, id: sent[position].id, status, reason };
     (RETRYABLE_ITEM_STATUSES.includes(status) ? retry : failed).push(outcome);

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import {
   BulkWriteFailed, IndexNotFound, MAINTENANCE_TIMEOUT_MS, MappingNeedsReindex, OperationNotSupported, SEARCH_TYPES, SearchUnavailable, isSearchType,
-  type ClusterHealth, type CreatedIndices, type DocumentKey, type EngineInfo, type FacetRequest, type IndexStats, type KeywordField,
+  type ClusterHealth, type CreatedIndices, type DocumentKey, type DocumentWrites, type EngineInfo, type FacetRequest, type IndexStats, type KeywordField,
   type MaintenanceResult, type NodeStats, type SearchDocument, type SearchEngine, type SearchHit, type SearchRequest, type SearchResult,
   type SearchSettings, type SearchType, type TextField, type WriteFailure,
 } from '../../services/shared/search';
@@ -102,7 +102,8 @@ export class PostgresSearchEngine implements SearchEngine {
     });
   }
 
-  async write(version: number, ops: { upsert: readonly SearchDocument[]; remove: readonly DocumentKey[] }, checkpoints: Readonly<Record<string, string>> = {}): Promise<void> {
+  /** `ops.readAt` is not needed here: a write is one transaction, sent once, applied in the order the writes are made. */
+  async write(version: number, ops: DocumentWrites, checkpoints: Readonly<Record<string, string>> = {}): Promise<void> {
     const table = this.table(version);
     const failures = ops.upsert.map(refusal).filter((f): f is WriteFailure => f !== null);
     if (failures.length) throw new BulkWriteFailed(failures);

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { DocumentKey, SearchDocument, SearchType } from '../../services/shared/search';
+import type { DocumentKey, DocumentWrites, SearchDocument, SearchType } from '../../services/shared/search';
 
 /**
  * Search documents built from the read model's rows (never from event data): the indexer loads the
@@ -57,14 +57,21 @@ const FIELD_TEXT = `CASE jsonb_typeof(v.value)
   WHEN 'array' THEN (SELECT string_agg(COALESCE(${OPTION_NAME('e')}, e #>> '{}'), ', ') FROM jsonb_array_elements(v.value) e)
   ELSE COALESCE(${OPTION_NAME('v.value')}, v.value #>> '{}') END`;
 
-/** Per type: the columns and joins of its documents; `live` is true when the row has a document. */
+/**
+ * When a statement reads, in microseconds since the epoch (a `text` column): its snapshot is taken
+ * as it starts, so a later statement reads what an earlier one read or newer. The engines keep, of
+ * two writes of one document, the one read later (DocumentWrites.readAt).
+ */
+const READ_AT = `(extract(epoch from statement_timestamp()) * 1000000)::bigint::text`;
+
+/** Per type: the columns and joins of its documents; `live` is true when the row has a document; `read_at` when it was read. */
 const SELECTS: Record<Exclude<IndexedType, 'repository_cases'>, string> = {
   projects: `
-    SELECT x.id, x.id AS project_id, x.name AS project, x.name AS title, x.note AS description, NULL AS content,
+    SELECT x.id, ${READ_AT} AS read_at, x.id AS project_id, x.name AS project, x.name AS title, x.note AS description, NULL AS content,
       u.name AS creator, x.created_at, x.updated_at, NOT x.is_deleted AS live
     FROM projects x LEFT JOIN users u ON u.id = x.created_by_id`,
   test_runs: `
-    SELECT x.id, x.project_id, p.name AS project, x.name AS title, x.note AS description, NULL AS content,
+    SELECT x.id, ${READ_AT} AS read_at, x.project_id, p.name AS project, x.name AS title, x.note AS description, NULL AS content,
       ${TAGS('test_run_tags', 'test_run_id')} AS tags, w.name AS state, cf.name AS configuration, x.branch, u.name AS creator,
       x.created_at, x.updated_at, x.completed_at AS executed_at, NOT x.is_deleted AND NOT p.is_deleted AS live
     FROM test_runs x
@@ -73,7 +80,7 @@ const SELECTS: Record<Exclude<IndexedType, 'repository_cases'>, string> = {
     LEFT JOIN configurations cf ON cf.id = x.config_id
     LEFT JOIN users u ON u.id = x.created_by_id`,
   sessions: `
-    SELECT x.id, x.project_id, p.name AS project, x.name AS title, x.note AS description, x.mission AS content,
+    SELECT x.id, ${READ_AT} AS read_at, x.project_id, p.name AS project, x.name AS title, x.note AS description, x.mission AS content,
       ${TAGS('session_tags', 'session_id')} AS tags, tm.name AS template, w.name AS state, cf.name AS configuration, u.name AS creator,
       x.created_at, x.updated_at, x.completed_at AS executed_at, NOT x.is_deleted AND NOT p.is_deleted AS live
     FROM sessions x
@@ -83,13 +90,13 @@ const SELECTS: Record<Exclude<IndexedType, 'repository_cases'>, string> = {
     LEFT JOIN configurations cf ON cf.id = x.config_id
     LEFT JOIN users u ON u.id = x.created_by_id`,
   milestones: `
-    SELECT x.id, x.project_id, p.name AS project, x.name AS title, x.note AS description, NULL AS content, u.name AS creator,
+    SELECT x.id, ${READ_AT} AS read_at, x.project_id, p.name AS project, x.name AS title, x.note AS description, NULL AS content, u.name AS creator,
       x.created_at, x.updated_at, x.completed_at AS executed_at, NOT x.is_deleted AND NOT p.is_deleted AS live
     FROM milestones x
     JOIN projects p ON p.id = x.project_id
     LEFT JOIN users u ON u.id = x.created_by_id`,
   comments: `
-    SELECT x.id, x.project_id, p.name AS project, COALESCE(c.title, r.name, se.name, m.name, 'Comment') AS title, NULL AS description,
+    SELECT x.id, ${READ_AT} AS read_at, x.project_id, p.name AS project, COALESCE(c.title, r.name, se.name, m.name, 'Comment') AS title, NULL AS description,
       x.content, u.name AS creator, x.repository_case_id AS case_id, x.test_run_id AS run_id, x.created_at, x.updated_at,
       NOT x.is_deleted AND NOT p.is_deleted AND NOT COALESCE(c.is_deleted, false) AND NOT COALESCE(r.is_deleted, false)
         AND NOT COALESCE(se.is_deleted, false) AND NOT COALESCE(m.is_deleted, false) AS live
@@ -101,7 +108,7 @@ const SELECTS: Record<Exclude<IndexedType, 'repository_cases'>, string> = {
     LEFT JOIN milestones m ON m.id = x.milestone_id
     LEFT JOIN users u ON u.id = x.created_by_id`,
   failures: `
-    SELECT x.id, r.project_id, p.name AS project,
+    SELECT x.id, ${READ_AT} AS read_at, r.project_id, p.name AS project,
       COALESCE(NULLIF(btrim(split_part(x.message, E'\\n', 1)), ''), NULLIF(x.failure_type, ''), c.title) AS title,
       concat_ws(' — ', c.title, r.name) AS description,
       COALESCE(left(x.stack_trace, ${STACK_TRACE_CHARS}), x.message) AS content,
@@ -131,7 +138,7 @@ const CASES_WITH = (where: string) => `
       UNION ALL
       SELECT up.start, f.parent_id, f.name, f.is_deleted, up.depth + 1 FROM repository_folders f JOIN up ON f.id = up.parent_id WHERE up.depth < 100
     ) SELECT start, string_agg(up.name, ' / ' ORDER BY up.depth DESC) AS path, bool_or(up.is_deleted) AS deleted FROM up GROUP BY start)
-  SELECT x.id, x.project_id, p.name AS project, x.title, x.description,
+  SELECT x.id, ${READ_AT} AS read_at, x.project_id, p.name AS project, x.title, x.description,
     (SELECT string_agg(concat_ws(E'\\n', st.step, st.expected_result), E'\\n' ORDER BY st.sort_order, st.id) FROM steps st WHERE st.repository_case_id = x.id) AS content,
     ${TAGS('repository_case_tags', 'repository_case_id')} AS tags,
     fp.path AS folder, tm.name AS template, w.name AS state, u.name AS creator,
@@ -158,6 +165,12 @@ function statementOf(type: IndexedType, where: string, page = false): string {
 }
 
 type Row = Record<string, unknown>;
+
+/** READ_AT of a statement that found no rows (only removals): any time after its read will do, ids are never used again. */
+async function readNow(knex: Knex | Knex.Transaction): Promise<string> {
+  const { rows } = await knex.raw(`SELECT ${READ_AT} AS read_at`);
+  return (rows as { read_at: string }[])[0].read_at;
+}
 
 const iso = (v: unknown): string | null => (v === null || v === undefined ? null : v instanceof Date ? v.toISOString() : new Date(String(v)).toISOString());
 const str = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
@@ -197,16 +210,17 @@ export function documentOf(type: IndexedType, row: Row): SearchDocument {
  * order of `ids` (the indexer's: the log's), so that what the engine refuses of one batch is
  * recorded in that order too (the error log lists the newest first).
  */
-export async function loadDocuments(knex: Knex | Knex.Transaction, type: IndexedType, ids: readonly string[]): Promise<{ upsert: SearchDocument[]; remove: DocumentKey[] }> {
+export async function loadDocuments(knex: Knex | Knex.Transaction, type: IndexedType, ids: readonly string[]): Promise<DocumentWrites & { upsert: SearchDocument[]; remove: DocumentKey[] }> {
   if (ids.length === 0) return { upsert: [], remove: [] };
   const order = new Map([...new Set(ids)].map((id, i) => [id, i]));
   const numeric = [...order.keys()].filter((id) => /^\d+$/.test(id) && Number(id) <= 2_147_483_647).map(Number);
   const { rows } = await knex.raw(statementOf(type, 'x.id = ANY(?::integer[])'), [numeric]);
-  const live = (rows as Row[]).filter((row) => row.live).sort((a, b) => order.get(String(a.id))! - order.get(String(b.id))!);
+  const all = rows as Row[];
+  const live = all.filter((row) => row.live).sort((a, b) => order.get(String(a.id))! - order.get(String(b.id))!);
   const liveIds = new Set(live.map((row) => String(row.id)));
   const upsert = live.map((row) => documentOf(type, row));
   const remove = [...order.keys()].filter((id) => !liveIds.has(id)).map((id) => ({ type, id }));
-  return { upsert, remove };
+  return { upsert, remove, readAt: all.length > 0 ? String(all[0].read_at) : await readNow(knex) };
 }
 
 /** The column holding a type's project in SELECTS (a project is its own). */
@@ -226,7 +240,7 @@ const inProjects = (type: IndexedType, projectIds: readonly number[] | null) =>
  */
 export async function scanDocuments(
   knex: Knex | Knex.Transaction, type: IndexedType, afterId: number, limit: number, projectIds: readonly number[] | null = null,
-): Promise<{ documents: SearchDocument[]; removed: DocumentKey[]; scanned: number; lastId: number | null }> {
+): Promise<{ documents: SearchDocument[]; removed: DocumentKey[]; scanned: number; lastId: number | null; readAt: string | undefined }> {
   const scope = inProjects(type, projectIds);
   const { rows } = await knex.raw(`SELECT * FROM (${statementOf(type, `x.id > ?${scope.sql}`, true)}) page ORDER BY id`, [afterId, ...scope.bindings, limit]);
   const all = rows as Row[];
@@ -235,6 +249,7 @@ export async function scanDocuments(
     removed: all.filter((r) => !r.live).map((r) => ({ type, id: String(r.id) })),
     scanned: all.length,
     lastId: all.length === 0 ? null : Number(all[all.length - 1].id),
+    readAt: all.length === 0 ? undefined : String(all[0].read_at),
   };
 }
 

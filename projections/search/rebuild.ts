@@ -145,7 +145,7 @@ export async function rebuildSearch(deps: {
         const page = await scanDocuments(knex, type, after, deps.bulkSize);
         if (page.lastId === null) break;
         after = page.lastId;
-        if (page.documents.length > 0) await writeDocuments({ engine, knex, logger, bulkSize: deps.bulkSize }, version, { upsert: page.documents, remove: [] }, position);
+        if (page.documents.length > 0) await writeDocuments({ engine, knex, logger, bulkSize: deps.bulkSize }, version, { upsert: page.documents, remove: [], readAt: page.readAt }, position);
         documents[type] += page.documents.length;
         deps.onProgress?.(type, documents[type]);
       }
@@ -183,7 +183,7 @@ export function searchBuilder(deps: { knex: Knex; logger: Logger; checkpointKeys
       const remove = scope.removals ? page.removed : [];
       let documents = 0;
       if (page.documents.length + remove.length > 0) {
-        const written = await writeDocuments({ engine, knex, logger, bulkSize: limit }, version, { upsert: page.documents, remove }, `reindex:${type}:${afterId}`);
+        const written = await writeDocuments({ engine, knex, logger, bulkSize: limit }, version, { upsert: page.documents, remove, readAt: page.readAt }, `reindex:${type}:${afterId}`);
         documents = Math.max(0, written - remove.length);
       }
       return { lastId: page.lastId, last: page.scanned < limit, documents };

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { describeError, isTransient } from '../../services/shared/faults';
-import { BulkWriteFailed, SearchUnavailable, type DocumentKey, type SearchDocument, type SearchEngine, type WriteFailure } from '../../services/shared/search';
+import { BulkWriteFailed, SearchUnavailable, type DocumentKey, type DocumentWrites, type SearchDocument, type SearchEngine, type WriteFailure } from '../../services/shared/search';
 import { affectedBy, failureStatusesOf, fanOutPages, writesResultsInBulk } from './affected';
 import { isIndexedType, loadDocuments, type IndexedType } from './documents';
 
@@ -41,7 +41,7 @@ const keyOf = (k: DocumentKey) => `${k.type}/${k.id}`;
  * checkpoint unmoved. Answers the documents acknowledged.
  */
 export async function writeDocuments(
-  deps: WriterDeps, version: number, ops: { upsert: SearchDocument[]; remove: DocumentKey[] }, position: string,
+  deps: WriterDeps, version: number, ops: DocumentWrites & { upsert: SearchDocument[]; remove: DocumentKey[] }, position: string,
   checkpoints?: Record<string, string>,
 ): Promise<number> {
   let pending = ops;
@@ -66,6 +66,7 @@ export async function writeDocuments(
       const retry = {
         upsert: pending.upsert.filter((d) => refused.has(keyOf(d))),
         remove: pending.remove.filter((k) => refused.has(keyOf(k))),
+        ...(ops.readAt !== undefined && { readAt: ops.readAt }),
       };
       if (attempt >= DOCUMENT_ATTEMPTS || retry.upsert.length + retry.remove.length === 0) {
         await recordFailures(deps, version, [...refused.values()], position);
@@ -86,7 +87,7 @@ export async function writeDocuments(
  * BulkWriteFailed of the documents refused (null: every half was written after all), or the error
  * itself when it is the caller's (transient, or a write of checkpoints only).
  */
-async function refusalsOf(deps: WriterDeps, version: number, ops: { upsert: SearchDocument[]; remove: DocumentKey[] }, error: unknown): Promise<unknown> {
+async function refusalsOf(deps: WriterDeps, version: number, ops: DocumentWrites & { upsert: SearchDocument[]; remove: DocumentKey[] }, error: unknown): Promise<unknown> {
   if (error instanceof BulkWriteFailed || error instanceof SearchUnavailable || isTransient(error) || error instanceof IndexingStopped) return error;
   const items: ({ upsert: SearchDocument } | { remove: DocumentKey })[] = [...ops.upsert.map((upsert) => ({ upsert })), ...ops.remove.map((remove) => ({ remove }))];
   const refused: WriteFailure[] = [];
@@ -101,7 +102,10 @@ async function refusalsOf(deps: WriterDeps, version: number, ops: { upsert: Sear
     for (const part of [some.slice(0, half), some.slice(half)]) {
       if (deps.stopping?.()) throw new IndexingStopped();
       try {
-        await deps.engine.write(version, { upsert: part.flatMap((i) => ('upsert' in i ? [i.upsert] : [])), remove: part.flatMap((i) => ('remove' in i ? [i.remove] : [])) });
+        await deps.engine.write(version, {
+          upsert: part.flatMap((i) => ('upsert' in i ? [i.upsert] : [])), remove: part.flatMap((i) => ('remove' in i ? [i.remove] : [])),
+          ...(ops.readAt !== undefined && { readAt: ops.readAt }),
+        });
       } catch (partError) {
         if (partError instanceof BulkWriteFailed) refused.push(...partError.failures);
         else if (partError instanceof SearchUnavailable || isTransient(partError)) throw partError;

@@ -84,6 +84,18 @@ export interface SearchDocument {
 
 export interface DocumentKey { type: SearchType; id: string }
 
+/**
+ * Documents to index and to delete, read from the read model in one snapshot. `readAt` is when
+ * (PostgreSQL's statement_timestamp(), microseconds since the epoch, projections/search/documents.ts):
+ * an engine that may apply a request late (a client that retried it after a timeout while the
+ * engine still held the first) keeps, of two writes of one document, the one read later.
+ */
+export interface DocumentWrites {
+  upsert: readonly SearchDocument[];
+  remove: readonly DocumentKey[];
+  readAt?: string;
+}
+
 /** The indexer's checkpoint on the direct transport: the last event position applied. */
 export const SEARCH_CHECKPOINT_KEY = 'search';
 /**
@@ -292,9 +304,11 @@ export interface SearchEngine {
    * `version`, in bulk requests of at most the configured bulk size, then — only if every one of
    * them was acknowledged — moves the checkpoints given forward: a key keeps a position further on
    * than the one given (a request retried after a timeout may be applied after a later one).
+   * With `ops.readAt`, a document already written from a later read stays as it is (OpenSearch and
+   * Elasticsearch: external versions; PostgreSQL applies its writes in the order they are made).
    * Throws BulkWriteFailed (nothing about the checkpoints changed) or SearchUnavailable.
    */
-  write(version: number, ops: { upsert: readonly SearchDocument[]; remove: readonly DocumentKey[] }, checkpoints?: Readonly<Record<string, string>>): Promise<void>;
+  write(version: number, ops: DocumentWrites, checkpoints?: Readonly<Record<string, string>>): Promise<void>;
   /** The checkpoints of a version (key → position). */
   readCheckpoints(version: number): Promise<Record<string, string>>;
   /** Makes what was written visible to search (tests, rebuilds; the indexer relies on refresh_interval). */

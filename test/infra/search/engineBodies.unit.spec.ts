@@ -177,6 +177,27 @@ describe('search engine bodies (OpenSearch and Elasticsearch)', () => {
       ]);
     });
 
+    it('with the time the documents were read: each operation carries it as an external version (external_gte), the document itself unchanged', () => {
+      const doc = searchDocument('repository_cases', '7', {});
+      expect(bulkBody('t_', 2, [doc], [{ type: 'comments', id: '9' }], '1796174550535123')).to.deep.equal([
+        { index: { _index: 't_repository_cases_v2', _id: '7', version: 1796174550535123, version_type: 'external_gte' } }, doc,
+        { delete: { _index: 't_comments_v2', _id: '9', version: 1796174550535123, version_type: 'external_gte' } },
+      ]);
+    });
+
+    it('a version conflict (the engine holds the document from a later read) is no failure; any other conflict is', () => {
+      const sent = [{ type: 'repository_cases' as const, id: 'a' }, { type: 'repository_cases' as const, id: 'b' }, { type: 'comments' as const, id: 'c' }];
+      const outcome = bulkOutcome({
+        errors: true,
+        items: [
+          { index: { _id: 'a', status: 409, error: { type: 'version_conflict_engine_exception', reason: '[a]: version conflict, current version [20] is higher than the one provided [10]' } } },
+          { delete: { _id: 'b', status: 409, error: { type: 'version_conflict_engine_exception', reason: 'version conflict' } } },
+          { index: { _id: 'c', status: 409, error: { type: 'document_already_exists_exception', reason: 'exists' } } },
+        ],
+      }, sent);
+      expect(outcome).to.deep.equal({ retry: [], failed: [{ position: 2, type: 'comments', id: 'c', status: 409, reason: 'document_already_exists_exception: exists' }] });
+    });
+
     it('a partial failure: refused items named, busy ones (429/503) to retry, a missing deletion is no failure', () => {
       const sent = [
         { type: 'repository_cases' as const, id: 'a' }, { type: 'repository_cases' as const, id: 'b' },

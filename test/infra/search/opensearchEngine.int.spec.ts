@@ -116,6 +116,39 @@ describe('OpenSearch search engine', function () {
     }
   });
 
+  it('a write read earlier than what the index holds changes nothing (a bulk request applied late, a reindex page read before the indexer wrote)', async () => {
+    const prefix = uniqueIndexPrefix();
+    const engine = openOpenSearch(settingsFor(prefix));
+    const titleOf = async (id: string) => {
+      const response = await searchFetch(SEARCH_TEST_URL, `/${prefix}repository_cases_v1/_doc/${id}`);
+      return response.status === 404 ? null : ((await response.json()) as { _source: { title: string } })._source.title;
+    };
+    try {
+      await engine.ensureVersion(1);
+      const key = { type: 'repository_cases' as const, id: '7' };
+      await engine.write(1, { upsert: [searchDocument('repository_cases', '7', { title: 'read second' })], remove: [], readAt: '2000' }, { search: '2' });
+      // The request of an earlier read, applied after: acknowledged (no failure, the checkpoint moves), the document stays.
+      await engine.write(1, { upsert: [searchDocument('repository_cases', '7', { title: 'read first' })], remove: [], readAt: '1000' }, { search: '3' });
+      await engine.write(1, { upsert: [], remove: [key], readAt: '1500' });
+      expect(await titleOf('7')).to.equal('read second');
+      expect(await engine.readCheckpoints(1)).to.deep.equal({ search: '3' });
+      // Read at the same time: the last one written wins (one read, written again).
+      await engine.write(1, { upsert: [searchDocument('repository_cases', '7', { title: 'same read' })], remove: [], readAt: '2000' });
+      expect(await titleOf('7')).to.equal('same read');
+      // Deleted by a later read: a write of an earlier read does not bring it back.
+      await engine.write(1, { upsert: [], remove: [key], readAt: '3000' });
+      await engine.write(1, { upsert: [searchDocument('repository_cases', '7', { title: 'back?' })], remove: [], readAt: '2500' });
+      expect(await titleOf('7')).to.equal(null);
+      // A document written before reads carried a time (an internal version) is replaced by a read one.
+      await engine.write(1, { upsert: [searchDocument('repository_cases', '8', { title: 'unversioned' })], remove: [] });
+      await engine.write(1, { upsert: [searchDocument('repository_cases', '8', { title: 'read now' })], remove: [], readAt: String(Date.now() * 1000) });
+      expect(await titleOf('8')).to.equal('read now');
+    } finally {
+      await engine.close();
+      await dropIndices(SEARCH_TEST_URL, prefix);
+    }
+  });
+
   it('the engine away: SearchUnavailable within about the request time limit, for reads and writes', async () => {
     // A port that was just free and is closed again: connections are refused.
     const port = await new Promise<number>((resolve) => {

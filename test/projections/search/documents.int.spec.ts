@@ -137,6 +137,23 @@ describe('search documents from the read model', function () {
     expect(page.lastId).to.equal(Number(d));
   });
 
+  it('each read says when it read (microseconds, PostgreSQL\'s clock), removals only included; a later read a later time', async () => {
+    const { ids } = world;
+    const micros = (readAt: string | undefined) => {
+      expect(readAt).to.match(/^\d{16}$/);
+      return BigInt(readAt!);
+    };
+    const before = BigInt(Date.now() - 60_000) * 1000n;
+    const first = await loadDocuments(app.deps.knex, 'repository_cases', [String(ids.case)]);
+    const removalsOnly = await loadDocuments(app.deps.knex, 'repository_cases', ['999996']);
+    expect(removalsOnly.upsert).to.deep.equal([]);
+    const page = await scanDocuments(app.deps.knex, 'repository_cases', 0, 10);
+    const times = [first.readAt, removalsOnly.readAt, page.readAt].map(micros);
+    expect(times[0] > before, 'a time, in microseconds').to.equal(true);
+    expect(times[1] > times[0] && times[2] > times[1], `in the order read: ${times.join(', ')}`).to.equal(true);
+    expect((await scanDocuments(app.deps.knex, 'repository_cases', 2_000_000_000, 10)).readAt, 'an empty page writes nothing').to.equal(undefined);
+  });
+
   it('everything of a deleted project is a removal', async () => {
     const { model, connect } = world;
     const p = (await model('project', 'create', { data: { name: 'Doomed' } })).id;
