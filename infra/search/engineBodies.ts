@@ -269,9 +269,9 @@ export function facetsBody(request: FacetRequest): Json {
   return { size: 0, track_total_hits: false, query: queryBody(request.query, request.filter), aggs };
 }
 
-/** One bulk request's lines: upserts (whole documents), then deletions. */
 /**
- * The `_bulk` lines of a write. With `readAt` (when the documents were read, in microseconds:
+ * One bulk request's lines: upserts (whole documents), then deletions. With `readAt` (when the
+ * documents were read, in microseconds:
  * DocumentWrites) each operation carries it as an external version (`external_gte`): the engine
  * refuses, with a conflict, a write older than the one it holds, so a request it applies late
  * (retried by the client after a timeout) or a reindex's page read before the indexer's write

@@ -66,7 +66,7 @@ export async function writeDocuments(
       const retry = {
         upsert: pending.upsert.filter((d) => refused.has(keyOf(d))),
         remove: pending.remove.filter((k) => refused.has(keyOf(k))),
-        ...(ops.readAt !== undefined && { readAt: ops.readAt }),
+        readAt: ops.readAt,
       };
       if (attempt >= DOCUMENT_ATTEMPTS || retry.upsert.length + retry.remove.length === 0) {
         await recordFailures(deps, version, [...refused.values()], position);
@@ -104,7 +104,7 @@ async function refusalsOf(deps: WriterDeps, version: number, ops: DocumentWrites
       try {
         await deps.engine.write(version, {
           upsert: part.flatMap((i) => ('upsert' in i ? [i.upsert] : [])), remove: part.flatMap((i) => ('remove' in i ? [i.remove] : [])),
-          ...(ops.readAt !== undefined && { readAt: ops.readAt }),
+          readAt: ops.readAt,
         });
       } catch (partError) {
         if (partError instanceof BulkWriteFailed) refused.push(...partError.failures);
