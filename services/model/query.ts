@@ -10,8 +10,9 @@ import { catalogueColumns, toApiObject, type ApiObject, type Row } from './shape
 
 /**
  * Executes parsed model API reads against the read model. Every value reaches SQL as a bound
- * parameter; identifiers come from the catalogue only. Relations are loaded one query per
- * relation per level (`fk = any(ids)`), never one query per row.
+ * parameter; identifiers come from the catalogue only. To-one includes are joined into the
+ * statement that reads their parent rows (LEFT JOIN LATERAL, to any depth); list relations and
+ * `_count` are loaded one query per relation per level (`fk = any(ids)`), never one query per row.
  *
  * A `scope` (row-level security) restricts the rows of each entity a caller may see, wherever
  * they are read: top-level rows, includes at every level, relation filters, `_count`, count,
@@ -54,6 +55,10 @@ export interface SqlContext {
 }
 
 const RANK = '__rank';
+/** A row's place in its page, for the query that joins the page's includes (withShape). */
+const POSITION = '__position';
+/** `_count` of a relation, selected with the rows as `<prefix>__count__<relation>`. */
+const COUNT = '__count__';
 /** The id of the parent row a loaded child belongs to (the foreign key, or the join table's source key). */
 const PARENT = '__parent';
 
@@ -64,8 +69,8 @@ export async function runFind(knex: Knex, entity: EntityDef, op: FindOperation, 
   if (op === 'count') return countRows(sql, entity, args.where);
   // findFirst/findUnique: at most one row (the last one for a negative take), still honouring skip and a take of 0.
   const take = op === 'findMany' ? args.take : Math.sign(args.take ?? 1);
-  const rows = await selectRows(sql, entity, { ...args, take });
-  const objects = await toObjects(sql, entity, rows, args.shape);
+  const { rows, joined } = await selectRows(sql, entity, { ...args, take }, args.shape);
+  const objects = await toObjects(sql, entity, rows, args.shape, joined);
   checkAnswerRows(sql, objects, args.shape);
   return op === 'findMany' ? objects : (objects[0] ?? null);
 }
@@ -232,25 +237,50 @@ function scopeOf(sql: SqlContext, entity: EntityDef): Where | undefined {
 // ---------------------------------------------------------------------------------------------
 // top-level rows
 
-async function selectRows(sql: SqlContext, entity: EntityDef, query: ListQuery & { distinct?: string[] }): Promise<Row[]> {
-  if (query.take === 0) return [];
+/** The rows a read holds, with the to-one includes of `shape` joined into the same statement. */
+interface ReadRows {
+  rows: Row[];
+  joined: JoinedOne[];
+}
+
+async function selectRows(sql: SqlContext, entity: EntityDef, query: ListQuery & { distinct?: string[] }, shape: Shape): Promise<ReadRows> {
+  if (query.take === 0) return { rows: [], joined: [] };
   const alias = sql.nextAlias();
-  const select = rowsOf(sql, entity, alias).select(columnsOf(entity, alias));
+  // distinct pages its rows in an outer query, which orders them by their columns: all of them.
+  const select = rowsOf(sql, entity, alias).select(query.distinct ? columnsOf(entity, alias) : shapeColumns(entity, shape).map((column) => `${alias}.${column}`));
   applyWhere(sql, select, entity, alias, query.where);
   applyScope(sql, select, entity, alias);
-  if (query.distinct) return selectDistinct(sql, entity, select, alias, query as ListQuery & { distinct: string[] });
-  const backwards = applyPage(sql, select, entity, alias, query);
+  if (query.distinct) return selectDistinct(sql, entity, select, alias, query as ListQuery & { distinct: string[] }, shape);
+  const { backwards, order } = applyPage(sql, select, entity, alias, query);
   limitToRowBudget(sql, select, query.take);
-  const rows = await fetchRows(select);
+  const { qb, joined } = withShape(sql, select, order, entity, shape);
+  const rows = await fetchRows(qb);
   spendRowBudget(sql, rows.length);
-  return backwards ? rows.reverse() : rows;
+  return { rows: backwards ? rows.reverse() : rows, joined };
+}
+
+/**
+ * The statement reading a page of rows with what `shape` adds to each: its to-one includes joined
+ * (joinOnes) and its `_count`s (selectCounts). They are added in an outer query over the page, so
+ * they are read for the page's rows only, not for every row the where matches before the page is
+ * cut; the outer query keeps the page's order by numbering its rows in it (`order`).
+ */
+function withShape(sql: SqlContext, page: Knex.QueryBuilder, order: OrderSql, entity: EntityDef, shape: Shape): { qb: Knex.QueryBuilder; joined: JoinedOne[] } {
+  const joinsOne = Object.keys(shape.relations).some((name) => entity.relations[name].kind === 'one');
+  if (!joinsOne && Object.keys(shape.counts).length === 0) return { qb: page, joined: [] };
+  page.select(sql.knex.raw(`row_number() over (order by ${order.sql}) as ??`, [...order.bindings, POSITION]));
+  const outer = sql.nextAlias();
+  const qb = sql.knex.from(page.as(outer)).select(shapeColumns(entity, shape).map((column) => `${outer}.${column}`)).orderBy(`${outer}.${POSITION}`);
+  const joined = joinOnes(sql, qb, entity, outer, shape, roomBeside(entity, shape));
+  selectCounts(sql, qb, entity, outer, shape.counts, '');
+  return { qb, joined };
 }
 
 /**
  * Orders `qb` and cuts the page: cursor, skip, take. A negative take reads the reversed order
  * (the caller reverses the rows back): returns whether it did.
  */
-export function applyPage(sql: SqlContext, qb: Knex.QueryBuilder, entity: EntityDef, alias: string, query: ListQuery): boolean {
+export function applyPage(sql: SqlContext, qb: Knex.QueryBuilder, entity: EntityDef, alias: string, query: ListQuery): { backwards: boolean; order: OrderSql } {
   const backwards = (query.take ?? 0) < 0;
   const keys = pageKeys(sql, entity, query.orderBy, backwards);
   if (query.cursor !== undefined) applyCursor(sql, qb, entity, alias, query.cursor, keys);
@@ -258,7 +288,7 @@ export function applyPage(sql: SqlContext, qb: Knex.QueryBuilder, entity: Entity
   qb.orderByRaw(order.sql, order.bindings);
   if (query.take !== undefined) qb.limit(Math.abs(query.take));
   if (query.skip) qb.offset(query.skip);
-  return backwards;
+  return { backwards, order };
 }
 
 /**
@@ -266,19 +296,20 @@ export function applyPage(sql: SqlContext, qb: Knex.QueryBuilder, entity: Entity
  * (PostgreSQL needs the distinct columns first in its ORDER BY); the outer query restores the
  * requested order and pages the survivors. The cursor, like a where, picks rows before that.
  */
-async function selectDistinct(sql: SqlContext, entity: EntityDef, select: Knex.QueryBuilder, alias: string, query: ListQuery & { distinct: string[] }): Promise<Row[]> {
+async function selectDistinct(sql: SqlContext, entity: EntityDef, select: Knex.QueryBuilder, alias: string, query: ListQuery & { distinct: string[] }, shape: Shape): Promise<ReadRows> {
   const backwards = (query.take ?? 0) < 0;
   if (query.cursor !== undefined) applyCursor(sql, select, entity, alias, query.cursor, pageKeys(sql, entity, query.orderBy, backwards));
   const distinctColumns = query.distinct.map((field) => columnOf(entity, alias, field));
   const firstInGroup = orderSql(sortKeys(sql, entity, query.orderBy), alias);
   select.distinctOn(distinctColumns).orderByRaw([...distinctColumns.map(() => '??'), firstInGroup.sql].join(', '), [...distinctColumns, ...firstInGroup.bindings]);
   const outer = sql.nextAlias();
-  const page = sql.knex.from(select.as(outer)).select(columnsOf(entity, outer));
-  applyPage(sql, page, entity, outer, { ...query, cursor: undefined });
+  const page = sql.knex.from(select.as(outer)).select(shapeColumns(entity, shape).map((column) => `${outer}.${column}`));
+  const { order } = applyPage(sql, page, entity, outer, { ...query, cursor: undefined });
   limitToRowBudget(sql, page, query.take);
-  const rows = await fetchRows(page);
+  const { qb, joined } = withShape(sql, page, order, entity, shape);
+  const rows = await fetchRows(qb);
   spendRowBudget(sql, rows.length);
-  return backwards ? rows.reverse() : rows;
+  return { rows: backwards ? rows.reverse() : rows, joined };
 }
 
 async function countRows(sql: SqlContext, entity: EntityDef, where: Where | undefined): Promise<number> {
@@ -288,6 +319,20 @@ async function countRows(sql: SqlContext, entity: EntityDef, where: Where | unde
   applyScope(sql, count, entity, alias);
   const [row] = await fetchRows(count);
   return Number(row.n);
+}
+
+/**
+ * The columns a read of `entity` with `shape` needs: the id (lists and counts are loaded by it),
+ * the fields asked for, and the foreign keys of the to-one relations it includes.
+ */
+function shapeColumns(entity: EntityDef, shape: Shape): string[] {
+  const columns = new Set(['id']);
+  for (const field of shape.fields) columns.add(entity.fields[field].column);
+  for (const name of Object.keys(shape.relations)) {
+    const relation = entity.relations[name];
+    if (relation.kind === 'one') columns.add(relation.foreignKey);
+  }
+  return [...columns];
 }
 
 export function columnsOf(entity: EntityDef, alias: string): string[] {
@@ -328,7 +373,12 @@ function pageKeys(sql: SqlContext, entity: EntityDef, orderBy: OrderBy[], backwa
   return keys.map((key) => ({ ...key, direction: key.direction === 'asc' ? 'desc' : 'asc', nullsFirst: !key.nullsFirst }));
 }
 
-function orderSql(keys: SortKey[], alias: string): { sql: string; bindings: Knex.Raw[] } {
+interface OrderSql {
+  sql: string;
+  bindings: Knex.Raw[];
+}
+
+function orderSql(keys: SortKey[], alias: string): OrderSql {
   return {
     // Directions come from the parser ('asc' | 'desc'), never from the client's text.
     sql: keys.map((key) => `? ${key.direction} nulls ${key.nullsFirst ? 'first' : 'last'}`).join(', '),
@@ -530,17 +580,20 @@ function linkTo(sql: SqlContext, qb: Knex.QueryBuilder, relation: RelationDef, a
 // ---------------------------------------------------------------------------------------------
 // include / select / _count
 
-async function toObjects(sql: SqlContext, entity: EntityDef, rows: Row[], shape: Shape): Promise<ApiObject[]> {
+/**
+ * `joined`: the to-one includes of `shape` read with `rows` (joinOnes); the rows carry their
+ * `_count`s (selectCounts); list relations are loaded here.
+ */
+async function toObjects(sql: SqlContext, entity: EntityDef, rows: Row[], shape: Shape, joined: JoinedOne[]): Promise<ApiObject[]> {
   const objects = rows.map((row) => toApiObject(entity, row, shape.fields));
   for (const [name, load] of Object.entries(shape.relations)) {
+    const join = joined.find((j) => j.name === name);
     const relation = entity.relations[name];
-    const related = relation.kind === 'many' ? await loadMany(sql, relation, rows, load) : await loadOne(sql, relation, rows, load);
+    const related = join ? await splitJoined(sql, rows, join, load) : relation.kind === 'many' ? await loadMany(sql, relation, rows, load) : await loadOne(sql, relation, rows, load);
     objects.forEach((object, i) => (object[name] = related[i]));
   }
-  if (Object.keys(shape.counts).length > 0) {
-    const counts = await loadCounts(sql, entity, rows, shape.counts);
-    objects.forEach((object, i) => (object._count = counts[i]));
-  }
+  const counted = Object.keys(shape.counts);
+  if (counted.length > 0) objects.forEach((object, i) => (object._count = Object.fromEntries(counted.map((name) => [name, Number(rows[i][COUNT + name])]))));
   return objects;
 }
 
@@ -550,8 +603,8 @@ const distinctIds = (ids: unknown[]) => [...new Set(ids.filter((id) => id !== nu
 async function loadMany(sql: SqlContext, relation: RelationDef, parents: Row[], load: RelationLoad): Promise<ApiObject[][]> {
   const target = ENTITIES[relation.target];
   const parentIds = distinctIds(parents.map((row) => row.id));
-  const children = parentIds.length === 0 || load.take === 0 ? [] : await selectChildren(sql, relation, parentIds, load);
-  const objects = await toObjects(sql, target, children, load.shape);
+  const { rows: children, joined } = parentIds.length === 0 || load.take === 0 ? { rows: [], joined: [] } : await selectChildren(sql, relation, parentIds, load);
+  const objects = await toObjects(sql, target, children, load.shape, joined);
   const byParent = new Map<unknown, ApiObject[]>();
   children.forEach((child, i) => {
     const siblings = byParent.get(child[PARENT]) ?? [];
@@ -566,10 +619,11 @@ async function loadMany(sql: SqlContext, relation: RelationDef, parents: Row[], 
  * parent (row_number over the requested order, reversed for a negative take) and the page is cut
  * on that number. A many-to-many target row comes once per parent it is linked to.
  */
-async function selectChildren(sql: SqlContext, relation: RelationDef, parentIds: number[], query: ListQuery): Promise<Row[]> {
+async function selectChildren(sql: SqlContext, relation: RelationDef, parentIds: number[], query: RelationLoad): Promise<ReadRows> {
   const target = ENTITIES[relation.target];
   const alias = sql.nextAlias();
-  const numbered = rowsOf(sql, target, alias).select(columnsOf(target, alias));
+  const columns = shapeColumns(target, query.shape);
+  const numbered = rowsOf(sql, target, alias).select(columns.map((column) => `${alias}.${column}`));
   const parent = linkTo(sql, numbered, relation, alias);
   numbered.select({ [PARENT]: parent }).whereRaw('?? = any(?)', [parent, parentIds]);
   applyWhere(sql, numbered, target, alias, query.where);
@@ -592,47 +646,130 @@ async function selectChildren(sql: SqlContext, relation: RelationDef, parentIds:
   const first = query.skip ?? 0;
   const page = sql.knex
     .from(numbered.as('numbered'))
-    .select([...catalogueColumns(target), PARENT].map((column) => `numbered.${column}`))
+    .select([...columns, PARENT].map((column) => `numbered.${column}`))
     .where(RANK, '>', first)
     .orderBy([`numbered.${PARENT}`, { column: RANK, order: backwards ? 'desc' : 'asc' }]);
   if (query.take !== undefined) page.where(RANK, '<=', first + Math.abs(query.take));
   limitToRowBudget(sql, page);
+  // The page's rows only: the rank is cut in the subquery, below these.
+  const joined = joinOnes(sql, page, target, 'numbered', query.shape, roomBeside(target, query.shape));
+  selectCounts(sql, page, target, 'numbered', query.shape.counts, '');
   const rows = await fetchRows(page);
   spendRowBudget(sql, rows.length);
-  return rows;
+  return { rows, joined };
 }
 
-/** The related row of every row of kind-'one' relation (null when the foreign key is not set, or the row is out of scope). */
+/** A to-one include read in its parent rows' statement: its columns come as `<alias>__<column>`. */
+interface JoinedOne {
+  name: string;
+  target: EntityDef;
+  alias: string;
+  /** The target's columns the include needs (shapeColumns), named `<alias>__<column>` in the parent rows. */
+  columns: string[];
+  /** The keys of the target's `_count`s (selectCounts), named `<alias>__<key>` in the parent rows. */
+  counts: string[];
+  /** The target's own to-one includes, joined into the same statement. */
+  nested: JoinedOne[];
+}
+
+/**
+ * Joins the to-one includes of `shape` (and theirs, to any depth) into `qb`, which reads rows of
+ * `entity` under `alias`: each as a LEFT JOIN LATERAL of the related row within the caller's scope
+ * and as of the read's position (relatedRows), so a foreign key that is not set, or names a row
+ * out of scope, joins nothing and the include is null. At most one row joins per parent row (ids
+ * are unique), so the parent rows, their order and their page are as without the joins.
+ */
+function joinOnes(sql: SqlContext, qb: Knex.QueryBuilder, entity: EntityDef, alias: string, shape: Shape, room: { columns: number }): JoinedOne[] {
+  const joined: JoinedOne[] = [];
+  for (const [name, load] of Object.entries(shape.relations)) {
+    const relation = entity.relations[name];
+    if (relation.kind !== 'one') continue;
+    const target = ENTITIES[relation.target];
+    const columns = shapeColumns(target, load.shape);
+    const needs = columns.length + Object.keys(load.shape.counts).length;
+    if (needs > room.columns) continue; // read by a statement of its own (loadOne)
+    room.columns -= needs;
+    const { qb: related, alias: as } = relatedRows(sql, relation, alias);
+    related.select(columns.map((column) => `${as}.${column}`));
+    qb.joinRaw('left join lateral :related as :alias: on true', { related, alias: as });
+    qb.select(Object.fromEntries(columns.map((column) => [`${as}__${column}`, `${as}.${column}`])));
+    const counts = selectCounts(sql, qb, target, as, load.shape.counts, `${as}__`);
+    joined.push({ name, target, alias: as, columns, counts, nested: joinOnes(sql, qb, target, as, load.shape, room) });
+  }
+  return joined;
+}
+
+/**
+ * The most columns one statement selects for the to-one includes it joins; an include past them is
+ * read by a statement of its own (loadOne). PostgreSQL takes 1,664 in a select list, and the
+ * widest shape the request bounds allow (64 relations) can pass 400 today: saving a round trip is
+ * worth little beside a row that wide.
+ */
+const MAX_JOINED_COLUMNS = 400;
+
+/** What a statement reading `shape`'s rows of `entity` has left for joined includes. */
+function roomBeside(entity: EntityDef, shape: Shape): { columns: number } {
+  return { columns: MAX_JOINED_COLUMNS - shapeColumns(entity, shape).length - Object.keys(shape.counts).length };
+}
+
+/** The related row of every row for a to-one include not joined into the rows' statement (joinOnes), one statement for all rows. */
 async function loadOne(sql: SqlContext, relation: RelationDef, rows: Row[], load: RelationLoad): Promise<(ApiObject | null)[]> {
   const target = ENTITIES[relation.target];
   const ids = distinctIds(rows.map((row) => row[relation.foreignKey]));
   const alias = sql.nextAlias();
-  const select = rowsOf(sql, target, alias).select(columnsOf(target, alias)).whereRaw('?? = any(?)', [`${alias}.id`, ids]);
+  const select = rowsOf(sql, target, alias).select(shapeColumns(target, load.shape).map((column) => `${alias}.${column}`)).whereRaw('?? = any(?)', [`${alias}.id`, ids]);
   applyScope(sql, select, target, alias);
   limitToRowBudget(sql, select);
+  const joined = joinOnes(sql, select, target, alias, load.shape, roomBeside(target, load.shape));
+  selectCounts(sql, select, target, alias, load.shape.counts, '');
   const related = ids.length === 0 ? [] : await fetchRows(select);
   spendRowBudget(sql, related.length);
-  const objects = await toObjects(sql, target, related, load.shape);
+  const objects = await toObjects(sql, target, related, load.shape, joined);
   const byId = new Map(related.map((row, i) => [row.id, objects[i]]));
   return rows.map((row) => byId.get(row[relation.foreignKey]) ?? null);
 }
 
-/** `_count`: one grouped count per relation for all rows. */
-async function loadCounts(sql: SqlContext, entity: EntityDef, rows: Row[], counts: Shape['counts']): Promise<Record<string, number>[]> {
-  const result = rows.map((): Record<string, number> => ({}));
-  const ids = distinctIds(rows.map((row) => row.id));
-  for (const [name, where] of Object.entries(counts)) {
-    const relation = entity.relations[name];
-    const target = ENTITIES[relation.target];
-    const alias = sql.nextAlias();
-    const grouped = rowsOf(sql, target, alias);
-    const parent = linkTo(sql, grouped, relation, alias);
-    grouped.select({ parent }).count({ n: '*' }).whereRaw('?? = any(?)', [parent, ids]).groupBy(parent);
-    applyWhere(sql, grouped, target, alias, where ?? undefined);
-    applyScope(sql, grouped, target, alias);
-    const counted = ids.length === 0 ? [] : await fetchRows(grouped);
-    const byParent = new Map(counted.map((row) => [row.parent, Number(row.n)]));
-    rows.forEach((row, i) => (result[i][name] = byParent.get(row.id) ?? 0));
+/** The columns of `join`'s nested joins, as they are named in the parent's rows. */
+function nestedColumns(join: JoinedOne): string[] {
+  return join.nested.flatMap((nested) => [...[...nested.columns, ...nested.counts].map((key) => `${nested.alias}__${key}`), ...nestedColumns(nested)]);
+}
+
+/**
+ * The related object of every row for a joined to-one include (null where nothing joined). A row
+ * many parents share (one status of many run cases) is read once into the answer's rows budget,
+ * as a query of its own would have read it.
+ */
+async function splitJoined(sql: SqlContext, rows: Row[], join: JoinedOne, load: RelationLoad): Promise<(ApiObject | null)[]> {
+  const columns = [...join.columns, ...join.counts].map((key) => [key, `${join.alias}__${key}`]);
+  const carried = nestedColumns(join);
+  const key = `${join.alias}__id`;
+  const byId = new Map<unknown, Row>();
+  for (const row of rows) {
+    const id = row[key];
+    if (id === null || id === undefined || byId.has(id)) continue;
+    const related: Row = {};
+    for (const [column, joinedAs] of columns) related[column] = row[joinedAs];
+    for (const column of carried) related[column] = row[column];
+    byId.set(id, related);
   }
-  return result;
+  const distinct = [...byId.values()];
+  spendRowBudget(sql, distinct.length);
+  const objects = await toObjects(sql, join.target, distinct, load.shape, join.nested);
+  const objectOf = new Map(distinct.map((row, i) => [row.id, objects[i]]));
+  return rows.map((row) => objectOf.get(row[key]) ?? null);
+}
+
+/**
+ * `_count`: the number of related rows of each relation (within the where given and the caller's
+ * scope), a subquery per relation in the statement that reads the rows (`qb`, its rows of
+ * `entity` under `alias`), selected as `<prefix>__count__<relation>`. Returns the keys without the prefix.
+ */
+function selectCounts(sql: SqlContext, qb: Knex.QueryBuilder, entity: EntityDef, alias: string, counts: Shape['counts'], prefix: string): string[] {
+  return Object.entries(counts).map(([name, where]) => {
+    const relation = entity.relations[name];
+    const { qb: related, alias: as } = relatedRows(sql, relation, alias);
+    applyWhere(sql, related, ENTITIES[relation.target], as, where ?? undefined);
+    qb.select(sql.knex.raw(':related as :name:', { related: related.count({ n: '*' }), name: `${prefix}${COUNT}${name}` }));
+    return `${COUNT}${name}`;
+  });
 }

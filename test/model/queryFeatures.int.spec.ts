@@ -247,6 +247,58 @@ describe('model API reads: float, json, enum, lists, many-to-many, relation orde
       expect(await ids(testCase, { distinct: ['projectId'], take: -2 })).to.deep.equal([104, 105]);
       expect(await ids(testCase, { distinct: 'projectId', orderBy: { title: 'desc' }, cursor: { id: 104 } })).to.deep.equal([104, 102, 105]);
     });
+    it('to-one includes (joined into the rows\' statement) on every kind of page: plain, backwards, distinct, within a list include', async () => {
+      // What each include must be: the related row read on its own (null where the key is not set).
+      const alone = async (entity: EntityDef, id: unknown) => (id === null ? null : ((await find(entity, 'findUnique', { where: { id } })) as Obj));
+      const expectIncluded = async (rows: Obj[]) => {
+        expect(rows).to.not.have.length(0);
+        for (const row of rows) {
+          const folderRow = await alone(folder, row.folderId);
+          expect(row.folder).to.deep.equal(folderRow && { ...folderRow, project: await alone(project, folderRow.projectId), parent: await alone(folder, folderRow.parentId) });
+          expect(row.project).to.deep.equal(await alone(project, row.projectId));
+        }
+      };
+      const include = { folder: { include: { project: true, parent: true } }, project: true };
+      await expectIncluded(await many(testCase, { orderBy: { title: 'asc' }, include }));
+      await expectIncluded(await many(testCase, { orderBy: { title: 'asc' }, take: -3, include }));
+      await expectIncluded(await many(testCase, { distinct: ['projectId'], take: -2, include }));
+      const nested = (await many(project, { orderBy: { id: 'asc' }, include: { repositoryCases: { orderBy: { title: 'asc' }, take: -2, include } } })).flatMap((p) => p.repositoryCases as Obj[]);
+      await expectIncluded(nested);
+    });
+    it('to-one includes past the columns one statement joins are read by a statement of their own, with the same answer', async () => {
+      // The widest include the request bounds allow (64 relations): to-one relations breadth first from a result, every field of each.
+      const include: Obj = {};
+      let relations = 0;
+      const queue: [EntityDef, Obj][] = [[testRunResult, include]];
+      while (queue.length > 0 && relations < 64) {
+        const [entity, into] = queue.shift()!;
+        for (const [name, relation] of Object.entries(entity.relations)) {
+          if (relation.kind !== 'one' || relations >= 64) continue;
+          const nested: Obj = {};
+          into[name] = { include: nested };
+          relations++;
+          queue.push([ENTITIES[relation.target], nested]);
+        }
+      }
+      const columns = (entity: EntityDef, shape: Obj): number => Object.keys(entity.fields).length +
+        Object.entries(shape).reduce((sum, [name, load]) => sum + columns(ENTITIES[entity.relations[name].target], (load as { include: Obj }).include), 0);
+      expect(columns(testRunResult, include), 'wider than one statement joins').to.be.greaterThan(400);
+      let statements = 0;
+      const count = () => statements++;
+      knex.on('query', count);
+      const rows = await many(testRunResult, { include }).finally(() => knex.removeListener('query', count));
+      expect(rows).to.not.have.length(0);
+      expect(statements).to.be.greaterThan(1);
+      // Each include as a read of the related row alone with the same includes (narrower: joined into its own statement).
+      for (const row of rows) {
+        for (const [name, load] of Object.entries(include)) {
+          const relation = testRunResult.relations[name];
+          const id = row[testRunResult.fields[relation.scalar ?? ''] ? relation.scalar! : `${name}Id`];
+          const alone = id === null || id === undefined ? null : await find(ENTITIES[relation.target], 'findUnique', { where: { id }, ...(load as Obj) });
+          expect(row[name], name).to.deep.equal(alone);
+        }
+      }
+    });
     it('aggregate over a page cut by cursor and negative take', async () => {
       const args = parseAggregateArgs(testCase, { orderBy: { title: 'asc' }, cursor: { id: 101 }, take: -2, _count: true, _sum: { estimate: true } });
       // title order: 103 Auth root, 105 Gamma case, 101 Invoice, 100 Login, 102 Loose, 104 Root case.
