@@ -10,9 +10,10 @@ import { catalogueColumns, toApiObject, type ApiObject, type Row } from './shape
 
 /**
  * Executes parsed model API reads against the read model. Every value reaches SQL as a bound
- * parameter; identifiers come from the catalogue only. To-one includes are joined into the
- * statement that reads their parent rows (LEFT JOIN LATERAL, to any depth); list relations and
- * `_count` are loaded one query per relation per level (`fk = any(ids)`), never one query per row.
+ * parameter; identifiers come from the catalogue only. Relations are loaded one query per
+ * relation per level (`fk = any(ids)`), never one query per row; on a small page (JOINED_PAGE),
+ * to-one includes (LEFT JOIN LATERAL, to any depth) and `_count`s are read in the statement that
+ * reads their rows instead.
  *
  * A `scope` (row-level security) restricts the rows of each entity a caller may see, wherever
  * they are read: top-level rows, includes at every level, relation filters, `_count`, count,
@@ -265,14 +266,25 @@ async function selectRows(sql: SqlContext, entity: EntityDef, query: ListQuery &
  * they are read for the page's rows only, not for every row the where matches before the page is
  * cut; the outer query keeps the page's order by numbering its rows in it (`order`).
  *
- * Not for a read without `take`: its rows run to the answer's bound (or without one, to the whole
- * table), where a statement per include costs little beside the rows, and a read refused for too
- * many rows is refused before anything is included (the memory benchmark's unpaged read: 0.28 s
+ * Only for a page the request bounds to JOINED_PAGE rows (joinsInto).
+ */
+/**
+ * The most rows a page may be bounded to (its `take`, times its parents for an include's) for its
+ * includes and counts to be read in its statement. A statement saved is worth most on a small page;
+ * on a large one, a lookup per row costs more than a statement per include (the memory benchmark's
+ * pages of 2,500 results with three includes: 11.5–13.7 s apart, 17.2–18.4 s joined), and a read
+ * refused for too many rows must be refused before anything is included (its unpaged read: 0.28 s
  * and 5 MB, against 0.77 s and 29 MB joined).
  */
+const JOINED_PAGE = 100;
+
+function joinsInto(rows: number | undefined): boolean {
+  return rows !== undefined && Math.abs(rows) <= JOINED_PAGE;
+}
+
 function withShape(sql: SqlContext, page: Knex.QueryBuilder, order: OrderSql, entity: EntityDef, shape: Shape, take: number | undefined): { qb: Knex.QueryBuilder; joined: JoinedOne[] } {
   const joinsOne = Object.keys(shape.relations).some((name) => entity.relations[name].kind === 'one');
-  if (take === undefined || (!joinsOne && Object.keys(shape.counts).length === 0)) return { qb: page, joined: [] };
+  if (!joinsInto(take) || (!joinsOne && Object.keys(shape.counts).length === 0)) return { qb: page, joined: [] };
   page.select(sql.knex.raw(`row_number() over (order by ${order.sql}) as ??`, [...order.bindings, POSITION]));
   const outer = sql.nextAlias();
   const qb = sql.knex.from(page.as(outer)).select(shapeColumns(entity, shape).map((column) => `${outer}.${column}`)).orderBy(`${outer}.${POSITION}`);
@@ -599,7 +611,7 @@ async function toObjects(sql: SqlContext, entity: EntityDef, rows: Row[], shape:
   }
   const counted = Object.keys(shape.counts);
   if (counted.length > 0 && rows.length > 0) {
-    // Rows read without them (a top-level read without take: withShape) get them by a statement of their own.
+    // Rows of a page too large to carry them (withShape) get them by a statement of their own.
     const carried = COUNT + counted[0] in rows[0];
     const counts = carried ? rows : await loadCounts(sql, entity, rows, shape.counts);
     objects.forEach((object, i) => (object._count = Object.fromEntries(counted.map((name) => [name, Number(counts[i][COUNT + name])]))));
@@ -661,9 +673,10 @@ async function selectChildren(sql: SqlContext, relation: RelationDef, parentIds:
     .orderBy([`numbered.${PARENT}`, { column: RANK, order: backwards ? 'desc' : 'asc' }]);
   if (query.take !== undefined) page.where(RANK, '<=', first + Math.abs(query.take));
   limitToRowBudget(sql, page);
-  // The page's rows only: the rank is cut in the subquery, below these.
-  const joined = joinOnes(sql, page, target, 'numbered', query.shape, roomBeside(target, query.shape));
-  selectCounts(sql, page, target, 'numbered', query.shape.counts, '');
+  // Includes and counts in this statement for a small page (withShape): its rows only, the rank is cut in the subquery, below these.
+  const small = joinsInto(query.take === undefined ? undefined : parentIds.length * query.take);
+  const joined = small ? joinOnes(sql, page, target, 'numbered', query.shape, roomBeside(target, query.shape)) : [];
+  if (small) selectCounts(sql, page, target, 'numbered', query.shape.counts, '');
   const rows = await fetchRows(page);
   spendRowBudget(sql, rows.length);
   return { rows, joined };
@@ -732,8 +745,10 @@ async function loadOne(sql: SqlContext, relation: RelationDef, rows: Row[], load
   const select = rowsOf(sql, target, alias).select(shapeColumns(target, load.shape).map((column) => `${alias}.${column}`)).whereRaw('?? = any(?)', [`${alias}.id`, ids]);
   applyScope(sql, select, target, alias);
   limitToRowBudget(sql, select);
-  const joined = joinOnes(sql, select, target, alias, load.shape, roomBeside(target, load.shape));
-  selectCounts(sql, select, target, alias, load.shape.counts, '');
+  // Its own includes and counts in this statement for a few rows only, as for a page (withShape).
+  const few = joinsInto(ids.length);
+  const joined = few ? joinOnes(sql, select, target, alias, load.shape, roomBeside(target, load.shape)) : [];
+  if (few) selectCounts(sql, select, target, alias, load.shape.counts, '');
   const related = ids.length === 0 ? [] : await fetchRows(select);
   spendRowBudget(sql, related.length);
   const objects = await toObjects(sql, target, related, load.shape, joined);
