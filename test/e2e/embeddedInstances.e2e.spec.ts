@@ -11,6 +11,7 @@ const ADMIN = { email: 'owner@example.com', password: 'embedded-default-1' };
  * Several `npm start`s on one machine, each with its DATA_DIR and PORT and no
  * EMBEDDED_POSTGRES_PORT: each embedded PostgreSQL takes a free port of its own. A start that
  * cannot go on says why.
+ * Slow: starts the service with its embedded PostgreSQL three times as processes (two at once, initdb each), and waits for a refused start to end
  */
 describe('embedded default: instances side by side', function () {
   this.timeout(180_000);

@@ -15,6 +15,7 @@ const PATH = '/api/admin/search/connection';
  * Two service processes (`npm start`) over one database, as two replicas: the search connection
  * changed through one is followed by the other within seconds (it polls the saved settings), its
  * search and indexer on the new engine, without a restart; and back to SEARCH_*.
+ * Slow: starts the service as two processes on OpenSearch settings changed at run time, each waiting for the other to follow (it polls every few seconds), there and back
  */
 describe('search connection change followed by another process (two npm start processes, one database)', function () {
   this.timeout(240_000);
