@@ -248,7 +248,7 @@ async function selectRows(sql: SqlContext, entity: EntityDef, query: ListQuery &
   if (query.take === 0) return { rows: [], joined: [] };
   const alias = sql.nextAlias();
   // distinct pages its rows in an outer query, which orders them by their columns: all of them.
-  const select = rowsOf(sql, entity, alias).select(query.distinct ? columnsOf(entity, alias) : shapeColumns(entity, shape).map((column) => `${alias}.${column}`));
+  const select = rowsOf(sql, entity, alias).select(query.distinct ? columnsOf(entity, alias) : shapeColumnsAs(entity, shape, alias));
   applyWhere(sql, select, entity, alias, query.where);
   applyScope(sql, select, entity, alias);
   if (query.distinct) return selectDistinct(sql, entity, select, alias, query as ListQuery & { distinct: string[] }, shape);
@@ -260,14 +260,6 @@ async function selectRows(sql: SqlContext, entity: EntityDef, query: ListQuery &
   return { rows: backwards ? rows.reverse() : rows, joined };
 }
 
-/**
- * The statement reading a page of rows with what `shape` adds to each: its to-one includes joined
- * (joinOnes) and its `_count`s (selectCounts). They are added in an outer query over the page, so
- * they are read for the page's rows only, not for every row the where matches before the page is
- * cut; the outer query keeps the page's order by numbering its rows in it (`order`).
- *
- * Only for a page the request bounds to JOINED_PAGE rows (joinsInto).
- */
 /**
  * The most rows a page may be bounded to (its `take`, times its parents for an include's) for its
  * includes and counts to be read in its statement. A statement saved is worth most on a small page;
@@ -282,12 +274,20 @@ function joinsInto(rows: number | undefined): boolean {
   return rows !== undefined && Math.abs(rows) <= JOINED_PAGE;
 }
 
+/**
+ * The statement reading a page of rows with what `shape` adds to each: its to-one includes joined
+ * (joinOnes) and its `_count`s (selectCounts). They are added in an outer query over the page, so
+ * they are read for the page's rows only, not for every row the where matches before the page is
+ * cut; the outer query keeps the page's order by numbering its rows in it (`order`).
+ *
+ * Only for a page the request bounds to JOINED_PAGE rows (joinsInto).
+ */
 function withShape(sql: SqlContext, page: Knex.QueryBuilder, order: OrderSql, entity: EntityDef, shape: Shape, take: number | undefined): { qb: Knex.QueryBuilder; joined: JoinedOne[] } {
   const joinsOne = Object.keys(shape.relations).some((name) => entity.relations[name].kind === 'one');
   if (!joinsInto(take) || (!joinsOne && Object.keys(shape.counts).length === 0)) return { qb: page, joined: [] };
   page.select(sql.knex.raw(`row_number() over (order by ${order.sql}) as ??`, [...order.bindings, POSITION]));
   const outer = sql.nextAlias();
-  const qb = sql.knex.from(page.as(outer)).select(shapeColumns(entity, shape).map((column) => `${outer}.${column}`)).orderBy(`${outer}.${POSITION}`);
+  const qb = sql.knex.from(page.as(outer)).select(shapeColumnsAs(entity, shape, outer)).orderBy(`${outer}.${POSITION}`);
   const joined = joinOnes(sql, qb, entity, outer, shape, roomBeside(entity, shape));
   selectCounts(sql, qb, entity, outer, shape.counts, '');
   return { qb, joined };
@@ -320,7 +320,7 @@ async function selectDistinct(sql: SqlContext, entity: EntityDef, select: Knex.Q
   const firstInGroup = orderSql(sortKeys(sql, entity, query.orderBy), alias);
   select.distinctOn(distinctColumns).orderByRaw([...distinctColumns.map(() => '??'), firstInGroup.sql].join(', '), [...distinctColumns, ...firstInGroup.bindings]);
   const outer = sql.nextAlias();
-  const page = sql.knex.from(select.as(outer)).select(shapeColumns(entity, shape).map((column) => `${outer}.${column}`));
+  const page = sql.knex.from(select.as(outer)).select(shapeColumnsAs(entity, shape, outer));
   const { order } = applyPage(sql, page, entity, outer, { ...query, cursor: undefined });
   limitToRowBudget(sql, page, query.take);
   const { qb, joined } = withShape(sql, page, order, entity, shape, query.take);
@@ -350,6 +350,11 @@ function shapeColumns(entity: EntityDef, shape: Shape): string[] {
     if (relation.kind === 'one') columns.add(relation.foreignKey);
   }
   return [...columns];
+}
+
+/** shapeColumns under `alias`. */
+function shapeColumnsAs(entity: EntityDef, shape: Shape, alias: string): string[] {
+  return shapeColumns(entity, shape).map((column) => `${alias}.${column}`);
 }
 
 export function columnsOf(entity: EntityDef, alias: string): string[] {
@@ -742,7 +747,7 @@ async function loadOne(sql: SqlContext, relation: RelationDef, rows: Row[], load
   const target = ENTITIES[relation.target];
   const ids = distinctIds(rows.map((row) => row[relation.foreignKey]));
   const alias = sql.nextAlias();
-  const select = rowsOf(sql, target, alias).select(shapeColumns(target, load.shape).map((column) => `${alias}.${column}`)).whereRaw('?? = any(?)', [`${alias}.id`, ids]);
+  const select = rowsOf(sql, target, alias).select(shapeColumnsAs(target, load.shape, alias)).whereRaw('?? = any(?)', [`${alias}.id`, ids]);
   applyScope(sql, select, target, alias);
   limitToRowBudget(sql, select);
   // Its own includes and counts in this statement for a few rows only, as for a page (withShape).
