@@ -657,8 +657,10 @@ async function selectChildren(sql: SqlContext, relation: RelationDef, parentIds:
   applyScope(sql, numbered, target, alias);
   const backwards = (query.take ?? 0) < 0;
   const keys = pageKeys(sql, target, query.orderBy, backwards);
-  // As Prisma: within an include, the cursor row must be one of this parent's rows, else the parent gets none.
+  // As Prisma (which pages an include's rows in memory, after its where): within an include, the
+  // cursor row must be one of this parent's rows that the include's where keeps, else the parent gets none.
   if (query.cursor !== undefined) applyCursor(sql, numbered, target, alias, query.cursor, keys, (cursorRow, cursorAlias) => {
+    applyWhere(sql, cursorRow, target, cursorAlias, query.where);
     if (!relation.through) cursorRow.whereRaw('?? = ??', [`${cursorAlias}.${relation.foreignKey}`, parent]);
     else {
       const link = sql.nextAlias();

@@ -238,6 +238,9 @@ describe('model API reads: float, json, enum, lists, many-to-many, relation orde
       // As Prisma: the cursor row must be one of the parent's rows; a parent without it gets none.
       expect(await cases({ orderBy: { title: 'asc' }, cursor: { id: 101 } })).to.deep.equal([[101, 100, 102], []]);
       expect(await cases({ orderBy: { title: 'asc' }, cursor: { id: 100 }, take: -2, skip: 1 })).to.deep.equal([[103, 101], []]);
+      // ... and one the include's where keeps (Prisma pages an include's rows after its where): else none either.
+      expect(await cases({ where: { id: { not: 101 } }, orderBy: { title: 'asc' }, cursor: { id: 101 } })).to.deep.equal([[], []]);
+      expect(await cases({ where: { id: { not: 103 } }, orderBy: { title: 'asc' }, cursor: { id: 101 } })).to.deep.equal([[101, 100, 102], []]);
     });
     it('findFirst with a negative take is the last row', async () => {
       expect(((await find(testCase, 'findFirst', { orderBy: { title: 'asc' }, take: -1 })) as Obj).id).to.equal(104);

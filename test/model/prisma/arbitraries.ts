@@ -134,7 +134,8 @@ export function queryArbitraries(catalogue: Catalogue, features: Features, { row
   }
 
   function listFilter(field: FieldDef): Arb<unknown> {
-    const pool = field.enum ?? POOLS.list;
+    // The seed's pools (seed.ts): an int list (`lastStatusIds`) holds ints, never the strings.
+    const pool: readonly unknown[] = field.enum ?? (field.type === 'int' ? POOLS.int : POOLS.list);
     const item = fc.constantFrom(...pool);
     const items = fc.subarray([...pool]);
     return fc.oneof(
