@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { isImmutable } from 'immutable';
 import type { DomainEvent } from '../../contracts/envelope';
 import type { Decider } from '../../services/shared/decider';
 import { DomainError } from '../../services/shared/errors';
@@ -10,7 +11,7 @@ import { DomainError } from '../../services/shared/errors';
 export function given<C, E extends DomainEvent, S>(decider: Decider<C, E, S>, past: E[] = []) {
   const pastBefore = structuredClone(past);
   const state = past.reduce((s, e) => {
-    const before = structuredClone(s);
+    const before = snapshot(s);
     const next = decider.evolve(s, e);
     expect(s, `evolve mutated the state on ${e.type}`).to.deep.equal(before);
     return next;
@@ -41,4 +42,17 @@ export function given<C, E extends DomainEvent, S>(decider: Decider<C, E, S>, pa
       };
     },
   };
+}
+
+/**
+ * A deep copy of a state to compare it with after evolve: structuredClone, except that a persistent
+ * (immutable-js) collection is kept as it is: it cannot change, and a clone of it would be a plain object.
+ */
+function snapshot<T>(value: T): T {
+  if (isImmutable(value)) return value;
+  if (Array.isArray(value)) return value.map(snapshot) as T;
+  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, snapshot(v)])) as T;
+  }
+  return structuredClone(value);
 }
