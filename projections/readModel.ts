@@ -479,6 +479,7 @@ function touchedBy(relevant: { event: EventEnvelope; entity: EntityDef; id: numb
     for (const id of d.results.testRunCaseId) touched.runCases.add(id);
     touched.runTotals.add(d.testRunId);
     if (d.cases.caseId.length > 0) countCaseVersion(touched, d.projectId, d.importedAt, 1, d.cases.caseId.length);
+    for (const id of d.cases.caseId) touched.freshCases.add(id);
   }
   for (const event of events) {
     if (JOB_ENDED.has(event.type)) touched.jobs.add((event.data as { jobId: number }).jobId);

@@ -32,9 +32,17 @@ export interface Touched {
    * chunk (a case's results arrive in many chunks: each would recompute its whole history).
    */
   jobs: Set<number>;
+  /**
+   * Cases created in the batch (a result import's new cases): no statistics row of theirs can
+   * exist before it, so theirs are not deleted first (for 100,000 imported cases the deletes cost
+   * PostgreSQL 1.3 s of the read model's transactions).
+   */
+  freshCases: Set<number>;
 }
 
-export const touchedNothing = (): Touched => ({ runs: new Set(), runTotals: new Set(), runCases: new Set(), results: new Set(), caseVersions: new Map(), jobs: new Set() });
+export const touchedNothing = (): Touched => ({
+  runs: new Set(), runTotals: new Set(), runCases: new Set(), results: new Set(), caseVersions: new Map(), jobs: new Set(), freshCases: new Set(),
+});
 
 /** Counts a case version added in the batch (its project, when, and its number). */
 export function countCaseVersion(touched: Touched, projectId: number, at: string | Date, version: number, times = 1): void {
@@ -284,9 +292,10 @@ async function refreshExecutions(trx: Knex.Transaction, touched: Touched, days: 
       if (list) list.push(e);
       else byCase.set(e.caseId, [e]);
     }
-    const { rows: before } = await trx.raw(`DELETE FROM case_daily_statistics WHERE repository_case_id = ANY(?::integer[])
-      RETURNING project_id, day, executions, passed, failed, other`, [caseIds]);
-    await trx.raw('DELETE FROM case_statistics WHERE repository_case_id = ANY(?::integer[])', [caseIds]);
+    const counted = caseIds.filter((id) => !touched.freshCases.has(id));
+    const { rows: before } = counted.length === 0 ? { rows: [] } : await trx.raw(`DELETE FROM case_daily_statistics WHERE repository_case_id = ANY(?::integer[])
+      RETURNING project_id, day, executions, passed, failed, other`, [counted]);
+    if (counted.length > 0) await trx.raw('DELETE FROM case_statistics WHERE repository_case_id = ANY(?::integer[])', [counted]);
     const daily = caseDailyStatistics(executions, flipped);
     await insertRecords(trx, 'case_statistics', CASE_TYPES, [...byCase.values()].flatMap((list) => caseStatistics(list, flipped)));
     await insertRecords(trx, 'case_daily_statistics', DAILY_TYPES, daily);
