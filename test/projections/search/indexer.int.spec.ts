@@ -5,6 +5,7 @@ import { stopOutcome, waitUntil } from '../../support/wait';
 import { rebuildSearch } from '../../../projections/search/rebuild';
 import pino from 'pino';
 import { startSearchIndexer, type SearchIndexer } from '../../../projections/search/indexer';
+import { fanOutPages } from '../../../projections/search/affected';
 import { SearchUnavailable, BulkWriteFailed, type SearchEngine } from '../../../services/shared/search';
 import { buildWorld, JUNIT, type World } from './world';
 import { FAST_RETRY, caughtUp, documents, expected, indexed, postgresEngine, quietLogger, startIndexer, wrapMethod, wrapWrites } from './support';
@@ -58,6 +59,21 @@ describe('search indexer (direct transport, PostgreSQL search)', function () {
     // The checkpoint lives in the engine, at the head.
     expect((await engine.readCheckpoints(1)).search).to.equal(await app.deps.store.headPosition());
     expect(await indexed(engine)).to.deep.equal(await expected(app));
+  });
+
+  it('a fan-out hands its ids on a page at a time, read several pages a statement: every id not deleted, once, in order', async () => {
+    const made: number[] = [];
+    for (let i = 0; i < 7; i++) made.push((await world.model('repositoryCase', 'create', { data: { title: `Fanned ${i}`, project: world.connect(world.ids.project) } })).id);
+    await world.model('repositoryCase', 'delete', { where: { id: made[3] } });
+    const fanOut = { type: 'repository_cases' as const, where: 'x.project_id = ANY(?::integer[])', bindings: [[world.ids.project]] };
+    const all = (await app.deps.knex('repository_cases').where({ project_id: world.ids.project, is_deleted: false }).orderBy('id').select('id')).map((r) => String(r.id));
+    expect(all).to.include.members(made.filter((_, i) => i !== 3).map(String)).and.not.include(String(made[3]));
+    for (const [pageSize, idsPerRead] of [[2, 3], [2, 4], [3, 3], [1, 1], [100, 2000]]) {
+      const pages: string[][] = [];
+      for await (const page of fanOutPages(app.deps.knex, fanOut, pageSize, idsPerRead)) pages.push(page);
+      expect(pages.flat(), `pages of ${pageSize}, ${idsPerRead} a read`).to.deep.equal(all);
+      expect(pages.every((page) => page.length > 0 && page.length <= pageSize)).to.equal(true);
+    }
   });
 
   it('a renamed tag re-indexes the 3 cases that show it, in bounded writes; a moved folder changes its cases\' path', async () => {
