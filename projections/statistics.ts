@@ -166,28 +166,35 @@ export function caseDailyStatistics(executions: readonly Execution[], flipped: R
 
 const CHUNK = 2000;
 
-/** The executions of these cases (at most CHUNK: the caller pages), from the read model (see the header). */
+/** A result's place among its run case's results: attempt, then time (to the microsecond), then id (unique: no two results tie). */
+const RESULT_ORDER = 'res.attempt::bigint, (extract(epoch FROM coalesce(res.executed_at, res.created_at)) * 1000000)::bigint, res.id::bigint';
+
+/**
+ * The executions of these cases (at most CHUNK: the caller pages), from the read model (see the
+ * header). Each case's run cases are found through the index by case, one probe per case (the
+ * `OFFSET 0` keeps the planner from flattening the lateral read: on tables an import has just
+ * filled it scanned every run case once per call instead, a cost that grew with the import).
+ * Per run case, from its results in their order (RESULT_ORDER): the time of the latest, the
+ * duration of the last, and whether a success comes after a failure (the first failure is
+ * before the last success).
+ */
 async function loadExecutions(trx: Knex.Transaction, caseIds: number[]): Promise<Execution[]> {
   const { rows } = await trx.raw(`
       SELECT rc.id AS run_case_id, rc.repository_case_id AS case_id, r.project_id, r.config_id, r.branch, rc.status_id,
         coalesce(s.is_success, false) AS success, coalesce(s.is_failure, false) AS failure,
         x.executed_at, coalesce(rc.elapsed_ms, x.duration_ms) AS duration_ms, x.retry_flip,
         (SELECT max(v.version) FROM repository_case_versions v WHERE v.repository_case_id = rc.repository_case_id AND v.created_at <= x.executed_at) AS case_version
-      FROM test_run_cases rc
+      FROM unnest(?::integer[]) AS k(case_id)
+      CROSS JOIN LATERAL (SELECT * FROM test_run_cases c WHERE c.repository_case_id = k.case_id AND NOT c.is_deleted OFFSET 0) rc
       JOIN test_runs r ON r.id = rc.test_run_id AND NOT r.is_deleted
       LEFT JOIN statuses s ON s.id = rc.status_id
       JOIN LATERAL (
-        SELECT max(y.at) AS executed_at, (array_agg(y.duration_ms ORDER BY y.attempt DESC, y.at DESC, y.id DESC))[1] AS duration_ms,
-          coalesce(bool_or(y.success AND y.failed_before), false) AS retry_flip
-        FROM (
-          SELECT res.id, res.attempt, res.duration_ms, coalesce(res.executed_at, res.created_at) AS at, rs.is_success AS success,
-            coalesce(bool_or(rs.is_failure) OVER (ORDER BY res.attempt, coalesce(res.executed_at, res.created_at), res.id
-              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), false) AS failed_before
-          FROM test_run_results res JOIN statuses rs ON rs.id = res.status_id
-          WHERE res.test_run_case_id = rc.id AND NOT res.is_deleted
-        ) y
-      ) x ON x.executed_at IS NOT NULL
-      WHERE rc.repository_case_id = ANY(?::integer[]) AND NOT rc.is_deleted`, [caseIds]);
+        SELECT max(coalesce(res.executed_at, res.created_at)) AS executed_at,
+          (max(ARRAY[${RESULT_ORDER}, res.duration_ms::bigint]))[4]::integer AS duration_ms,
+          coalesce(min(ARRAY[${RESULT_ORDER}]) FILTER (WHERE rs.is_failure) < max(ARRAY[${RESULT_ORDER}]) FILTER (WHERE rs.is_success), false) AS retry_flip
+        FROM test_run_results res JOIN statuses rs ON rs.id = res.status_id
+        WHERE res.test_run_case_id = rc.id AND NOT res.is_deleted
+      ) x ON x.executed_at IS NOT NULL`, [caseIds]);
   type Found = {
     run_case_id: number; case_id: number; project_id: number; config_id: number | null; branch: string | null; status_id: number | null;
     success: boolean; failure: boolean; executed_at: string | Date; duration_ms: number | null; retry_flip: boolean; case_version: number | null;
