@@ -473,13 +473,20 @@ function touchedBy(relevant: { event: EventEnvelope; entity: EntityDef; id: numb
       else touched.runTotals.add(id);
     }
   }
+  // A chunk's new run cases are added to their run's totals; an older run case a chunk changed (a
+  // later result of a case imported before) has its run counted whole (statistics.ts).
   for (const event of imported) {
     const d = event.data as DataOf<'TestResultsImported'>;
-    for (const id of d.runCases.testRunCaseId) touched.runCases.add(id);
-    for (const id of d.results.testRunCaseId) touched.runCases.add(id);
-    touched.runTotals.add(d.testRunId);
+    let created = touched.importedRunCases.get(d.testRunId);
+    if (!created) touched.importedRunCases.set(d.testRunId, (created = new Set()));
+    for (const id of d.runCases.testRunCaseId) created.add(id);
     if (d.cases.caseId.length > 0) countCaseVersion(touched, d.projectId, d.importedAt, 1, d.cases.caseId.length);
     for (const id of d.cases.caseId) touched.freshCases.add(id);
+  }
+  for (const event of imported) {
+    const d = event.data as DataOf<'TestResultsImported'>;
+    const created = touched.importedRunCases.get(d.testRunId)!;
+    for (const id of d.results.testRunCaseId) if (!created.has(id)) touched.runCases.add(id);
   }
   for (const event of events) {
     if (JOB_ENDED.has(event.type)) touched.jobs.add((event.data as { jobId: number }).jobId);
