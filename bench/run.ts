@@ -32,6 +32,7 @@
  * 1,000,000; --bundle-results=N the results of the run bundled, default 10,000.
  */
 import { APPEND_DEFAULTS, runAppend } from './append';
+import { regressionsFound } from './guard';
 import { runCliBench } from './cli';
 import { HISTORY_DEFAULTS, runHistory } from './history';
 import { INTEGRITY_DEFAULTS, runIntegrity } from './integrity';
@@ -138,6 +139,11 @@ async function main(): Promise<void> {
   const missed = Object.keys(passed).filter((n) => !passed[n]);
   console.log(missed.length === 0 ? 'bench: every goal met' : `bench: goal missed by ${missed.join(', ')}`);
   if (missed.length > 0) process.exitCode = 1;
+  const regressions = regressionsFound();
+  if (regressions.length > 0) {
+    console.log(`bench: REGRESSION against the recorded results (bench/guard.ts):\n${regressions.map((r) => `  ${r}`).join('\n')}`);
+    process.exitCode = 3;
+  }
 }
 
 main().catch((error) => {
