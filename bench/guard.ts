@@ -36,6 +36,9 @@ export interface Guard {
   verdicts: GuardVerdict[];
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Result = Record<string, any>;
+
 const regressions: string[] = [];
 
 /** Every regression found by the benchmarks run so far in this process. */
@@ -85,7 +88,7 @@ function recordedResult(name: string): { commit: string | null; result: Record<s
  * result recorded with the same `parameters` (those named in `sameParameters`: sizes, kill points)
  * is compared with.
  */
-export function guard(name: string, measures: readonly GuardedMeasure[], sameParameters: Record<string, unknown>): Guard {
+export function guard(name: string, measures: readonly GuardedMeasure[], sameParameters: Record<string, unknown>, extract?: (result: Result) => GuardedMeasure[]): Guard {
   const found = recordedResult(name);
   const recordedParameters = (found?.result.parameters ?? {}) as Record<string, unknown>;
   const differing = Object.keys(sameParameters).filter((k) => JSON.stringify(recordedParameters[k]) !== JSON.stringify(sameParameters[k]));
@@ -93,7 +96,9 @@ export function guard(name: string, measures: readonly GuardedMeasure[], samePar
     console.log(`  guard: not compared: the result recorded at ${found.commit?.slice(0, 7) ?? 'an unknown commit'} ran with other ${differing.join(', ')}`);
   }
   const recorded = differing.length === 0 ? found : null;
-  const verdicts = compareMeasures(measures, recorded?.result ?? null);
+  // A result recorded before guards: its measures read from it the way they are read from this run's.
+  const compareWith = recorded && !recorded.result.guarded && extract ? { guarded: extract(recorded.result) } : recorded?.result ?? null;
+  const verdicts = compareMeasures(measures, compareWith);
   const against = recorded?.commit ?? null;
   for (const v of verdicts) {
     if (v.recorded === null) {
@@ -106,4 +111,97 @@ export function guard(name: string, measures: readonly GuardedMeasure[], samePar
     if (v.regressed) regressions.push(`${name}: ${v.name} ${v.value} against ${v.recorded} (${pct})`);
   }
   return { against, verdicts };
+}
+
+const measure = (name: string, value: unknown, better: GuardedMeasure['better'], tolerance: number): GuardedMeasure[] =>
+  (typeof value === 'number' && Number.isFinite(value) ? [{ name, value, better, tolerance }] : []);
+
+/**
+ * What each benchmark guards, read from the result it writes, and the parameters a recorded result
+ * must share to be compared with. Ratios against a baseline of the same run wherever the benchmark
+ * has one; absolute figures (the integrity's events/s, the history's and the Kafka path's
+ * latencies) with a tolerance of the 2 × the machine moves them by.
+ */
+export const GUARDED: Record<string, { measures(result: Result): GuardedMeasure[]; parameters: readonly string[] }> = {
+  append: {
+    measures: (r) => [...measure('ratio', r.ratio, 'higher', 0.25), ...measure('chainRatio', r.chainRatio, 'higher', 0.15)],
+    parameters: ['writers', 'measureSeconds', 'rounds'],
+  },
+  rebuild: {
+    measures: (r) => [
+      ...measure('baselineRatio', r.rebuild?.baseline?.ratio, 'higher', 0.25),
+      ...(r.asOf ?? []).flatMap((q: Result, i: number) => measure(`asOfP50Ratio[${i}]`, q.ratio, 'lower', 0.5)),
+    ],
+    parameters: ['events'],
+  },
+  transport: {
+    measures: (r) => [...measure('throughputRatio', r.ratios?.throughput, 'higher', 0.25), ...measure('kafkaLagP99Ms', r.median?.kafka?.lagMs?.p99, 'lower', 1)],
+    parameters: ['events', 'writers', 'rounds', 'lagSeconds', 'partitions'],
+  },
+  query: {
+    measures: (r) => [
+      ...(Array.isArray(r.goals) ? r.goals : []).flatMap((q: Result) => [
+        ...measure(`${q.query}.httpP50OverSqlP50`, q.httpP50OverSqlP50, 'lower', 0.35),
+        ...measure(`${q.query}.prismaP50OverEngineP50`, q.prismaP50OverEngineP50, 'higher', 0.35),
+      ]),
+      ...measure('underLoad.throughputRatio', r.underLoad?.goals?.throughputRatio, 'higher', 0.25),
+      ...measure('underLoad.p99Ratio', r.underLoad?.goals?.p99Ratio, 'lower', 0.5),
+    ],
+    parameters: ['cases', 'iterations', 'loadClients'],
+  },
+  import: {
+    measures: (r) => [
+      ...measure('rateRatio', r.goals?.rateRatio, 'higher', 0.25),
+      ...measure('allWrittenRatio', r.goals?.allWrittenRatio, 'higher', 0.3),
+      ...measure('peakRssMB', r.goals?.peakRssMB, 'lower', 0.2),
+    ],
+    parameters: ['cases', 'suites'],
+  },
+  memory: {
+    // Small numbers (6 MB above idle): a fifth of the goal (20 MB) is the least that counts.
+    measures: (r) => [
+      ...measure('unpagedAboveIdleMB', Math.max(r.goals?.unpagedAboveIdleMB, 20), 'lower', 0.5),
+      ...measure('pagedSmallHeapAboveIdleMB', Math.max(r.goals?.pagedSmallHeapAboveIdleMB, 20), 'lower', 0.5),
+    ],
+    parameters: ['results', 'maxRows'],
+  },
+  search: {
+    measures: (r) => Object.entries((r.engines ?? {}) as Record<string, Result>).flatMap(([engine, e]) => [
+      ...measure(`${engine}.fromLogRatio`, e.indexing?.ratio, 'higher', 0.25),
+      ...(e.queries ?? []).flatMap((q: Result) => measure(`${engine}.${q.name}.httpP50OverEngineP50`, q.httpP50OverEngineP50, 'lower', 0.5)),
+    ]),
+    parameters: ['cases', 'bulkSize'],
+  },
+  migration: {
+    measures: (r) => [
+      ...measure('rateRatio', r.goals?.rateRatio, 'higher', 0.25),
+      ...measure('peakRssMB', r.goals?.peakRssMB, 'lower', 0.2),
+      ...measure('rollbackTimesImport', r.goals?.rollbackTimesImport, 'lower', 0.5),
+    ],
+    parameters: ['cases', 'runs', 'results', 'killAt', 'rollback'],
+  },
+  history: {
+    measures: (r) => measure('timelineP50Ms', r.timeline?.p50Ms, 'lower', 1),
+    parameters: ['events', 'iterations', 'page'],
+  },
+  integrity: {
+    measures: (r) => measure('verifyEventsPerSecond', r.verification?.medianEventsPerSecond, 'higher', 0.5),
+    parameters: ['events', 'rounds'],
+  },
+  cli: {
+    measures: (r) => measure('startupRatio', r.startup?.ratio, 'lower', 0.3),
+    parameters: [],
+  },
+};
+
+/**
+ * The result as written: with the measures its benchmark guards (GUARDED) compared with the
+ * recorded result (`guarded`, `guard`), when its benchmark guards any.
+ */
+export function withGuard(name: string, result: Result): Result {
+  const guarded = GUARDED[name];
+  if (!guarded) return result;
+  const measures = guarded.measures(result);
+  const parameters = Object.fromEntries(guarded.parameters.map((k) => [k, result.parameters?.[k]]));
+  return { ...result, guarded: measures, guard: guard(name, measures, parameters, guarded.measures) };
 }

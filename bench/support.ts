@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { mulberry32 } from '../scripts/generateExport';
+import { withGuard } from './guard';
 
 export const RESULTS_DIR = path.join(__dirname, 'results');
 
@@ -56,10 +57,11 @@ export function describeCode(paths: string[]): { commit: string; uncommitted: st
   }
 }
 
+/** Writes bench/results/<name>.json, with the benchmark's guard against the recorded result (bench/guard.ts). */
 export function writeResult(name: string, result: object): string {
   fs.mkdirSync(RESULTS_DIR, { recursive: true });
   const file = path.join(RESULTS_DIR, `${name}.json`);
-  fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+  fs.writeFileSync(file, `${JSON.stringify(withGuard(name, result as Record<string, unknown>), null, 2)}\n`);
   return file;
 }
 

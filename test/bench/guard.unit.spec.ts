@@ -1,5 +1,7 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
-import { compareMeasures, type GuardedMeasure } from '../../bench/guard';
+import { compareMeasures, GUARDED, type GuardedMeasure } from '../../bench/guard';
 
 /** How a benchmark's measures are compared with the result recorded for it (bench/guard.ts). */
 describe('bench guard: measures against the recorded result', () => {
@@ -20,6 +22,20 @@ describe('bench guard: measures against the recorded result', () => {
     expect(compareMeasures([ratio(0.1)], { goals: { rateRatio: 0.2, rateMet: false } })[0]).to.include({ recorded: 0.2, regressed: true });
     for (const recorded of [null, {}, { goals: { rateRatio: null } }, { guarded: [{ name: 'other', value: 1 }] }]) {
       expect(compareMeasures([ratio(0.01)], recorded as never)[0]).to.include({ recorded: null, change: null, regressed: false });
+    }
+  });
+
+  it('finds the measures it guards in every result recorded in bench/results, and every benchmark has a guard', () => {
+    const dir = path.join(__dirname, '..', '..', 'bench', 'results');
+    const names = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5));
+    expect(names).to.include.members(['import', 'migration', 'search']);
+    expect(Object.keys(GUARDED)).to.include.members(names);
+    for (const name of names) {
+      const result = JSON.parse(fs.readFileSync(path.join(dir, `${name}.json`), 'utf8'));
+      const measures = GUARDED[name].measures(result);
+      expect(measures.length, name).to.be.greaterThan(0);
+      for (const m of measures) expect(Number.isFinite(m.value) && m.tolerance > 0, `${name} ${m.name}`).to.equal(true);
+      for (const p of GUARDED[name].parameters) expect(result.parameters, `${name}: parameter ${p}`).to.have.property(p);
     }
   });
 });
