@@ -327,7 +327,7 @@ async function refreshExecutions(trx: Knex.Transaction, touched: Touched, days: 
     }
   }
   const added = [...touched.importedRunCases].filter(([runId, ids]) => ids.size > 0 && !runIds.has(runId));
-  for (const runId of await addToRuns(trx, added)) runIds.add(runId);
+  if (added.length > 0) for (const runId of await addToRuns(trx, added)) runIds.add(runId);
   await refreshRuns(trx, [...runIds]);
 }
 
@@ -357,7 +357,10 @@ async function refreshRuns(trx: Knex.Transaction, runIds: number[]): Promise<voi
  * answers the runs that have no statistics row yet, to be counted whole.
  */
 async function addToRuns(trx: Knex.Transaction, runs: [number, Set<number>][]): Promise<number[]> {
-  if (runs.length === 0) return [];
+  // A pass rate is passed over run cases passed or failed: a status marked both would be counted
+  // twice in passed + failed, so with one such status every run is counted whole.
+  const { rows: [both] } = await trx.raw('SELECT EXISTS (SELECT 1 FROM statuses WHERE is_success AND is_failure) AS found');
+  if (both.found) return runs.map(([runId]) => runId);
   const { rows } = await trx.raw(`
     UPDATE test_run_statistics t SET total = t.total + d.total, executed = t.executed + d.executed, passed = t.passed + d.passed,
       failed = t.failed + d.failed, other = t.other + d.other, untested = t.untested + d.untested, duration_ms = t.duration_ms + d.duration_ms,

@@ -93,4 +93,17 @@ describe('statistics: a run\'s totals as an import\'s chunks arrive', function (
     }
     expect(seen.at(-1)).to.deep.include({ total: 9, executed: 8, passed: 6, failed: 1, other: 1, untested: 1 });
   });
+
+  it('counts the run whole while a status is marked both success and failure, so its pass rate stays what a count gives', async () => {
+    await knex('statuses').insert({ id: 5, name: 'Odd', system_name: 'odd', is_completed: true, is_success: true, is_failure: true, created_at: at(1), updated_at: at(1), revision: 0 });
+    const events = envelopes([
+      [JOB, chunk(6, [600], [result(20, 600, 5)])],
+      [JOB, chunk(7, [601, 602], [result(21, 601, 5), result(22, 602, FAILED)])],
+    ], 9007199254750001n);
+    for (const event of events) {
+      await applyBatch(knex, readModelProjection, [event]);
+      expect(await row()).to.deep.equal(await countedWhole());
+    }
+    expect((await row()).pass_rate).to.equal(0.8); // 8 passed of 10 passed or failed (two of them both)
+  });
 });
