@@ -1,4 +1,4 @@
-import { Kafka, Partitioners, logLevel, type ConsumerConfig, type ConsumerRunConfig, type IHeaders, type KafkaMessage, type LogEntry, type Message } from 'kafkajs';
+import { Kafka, Partitioners, type Admin, logLevel, type ConsumerConfig, type ConsumerRunConfig, type IHeaders, type KafkaMessage, type LogEntry, type Message } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { EventEnvelope } from '../contracts/envelope';
 
@@ -20,19 +20,47 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger:
   });
 }
 
-/** Creates the topic when missing; answers its real partition count (an existing topic keeps its own). */
+/** How long a topic just created may take until every partition has a leader. */
+const TOPIC_LEADERS_WAIT_MS = 30_000;
+
+/**
+ * Creates the topic when missing; answers its real partition count (an existing topic keeps its own)
+ * once every partition has a leader. kafkajs's own wait (`waitForLeaders`) retries only
+ * LEADER_NOT_AVAILABLE, and a broker that has created the topic but not yet updated its metadata
+ * cache answers UNKNOWN_TOPIC_OR_PARTITION: both mean "not yet" here, until the deadline.
+ */
 export async function ensureTopic(kafka: Kafka, topic: string, partitions: number): Promise<number> {
   const admin = kafka.admin();
   await admin.connect();
   try {
     const existing = await admin.listTopics();
     if (!existing.includes(topic)) {
-      await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }] });
+      await admin.createTopics({ waitForLeaders: false, topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }] });
     }
-    const metadata = await admin.fetchTopicMetadata({ topics: [topic] });
-    return metadata.topics[0].partitions.length;
+    return await waitForLeaders(admin, topic);
   } finally {
     await admin.disconnect();
+  }
+}
+
+const NOT_YET = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE', 'NOT_LEADER_FOR_PARTITION']);
+
+async function waitForLeaders(admin: Admin, topic: string): Promise<number> {
+  const deadline = Date.now() + TOPIC_LEADERS_WAIT_MS;
+  let last: string;
+  for (;;) {
+    try {
+      const [found] = (await admin.fetchTopicMetadata({ topics: [topic] })).topics;
+      const led = found.partitions.filter((p) => p.partitionErrorCode === 0 && p.leader >= 0);
+      if (found.partitions.length > 0 && led.length === found.partitions.length) return found.partitions.length;
+      last = `${led.length} of ${found.partitions.length} partitions have a leader`;
+    } catch (error) {
+      const type = (error as { type?: string }).type;
+      if (!type || !NOT_YET.has(type)) throw error;
+      last = `${type}: ${(error as Error).message}`;
+    }
+    if (Date.now() > deadline) throw new Error(`topic ${topic}: not every partition had a leader within ${TOPIC_LEADERS_WAIT_MS / 1000} s (${last})`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
