@@ -155,9 +155,9 @@ export async function grownSince(client: pg.ClientBase, before: Map<string, numb
 }
 
 /**
- * Waits until every projection and the search indexer have applied the log as far as it goes now
- * (a job's end is one projection's news: the read model, its statistics and the search documents
- * may still be applying its last events).
+ * Waits until every projection and the search indexer have applied the log as far as it goes now,
+ * and the statistics worker has counted every batch waiting (a job's end is one projection's news:
+ * the read model, its statistics and the search documents may still be applying its last events).
  */
 export async function caughtUp(connection: pg.ClientConfig): Promise<void> {
   const client = new pg.Client(connection);
@@ -166,8 +166,9 @@ export async function caughtUp(connection: pg.ClientConfig): Promise<void> {
     const head = BigInt((await client.query('SELECT coalesce(max(position), 0)::text AS p FROM es_events')).rows[0].p);
     for (;;) {
       const { rows: [row] } = await client.query(`SELECT (SELECT min(position::numeric) FROM projection_checkpoints)::text AS projections,
-        (SELECT min(position::numeric) FROM testament_search_checkpoints WHERE version = (SELECT max(version) FROM testament_search_checkpoints))::text AS search`);
-      if (row.projections !== null && BigInt(row.projections) >= head && row.search !== null && BigInt(row.search) >= head) return;
+        (SELECT min(position::numeric) FROM testament_search_checkpoints WHERE version = (SELECT max(version) FROM testament_search_checkpoints))::text AS search,
+        EXISTS (SELECT 1 FROM statistics_pending WHERE failed_at IS NULL) AS statistics_waiting`);
+      if (row.projections !== null && BigInt(row.projections) >= head && row.search !== null && BigInt(row.search) >= head && !row.statistics_waiting) return;
       await new Promise((r) => setTimeout(r, 200));
     }
   } finally {

@@ -87,6 +87,11 @@ export interface EntityDef {
    */
   keepsHistory?: false;
   /**
+   * true: counted after the batches that touched it (the statistics: projections/statisticsQueue.ts);
+   * a read waits until what was waiting when it arrived has been counted.
+   */
+  countedAfterBatches?: true;
+  /**
    * The path of to-one relations from this entity to its project, for the policy module
    * (`['project']`, `['testRun', 'project']`); absent: the entity is global configuration.
    */
@@ -129,7 +134,7 @@ const actor = (column: string): FieldDef => ({ column, type: 'int', nullable: tr
 const id: FieldDef = { column: 'id', type: 'int', nullable: false, writable: false };
 /** What every statistics entity is: computed by the read model's projection, read-only, kept as it is now, in a project. */
 const statistics = (name: EntityName, table: string, category: string) =>
-  ({ name, table, category, writtenAs: 'projected', keepsHistory: false, projectPath: ['project'] }) as const;
+  ({ name, table, category, writtenAs: 'projected', keepsHistory: false, countedAfterBatches: true, projectPath: ['project'] }) as const;
 /** A statistic a projection computes (read-only). */
 const stat = (type: ScalarType, column: string, nullable = false): FieldDef => ({ column, type, nullable, writable: false });
 /** A statistic summed over many executions (durations): a bigint column. */

@@ -9,6 +9,7 @@ import { catalogueTables, columnType, historyTables } from './migrations/catalog
 import type { Projection } from './runtime/projection';
 import { type ColumnTypes, insertRecords, RowBatch, RowCache, type VersionedRow } from './runtime/rowBatch';
 import { countCaseVersion, ProjectDays, refreshStatistics, type Touched, touchedNothing } from './statistics';
+import { queueStatistics } from './statisticsQueue';
 
 /**
  * The read model behind the model API: one table per catalogue entity, kept from the generic
@@ -208,34 +209,47 @@ function caseSnapshot(row: VersionedRow): Values {
 /** The same snapshot, built by PostgreSQL from the case row `c`. */
 const SNAPSHOT_SQL = `jsonb_build_object(${[...SNAPSHOT_FIELDS.map(([name, f]) => `'${name}', c."${f.column}"`), `'isDeleted', c.is_deleted`].join(', ')})`;
 
-export const readModelProjection: Projection = {
-  name: 'readModel',
-  // A migration's chunk plan (source ids → new ids) is the provenance's (projections/externalImports.ts).
-  shallow: ['ExternalImportChunkPlanned'],
-  tables: [...catalogueTables(), ...historyTables().map(({ table }) => historyTableOf(table)), 'history_kept', 'repository_case_aliases', 'test_run_suite_outputs', 'case_quarantines'],
+/** How a live batch counts the statistics of what it touched (a rebuild always counts them in its transaction). */
+type CountStatistics = (trx: Knex.Transaction, touched: Touched) => Promise<void>;
 
-  apply: (trx, events) => applyEvents(trx, events),
+/**
+ * The read model as the projectors run it: a batch queues the statistics of what it touched, for a
+ * statistics worker to count after it commits (projections/statisticsQueue.ts). A process that runs
+ * it runs a worker too (startStatisticsWorker); a test that applies batches itself calls
+ * countPendingStatistics.
+ */
+export const readModelProjection: Projection = readModel(queueStatistics);
 
-  /**
-   * A rebuild counts the project days (statistics) across its batches and writes them once at its
-   * end, and keeps the rows it wrote of the tables only RowBatch writes (ROW_CACHED) across batches.
-   */
-  rebuilding() {
-    const rebuild: Rebuild = { days: new ProjectDays(), caches: new Map() };
-    return {
-      apply: (trx, events) => applyEvents(trx, events, rebuild),
-      finish: (trx) => rebuild.days.write(trx),
-      mark: () => {
-        const days = rebuild.days.copy();
-        return () => {
-          rebuild.days = days;
-          // The rows kept may be the failed page's: they are read again from the tables.
-          rebuild.caches.clear();
-        };
-      },
-    };
-  },
-};
+function readModel(countStatistics: CountStatistics): Projection {
+  return {
+    name: 'readModel',
+    // A migration's chunk plan (source ids → new ids) is the provenance's (projections/externalImports.ts).
+    shallow: ['ExternalImportChunkPlanned'],
+    tables: [...catalogueTables(), ...historyTables().map(({ table }) => historyTableOf(table)), 'history_kept', 'repository_case_aliases', 'test_run_suite_outputs', 'case_quarantines', 'statistics_pending'],
+
+    apply: (trx, events) => applyEvents(trx, events, countStatistics),
+
+    /**
+     * A rebuild counts the project days (statistics) across its batches and writes them once at its
+     * end, and keeps the rows it wrote of the tables only RowBatch writes (ROW_CACHED) across batches.
+     */
+    rebuilding() {
+      const rebuild: Rebuild = { days: new ProjectDays(), caches: new Map() };
+      return {
+        apply: (trx, events) => applyEvents(trx, events, (t, touched) => refreshStatistics(t, touched, rebuild.days), rebuild),
+        finish: (trx) => rebuild.days.write(trx),
+        mark: () => {
+          const days = rebuild.days.copy();
+          return () => {
+            rebuild.days = days;
+            // The rows kept may be the failed page's: they are read again from the tables.
+            rebuild.caches.clear();
+          };
+        },
+      };
+    },
+  };
+}
 
 interface Rebuild { days: ProjectDays; caches: Map<string, RowCache> }
 
@@ -275,18 +289,18 @@ const foldsRows = (type: string) => entityEventOf(type) !== null || type.startsW
  * their own after them, so a segment ends where a folded event follows one applied by SQL (a case
  * an import created, then renamed, then deleted, in one batch: each in the order of the log).
  */
-async function applyEvents(trx: Knex.Transaction, events: EventEnvelope[], rebuild?: Rebuild): Promise<void> {
+async function applyEvents(trx: Knex.Transaction, events: EventEnvelope[], countStatistics: CountStatistics, rebuild?: Rebuild): Promise<void> {
   let start = 0;
   let bySql = false;
   for (let i = 0; i < events.length; i++) {
     if (bySql && foldsRows(events[i].type)) {
-      await applySegment(trx, events.slice(start, i), rebuild);
+      await applySegment(trx, events.slice(start, i), countStatistics, rebuild);
       start = i;
       bySql = false;
     }
     if (APPLIED_BY_SQL.has(events[i].type)) bySql = true;
   }
-  await applySegment(trx, start === 0 ? events : events.slice(start), rebuild);
+  await applySegment(trx, start === 0 ? events : events.slice(start), countStatistics, rebuild);
 }
 
 /**
@@ -294,7 +308,7 @@ async function applyEvents(trx: Knex.Transaction, events: EventEnvelope[], rebui
  * it rather than written, the rows of creations are not looked for, rows are written with COPY,
  * and some are kept in memory across batches.
  */
-async function applySegment(trx: Knex.Transaction, events: EventEnvelope[], rebuild?: Rebuild): Promise<void> {
+async function applySegment(trx: Knex.Transaction, events: EventEnvelope[], countStatistics: CountStatistics, rebuild?: Rebuild): Promise<void> {
   const batches = new Map<string, RowBatch>();
   const cacheOf = (entity: EntityDef) => {
     if (!rebuild || !ROW_CACHED.has(entity.name)) return undefined;
@@ -347,7 +361,7 @@ async function applySegment(trx: Knex.Transaction, events: EventEnvelope[], rebu
     await applyQuarantines(trx, events);
     await applyAliases(trx, events);
     forgetCasesWrittenBySql(rebuild, events);
-    return refreshStatistics(trx, touched, days);
+    return countStatistics(trx, touched);
   }
   for (const batch of batches.values()) await batch.load(trx);
 
@@ -427,7 +441,7 @@ async function applySegment(trx: Knex.Transaction, events: EventEnvelope[], rebu
   forgetCasesWrittenBySql(rebuild, events);
   for (const { values, row } of replaced.versions) countCaseVersion(touched, row.project_id as number, values.created_at as string, values.version as number);
   forgetRolledBack(touched, relevant, batches);
-  await refreshStatistics(trx, touched, days);
+  await countStatistics(trx, touched);
 }
 
 /** The sets of Touched a deleted run, run case or result is counted in. */

@@ -28,6 +28,7 @@ import * as m027 from './027_parked_events';
 import * as m029 from './029_secret_keys';
 import * as m030 from './030_run_suite_properties';
 import * as m031 from './031_users_email_live';
+import * as m032 from './032_statistics_pending';
 
 /** Numbered read-model migrations, listed explicitly so that they run the same from src and dist. */
 const MIGRATIONS: Record<string, Knex.Migration> = {
@@ -60,6 +61,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   '029_secret_keys': m029,
   '030_run_suite_properties': m030,
   '031_users_email_live': m031,
+  '032_statistics_pending': m032,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

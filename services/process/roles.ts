@@ -7,6 +7,7 @@ import { openLocalFileStore } from '../../infra/files/localFileStore';
 import { PostgresRateLimitStore } from '../../infra/rateLimit/postgres';
 import { createKafka, ensureTopic, partitionOf } from '../../infra/kafka';
 import { ALL_PROJECTIONS } from '../../projections';
+import { startStatisticsWorker } from '../../projections/statisticsQueue';
 import { CheckpointWatcher, directCheckpointKey, type CheckpointKeyOf } from '../../projections/runtime/checkpointWatcher';
 import { kafkaCheckpointKey, startKafkaProjector } from '../../projections/runtime/kafkaProjector';
 import { startProjector, type ProjectionStatus, type Projector } from '../../projections/runtime/projector';
@@ -58,13 +59,18 @@ export function checkpointKeyOf(link: KafkaLink | null): CheckpointKeyOf {
   return (projection, streamId) => kafkaCheckpointKey(projection, partitionOf(streamId, link.partitions));
 }
 
+/** The projector role: the projections, and the statistics worker beside the read model's (projections/statisticsQueue.ts). */
+export interface ProjectorRole extends Projector {
+  statistics(): ProjectionStatus;
+}
+
 /**
  * The projector role: direct subscriptions to the event store, or one Kafka consumer group per
  * projection; administrators are told of the events they park (services/parking/notices.ts).
  */
 export function runProjector(
   platform: Platform, logger: Logger, link: KafkaLink | null, retry: RetryPolicy, onFailed?: (status: ProjectionStatus) => void,
-): Projector {
+): ProjectorRole {
   const notices = startParkingNotices({ knex: platform.knex, store: platform.store, ids: new IdAllocator(platform.store), clock: () => new Date() }, logger.child({ role: 'parkingNotices' }));
   const onParked = () => notices.wake();
   const projector = link
@@ -72,10 +78,14 @@ export function runProjector(
       kafka: link.kafka, knex: platform.knex, topic: link.topic, projections: ALL_PROJECTIONS, contracts: loadContracts(), logger, retry, onFailed, onParked,
     })
     : startProjector({ store: platform.store, knex: platform.knex, projections: ALL_PROJECTIONS, logger: logger.child({ role: 'projector' }), retry, onFailed, onParked });
+  // The read model's batches queue their statistics; this counts them after each commits.
+  const statistics = startStatisticsWorker({ knex: platform.knex, databaseUrl: platform.databaseUrl, logger, budgetMs: retry.budgetMs, onFailed });
   return {
     status: () => projector.status(),
+    statistics: () => statistics.status(),
     async stop() {
       await projector.stop();
+      await statistics.stop();
       await notices.stop();
     },
   };
@@ -164,7 +174,7 @@ export function relayReadiness(relay: Relay): ReadinessCheck {
  * events (it could not apply them, and went on: docs/architecture.md) is `degraded`: still ready
  * (the service answers; taking it out of rotation would not help), and named with what it holds.
  */
-export function projectorReadiness(projector: Projector | null, platform: Platform): ReadinessCheck[] {
+export function projectorReadiness(projector: Projector | ProjectorRole | null, platform: Platform): ReadinessCheck[] {
   const checks: ReadinessCheck[] = [
     { name: 'database', check: async () => (await platform.knex.raw('SELECT 1'), { ok: true }) },
     { name: 'eventStore', check: async () => ({ ok: true, details: { head: await platform.store.headPosition() } }) },
@@ -183,6 +193,18 @@ export function projectorReadiness(projector: Projector | null, platform: Platfo
           degraded: parked.length > 0,
           details: { projections: status, parked, recentParked },
         };
+      },
+    });
+  }
+  if (projector && 'statistics' in projector) {
+    // The statistics worker: batches waiting to be counted, and those whose counting failed (kept, with their error).
+    checks.push({
+      name: 'statistics',
+      check: async () => {
+        const status = projector.statistics();
+        const { rows: [counts] } = await platform.knex.raw(`SELECT count(*) FILTER (WHERE failed_at IS NULL)::int AS waiting,
+          count(*) FILTER (WHERE failed_at IS NOT NULL)::int AS failed FROM statistics_pending`);
+        return { ok: status.state === 'running' || status.state === 'failing', degraded: counts.failed > 0, details: { ...status, ...counts } };
       },
     });
   }

@@ -16,6 +16,7 @@ import { ALL_PROJECTIONS } from '../../projections';
 import { migrateReadModel } from '../../projections/migrations';
 import { CheckpointWatcher } from '../../projections/runtime/checkpointWatcher';
 import { startProjector } from '../../projections/runtime/projector';
+import { startStatisticsWorker } from '../../projections/statisticsQueue';
 import { parkedEventsPort } from '../../projections/runtime/parking';
 import type { Projection } from '../../projections/runtime/projection';
 import { buildApp, type AppDeps } from '../../services/api/app';
@@ -96,6 +97,7 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
   const store = withContracts(new PostgresEventStore(pool, db.url), loadContracts());
   const projections = options.projections ?? ALL_PROJECTIONS;
   const projector = startProjector({ store, knex, projections, logger });
+  const statistics = startStatisticsWorker({ knex, databaseUrl: db.url, logger, budgetMs: 30_000 });
   const watcher = new CheckpointWatcher(knex, db.url, projections.map((p) => p.name));
   await watcher.start();
   const clock = new TestClock();
@@ -144,6 +146,7 @@ export async function startTestApp(options: { maxUploadBytes?: number; trustProx
       await storedFiles.close();
       await watcher.stop();
       await projector.stop();
+      await statistics.stop();
       await store.close();
       await knex.destroy();
       await pool.end();

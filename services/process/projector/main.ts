@@ -11,9 +11,9 @@ async function main(): Promise<void> {
   applyHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel).child({ role: 'projector' });
   const platform = await openPlatform(config, logger);
-  // Once every projection has failed for good this process has nothing left to do: it exits
-  // non-zero, so whatever supervises it sees the failure. While one still runs, it goes on.
-  const allFailed = () => projector.status().every((s) => s.state === 'failed');
+  // Once every projection (and the statistics worker) has failed for good this process has nothing
+  // left to do: it exits non-zero, so whatever supervises it sees the failure. While one still runs, it goes on.
+  const allFailed = () => [...projector.status(), projector.statistics()].every((s) => s.state === 'failed');
   const projector = runProjector(platform, logger, await openKafka(config, logger), { budgetMs: config.retryBudgetMs }, () => {
     if (allFailed()) void stop('every projection failed', 1);
   });
