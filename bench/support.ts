@@ -159,22 +159,34 @@ export async function grownSince(client: pg.ClientBase, before: Map<string, numb
  * and the statistics worker has counted every batch waiting (a job's end is one projection's news:
  * the read model, its statistics and the search documents may still be applying its last events).
  */
-export async function caughtUp(connection: pg.ClientConfig): Promise<void> {
+export async function caughtUp(connection: pg.ClientConfig): Promise<CaughtUp> {
   const client = new pg.Client(connection);
   await client.connect();
+  const started = process.hrtime.bigint();
+  const at: CaughtUp = { projections: null, search: null, statistics: null };
+  const mark = (key: keyof CaughtUp, done: boolean) => {
+    if (done) at[key] ??= Math.round(Number(process.hrtime.bigint() - started) / 1e6) / 1000;
+  };
   try {
     const head = BigInt((await client.query('SELECT coalesce(max(position), 0)::text AS p FROM es_events')).rows[0].p);
     for (;;) {
       const { rows: [row] } = await client.query(`SELECT (SELECT min(position::numeric) FROM projection_checkpoints)::text AS projections,
         (SELECT min(position::numeric) FROM testament_search_checkpoints WHERE version = (SELECT max(version) FROM testament_search_checkpoints))::text AS search,
         EXISTS (SELECT 1 FROM statistics_pending WHERE failed_at IS NULL) AS statistics_waiting`);
-      if (row.projections !== null && BigInt(row.projections) >= head && row.search !== null && BigInt(row.search) >= head && !row.statistics_waiting) return;
-      await new Promise((r) => setTimeout(r, 200));
+      const projections = row.projections !== null && BigInt(row.projections) >= head;
+      mark('projections', projections);
+      mark('search', row.search !== null && BigInt(row.search) >= head);
+      mark('statistics', projections && !row.statistics_waiting);
+      if (at.projections !== null && at.search !== null && at.statistics !== null) return at;
+      await new Promise((r) => setTimeout(r, 100));
     }
   } finally {
     await client.end();
   }
 }
+
+/** Seconds after the call at which each part had caught up (the projections, the search indexer, the statistics worker). */
+export interface CaughtUp { projections: number | null; search: number | null; statistics: number | null }
 
 /** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on Linux's every architecture here). */
 const TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;

@@ -25,9 +25,11 @@ const TOPIC_LEADERS_WAIT_MS = 30_000;
 
 /**
  * Creates the topic when missing; answers its real partition count (an existing topic keeps its own)
- * once every partition has a leader. kafkajs's own wait (`waitForLeaders`) retries only
- * LEADER_NOT_AVAILABLE, and a broker that has created the topic but not yet updated its metadata
- * cache answers UNKNOWN_TOPIC_OR_PARTITION: both mean "not yet" here, until the deadline.
+ * once every partition has a leader that answers for its offsets. kafkajs's own wait
+ * (`waitForLeaders`) retries only LEADER_NOT_AVAILABLE; a broker that has just created the topic
+ * may also answer UNKNOWN_TOPIC_OR_PARTITION (its metadata cache behind) or, to an offset request,
+ * NOT_LEADER_FOR_PARTITION (leadership not taken up yet): all mean "not yet" here, until the
+ * deadline. (CI failed on each: a test's first admin request on a fresh topic.)
  */
 export async function ensureTopic(kafka: Kafka, topic: string, partitions: number): Promise<number> {
   const admin = kafka.admin();
@@ -52,8 +54,13 @@ async function waitForLeaders(admin: Admin, topic: string): Promise<number> {
     try {
       const [found] = (await admin.fetchTopicMetadata({ topics: [topic] })).topics;
       const led = found.partitions.filter((p) => p.partitionErrorCode === 0 && p.leader >= 0);
-      if (found.partitions.length > 0 && led.length === found.partitions.length) return found.partitions.length;
       last = `${led.length} of ${found.partitions.length} partitions have a leader`;
+      if (found.partitions.length > 0 && led.length === found.partitions.length) {
+        // The leader named in the metadata may not act as one yet (NOT_LEADER_FOR_PARTITION), which
+        // kafkajs's offset requests do not retry: the topic is ready once its offsets can be read.
+        await admin.fetchTopicOffsets(topic);
+        return found.partitions.length;
+      }
     } catch (error) {
       const type = (error as { type?: string }).type;
       if (!type || !NOT_YET.has(type)) throw error;

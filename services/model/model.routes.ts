@@ -13,7 +13,7 @@ import { authorizeWrite, checkVisible, policyFor, targetsOf } from './policy';
 import { checkWriteAnswer } from './writeAnswer';
 import { parseAsOf, resolveAsOf } from './asOf';
 import { parseEntityCreate, parseEntityUpdate } from './writeArgs';
-import { statisticsCounted } from './statisticsCounted';
+import { STATISTICS_WAIT_MS, statisticsCounted } from './statisticsCounted';
 
 const READS: readonly FindOperation[] = ['findMany', 'findFirst', 'findUnique', 'count'];
 /** Like findFirst / findUnique, but no row is a 404 instead of `{ data: null }`. */
@@ -89,7 +89,7 @@ export function modelRoutes(deps: CommandDeps & { modelMaxRows?: number }): Rout
     }
     const entity = ENTITIES[entityName];
     const { body, asOf } = await readPoint(deps, entity, operation, argumentsOf(req));
-    if (entity.countedAfterBatches) await statisticsCounted(deps.knex, deps.writeTimeoutMs);
+    if (entity.countedAfterBatches) await statisticsCounted(deps.knex, Math.max(deps.writeTimeoutMs, STATISTICS_WAIT_MS));
     const policy = await policyFor(deps.knex, req.auth!.user);
     const bounded = { ...policy.read, maxRows, ...(asOf !== undefined && { asOf }) };
 

@@ -5,6 +5,13 @@ import { HttpError } from '../shared/errors';
 const POLL_MS = 20;
 
 /**
+ * How long a read of statistics waits at least (WRITE_TIMEOUT_MS when longer): the batches a
+ * worker counts in one pass may have waited up to STATISTICS_MAX_WAIT_MS (20 s) while a result
+ * import kept writing, and counting them takes about as long again.
+ */
+export const STATISTICS_WAIT_MS = 30_000;
+
+/**
  * Resolves once every batch of the read model that was waiting to be counted into the statistics
  * when it was called has been counted (projections/statisticsQueue.ts; a batch whose counting
  * failed is not waited for): a read of a statistics entity is never behind the runs and results a
