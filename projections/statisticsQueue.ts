@@ -77,7 +77,7 @@ export function mergeTouched(list: readonly QueuedTouched[]): Touched {
  * later one fails with a serialization failure (transient) and is tried again. A failure is
  * thrown as a CountingFailed naming the rows of the pass.
  */
-export async function countPendingStatistics(knex: Knex): Promise<number> {
+export async function countPendingStatistics(knex: Knex, onCounted?: (lastId: string) => void): Promise<number> {
   let ids: string[] = [];
   try {
     return await knex.transaction(async (trx) => {
@@ -87,7 +87,10 @@ export async function countPendingStatistics(knex: Knex): Promise<number> {
       await refreshStatistics(trx, mergeTouched(rows.map((r: { touched: QueuedTouched }) => r.touched)));
       await trx.raw('DELETE FROM statistics_pending WHERE id = ANY(?::bigint[])', [ids]);
       return rows.length;
-    }, { isolationLevel: 'repeatable read' });
+    }, { isolationLevel: 'repeatable read' }).then((counted) => {
+      if (counted > 0) onCounted?.(ids[ids.length - 1]);
+      return counted;
+    });
   } catch (error) {
     throw new CountingFailed(error, ids);
   }
@@ -122,7 +125,7 @@ function wakeWorkers(): void {
 }
 
 export interface StatisticsWorker {
-  /** The worker as a projection's status: `readModel.statistics`. */
+  /** The worker as a projection's status: `readModel.statistics`; its position is the last waiting row it counted (statistics_pending.id). */
   status(): ProjectionStatus;
   stop(): Promise<void>;
 }
@@ -207,7 +210,7 @@ export function startStatisticsWorker(deps: {
         }
         lastHead = null;
         wanted = false;
-        const counted = await countPendingStatistics(deps.knex);
+        const counted = await countPendingStatistics(deps.knex, (lastId) => void (state.position = lastId));
         budget.reset();
         if (state.state === 'failing') Object.assign(state, { state: 'running', lastError: null });
         if (counted > 0 || again) continue;

@@ -75,6 +75,7 @@ describe('statistics: counted after the batch by a worker', function () {
     await statisticsCounted(knex, 10_000);
     expect(await counted(2)).to.deep.equal({ total: 0 });
     expect(worker.status()).to.include({ name: STATISTICS_WORKER, state: 'running', lastError: null });
+    expect(Number(worker.status().position), 'the last row counted').to.be.greaterThan(1);
   });
 
   it('without a worker, a reader waits the write timeout and is answered 503 statistics-behind; nothing is lost', async () => {
