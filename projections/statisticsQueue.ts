@@ -153,6 +153,7 @@ export function startStatisticsWorker(deps: {
   let wake: (() => void) | null = null;
   let again = false;
   let lastHead: string | null = null;
+  let headSince = 0;
   let wanted = false;
   const quietMs = deps.quietMs ?? STATISTICS_QUIET_MS;
   const maxWaitMs = deps.maxWaitMs ?? STATISTICS_MAX_WAIT_MS;
@@ -203,9 +204,11 @@ export function startStatisticsWorker(deps: {
         // reader asks for them or the oldest has waited long enough.
         const { rows: [head] } = await deps.knex.raw(`SELECT max(id)::text AS id, extract(epoch FROM now() - min(queued_at)) * 1000 AS age
           FROM statistics_pending WHERE failed_at IS NULL`);
-        if (head.id !== null && !wanted && head.age < maxWaitMs && head.id !== lastHead) {
-          lastHead = head.id;
-          await pause(quietMs);
+        // Quiet: the newest waiting row is the one seen quietMs ago (an early wake-up is no pause).
+        if (head.id !== lastHead) [lastHead, headSince] = [head.id, Date.now()];
+        const quietFor = Date.now() - headSince;
+        if (head.id !== null && !wanted && head.age < maxWaitMs && quietFor < quietMs) {
+          await pause(quietMs - quietFor);
           continue;
         }
         lastHead = null;
