@@ -7,7 +7,7 @@ import { auditProjection, changedFieldsOf } from '../../projections/audit';
 import { migrateReadModel } from '../../projections/migrations';
 import { applyBatch } from '../../projections/runtime/applyBatch';
 import { rebuildProjection } from '../../projections/runtime/rebuild';
-import { createMigratedDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, emptyTables, type TestDatabase } from '../support/database';
 import { MemoryEventStore } from '../support/memoryEventStore';
 import { at, checkpoints, dateAt, envelopes, twice } from './envelopes';
 
@@ -98,7 +98,7 @@ describe('audit projection (PostgreSQL)', () => {
     await knex?.destroy();
     await db?.drop();
   });
-  beforeEach(() => knex.raw(`TRUNCATE ${[...auditProjection.tables, 'projection_checkpoints'].join(', ')}`));
+  beforeEach(() => emptyTables(knex, [...auditProjection.tables, 'projection_checkpoints']));
 
   const apply = (events: EventEnvelope[], key?: string) => applyBatch(knex, auditProjection, events, key);
   const rows = () => knex('audit_events').select('*').orderBy('position');
@@ -120,7 +120,7 @@ describe('audit projection (PostgreSQL)', () => {
   it('gives the same rows one event at a time, and when every event is delivered twice', async () => {
     for (const e of EVENTS) await apply([e]);
     expect(await rows()).to.deep.equal(expectedRows(EVENTS));
-    await knex.raw(`TRUNCATE ${[...auditProjection.tables, 'projection_checkpoints'].join(', ')}`);
+    await emptyTables(knex, [...auditProjection.tables, 'projection_checkpoints']);
     await apply(twice(EVENTS));
     await apply(EVENTS);
     expect(await rows()).to.deep.equal(expectedRows(EVENTS));

@@ -5,7 +5,7 @@ import { createKnex } from '../../infra/postgres/database';
 import { identityProjection } from '../../projections/identity';
 import { migrateReadModel, migrationSource } from '../../projections/migrations';
 import { applyBatch } from '../../projections/runtime/applyBatch';
-import { createMigratedDatabase, createTestDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, createTestDatabase, emptyTables, type TestDatabase } from '../support/database';
 import { at, checkpoints, dateAt, envelope, envelopes, twice } from './envelopes';
 
 const ADA_HASH = '$argon2id$v=19$m=19456,t=2,p=1$YWRh$YWRhYWRh';
@@ -100,7 +100,7 @@ describe('identity projection (PostgreSQL)', () => {
     await knex?.destroy();
     await db?.drop();
   });
-  beforeEach(() => knex.raw('TRUNCATE users, api_tokens, api_token_usage, projects, repository_folders, repository_cases, projection_checkpoints'));
+  beforeEach(() => emptyTables(knex, ['users', 'api_tokens', 'api_token_usage', 'projects', 'repository_folders', 'repository_cases', 'projection_checkpoints']));
 
   const apply = (events: EventEnvelope[]) => applyBatch(knex, identityProjection, events);
   const rows = async () => ({
@@ -151,7 +151,7 @@ describe('identity projection (PostgreSQL)', () => {
 
     it('a batch, then a batch that overlaps it (every split point)', async () => {
       for (let split = 1; split < EVENTS.length; split++) {
-        await knex.raw('TRUNCATE users, api_tokens, projection_checkpoints');
+        await emptyTables(knex, ['users', 'api_tokens', 'projection_checkpoints']);
         await apply(EVENTS.slice(0, split));
         await checkpointIs(EVENTS[split - 1].position);
         await apply(EVENTS.slice(Math.max(0, split - 3)));
@@ -228,7 +228,7 @@ describe('migration 006_accounts', () => {
       await migrateReadModel(knex);
       expect(await knex('users').first('role_id', 'is_deleted', 'updated_at')).to.deep.equal({ role_id: null, is_deleted: false, updated_at: dateAt(1) });
       // The rows a projection of the same UserRegistered (v1) writes.
-      await knex.raw('TRUNCATE users');
+      await emptyTables(knex, ['users']);
       await applyBatch(knex, identityProjection, EVENTS.slice(0, 2));
       expect(await knex('users').first('role_id', 'is_deleted', 'updated_at')).to.deep.equal({ role_id: null, is_deleted: false, updated_at: dateAt(1) });
     } finally {

@@ -5,7 +5,7 @@ import { createKnex } from '../../infra/postgres/database';
 import { migrateReadModel } from '../../projections/migrations';
 import { readModelProjection } from '../../projections/readModel';
 import { applyBatch } from '../../projections/runtime/applyBatch';
-import { createMigratedDatabase, type TestDatabase } from '../support/database';
+import { createMigratedDatabase, emptyTables, type TestDatabase } from '../support/database';
 import { at, checkpoints, dateAt, envelope, envelopes, twice } from './envelopes';
 
 // Project 1 is renamed; project 2 is deleted; project 3 is deleted and restored. Folder 11 is
@@ -88,7 +88,7 @@ describe('readModel projection (PostgreSQL)', () => {
     await knex?.destroy();
     await db?.drop();
   });
-  beforeEach(() => knex.raw(`TRUNCATE ${[...readModelProjection.tables, 'users', 'api_tokens', 'projection_checkpoints'].join(', ')}`));
+  beforeEach(() => emptyTables(knex, [...readModelProjection.tables, 'users', 'api_tokens', 'projection_checkpoints']));
 
   const apply = (events: EventEnvelope[]) => applyBatch(knex, readModelProjection, events);
   const rows = async () => ({
@@ -158,7 +158,7 @@ describe('readModel projection (PostgreSQL)', () => {
 
     it('a batch, then a batch that overlaps it (every split point)', async () => {
       for (let split = 1; split < EVENTS.length; split++) {
-        await knex.raw(`TRUNCATE ${[...readModelProjection.tables, 'projection_checkpoints'].join(', ')}`);
+        await emptyTables(knex, [...readModelProjection.tables, 'projection_checkpoints']);
         await apply(EVENTS.slice(0, split));
         await checkpointIs(EVENTS[split - 1].position);
         await apply(EVENTS.slice(Math.max(0, split - 3)));

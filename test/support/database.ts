@@ -137,6 +137,17 @@ export async function createMigratedDatabase(label = 't'): Promise<TestDatabase>
   return createTestDatabase(label, source);
 }
 
+/**
+ * Empties tables between the tests of a file that share one database: one DELETE per table, in one
+ * round trip. TRUNCATE gives each table and index a new file, which under the whole suite's load
+ * took about 1.5 s for the read model's 95 tables; deleting the few rows a test wrote takes
+ * milliseconds. (No foreign keys join the projections' tables, so the order does not matter;
+ * sequences go on counting, as they do after a TRUNCATE without RESTART IDENTITY.)
+ */
+export async function emptyTables(knex: { raw(sql: string): Promise<unknown> }, tables: readonly string[]): Promise<void> {
+  await knex.raw(tables.map((table) => `DELETE FROM "${table}";`).join('\n'));
+}
+
 /** The same database, its sessions named `applicationName` in pg_stat_activity (so a test can cut just them). */
 export function withApplicationName(url: string, applicationName: string): string {
   const u = new URL(url);
