@@ -1,11 +1,19 @@
-import { Kafka, Partitioners, type Admin, logLevel, type ConsumerConfig, type ConsumerRunConfig, type IHeaders, type KafkaMessage, type LogEntry, type Message } from 'kafkajs';
+import type { Kafka, Admin, ConsumerConfig, ConsumerRunConfig, IHeaders, KafkaMessage, LogEntry, Message } from 'kafkajs';
+import type * as KafkaJs from 'kafkajs';
 import type { Logger } from 'pino';
 import type { EventEnvelope } from '../contracts/envelope';
 
-/** The only module that imports kafkajs: client, topic, partitioning and the message format. */
+/**
+ * The only module that imports kafkajs: client, topic, partitioning and the message format. kafkajs
+ * itself is loaded on first use (about 12 MB of a process's memory, which the direct transport,
+ * npm start's default, does not need); the message format needs none of it.
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const kafkajs = () => require('kafkajs') as typeof KafkaJs;
 
 export function createKafka(opts: { brokers: string[]; clientId: string; logger: Logger }): Kafka {
   const log = opts.logger.child({ component: 'kafkajs' });
+  const { Kafka, logLevel } = kafkajs();
   return new Kafka({
     clientId: opts.clientId,
     brokers: opts.brokers,
@@ -71,11 +79,12 @@ async function waitForLeaders(admin: Admin, topic: string): Promise<number> {
   }
 }
 
-const partitioner = Partitioners.DefaultPartitioner();
+let partitioner: ReturnType<typeof KafkaJs.Partitioners.DefaultPartitioner> | null = null;
 
 /** The partition kafkajs's default (Java-compatible murmur2) partitioner gives a key. */
 export function partitionOf(key: string, partitions: number): number {
   const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({ partitionId, partitionErrorCode: 0, leader: 0, replicas: [0], isr: [0], offlineReplicas: [] }));
+  partitioner ??= kafkajs().Partitioners.DefaultPartitioner();
   return partitioner({ topic: '', partitionMetadata, message: { key, value: null } });
 }
 
