@@ -204,10 +204,18 @@ export function startStatisticsWorker(deps: {
         // reader asks for them or the oldest has waited long enough.
         const { rows: [head] } = await deps.knex.raw(`SELECT max(id)::text AS id, extract(epoch FROM now() - min(queued_at)) * 1000 AS age
           FROM statistics_pending WHERE failed_at IS NULL`);
+        // Nothing waits: no pass. (A pass here would also count a batch committed after this read
+        // at once, without its pause.)
+        if (head.id === null) {
+          lastHead = null;
+          wanted = false;
+          if (!again) await pause(deps.pollMs ?? STATISTICS_POLL_MS);
+          continue;
+        }
         // Quiet: the newest waiting row is the one seen quietMs ago (an early wake-up is no pause).
         if (head.id !== lastHead) [lastHead, headSince] = [head.id, Date.now()];
         const quietFor = Date.now() - headSince;
-        if (head.id !== null && !wanted && head.age < maxWaitMs && quietFor < quietMs) {
+        if (!wanted && head.age < maxWaitMs && quietFor < quietMs) {
           await pause(quietMs - quietFor);
           continue;
         }

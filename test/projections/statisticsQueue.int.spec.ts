@@ -115,6 +115,35 @@ describe('statistics: counted after the batch by a worker', function () {
     expect(await counted(30)).to.deep.equal({ total: 0 });
   });
 
+  it('a worker polling with nothing waiting runs no pass: a batch that arrives meanwhile waits for its pause like any other', async () => {
+    // A pass is a transaction of the worker's: counted here. A worker that ran one whenever it found
+    // nothing waiting would also take a batch committed between its look and its pass at once,
+    // without its pause (the test above failed on it once).
+    let passes = 0;
+    const counting = new Proxy(knex, {
+      get: (target, key) => (key === 'transaction'
+        ? (...args: Parameters<Knex['transaction']>) => {
+          passes++;
+          return target.transaction(...args);
+        }
+        : Reflect.get(target, key)),
+    });
+    worker = startStatisticsWorker({ knex: counting, databaseUrl: db.url, logger, budgetMs: 5_000, pollMs: 1, quietMs: 60_000, maxWaitMs: 60_000 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(passes, 'passes with nothing waiting').to.equal(0);
+    for (let id = 100; id < 120; id++) {
+      await new Promise((resolve) => setTimeout(resolve, 2 + (id % 7) * 2));
+      await batchCreatingRun(id);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await waiting(), 'every batch still waits for the pause').to.equal(20);
+    expect(passes).to.equal(0);
+    // A reader's ask has them counted, in one pass.
+    await statisticsCounted(knex, 10_000);
+    expect(await waiting()).to.equal(0);
+    expect(passes).to.equal(1);
+  });
+
   it('a pass that fails with a bug: its rows are kept failed with the error and a logged correlation id, readers stop waiting for them, later batches are counted', async () => {
     await run(4);
     // What no batch writes: a row its pass cannot read (a bug's stand-in), queued with run 4's.
