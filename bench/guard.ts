@@ -170,7 +170,7 @@ export const GUARDED: Record<string, { measures(result: Result): GuardedMeasure[
       ...measure(`${engine}.fromLogRatio`, e.indexing?.ratio, 'higher', 0.25),
       ...(e.queries ?? []).flatMap((q: Result) => measure(`${engine}.${q.name}.httpP50OverEngineP50`, q.httpP50OverEngineP50, 'lower', 0.5)),
     ]),
-    parameters: ['cases', 'bulkSize'],
+    parameters: ['cases', 'bulkSize', 'writesAtOnce'],
   },
   migration: {
     measures: (r) => [

@@ -15,7 +15,7 @@ import { openSearchEngine } from '../infra/search/index';
 import { PostgresSearchEngine } from '../infra/search/postgres';
 import { CONFIG, analysed } from '../infra/search/postgresQuery';
 import { INDEXED_TYPES, scanDocuments } from '../projections/search/documents';
-import { startSearchIndexer, type SearchIndexer } from '../projections/search/indexer';
+import { SEARCH_WRITES_AT_ONCE, startSearchIndexer, type SearchIndexer } from '../projections/search/indexer';
 import { rebuildSearch } from '../projections/search/rebuild';
 import { buildApp } from '../services/api/app';
 import { registerUser } from '../services/identity/identity.handlers';
@@ -38,10 +38,10 @@ import { BenchSanityError, describeCode, describeMachine, percentile, round, sec
  *    startSearchIndexer on the direct transport until its checkpoint is the head and the engine
  *    (refreshed) counts every document; and the scan path (rebuildSearch, version 2);
  * 2. the same documents (scanned beforehand, held in memory) sent straight to the engine with the
- *    same bulk size: `_bulk` over fetch into fresh indices with the same settings and mapping, or
+ *    same bulk size, as many bulks at once as the indexer writes on a quiet log (SEARCH_WRITES_AT_ONCE): `_bulk` over fetch into fresh indices with the same settings and mapping, or
  *    for PostgreSQL one multi-row INSERT per bulk into a table `LIKE` the adapter's (same
  *    tsvector expressions, same GIN indexes); before and after the indexer, the mean of the two.
- *    Goal: from-the-log docs/s ≥ 0.5 × straight docs/s;
+ *    Goal: from-the-log docs/s ≥ 0.8 × straight docs/s (issue 37);
  * 3. five typical queries over HTTP (a started test app with deps.search, an administrator's
  *    token) against the same SearchRequest / FacetRequest on the engine port in-process, the two
  *    ways interleaved after a warm-up. Goal: HTTP p50 ≤ 2 × engine p50 per query.
@@ -65,7 +65,8 @@ export const SEARCH_DEFAULTS: SearchBenchOptions = {
   seedBatch: 250, warmup: 30, iterations: 200,
 };
 
-const GOAL_RATIO = 0.5;
+/** From the log against straight (issue 37; 0.5 before). */
+const GOAL_RATIO = 0.8;
 const GOAL_HTTP_OVER_ENGINE = 2;
 const PROJECT = 7;
 const START = Date.parse('2025-01-01T00:00:00.000Z');
@@ -428,11 +429,11 @@ async function straightToDocumentEngine(url: string, settings: SearchSettings, p
       await call(`/${index}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(indexBody(settings)) });
     }
     const started = process.hrtime.bigint();
-    for (const page of pages) {
+    await eachPageAtOnce(pages, async (page) => {
       const body = `${bulkBody(prefix, 1, page, []).map((line) => JSON.stringify(line)).join('\n')}\n`;
       const answer = await call('/_bulk?refresh=false', { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body });
       if (answer.errors !== false || (answer.items as unknown[]).length !== page.length) throw new BenchSanityError(`a straight bulk request had errors: ${JSON.stringify(answer).slice(0, 500)}`);
-    }
+    });
     await call(`/${indices.join(',')}/_refresh`, { method: 'POST' });
     const counted = Number((await call(`/${indices.join(',')}/_count`, { method: 'POST' })).count);
     const took = seconds(started);
@@ -479,23 +480,38 @@ function pgInsert(table: string, rows: number): string {
 
 async function straightToPostgres(pool: pg.Pool, likeTable: string, pages: SearchDocument[][], expected: Expected): Promise<number> {
   const table = 'bench_search_straight';
-  const client = await pool.connect();
+  const clients = await Promise.all(Array.from({ length: SEARCH_WRITES_AT_ONCE }, () => pool.connect()));
+  const [client] = clients;
   try {
     await client.query(`DROP TABLE IF EXISTS ${table}; CREATE TABLE ${table} (LIKE ${likeTable} INCLUDING ALL)`);
     const statements = new Map<number, string>();
+    const free = [...clients];
     const started = process.hrtime.bigint();
-    for (const page of pages) {
+    await eachPageAtOnce(pages, async (page) => {
       if (!statements.has(page.length)) statements.set(page.length, pgInsert(table, page.length));
-      await client.query(statements.get(page.length)!, page.flatMap(pgRow));
-    }
+      const writer = free.pop()!;
+      try {
+        await writer.query(statements.get(page.length)!, page.flatMap(pgRow));
+      } finally {
+        free.push(writer);
+      }
+    });
     const counted = Number((await client.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
     const took = seconds(started);
     if (counted !== expected.total) throw new BenchSanityError(`straight: ${counted} rows, expected ${expected.total}`);
     return took;
   } finally {
     await client.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
-    client.release();
+    for (const c of clients) c.release();
   }
+}
+
+/** Each page sent as the indexer sends them: SEARCH_WRITES_AT_ONCE at a time (it writes that many at once on a quiet log). */
+async function eachPageAtOnce(pages: SearchDocument[][], send: (page: SearchDocument[]) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: SEARCH_WRITES_AT_ONCE }, async () => {
+    while (next < pages.length) await send(pages[next++]);
+  }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -771,7 +787,7 @@ export async function runSearch(o: SearchBenchOptions): Promise<boolean> {
       date: new Date().toISOString(),
       machine,
       code,
-      parameters: { ...o, goalRatio: GOAL_RATIO, goalHttpOverEngineP50: GOAL_HTTP_OVER_ENGINE, indexerBatchEvents: 1000, transport: 'direct (PostgreSQL event store)' },
+      parameters: { ...o, goalRatio: GOAL_RATIO, goalHttpOverEngineP50: GOAL_HTTP_OVER_ENGINE, indexerBatchEvents: 1000, writesAtOnce: SEARCH_WRITES_AT_ONCE, transport: 'direct (PostgreSQL event store)' },
       seeded: { events: seeded.events, head, appendSeconds: round(seeded.seconds, 1), projectSecondsAfterAppend: round(projectSeconds, 1), readModel: counts, documents, validatedTypes: seeded.validatedTypes },
       engines,
       complete,

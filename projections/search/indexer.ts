@@ -12,6 +12,7 @@ import { inBatches } from '../runtime/batches';
 import { CheckpointWatcher } from '../runtime/checkpointWatcher';
 import { consumerGroupOf, consumerOptions, kafkaCheckpointKey } from '../runtime/kafkaProjector';
 import { SHALLOW_EVENTS } from './affected';
+import { QuietLog } from './quietLog';
 import { DIRECT_KEY, SOURCE_PROJECTIONS, directReadModelCheckpoints, rebuildSearch } from './rebuild';
 import { IndexingStopped, indexEvents } from './writer';
 
@@ -41,6 +42,15 @@ const MAX_BACKOFF_MS = LIVE_RETRY_MAX_MS;
 const VERSION_CHECK_MS = 3000;
 /** A wait for the read model longer than this is reported (`retrying`) and started again. */
 const READ_MODEL_WAIT_MS = 30_000;
+/**
+ * Pages of a batch read and written at once while the log is quiet (no new event for
+ * QUIET_LOG_MS); one at a time while it grows, so that an import's own projections, which what its
+ * caller waits for, keep the cores. Measured (bench/README.md): after a 100,000-case import search
+ * caught up 10.7–11.6 s after it completed instead of 16.8–19.0 s.
+ */
+export const SEARCH_WRITES_AT_ONCE = 2;
+const QUIET_LOG_MS = 1000;
+const QUIET_SAMPLE_MS = 200;
 
 /**
  * On Kafka, where a new version starts: per partition, the last offset both source projections'
@@ -124,7 +134,11 @@ export function startSearchIndexer(deps: {
   const watcher = new CheckpointWatcher(knex, deps.databaseUrl, SOURCE_PROJECTIONS,
     kafka ? (projection, partition) => kafkaCheckpointKey(projection, Number(partition)) : undefined, { retry: deps.retry, logger });
   const budget = budgetOf(deps.retry, { firstMs: FIRST_BACKOFF_MS, maxMs: MAX_BACKOFF_MS });
-  const writer = { engine, knex, logger, bulkSize: deps.bulkSize, stopping: () => stopping };
+  const quiet = new QuietLog(deps.store, QUIET_LOG_MS, QUIET_SAMPLE_MS);
+  const writer = {
+    engine, knex, logger, bulkSize: deps.bulkSize, stopping: () => stopping,
+    writesAtOnce: () => (quiet.isQuiet() ? SEARCH_WRITES_AT_ONCE : 1),
+  };
 
   function fail(error: unknown): void {
     if (failed() || stopping) return;
@@ -259,6 +273,7 @@ export function startSearchIndexer(deps: {
         for await (const batch of inBatches(sub, BATCH_SIZE)) {
           if (stopping || switchTo !== null) break;
           const last = batch[batch.length - 1].position;
+          quiet.saw(last);
           const outcome = await withinBudget(version, async () => {
             await waitForReadModel(last, null);
             written(await indexEvents(writer, version, batch, last, { [DIRECT_KEY]: last }));
@@ -379,6 +394,7 @@ export function startSearchIndexer(deps: {
             const events = fresh.flatMap((m) => decode(m));
             const lastOffset = fresh[fresh.length - 1].offset;
             const lastPosition = events.reduce((max, e) => (BigInt(e.position) > max ? BigInt(e.position) : max), 0n);
+            if (lastPosition > 0n) quiet.saw(lastPosition.toString());
             if (!budgets.has(partition)) budgets.set(partition, budgetOf(deps.retry, { firstMs: FIRST_BACKOFF_MS, maxMs: MAX_BACKOFF_MS }));
             const beat = setInterval(() => void heartbeat().catch(() => undefined), 3000);
             let outcome: 'done' | 'switched' | 'stopped';

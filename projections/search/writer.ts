@@ -24,6 +24,8 @@ export interface WriterDeps {
   bulkSize: number;
   /** Checked between writes: true once stop() was called. */
   stopping?: () => boolean;
+  /** How many of a batch's pages may be read and written at once, asked before each page (default 1). */
+  writesAtOnce?: () => number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -43,6 +45,8 @@ const keyOf = (k: DocumentKey) => `${k.type}/${k.id}`;
 export async function writeDocuments(
   deps: WriterDeps, version: number, ops: DocumentWrites & { upsert: SearchDocument[]; remove: DocumentKey[] }, position: string,
   checkpoints?: Record<string, string>,
+  /** Refused documents are recorded once this resolves (the pages before, written at the same time, recorded theirs). */
+  recordAfter: Promise<void> = Promise.resolve(),
 ): Promise<number> {
   let pending = ops;
   let written = 0;
@@ -69,6 +73,7 @@ export async function writeDocuments(
         readAt: ops.readAt,
       };
       if (attempt >= DOCUMENT_ATTEMPTS || retry.upsert.length + retry.remove.length === 0) {
+        await recordAfter;
         await recordFailures(deps, version, [...refused.values()], position);
         // What was refused is recorded: the checkpoint may move past it now.
         if (checkpoints) await deps.engine.write(version, { upsert: [], remove: [] }, checkpoints);
@@ -146,11 +151,39 @@ async function recordFailures(deps: WriterDeps, version: number, failures: Write
 }
 
 /**
+ * Work started as slots free up, at most `limit()` at once: a failure of any is thrown by the next
+ * `start` or by `end`, each only once every work started has ended (none goes on behind a batch
+ * that failed, to overlap the batch written again).
+ */
+class Slots {
+  private readonly running = new Set<Promise<void>>();
+  private failure: { error: unknown } | null = null;
+
+  constructor(private readonly limit: () => number) {}
+
+  async start(work: () => Promise<void>): Promise<void> {
+    while (!this.failure && this.running.size >= Math.max(1, this.limit())) await Promise.race(this.running);
+    if (this.failure) await this.end();
+    const done: Promise<void> = work().catch((error: unknown) => {
+      this.failure ??= { error };
+    }).finally(() => this.running.delete(done));
+    this.running.add(done);
+  }
+
+  async end(): Promise<void> {
+    while (this.running.size > 0) await Promise.all([...this.running]);
+    if (this.failure) throw this.failure.error;
+  }
+}
+
+/**
  * Indexes a batch of events into `version`: the documents it touches (affected.ts) are read from
  * the read model (which the caller made sure has applied the batch), in bulk, a statement per type
- * and page of `bulkSize`, and written; then, only once every write was acknowledged (or its refused
- * documents recorded), the checkpoints. Stopping between writes leaves the checkpoints unmoved.
- * Answers the documents written.
+ * and page of `bulkSize`, and written, `writesAtOnce()` pages at a time (each read, then written,
+ * on a connection of its own; pages written at once never share a document, and refused documents
+ * are recorded in the pages' order); then, only once every write was
+ * acknowledged (or its refused documents recorded), the checkpoints. Stopping between writes
+ * leaves the checkpoints unmoved. Answers the documents written.
  */
 export async function indexEvents(
   deps: WriterDeps, version: number, events: Parameters<typeof affectedBy>[0], position: string, checkpoints: Record<string, string>,
@@ -160,12 +193,29 @@ export async function indexEvents(
     if (deps.stopping?.()) throw new IndexingStopped();
   };
   let written = 0;
+  const slots = new Slots(deps.writesAtOnce ?? (() => 1));
+  /** Resolves once the pages started so far recorded what was refused of them. */
+  let recorded = Promise.resolve();
   const write = async (type: IndexedType, ids: string[]) => {
     if (ids.length === 0) return;
     checkStop();
-    const ops = await loadDocuments(deps.knex, type, ids);
-    checkStop();
-    written += await writeDocuments(deps, version, ops, position);
+    const before = recorded;
+    let done!: () => void;
+    recorded = new Promise((resolve) => {
+      done = resolve;
+    });
+    await slots.start(async () => {
+      try {
+        checkStop();
+        const ops = await loadDocuments(deps.knex, type, ids);
+        checkStop();
+        const acknowledged = await writeDocuments(deps, version, ops, position, undefined, before);
+        written += acknowledged; // after the await: pages beside it add theirs meanwhile
+      } finally {
+        // A page that failed records nothing; the batch fails (and is written again) anyway.
+        done();
+      }
+    });
   };
   for (const [type, ids] of direct) {
     if (!isIndexedType(type)) continue;
@@ -173,10 +223,14 @@ export async function indexEvents(
     for (let i = 0; i < all.length; i += deps.bulkSize) await write(type, all.slice(i, i + deps.bulkSize));
   }
   // The direct documents are not left out of the fan-outs' pages: remembering them all would cost
-  // memory on a big batch (an import), writing one twice costs little.
+  // memory on a big batch (an import), writing one twice costs little. Each fan-out's pages are
+  // written once the pages before them ended, so a document is never in two writes at once (the
+  // PostgreSQL engine applies writes in the order they end).
   for (const fanOut of fanOuts) {
+    await slots.end();
     for await (const page of fanOutPages(deps.knex, fanOut, deps.bulkSize)) await write(fanOut.type, page);
   }
+  await slots.end();
   checkStop();
   await deps.engine.write(version, { upsert: [], remove: [] }, checkpoints);
   return written;
