@@ -578,7 +578,7 @@ async function cleanUp(s: Pick<Session, 'db' | 'pool' | 'knex' | 'store' | 'watc
   for (const c of s.children) await step(`stop the ${c.role} (pid ${c.pid})`, () => c.stop());
   if (s.topic) {
     const topic = s.topic;
-    const groups = ALL_PROJECTIONS.map((p) => consumerGroupOf(topic, p.name));
+    const groups = [consumerGroupOf(topic, ALL_PROJECTIONS.map((p) => p.name))];
     // A broker restarting under the round (or a consumer that could not leave its group) makes these
     // fail for a while: retry for about the consumer session timeout before leaving them behind.
     await step(`delete topic ${topic}`, () => retry(() => withAdmin(shared, (admin) => admin.deleteTopics({ topics: [topic], timeout: 10_000 }))));

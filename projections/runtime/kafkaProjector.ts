@@ -62,53 +62,39 @@ export const consumerOptions = (groupId: string): ConsumerConfig => ({
   groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 1000, sessionTimeout: SESSION_TIMEOUT_MS, heartbeatInterval: HEARTBEAT_INTERVAL_MS,
 });
 
-export const consumerGroupOf = (topic: string, projection: string) => `${topic}.projection.${projection}`;
+/**
+ * The consumer group of a process's projections on a topic: one group per set of projections (the
+ * names sorted, joined by `+`), so every projector process running the same projections shares the
+ * topic's partitions, and a set that changes (a projection added) starts a new group from the
+ * topic's beginning, the projections that already hold an event recognising it by its checkpoint.
+ */
+export function consumerGroupOf(topic: string, projections: string | readonly string[]): string {
+  const names = [...new Set(typeof projections === 'string' ? [projections] : projections)].sort();
+  for (const name of names) if (name === '' || name.includes('+')) throw new Error(`a projection's name cannot be empty or hold "+": ${JSON.stringify(name)}`);
+  return `${groupPrefixOf(topic)}${names.join('+')}`;
+}
+const groupPrefixOf = (topic: string) => `${topic}.projection.`;
+
+/** The projections whose consumer group `groupId` is (consumerGroupOf), or null when it is no projections' group of `topic`. */
+export function projectionsOfGroup(topic: string, groupId: string): string[] | null {
+  const prefix = groupPrefixOf(topic);
+  return groupId.startsWith(prefix) && groupId.length > prefix.length ? groupId.slice(prefix.length).split('+') : null;
+}
 
 type Decoded = { event: EventEnvelope } | { invalid: Parking };
-
-/**
- * Every consumer group of a process (one per projection) fetches the same messages: each is
- * decoded and checked against the contracts once, and the others take what the first found (a
- * projector's thread spent ~1.7 s of ~21 parsing and checking each message nine times,
- * bench/README.md). Keyed by partition and offset, and taken only for the same bytes (a topic
- * made again starts its offsets again); the newest DECODED_KEPT_BYTES of messages are kept.
- * Projections never change the events they are given, so one object serves them all.
- */
-class DecodedMessages {
-  private readonly entries = new Map<string, { value: Buffer | null; decoded: Decoded }>();
-  private bytes = 0;
-
-  get(partition: number, message: KafkaMessage, decode: () => Decoded): Decoded {
-    const key = `${partition}:${message.offset}`;
-    const hit = this.entries.get(key);
-    if (hit && (hit.value === null ? message.value === null : message.value !== null && hit.value.equals(message.value))) return hit.decoded;
-    const decoded = decode();
-    if (hit) this.forget(key, hit.value);
-    this.entries.set(key, { value: message.value, decoded });
-    this.bytes += message.value?.length ?? 0;
-    for (const [oldest, entry] of this.entries) {
-      if (this.bytes <= DECODED_KEPT_BYTES) break;
-      this.forget(oldest, entry.value);
-    }
-    return decoded;
-  }
-
-  private forget(key: string, value: Buffer | null): void {
-    this.entries.delete(key);
-    this.bytes -= value?.length ?? 0;
-  }
-}
-const DECODED_KEPT_BYTES = 32 * 1024 * 1024;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const uuidOrNull = (text: string | null) => (text !== null && UUID.test(text) ? text : null);
 
 /**
- * The Kafka transport: one consumer group per projection. Each message's envelope and data are
- * checked against the contracts; a partition's batch is applied in one transaction with that
- * partition's checkpoint (`<projection>#<partition>`, the last global position applied), so a
- * message delivered again — by Kafka after a crash before the offset commit, or by the relay
- * after its own restart — is recognised by its position and changes nothing.
+ * The Kafka transport: one consumer (consumerGroupOf: one group per set of projections) whose
+ * fetches serve every projection of the process. Each message's envelope and data are checked
+ * against the contracts once; a partition's batch is applied by each projection in its own
+ * transaction with its own checkpoint for that partition (`<projection>#<partition>`, the last
+ * global position it applied), the projections side by side, so a message delivered again — by
+ * Kafka after a crash before the offset commit, by the relay after its own restart, or to a
+ * projection that already holds it while another catches up — is recognised by its position and
+ * changes nothing. The group's offset moves once every projection applied the batch.
  *
  * Failure policy, the same as the direct transport's (projections/runtime/parking.ts): a message
  * that is not a valid event (malformed JSON, contract violation) is parked (`invalid`) and
@@ -118,13 +104,16 @@ const uuidOrNull = (text: string | null) => (text !== null && UUID.test(text) ? 
  * Parked events are reported by /readyz (`degraded`) and the logs, and retried on request.
  *
  * Transient failures (the database away while a batch is applied, the broker away) are retried
- * within the retry budget (RETRY_BUDGET_MS) from the first failure of the run: a batch is applied
- * again in place after a pause (0.5 s doubling to 30 s, heartbeating meanwhile), a consumer
- * kafkajs gives up on is started again (1 s doubling to 30 s); the projection is reported failing
- * meanwhile. A budget spent, or an error that is not transient and is no event's fault (a
- * programming error escaping a batch, a consumer kafkajs cannot run), ends the projection:
- * `failed`, logged once at error level, its consumer disconnected (what it applied is committed
- * first), `onFailed` told. It stays stopped until the process restarts; the other projections go on.
+ * within the retry budget (RETRY_BUDGET_MS) from the first failure of the run: a projection applies
+ * its batch again in place after a pause (0.5 s doubling to 30 s, heartbeating meanwhile), a
+ * consumer kafkajs gives up on is started again (1 s doubling to 30 s); the projection is reported
+ * failing meanwhile. A budget spent, or an error that is not transient and is no event's fault (a
+ * programming error escaping a batch), ends that projection: `failed`, logged once at error level,
+ * `onFailed` told; it applies nothing more until the process restarts, and from then on the group's
+ * offset stays where every projection had applied (what the others apply meanwhile is theirs to
+ * recognise when it comes again). The other projections go on. A consumer that cannot run (an error
+ * kafkajs cannot recover from, its restarts' budget spent) ends them all, its consumer disconnected
+ * after what they applied is committed.
  */
 export function startKafkaProjector(deps: {
   kafka: Kafka; knex: Knex; topic: string; projections: readonly Projection[]; contracts: ContractValidator; logger: Logger; hooks?: KafkaProjectorHooks;
@@ -132,47 +121,59 @@ export function startKafkaProjector(deps: {
   /** Told after an event was parked (committed). */
   onParked?: (projection: string, event: EventEnvelope) => void;
 }): Projector {
-  const states = new Map<string, ProjectionStatus & { partitions: Record<number, string>; parkedStreams: number; heardAt: number }>();
-  const decodedMessages = new DecodedMessages();
-  const consumers = deps.projections.map((projection) => {
+  const groupId = consumerGroupOf(deps.topic, deps.projections.map((p) => p.name));
+  const consumerLog = deps.logger.child({ role: 'projector', transport: 'kafka', groupId });
+  const consumer = deps.kafka.consumer(consumerOptions(groupId));
+  const offsets = new OffsetCommitter(
+    (batch) => consumer.commitOffsets(batch.map(({ partition, offset }) => ({ topic: deps.topic, partition, offset }))),
+    (err) => consumerLog.debug({ err }, 'offset commit failed; retried on the next tick'),
+  );
+  const committer = setInterval(() => void offsets.flush(), OFFSET_COMMIT_INTERVAL_MS);
+  const pauses = new Pauses();
+  /** When the broker was last heard from (SILENT_MS). */
+  let heardAt = Date.now();
+
+  // kafkajs restarts a consumer after a retriable error itself; after any other (a broker away
+  // at start-up, an error it does not know, a bug) it gives up. A transient one is ours to
+  // retry: the consumer is started again with backoff, reported as failing meanwhile, within the
+  // budget; anything else ends the projections.
+  const supervisor = {
+    stopping: false, timer: undefined as NodeJS.Timeout | undefined, subscribed: false, starting: Promise.resolve(),
+    restarts: budgetOf(deps.retry, { firstMs: RESTART_FIRST_MS, maxMs: RESTART_MAX_MS }),
+  };
+
+  function decode(message: KafkaMessage, partition: number): Decoded {
+    try {
+      const event = deps.contracts.checkEnvelope(decodeValue(message));
+      if (message.key?.toString() !== event.streamId) throw new Error(`key ${message.key?.toString()} is not the stream ${event.streamId}`);
+      return { event };
+    } catch (error) {
+      const position = headerText(message.headers, 'position');
+      const at = new Date();
+      return { invalid: {
+        kind: 'invalid', position: position && /^\d{1,19}$/.test(position) ? position : null, eventId: uuidOrNull(headerText(message.headers, 'event-id')),
+        eventType: headerText(message.headers, 'event-type'), streamId: message.key?.toString() ?? null, revision: null,
+        error: `invalid message: ${error instanceof Error ? error.message : String(error)}`, attempts: 1, firstAttemptAt: at, lastAttemptAt: at,
+        partition, offset: message.offset,
+      } };
+    }
+  }
+
+  const databaseAnswers = () => deps.knex.raw('SELECT 1').then(() => true, () => false);
+  const lanes = deps.projections.map((projection) => laneOf(projection));
+  const live = () => lanes.filter((lane) => lane.status.state !== 'failed');
+
+  /** One projection's part: its status, parked streams, retries of its batches, and the end of it alone. */
+  function laneOf(projection: Projection) {
     const log = deps.logger.child({ role: 'projector', projection: projection.name, transport: 'kafka' });
     const status = {
       name: projection.name, position: '0', state: 'running' as ProjectionStatus['state'], lastError: null as string | null,
       correlationId: undefined as string | undefined, partitions: {} as Record<number, string>, parkedStreams: 0,
-      /** When the broker was last heard from (SILENT_MS). */
-      heardAt: Date.now(),
     };
-    states.set(projection.name, status);
-    const offsets = new OffsetCommitter(
-      (batch) => consumer.commitOffsets(batch.map(({ partition, offset }) => ({ topic: deps.topic, partition, offset }))),
-      (err) => log.debug({ err }, 'offset commit failed; retried on the next tick'),
-    );
-    const committer = setInterval(() => void offsets.flush(), OFFSET_COMMIT_INTERVAL_MS);
-    const consumer = deps.kafka.consumer(consumerOptions(consumerGroupOf(deps.topic, projection.name)));
-
-    function decode(message: KafkaMessage, partition: number): Decoded {
-      return decodedMessages.get(partition, message, () => decodeOnce(message, partition));
-    }
-
-    function decodeOnce(message: KafkaMessage, partition: number): Decoded {
-      try {
-        const event = deps.contracts.checkEnvelope(decodeValue(message));
-        if (message.key?.toString() !== event.streamId) throw new Error(`key ${message.key?.toString()} is not the stream ${event.streamId}`);
-        return { event };
-      } catch (error) {
-        const position = headerText(message.headers, 'position');
-        const at = new Date();
-        return { invalid: {
-          kind: 'invalid', position: position && /^\d{1,19}$/.test(position) ? position : null, eventId: uuidOrNull(headerText(message.headers, 'event-id')),
-          eventType: headerText(message.headers, 'event-type'), streamId: message.key?.toString() ?? null, revision: null,
-          error: `invalid message: ${error instanceof Error ? error.message : String(error)}`, attempts: 1, firstAttemptAt: at, lastAttemptAt: at,
-          partition, offset: message.offset,
-        } };
-      }
-    }
-
-    const databaseAnswers = () => deps.knex.raw('SELECT 1').then(() => true, () => false);
     const streams = new ParkedStreams(projection.name);
+    const budgets = new Map<number, RetryBudget>();
+    /** Partitions whose batch is waiting to be applied again. */
+    const retrying = new Set<number>();
 
     /**
      * Applies a partition's messages: those that are not valid events are parked (`invalid`), the
@@ -181,19 +182,18 @@ export function startKafkaProjector(deps: {
      * (projections/runtime/parking.ts). A transient failure is thrown: the caller applies the
      * whole batch again after a pause (what landed is recognised by the checkpoint).
      */
-    async function handle(partition: number, messages: KafkaMessage[], heartbeat: () => Promise<void>): Promise<void> {
+    async function handle(partition: number, messages: KafkaMessage[], decoded: Decoded[], heartbeat: () => Promise<void>): Promise<void> {
       const key = kafkaCheckpointKey(projection.name, partition);
       const offsetOf = new Map<EventEnvelope, string>();
       const events: EventEnvelope[] = [];
       const invalid: Parking[] = [];
-      for (const message of messages) {
-        const decoded = decode(message, partition);
-        if ('invalid' in decoded) invalid.push(decoded.invalid);
+      decoded.forEach((d, i) => {
+        if ('invalid' in d) invalid.push(d.invalid);
         else {
-          events.push(decoded.event);
-          offsetOf.set(decoded.event, message.offset);
+          events.push(d.event);
+          offsetOf.set(d.event, messages[i].offset);
         }
-      }
+      });
       const messageOf = (event: EventEnvelope) => ({ partition, offset: offsetOf.get(event)! });
       let checkpoint = 0n;
       const applied = (position: bigint) => {
@@ -207,13 +207,13 @@ export function startKafkaProjector(deps: {
       await applyIsolating(events, {
         attempt: async (batch) => applied(await applyBatch(deps.knex, projection, batch, key, { streams, messageOf })),
         // A database that does not answer is not the event's fault: nothing parked, the batch applied again.
-        transient: async (error) => supervisor.stopping || isTransient(error) || !(await databaseAnswers()),
+        transient: async (error) => stopped() || isTransient(error) || !(await databaseAnswers()),
         pauseAfter: async (error) => {
           throw error;
         },
         pause: async (ms) => {
           await pauses.sleep(ms);
-          if (supervisor.stopping) return false;
+          if (stopped()) return false;
           await heartbeat();
           return true;
         },
@@ -231,30 +231,22 @@ export function startKafkaProjector(deps: {
           await heartbeat();
         },
       });
-      if (supervisor.stopping) throw new Error('stopping');
+      if (stopped()) throw new Error('stopping');
       status.parkedStreams = streams.size;
       if (checkpoint > 0n) status.partitions[partition] = checkpoint.toString();
     }
 
-    const pauses = new Pauses();
+    const stopped = () => supervisor.stopping || status.state === 'failed';
 
-    /** Ends the projection: failed, logged once, its consumer disconnected after what it applied is committed. */
+    /** Ends this projection: failed, logged once, onFailed told. The consumer goes on for the others (when none is left, it is disconnected). */
     function giveUp(error: unknown): void {
-      if (supervisor.stopping) return;
-      supervisor.stopping = true;
-      clearTimeout(supervisor.timer);
+      if (stopped()) return;
       status.state = 'failed';
       status.lastError = describeError(error);
       status.correlationId = randomUUID();
       log.error({ err: error, correlationId: status.correlationId, partitions: status.partitions }, 'projection failed; stopped until restarted');
-      deps.onFailed?.({ name: status.name, position: status.position, state: status.state, lastError: status.lastError, correlationId: status.correlationId });
-      pauses.close();
-      // Not awaited: a batch still running (maybe the caller) must end before kafkajs disconnects.
-      supervisor.starting = supervisor.starting.then(async () => {
-        clearInterval(committer);
-        await offsets.drain();
-        await consumer.disconnect().catch(() => undefined);
-      });
+      deps.onFailed?.({ name: status.name, position: positionOf(status), state: status.state, lastError: status.lastError, correlationId: status.correlationId });
+      if (live().length === 0) stopConsumer();
     }
 
     /**
@@ -262,15 +254,12 @@ export function startKafkaProjector(deps: {
      * so the group keeps the partition), within the partition's budget. False when the batch was
      * not applied: the projection failed, or it stops, or the partition is no longer ours.
      */
-    const budgets = new Map<number, RetryBudget>();
-    /** Partitions whose batch is waiting to be applied again. */
-    const retrying = new Set<number>();
-    async function handleWithinBudget(partition: number, messages: KafkaMessage[], heartbeat: () => Promise<void>, stillOurs: () => boolean): Promise<boolean> {
+    async function handleWithinBudget(partition: number, messages: KafkaMessage[], decoded: Decoded[], heartbeat: () => Promise<void>, stillOurs: () => boolean): Promise<boolean> {
       if (!budgets.has(partition)) budgets.set(partition, budgetOf(deps.retry, { firstMs: APPLY_FIRST_MS, maxMs: APPLY_MAX_MS }));
       const budget = budgets.get(partition)!;
       for (;;) {
         try {
-          await handle(partition, messages, heartbeat);
+          await handle(partition, messages, decoded, heartbeat);
           budget.reset();
           retrying.delete(partition);
           if (status.state === 'failing' && retrying.size === 0) {
@@ -279,7 +268,7 @@ export function startKafkaProjector(deps: {
           }
           return true;
         } catch (error) {
-          if (supervisor.stopping) return false;
+          if (stopped()) return false;
           if (!stillOurs()) {
             // Handed over by a rebalance: its new holder applies it; if it comes back, with a fresh budget.
             retrying.delete(partition);
@@ -299,9 +288,9 @@ export function startKafkaProjector(deps: {
             return false;
           }
           log.warn({ err: error, partition, backoffMs: delay, failures: budget.failures }, 'cannot apply the batch (the database is away?); applying it again after a pause');
-          for (let left = delay; left > 0 && !supervisor.stopping; left -= HEARTBEAT_SLICE_MS) {
+          for (let left = delay; left > 0 && !stopped(); left -= HEARTBEAT_SLICE_MS) {
             await pauses.sleep(Math.min(left, HEARTBEAT_SLICE_MS));
-            if (supervisor.stopping) break;
+            if (stopped()) break;
             try {
               await heartbeat();
             } catch (rebalancing) {
@@ -313,119 +302,141 @@ export function startKafkaProjector(deps: {
       }
     }
 
-    const runConfig: ConsumerRunConfig = {
-      // The read model's own checkpoints recognise redeliveries, so no offset commit has to
-      // succeed for correctness: they are committed on a timer, off the batch path.
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      // Partitions are independent (a stream lives on one): several are applied at once.
-      partitionsConsumedConcurrently: PARTITIONS_IN_PARALLEL,
-      eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }) => {
-        if (!isRunning() || isStale() || batch.messages.length === 0 || supervisor.stopping) return;
-        const started = performance.now();
-        // A long batch (an import's chunks on a busy machine) must not outlast the session.
-        const beat = setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_SLICE_MS);
-        let handled: boolean;
-        try {
-          handled = await handleWithinBudget(batch.partition, batch.messages, heartbeat, () => isRunning() && !isStale());
-        } finally {
-          clearInterval(beat);
-        }
-        if (!handled) return;
-        const lastOffset = batch.messages[batch.messages.length - 1].offset;
-        await deps.hooks?.afterApply?.(projection.name, batch.partition, lastOffset);
-        // Moves this consumer's fetch position; the group's offset follows within OFFSET_COMMIT_INTERVAL_MS.
-        resolveOffset(lastOffset);
-        offsets.note(batch.partition, (BigInt(lastOffset) + 1n).toString());
-        // Live (the batch reached the partition's end when it was fetched) and busy: what arrives
-        // in the rest of the period comes in one fetch and one transaction; a backlog is applied
-        // without a pause.
-        const rest = LIVE_PERIOD_MS - (performance.now() - started);
-        if (batch.messages.length >= LIVE_BATCH_MIN && batch.offsetLag() === '0' && rest > 0 && !supervisor.stopping) await pauses.sleep(rest);
-      },
-    };
+    return { name: projection.name, status, giveUp, handleWithinBudget };
+  }
 
-    // kafkajs restarts a consumer after a retriable error itself; after any other (a broker away
-    // at start-up, an error it does not know, a bug) it gives up. A transient one is ours to
-    // retry: the consumer is started again with backoff, reported as failing meanwhile, within the
-    // budget; anything else ends the projection.
-    const supervisor = {
-      stopping: false, timer: undefined as NodeJS.Timeout | undefined, subscribed: false, starting: Promise.resolve(),
-      restarts: budgetOf(deps.retry, { firstMs: RESTART_FIRST_MS, maxMs: RESTART_MAX_MS }),
-    };
-    const start = async () => {
+  /** Disconnects the consumer once the batches under way ended and what they applied is committed (not awaited: a batch may be the caller). */
+  function stopConsumer(): void {
+    if (supervisor.stopping) return;
+    supervisor.stopping = true;
+    clearTimeout(supervisor.timer);
+    pauses.close();
+    supervisor.starting = supervisor.starting.then(async () => {
+      clearInterval(committer);
+      await offsets.drain();
+      await consumer.disconnect().catch(() => undefined);
+    });
+  }
+
+  /** A failure of the consumer itself: every projection still running ends with it. */
+  function giveUpAll(error: unknown): void {
+    for (const lane of live()) lane.giveUp(error);
+  }
+
+  const runConfig: ConsumerRunConfig = {
+    // The read model's own checkpoints recognise redeliveries, so no offset commit has to
+    // succeed for correctness: they are committed on a timer, off the batch path.
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    // Partitions are independent (a stream lives on one): several are applied at once.
+    partitionsConsumedConcurrently: PARTITIONS_IN_PARALLEL,
+    eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }) => {
+      if (!isRunning() || isStale() || batch.messages.length === 0 || supervisor.stopping) return;
+      const started = performance.now();
+      const lanesNow = live();
+      if (lanesNow.length === 0) return;
+      const decoded = batch.messages.map((message) => decode(message, batch.partition));
+      // A long batch (an import's chunks on a busy machine) must not outlast the session.
+      const beat = setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_SLICE_MS);
+      let handled: boolean[];
       try {
-        await consumer.connect();
-        if (!supervisor.subscribed) {
-          await consumer.subscribe({ topics: [deps.topic], fromBeginning: true });
-          supervisor.subscribed = true;
-        }
-        await consumer.run(runConfig);
-      } catch (error) {
-        startAgainLater(error);
+        const stillOurs = () => isRunning() && !isStale();
+        handled = await Promise.all(lanesNow.map((lane) => lane.handleWithinBudget(batch.partition, batch.messages, decoded, heartbeat, stillOurs)));
+      } finally {
+        clearInterval(beat);
       }
-    };
-    const startAgainLater = (error: unknown) => {
-      if (supervisor.stopping || supervisor.timer) return;
-      status.state = 'failing';
-      status.lastError = describeError(error);
-      if (!isTransient(error)) return giveUp(error);
-      const delay = supervisor.restarts.next();
-      if (delay === null) return giveUp(new RetryBudgetSpent(error, supervisor.restarts));
-      log.warn({ err: error, restartInMs: delay, failures: supervisor.restarts.failures }, 'kafka consumer stopped; starting it again');
-      supervisor.timer = setTimeout(() => {
-        supervisor.timer = undefined;
-        if (!supervisor.stopping) supervisor.starting = start();
-      }, delay);
-    };
-    supervisor.starting = start();
+      if (supervisor.stopping || !isRunning() || isStale()) return;
+      // A projection that failed on this batch applies nothing more; the others applied it and go on.
+      if (handled.some((done, i) => !done && lanesNow[i].status.state !== 'failed')) return;
+      const lastOffset = batch.messages[batch.messages.length - 1].offset;
+      for (const [i, lane] of lanesNow.entries()) if (handled[i]) await deps.hooks?.afterApply?.(lane.name, batch.partition, lastOffset);
+      // Moves this consumer's fetch position; the group's offset follows within OFFSET_COMMIT_INTERVAL_MS,
+      // unless a projection failed: the group then keeps the offset every projection applied.
+      resolveOffset(lastOffset);
+      if (live().length === lanes.length) offsets.note(batch.partition, (BigInt(lastOffset) + 1n).toString());
+      // Live (the batch reached the partition's end when it was fetched) and busy: what arrives
+      // in the rest of the period comes in one fetch and one transaction; a backlog is applied
+      // without a pause.
+      const rest = LIVE_PERIOD_MS - (performance.now() - started);
+      if (batch.messages.length >= LIVE_BATCH_MIN && batch.offsetLag() === '0' && rest > 0 && !supervisor.stopping) await pauses.sleep(rest);
+    },
+  };
 
-    consumer.on(consumer.events.GROUP_JOIN, (e) => {
-      if (supervisor.stopping) return;
-      status.heardAt = Date.now();
-      supervisor.restarts.reset();
-      status.state = 'running';
-      status.lastError = null;
-      log.info({ memberId: e.payload.memberId, partitions: e.payload.memberAssignment[deps.topic] ?? [] }, 'joined the consumer group');
-      // After a rebalance, only offsets of partitions still ours are worth committing.
-      offsets.keepOnly(e.payload.memberAssignment[deps.topic] ?? []);
-    });
-    const heard = () => {
-      status.heardAt = Date.now();
-    };
-    for (const event of [consumer.events.FETCH, consumer.events.HEARTBEAT, consumer.events.START_BATCH_PROCESS, consumer.events.END_BATCH_PROCESS]) consumer.on(event, heard);
-    consumer.on(consumer.events.CRASH, (e) => {
-      if (supervisor.stopping) return;
-      status.lastError = describeError(e.payload.error);
-      if (!e.payload.restart) return startAgainLater(e.payload.error);
-      // kafkajs starts it again itself; those restarts count against the budget too.
-      status.state = 'failing';
-      if (supervisor.restarts.next() === null) return giveUp(new RetryBudgetSpent(e.payload.error, supervisor.restarts));
-      log.warn({ err: e.payload.error }, 'kafka consumer crashed; kafkajs starts it again');
-    });
-    return { consumer, supervisor, committer, offsets, pauses };
+  const setAll = (state: 'running' | 'failing', lastError: string | null) => {
+    for (const lane of live()) {
+      lane.status.state = state;
+      lane.status.lastError = lastError;
+    }
+  };
+  const start = async () => {
+    try {
+      await consumer.connect();
+      if (!supervisor.subscribed) {
+        await consumer.subscribe({ topics: [deps.topic], fromBeginning: true });
+        supervisor.subscribed = true;
+      }
+      await consumer.run(runConfig);
+    } catch (error) {
+      startAgainLater(error);
+    }
+  };
+  const startAgainLater = (error: unknown) => {
+    if (supervisor.stopping || supervisor.timer) return;
+    setAll('failing', describeError(error));
+    if (!isTransient(error)) return giveUpAll(error);
+    const delay = supervisor.restarts.next();
+    if (delay === null) return giveUpAll(new RetryBudgetSpent(error, supervisor.restarts));
+    consumerLog.warn({ err: error, restartInMs: delay, failures: supervisor.restarts.failures }, 'kafka consumer stopped; starting it again');
+    supervisor.timer = setTimeout(() => {
+      supervisor.timer = undefined;
+      if (!supervisor.stopping) supervisor.starting = start();
+    }, delay);
+  };
+  supervisor.starting = start();
+
+  consumer.on(consumer.events.GROUP_JOIN, (e) => {
+    if (supervisor.stopping) return;
+    heardAt = Date.now();
+    supervisor.restarts.reset();
+    setAll('running', null);
+    consumerLog.info({ memberId: e.payload.memberId, partitions: e.payload.memberAssignment[deps.topic] ?? [] }, 'joined the consumer group');
+    // After a rebalance, only offsets of partitions still ours are worth committing.
+    offsets.keepOnly(e.payload.memberAssignment[deps.topic] ?? []);
+  });
+  const heard = () => {
+    heardAt = Date.now();
+  };
+  for (const event of [consumer.events.FETCH, consumer.events.HEARTBEAT, consumer.events.START_BATCH_PROCESS, consumer.events.END_BATCH_PROCESS]) consumer.on(event, heard);
+  consumer.on(consumer.events.CRASH, (e) => {
+    if (supervisor.stopping) return;
+    if (!e.payload.restart) return startAgainLater(e.payload.error);
+    // kafkajs starts it again itself; those restarts count against the budget too.
+    setAll('failing', describeError(e.payload.error));
+    if (supervisor.restarts.next() === null) return giveUpAll(new RetryBudgetSpent(e.payload.error, supervisor.restarts));
+    consumerLog.warn({ err: e.payload.error }, 'kafka consumer crashed; kafkajs starts it again');
   });
 
   return {
-    status: () => [...states.values()].map(({ heardAt, ...s }) => {
-      const positions = Object.values(s.partitions).map(BigInt);
-      const max = positions.reduce((a, b) => (b > a ? b : a), 0n);
+    status: () => lanes.map(({ status: s }) => {
       const silentFor = Date.now() - heardAt;
       const silent = s.state === 'running' && silentFor > SILENT_MS
         ? { state: 'failing' as const, lastError: `nothing heard from the Kafka broker for ${Math.round(silentFor / 1000)} s: not consuming (the connection is being retried)` }
         : {};
-      return { ...s, partitions: { ...s.partitions }, position: max.toString(), ...silent };
+      return { ...s, partitions: { ...s.partitions }, position: positionOf(s), ...silent };
     }),
     async stop() {
-      await Promise.all(consumers.map(async ({ consumer, supervisor, committer, offsets, pauses }) => {
-        supervisor.stopping = true;
-        pauses.close();
-        clearTimeout(supervisor.timer);
-        clearInterval(committer);
-        await supervisor.starting;
-        await offsets.drain();
-        await consumer.disconnect().catch(() => undefined);
-      }));
+      supervisor.stopping = true;
+      pauses.close();
+      clearTimeout(supervisor.timer);
+      clearInterval(committer);
+      await supervisor.starting;
+      await offsets.drain();
+      await consumer.disconnect().catch(() => undefined);
     },
   };
+}
+
+/** A projection's position on Kafka: the highest over the partitions it applied. */
+function positionOf(status: { partitions: Record<number, string> }): string {
+  return Object.values(status.partitions).map(BigInt).reduce((a, b) => (b > a ? b : a), 0n).toString();
 }

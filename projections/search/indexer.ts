@@ -10,7 +10,7 @@ import { Pauses } from '../../services/shared/pauses';
 import { SearchUnavailable, searchPositionKey, type SearchEngine } from '../../services/shared/search';
 import { inBatches } from '../runtime/batches';
 import { CheckpointWatcher } from '../runtime/checkpointWatcher';
-import { consumerGroupOf, consumerOptions, kafkaCheckpointKey } from '../runtime/kafkaProjector';
+import { consumerOptions, kafkaCheckpointKey, projectionsOfGroup } from '../runtime/kafkaProjector';
 import { SHALLOW_EVENTS } from './affected';
 import { QuietLog } from './quietLog';
 import { DIRECT_KEY, SOURCE_PROJECTIONS, directReadModelCheckpoints, rebuildSearch } from './rebuild';
@@ -53,10 +53,10 @@ const QUIET_LOG_MS = 1000;
 const QUIET_SAMPLE_MS = 200;
 
 /**
- * On Kafka, where a new version starts: per partition, the last offset both source projections'
- * consumer groups committed (committed offsets trail what they applied, so the rows are at least
- * that new), as `search#<partition>`; a partition neither committed is left out (read from its
- * start). And `search@<partition>`: the lowest position the source projections applied from it
+ * On Kafka, where a new version starts: per partition, the last offset committed for both source
+ * projections by the consumer groups holding them (committed offsets trail what they applied, so
+ * the rows are at least that new), as `search#<partition>`; a partition not committed for both is
+ * left out (read from its start). And `search@<partition>`: the lowest position the source projections applied from it
  * (projection_checkpoints, read first: the rows scanned after are at least that new), which
  * read-your-writes compares positions with.
  */
@@ -78,14 +78,28 @@ export async function kafkaReadModelCheckpoints(kafka: Kafka, topic: string, kne
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const lowest = new Map<number, bigint | null>();
-    for (const projection of SOURCE_PROJECTIONS) {
-      const [entry] = await admin.fetchOffsets({ groupId: consumerGroupOf(topic, projection), topics: [topic] });
+    // The groups holding a source projection (one per set of projections, consumerGroupOf); of
+    // several holding the same one (a set that changed), the furthest: each trails what it applied.
+    const { groups } = await admin.listGroups();
+    const furthest = new Map<string, Map<number, bigint>>(SOURCE_PROJECTIONS.map((p) => [p, new Map()]));
+    const partitions = new Set<number>();
+    for (const { groupId } of groups) {
+      const held = projectionsOfGroup(topic, groupId)?.filter((p) => furthest.has(p)) ?? [];
+      if (held.length === 0) continue;
+      const [entry] = await admin.fetchOffsets({ groupId, topics: [topic] });
       for (const { partition, offset } of entry?.partitions ?? []) {
-        const next = BigInt(offset) < 0n ? null : BigInt(offset);
-        const known = lowest.has(partition) ? lowest.get(partition)! : undefined;
-        lowest.set(partition, known === undefined ? next : known === null || next === null ? null : (next < known ? next : known));
+        partitions.add(partition);
+        if (BigInt(offset) < 0n) continue;
+        for (const p of held) {
+          const known = furthest.get(p)!.get(partition);
+          if (known === undefined || BigInt(offset) > known) furthest.get(p)!.set(partition, BigInt(offset));
+        }
       }
+    }
+    const lowest = new Map<number, bigint | null>();
+    for (const partition of partitions) {
+      const next = SOURCE_PROJECTIONS.map((p) => furthest.get(p)!.get(partition) ?? null);
+      lowest.set(partition, next.includes(null) ? null : (next as bigint[]).reduce((a, b) => (b < a ? b : a)));
     }
     const checkpoints: Record<string, string> = {};
     for (const [partition, next] of lowest) if (next !== null && next > 0n) checkpoints[kafkaCheckpointKey(DIRECT_KEY, partition)] = (next - 1n).toString();

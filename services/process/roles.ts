@@ -65,8 +65,8 @@ export interface ProjectorRole extends Projector {
 }
 
 /**
- * The projector role: direct subscriptions to the event store, or one Kafka consumer group per
- * projection; administrators are told of the events they park (services/parking/notices.ts).
+ * The projector role: direct subscriptions to the event store, or one Kafka consumer whose fetches
+ * serve every projection; administrators are told of the events they park (services/parking/notices.ts).
  */
 export function runProjector(
   platform: Platform, logger: Logger, link: KafkaLink | null, retry: RetryPolicy, onFailed?: (status: ProjectionStatus) => void,

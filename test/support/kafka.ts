@@ -20,7 +20,7 @@ import { PostgresEventStore, setupPostgresEventStore } from '../../infra/eventst
 import { createKnex, createPool } from '../../infra/postgres/database';
 import { migrateReadModel } from '../../projections/migrations';
 import { readModelProjection } from '../../projections/readModel';
-import { consumerGroupOf, startKafkaProjector, type KafkaProjectorHooks } from '../../projections/runtime/kafkaProjector';
+import { projectionsOfGroup, startKafkaProjector, type KafkaProjectorHooks } from '../../projections/runtime/kafkaProjector';
 import type { Projection } from '../../projections/runtime/projection';
 import type { Projector } from '../../projections/runtime/projector';
 import { ENTITIES } from '../../contracts/entities';
@@ -224,7 +224,12 @@ export async function openTransportTest(opts: { partitions?: number } = {}): Pro
         return projector;
       },
       redeliveries(projection) {
-        const counts = deliveries.get(consumerGroupOf(topic, projection)) ?? new Map<string, number>();
+        // What the groups holding the projection were handed (a process's consumer serves all its projections).
+        const counts = new Map<string, number>();
+        for (const [groupId, handed] of deliveries) {
+          if (!projectionsOfGroup(topic, groupId)?.includes(projection)) continue;
+          for (const [message, n] of handed) counts.set(message, (counts.get(message) ?? 0) + n);
+        }
         return Object.fromEntries([...counts].filter(([, n]) => n > 1));
       },
       close,
@@ -420,16 +425,30 @@ export async function committedLag(admin: Admin, topic: string, groupId: string)
   return (await committedOffsets(admin, topic, groupId)).reduce((lag, p) => lag + lagOf(p), 0);
 }
 
-/** Every projection's consumer group committed the end of every partition: nothing is left to (re)deliver. */
+/** The consumer groups of the topic holding any of `projections` (one per set of projections, consumerGroupOf). */
+export async function groupsHolding(t: Pick<TransportTest, 'admin' | 'topic'>, projections: readonly string[]): Promise<Array<{ groupId: string; held: string[] }>> {
+  const { groups } = await t.admin.listGroups();
+  return groups.map(({ groupId }) => ({ groupId, held: (projectionsOfGroup(t.topic, groupId) ?? []).filter((p) => projections.includes(p)) }))
+    .filter((g) => g.held.length > 0).sort((a, b) => a.groupId.localeCompare(b.groupId));
+}
+
+/** Each projection's consumer group (every group holding it) committed the end of every partition: nothing is left to (re)deliver. */
 export async function waitForConsumers(t: TransportTest, projections: string[], timeoutMs = 60_000): Promise<void> {
-  const groups = projections.map((p) => consumerGroupOf(t.topic, p));
   // On a timeout: each group's lag, and committed/end of each partition behind.
-  const lags = async () => (await Promise.all(groups.map((g) => committedOffsets(t.admin, t.topic, g)))).map((parts, i) => {
-    const behind = parts.filter((p) => lagOf(p) > 0).map((p) => `p${p.partition} ${p.committed}/${p.high}`);
-    return `${projections[i]}: ${parts.reduce((lag, p) => lag + lagOf(p), 0)}${behind.length ? ` (${behind.join(', ')})` : ''}`;
-  }).join(', ');
-  await waitUntil(async () => (await Promise.all(groups.map((g) => committedLag(t.admin, t.topic, g)))).every((lag) => lag === 0),
-    'the consumer groups to commit the end of the topic', timeoutMs, async () => `uncommitted messages ${await lags()}`);
+  const lags = async () => {
+    const groups = await groupsHolding(t, projections);
+    const missing = projections.filter((p) => !groups.some((g) => g.held.includes(p)));
+    return [...missing.map((p) => `${p}: no consumer group yet`), ...(await Promise.all(groups.map(async ({ groupId }) => {
+      const parts = await committedOffsets(t.admin, t.topic, groupId);
+      const behind = parts.filter((p) => lagOf(p) > 0).map((p) => `p${p.partition} ${p.committed}/${p.high}`);
+      return `${groupId}: ${parts.reduce((lag, p) => lag + lagOf(p), 0)}${behind.length ? ` (${behind.join(', ')})` : ''}`;
+    })))].join(', ');
+  };
+  await waitUntil(async () => {
+    const groups = await groupsHolding(t, projections);
+    if (projections.some((p) => !groups.some((g) => g.held.includes(p)))) return false;
+    return (await Promise.all(groups.map((g) => committedLag(t.admin, t.topic, g.groupId)))).every((lag) => lag === 0);
+  }, 'the consumer groups to commit the end of the topic', timeoutMs, async () => `uncommitted messages ${await lags()}`);
 }
 
 /** Kafka handed each message to the projection's consumers once (no crash, no rebalance). */

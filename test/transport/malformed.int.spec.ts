@@ -118,7 +118,7 @@ describe('Kafka transport: malformed messages and failing events (real broker)',
 
     // Everything again from the start of the topic (the groups' offsets forgotten): nothing recorded or applied twice.
     await projector.stop();
-    await tt.admin.deleteGroups(PROJECTIONS.map((p) => consumerGroupOf(tt.topic, p)));
+    await tt.admin.deleteGroups([consumerGroupOf(tt.topic, PROJECTIONS)]);
     tt.startProjector(projectionsUnderTest());
     const last = envelope(d, 1, 12);
     await producer.send({ topic: tt.topic, acks: -1, messages: [encodeEvent(last)] });

@@ -5,7 +5,7 @@ import { readModelProjection } from '../../projections/readModel';
 import { consumerGroupOf } from '../../projections/runtime/kafkaProjector';
 import {
   Gate, RECORDER, appendCase, appliedCount, appliedRows, expectCheckpointsAtPartitionHeads, expectEachEventAppliedOnceInOrder,
-  expectNoRedeliveries, expectReadModelMatchesStore, failures, projectionsUnderTest, recordingProjection, startBurst, transportSuite,
+  expectNoRedeliveries, expectReadModelMatchesStore, failures, groupsHolding, projectionsUnderTest, recordingProjection, startBurst, transportSuite,
   waitForConsumers, waitForRelay, waitUntil,
 } from '../support/kafka';
 
@@ -32,12 +32,14 @@ describe('Kafka transport: per-stream ordering (real broker)', function () {
     expect(await failures(t.knex)).to.deep.equal([]);
     // Without a crash or a rebalance, Kafka hands each message to the projection once.
     for (const projection of PROJECTIONS) expectNoRedeliveries(t, projection);
+    // One consumer (one group) fetched each message for both projections, not a group each.
+    expect(await groupsHolding(t, PROJECTIONS)).to.deep.equal([{ groupId: consumerGroupOf(t.topic, PROJECTIONS), held: [...PROJECTIONS].sort() }]);
   });
 
   it('a second projector joins mid-burst and the first leaves: partitions move, order and exactly-once hold', async () => {
     const tt = await suite.open();
     const gates = [new Gate(300), new Gate(600), new Gate(850)];
-    const groups = PROJECTIONS.map((p) => consumerGroupOf(tt.topic, p));
+    const groups = [consumerGroupOf(tt.topic, PROJECTIONS)];
     const members = async () => (await tt.admin.describeGroups(groups)).groups.map((g) => (g.state === 'Stable' ? g.members.length : -1));
     tt.startRelay();
     const first = tt.startProjector([readModelProjection, recordingProjection({ consumer: 'first' })]);
@@ -46,7 +48,7 @@ describe('Kafka transport: per-stream ordering (real broker)', function () {
     await waitUntil(async () => burst.appended() >= 300 && (await appliedCount(tt.knex, RECORDER, 'first')) >= 100, 'the first projector to apply events');
     const second = tt.startProjector([readModelProjection, recordingProjection({ consumer: 'second' })]);
     gates[0].open();
-    await waitUntil(async () => (await members()).every((n) => n === 2), 'both projectors in both groups', 60_000, async () => JSON.stringify(await members()));
+    await waitUntil(async () => (await members()).every((n) => n === 2), 'both projectors in the group', 60_000, async () => JSON.stringify(await members()));
     expect(burst.appended(), 'rebalanced in the middle of the burst').to.be.lessThan(burst.total);
     gates[1].open();
     await waitUntil(async () => (await appliedCount(tt.knex, RECORDER, 'second')) > 0, 'the second projector to apply events');
@@ -59,7 +61,7 @@ describe('Kafka transport: per-stream ordering (real broker)', function () {
     await burst.done;
 
     await waitForRelay(tt);
-    await waitUntil(async () => (await members()).every((n) => n === 1), 'the second projector alone in both groups', 60_000, async () => JSON.stringify(await members()));
+    await waitUntil(async () => (await members()).every((n) => n === 1), 'the second projector alone in the group', 60_000, async () => JSON.stringify(await members()));
     await waitForConsumers(tt, PROJECTIONS);
     const rows = await expectEachEventAppliedOnceInOrder(tt);
     await expectReadModelMatchesStore(tt);
