@@ -341,7 +341,12 @@ export function startKafkaProjector(deps: {
       let handled: boolean[];
       try {
         const stillOurs = () => isRunning() && !isStale();
-        handled = await Promise.all(lanesNow.map((lane) => lane.handleWithinBudget(batch.partition, batch.messages, decoded, heartbeat, stillOurs)));
+        // Every projection's part ends before the batch does (a rebalance thrown by one while another
+        // still applies would leave that one running beside the partition's next holder).
+        const settled = await Promise.allSettled(lanesNow.map((lane) => lane.handleWithinBudget(batch.partition, batch.messages, decoded, heartbeat, stillOurs)));
+        const thrown = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+        if (thrown) throw thrown.reason;
+        handled = settled.map((s) => (s as PromiseFulfilledResult<boolean>).value);
       } finally {
         clearInterval(beat);
       }
