@@ -42,7 +42,7 @@ export interface Config {
   /** Other origins (scheme://host[:port]) whose pages may send cookie-authenticated unsafe requests. */
   allowedOrigins: readonly string[];
   shutdownTimeoutMs: number;
-  /** Kafka transport when set: the relay publishes the log, projections are consumer groups. */
+  /** Kafka transport when set: the relay publishes the log, each projector process is one consumer serving every projection. */
   kafka: { brokers: string[]; topic: string; partitions: number; clientId: string } | null;
   /** Uploaded files, one per upload under its own key (default dataDir/uploads). */
   uploadDir: string;

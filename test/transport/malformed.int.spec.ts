@@ -70,7 +70,7 @@ describe('Kafka transport: malformed messages and failing events (real broker)',
     tt.defer(() => producer.disconnect());
     await producer.send({ topic: tt.topic, acks: -1, messages: placed.map((m) => (m.kind === 'valid' ? encodeEvent(m.event) : m.message)) });
 
-    // Both consumer groups of the process fetch every message; each is decoded and checked once.
+    // The process's one consumer fetches every message for both projections; each is decoded and checked once.
     let checks = 0;
     const check = tt.contracts.checkEnvelope;
     tt.contracts.checkEnvelope = (value) => (checks++, check(value));
